@@ -1,0 +1,173 @@
+// Command clusterd is a thin raft server whose only state is the cluster's membership. It
+// speaks etcd's v3 Cluster API to clients and takes etcd's flags, so that the environment
+// `clusterctl member add` prints starts a new member verbatim.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/clusterctl/clusterctl/pkg/server"
+)
+
+// Exit statuses: docs/exit-codes.md. Never renumber.
+const (
+	exitOK      = 0
+	exitFailed  = 1
+	exitRemoved = 3
+)
+
+func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
+
+func run(args []string, stderr io.Writer) int {
+	cfg, err := parse(args, stderr)
+	if errors.Is(err, pflag.ErrHelp) {
+		return exitOK
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "clusterd: %v\n", err)
+		return exitFailed
+	}
+	srv, err := server.New(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "clusterd: %v\n", err)
+		return exitFailed
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	switch err := srv.Run(ctx); {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, server.ErrRemoved):
+		fmt.Fprintf(stderr, "clusterd: %v\n", err)
+		return exitRemoved
+	default:
+		fmt.Fprintf(stderr, "clusterd: %v\n", err)
+		return exitFailed
+	}
+}
+
+// parse reads flags, then ETCD_* environment variables, then the config file, in that order
+// of precedence.
+func parse(args []string, stderr io.Writer) (server.Config, error) {
+	fs := pflag.NewFlagSet("clusterd", pflag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.String("name", "default", "human-readable name for this member")
+	fs.String("data-dir", "", "path to the data directory (default ${name}.clusterd)")
+	fs.String("listen-client-urls", "http://127.0.0.1:2379", "URLs to serve clients on")
+	fs.String("advertise-client-urls", "http://127.0.0.1:2379", "client URLs to publish to the cluster")
+	fs.String("listen-peer-urls", "http://127.0.0.1:2380", "URLs to serve peers on")
+	fs.String("initial-advertise-peer-urls", "http://127.0.0.1:2380", "this member's peer URLs, as the cluster knows them")
+	fs.String("initial-cluster", "default=http://127.0.0.1:2380", "every member at bootstrap: name=peer-url,...")
+	fs.String("initial-cluster-state", "new", "new to bootstrap a cluster, existing to join one")
+	fs.String("initial-cluster-token", "clusterd-cluster", "distinguishes clusters bootstrapped with the same --initial-cluster")
+	fs.Uint("heartbeat-interval", 100, "time (ms) between heartbeats")
+	fs.Uint("election-timeout", 1000, "time (ms) without a heartbeat before an election")
+	fs.Uint64("snapshot-count", 10000, "applied entries between two snapshots")
+	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
+	fs.Int("max-learners", 1, "how many learners the cluster may have")
+	fs.String("log-level", "info", "debug, info, warn or error")
+	fs.String("config-file", "", "YAML file with the same keys as the flags")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: clusterd [flags]\n\nEvery flag can also be set as ETCD_<FLAG> (upper case, - as _) or in --config-file.\n\n%s", fs.FlagUsages())
+	}
+	if err := fs.Parse(args); err != nil {
+		return server.Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return server.Config{}, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	v := viper.New()
+	if err := v.BindPFlags(fs); err != nil {
+		return server.Config{}, err
+	}
+	v.SetEnvPrefix("ETCD")
+	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
+	v.AutomaticEnv()
+	if f := v.GetString("config-file"); f != "" {
+		v.SetConfigFile(f)
+		v.SetConfigType("yaml")
+		if err := v.ReadInConfig(); err != nil {
+			return server.Config{}, fmt.Errorf("--config-file %q: %v", f, err)
+		}
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
+		return server.Config{}, fmt.Errorf("--log-level %q: must be debug, info, warn or error", v.GetString("log-level"))
+	}
+	name := v.GetString("name")
+	dataDir := v.GetString("data-dir")
+	if dataDir == "" {
+		dataDir = name + ".clusterd"
+	}
+	nums := map[string]uint64{}
+	for _, k := range []string{"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners"} {
+		n, err := castUint(v.Get(k))
+		if err != nil {
+			return server.Config{}, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
+		}
+		nums[k] = n
+	}
+	strict, err := castBool(v.GetString("strict-reconfig-check"))
+	if err != nil {
+		return server.Config{}, fmt.Errorf("--strict-reconfig-check %q: %v", v.GetString("strict-reconfig-check"), err)
+	}
+	return server.Config{
+		Name:                     name,
+		DataDir:                  dataDir,
+		ListenClientURLs:         list(v.GetString("listen-client-urls")),
+		AdvertiseClientURLs:      list(v.GetString("advertise-client-urls")),
+		ListenPeerURLs:           list(v.GetString("listen-peer-urls")),
+		InitialAdvertisePeerURLs: list(v.GetString("initial-advertise-peer-urls")),
+		InitialCluster:           v.GetString("initial-cluster"),
+		InitialClusterState:      v.GetString("initial-cluster-state"),
+		InitialClusterToken:      v.GetString("initial-cluster-token"),
+		HeartbeatInterval:        time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
+		ElectionTimeout:          time.Duration(nums["election-timeout"]) * time.Millisecond,
+		SnapshotCount:            max(nums["snapshot-count"], 1),
+		StrictReconfigCheck:      strict,
+		MaxLearners:              int(nums["max-learners"]),
+		Logger:                   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+	}, nil
+}
+
+// castUint and castBool read a value that may come from a flag, an environment variable or a
+// YAML file, refusing what viper's lenient casts would silently turn into zero.
+func castUint(v any) (uint64, error) {
+	var n uint64
+	if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil {
+		return 0, errors.New("must be a whole number")
+	}
+	return n, nil
+}
+
+func castBool(s string) (bool, error) {
+	switch strings.ToLower(s) {
+	case "true", "1":
+		return true, nil
+	case "false", "0":
+		return false, nil
+	}
+	return false, errors.New("must be true or false")
+}
+
+func list(s string) []string {
+	var out []string
+	for _, p := range strings.Split(s, ",") {
+		if p = strings.TrimSpace(p); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}

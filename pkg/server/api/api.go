@@ -1,0 +1,243 @@
+package api
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strings"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/transport"
+)
+
+// Metadata keys: see docs/wire.md.
+const (
+	MDMemberName = "clusterd-member-name"
+	MDDryRun     = "clusterd-dry-run"
+	MDMembers    = "clusterd-members-bin"
+	MDLeader     = "clusterd-leader"
+	MDDryRunBin  = "clusterd-dry-run-bin"
+)
+
+// Version is what Maintenance.Status reports.
+const Version = "3.7.1-clusterd"
+
+// Config configures the API.
+type Config struct {
+	Node           *raftnode.Node
+	Coordinator    *reconfig.Coordinator
+	ClusterID      membership.ID
+	DBPath         string
+	RequestTimeout time.Duration
+}
+
+// Server implements the services.
+type Server struct {
+	pb.UnimplementedClusterServer
+	pb.UnimplementedMaintenanceServer
+	cfg Config
+}
+
+// New returns the API server.
+func New(cfg Config) *Server { return &Server{cfg: cfg} }
+
+// Register adds the services to a client gRPC server.
+func (s *Server) Register(g *grpc.Server) {
+	pb.RegisterClusterServer(g, s)
+	pb.RegisterMaintenanceServer(g, s)
+}
+
+// errorCodes is the one table from errors to gRPC codes (messages.md).
+var errorCodes = map[error]codes.Code{
+	membership.ErrIDNotFound:       codes.NotFound,
+	membership.ErrIDExists:         codes.FailedPrecondition,
+	membership.ErrPeerURLExists:    codes.FailedPrecondition,
+	membership.ErrInvalidPeerURLs:  codes.InvalidArgument,
+	membership.ErrNotEnoughStarted: codes.FailedPrecondition,
+	membership.ErrUnhealthy:        codes.Unavailable,
+	membership.ErrPromoteVoter:     codes.FailedPrecondition,
+	membership.ErrLearnerNotReady:  codes.FailedPrecondition,
+	membership.ErrTooManyLearners:  codes.FailedPrecondition,
+	membership.ErrIDRemoved:        codes.FailedPrecondition,
+	membership.ErrLastVoter:        codes.FailedPrecondition,
+	raftnode.ErrNoLeader:           codes.Unavailable,
+	raftnode.ErrNotLeader:          codes.Unavailable,
+	raftnode.ErrTimeout:            codes.Unavailable,
+	raftnode.ErrStopped:            codes.Unavailable,
+	raftnode.ErrProposalLost:       codes.Unavailable,
+	transport.ErrClusterIDMismatch: codes.FailedPrecondition,
+}
+
+func toStatus(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = reconfig.FromStatus(err)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		err = raftnode.ErrTimeout
+	}
+	for e, code := range errorCodes {
+		if errors.Is(err, e) {
+			return status.Error(code, e.Error())
+		}
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+func (s *Server) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
+	}
+	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
+}
+
+func (s *Server) header() *pb.ResponseHeader {
+	return &pb.ResponseHeader{ClusterId: uint64(s.cfg.ClusterID), MemberId: uint64(s.cfg.Node.ID()), RaftTerm: s.cfg.Node.Term()}
+}
+
+func incoming(ctx context.Context, key string) string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	if v := md.Get(key); len(v) > 0 {
+		return v[0]
+	}
+	return ""
+}
+
+type memberInfo struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Started bool   `json:"started"`
+}
+
+// members converts a membership for the wire and sends the header metadata that carries what
+// etcd's Member cannot.
+func (s *Server) members(ctx context.Context, c *membership.Cluster) []*pb.Member {
+	var out []*pb.Member
+	var infos []memberInfo
+	for _, m := range c.List() {
+		out = append(out, toProto(m))
+		infos = append(infos, memberInfo{ID: m.ID.String(), Name: m.Name, Started: m.Started})
+	}
+	b, _ := json.Marshal(infos)
+	lead := ""
+	if l := s.cfg.Node.Leader(); l != 0 {
+		lead = l.String()
+	}
+	_ = grpc.SetHeader(ctx, metadata.Pairs(MDMembers, string(b), MDLeader, lead))
+	return out
+}
+
+func toProto(m *membership.Member) *pb.Member {
+	p := &pb.Member{ID: uint64(m.ID), PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}
+	if m.Started {
+		p.Name = m.Name
+	}
+	return p
+}
+
+func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Reply, error) {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	dry := strings.EqualFold(incoming(ctx, MDDryRun), "true")
+	reply, err := s.cfg.Coordinator.Do(ctx, reconfig.Request{Change: ch, DryRun: dry})
+	if err != nil {
+		return nil, toStatus(err)
+	}
+	if dry {
+		b, _ := json.Marshal(reply)
+		_ = grpc.SetHeader(ctx, metadata.Pairs(MDDryRunBin, string(b)))
+		if reply.Refusal != "" {
+			return nil, toStatus(errors.New(reply.Refusal))
+		}
+	}
+	return reply, nil
+}
+
+// MemberAdd adds a voter or a learner; it returns once the change is applied.
+func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
+	if err := membership.ValidatePeerURLs(r.GetPeerURLs()); err != nil {
+		return nil, toStatus(err)
+	}
+	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{
+		Name: incoming(ctx, MDMemberName), PeerURLs: r.GetPeerURLs(), IsLearner: r.GetIsLearner(),
+	}}
+	reply, err := s.change(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MemberAddResponse{Header: s.header(), Member: toProto(&reply.Member), Members: s.members(ctx, reply.Cluster)}, nil
+}
+
+// MemberRemove removes a member.
+func (s *Server) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	reply, err := s.change(ctx, membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(r.GetID())}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MemberRemoveResponse{Header: s.header(), Members: s.members(ctx, reply.Cluster)}, nil
+}
+
+// MemberUpdate changes a member's peer URLs; a learner stays a learner.
+func (s *Server) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
+	if err := membership.ValidatePeerURLs(r.GetPeerURLs()); err != nil {
+		return nil, toStatus(err)
+	}
+	reply, err := s.change(ctx, membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: membership.ID(r.GetID()), PeerURLs: r.GetPeerURLs()}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MemberUpdateResponse{Header: s.header(), Members: s.members(ctx, reply.Cluster)}, nil
+}
+
+// MemberPromote makes a learner that has caught up a voter.
+func (s *Server) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
+	reply, err := s.change(ctx, membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: membership.ID(r.GetID())}})
+	if err != nil {
+		return nil, err
+	}
+	return &pb.MemberPromoteResponse{Header: s.header(), Members: s.members(ctx, reply.Cluster)}, nil
+}
+
+// MemberList lists the members: linearizable unless the request asks for a serializable read,
+// which any member answers from what it has applied, even without a leader.
+func (s *Server) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
+	c := s.cfg.Node.Cluster()
+	if r.GetLinearizable() {
+		ctx2, cancel := s.withTimeout(ctx)
+		defer cancel()
+		var err error
+		if c, err = s.cfg.Node.ReadIndex(ctx2); err != nil {
+			return nil, toStatus(err)
+		}
+	}
+	return &pb.MemberListResponse{Header: s.header(), Members: s.members(ctx, c)}, nil
+}
+
+// Status reports this member's raft position.
+func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
+	n := s.cfg.Node
+	resp := &pb.StatusResponse{
+		Header: s.header(), Version: Version, Leader: uint64(n.Leader()),
+		RaftIndex: n.LastIndex(), RaftTerm: n.Term(), RaftAppliedIndex: n.Applied(),
+	}
+	if m := n.Cluster().Member(n.ID()); m != nil {
+		resp.IsLearner = m.IsLearner
+	}
+	if fi, err := os.Stat(s.cfg.DBPath); err == nil {
+		resp.DbSize, resp.DbSizeInUse = fi.Size(), fi.Size()
+	}
+	if n.Leader() == 0 {
+		resp.Errors = append(resp.Errors, raftnode.ErrNoLeader.Error())
+	}
+	return resp, nil
+}

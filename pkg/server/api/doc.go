@@ -1,0 +1,11 @@
+// Package api serves etcd's v3 gRPC Cluster service and Maintenance.Status on the client
+// URLs, so that etcd's own clients work against clusterd unchanged.
+//
+// Invariants:
+//   - A handler decodes, hands the change to the coordinator (which validates with the same
+//     rules apply uses), and maps the error through errorCodes: one table, the only place a
+//     gRPC code is chosen.
+//   - Member.Name is empty on the wire for a member that has not started, as in etcd, so that
+//     etcdctl's started/unstarted column stays right; names and the started flag of every
+//     member travel in the clusterd-members-bin header (docs/wire.md).
+package api

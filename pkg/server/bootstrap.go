@@ -1,0 +1,225 @@
+package server
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
+)
+
+// opened is a member's storage, ready for raftnode, with the peers it should know of before
+// its membership tells it.
+type opened struct {
+	store *storage.Store
+	state *storage.State
+	hints *membership.Cluster
+}
+
+// open decides how this member starts and returns its storage.
+func (s *Server) open(ctx context.Context) (*opened, error) {
+	if storage.Exists(s.cfg.DataDir) {
+		return s.restart()
+	}
+	local, err := s.cfg.local(s.initial)
+	if err != nil {
+		return nil, err
+	}
+	if s.cfg.InitialClusterState == "new" {
+		return s.bootstrapNew()
+	}
+	return s.join(ctx, local)
+}
+
+func (s *Server) restart() (*opened, error) {
+	st, err := storage.Open(s.cfg.DataDir)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
+	}
+	state, err := st.Load()
+	if err != nil {
+		st.Close()
+		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
+	}
+	if state.Removed {
+		st.Close()
+		return nil, ErrRemoved
+	}
+	if s.cfg.InitialClusterState == "new" {
+		if _, want := s.newCluster(); want.ID != state.ClusterID {
+			st.Close()
+			return nil, fmt.Errorf("member %s has already been bootstrapped", state.MemberID)
+		}
+	}
+	if state.Name != s.cfg.Name {
+		s.cfg.Logger.Warn("--name differs from the name this data directory was created with; keeping the stored one",
+			"flag", s.cfg.Name, "stored", state.Name)
+	}
+	return &opened{store: st, state: state, hints: state.Cluster}, nil
+}
+
+// newCluster is the membership that --initial-cluster describes for a new cluster.
+func (s *Server) newCluster() (local membership.ID, c *membership.Cluster) {
+	var members []*membership.Member
+	var ids []membership.ID
+	for _, m := range s.initial {
+		id := memberID(m.urls, s.cfg.InitialClusterToken)
+		if m.name == s.cfg.Name {
+			local = id
+		}
+		ids = append(ids, id)
+		members = append(members, &membership.Member{ID: id, Name: m.name, PeerURLs: m.urls})
+	}
+	return local, membership.NewCluster(clusterID(ids, s.cfg.InitialClusterToken), members)
+}
+
+// bootstrapNew writes the first state of a new cluster: every member starts from the same
+// snapshot at index 1 that holds the initial membership, so there are no bootstrap entries to
+// apply and every member derives the same IDs.
+func (s *Server) bootstrapNew() (*opened, error) {
+	local, c := s.newCluster()
+	data, err := raftnode.SnapshotData(c)
+	if err != nil {
+		return nil, err
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
+		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: raftnode.ConfState(c),
+	}}
+	hs := &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}
+	return s.create(storage.Identity{MemberID: local, ClusterID: c.ID, Name: s.cfg.Name}, snap, hs, c, c)
+}
+
+func (s *Server) create(id storage.Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c, hints *membership.Cluster) (*opened, error) {
+	st, err := storage.Create(s.cfg.DataDir, id, snap, hs, c)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
+	}
+	state, err := st.Load()
+	if err != nil {
+		st.Close()
+		return nil, err
+	}
+	return &opened{store: st, state: state, hints: hints}, nil
+}
+
+// join is phase two: the member was added through a running member; it asks the cluster for
+// the committed membership, checks its flags against it, and starts with an empty log that the
+// leader fills with a snapshot.
+func (s *Server) join(ctx context.Context, local initialMember) (*opened, error) {
+	info, err := s.fetchMembership(ctx, local)
+	if err != nil {
+		return nil, err
+	}
+	id, err := checkJoin(s.cfg.Name, s.initial, info.Cluster)
+	if err != nil {
+		return nil, fmt.Errorf("assign ids error: %w", err)
+	}
+	empty := membership.NewCluster(info.Cluster.ID, nil)
+	return s.create(storage.Identity{MemberID: id, ClusterID: info.Cluster.ID, Name: s.cfg.Name}, nil, &raftpb.HardState{}, empty, info.Cluster)
+}
+
+// fetchMembership asks every other member of --initial-cluster at once and keeps the most
+// recent answer.
+func (s *Server) fetchMembership(ctx context.Context, local initialMember) (*reconfig.ClusterInfo, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	type answer struct {
+		info *reconfig.ClusterInfo
+		err  error
+	}
+	var urls []string
+	for _, m := range s.initial {
+		if m.name != local.name {
+			urls = append(urls, m.urls...)
+		}
+	}
+	if len(urls) == 0 {
+		return nil, errors.New("--initial-cluster-state existing: --initial-cluster names no other member to join")
+	}
+	answers := make(chan answer, len(urls))
+	for _, u := range urls {
+		go func() {
+			info, err := reconfig.FetchMembership(ctx, u)
+			answers <- answer{info, err}
+		}()
+	}
+	var best *reconfig.ClusterInfo
+	var errs []string
+	for range urls {
+		a := <-answers
+		switch {
+		case a.err != nil:
+			errs = append(errs, a.err.Error())
+		case best == nil || a.info.Applied > best.Applied:
+			best = a.info
+		}
+	}
+	if best == nil {
+		sort.Strings(errs)
+		return nil, fmt.Errorf("cannot reach any member of --initial-cluster to join: %s", strings.Join(errs, "; "))
+	}
+	return best, nil
+}
+
+// checkJoin compares --initial-cluster with the committed membership and returns this
+// member's ID. The wording of the first part of each message is etcd's.
+func checkJoin(name string, initial []initialMember, c *membership.Cluster) (membership.ID, error) {
+	members := c.List()
+	if len(initial) != len(members) {
+		return 0, fmt.Errorf("the member count is unequal: --initial-cluster has %d (%s), the cluster has %d (%s)",
+			len(initial), describeInitial(initial), len(members), describeMembers(members))
+	}
+	var local membership.ID
+	for _, im := range initial {
+		var match *membership.Member
+		for _, m := range members {
+			if sameURLs(m.PeerURLs, im.urls) {
+				match = m
+			}
+		}
+		if match == nil {
+			return 0, fmt.Errorf("unmatched member while checking PeerURLs: --initial-cluster has %s=%s, the cluster has %s",
+				im.name, strings.Join(im.urls, ","), describeMembers(members))
+		}
+		if im.name == name {
+			if match.Name != "" && match.Name != name {
+				return 0, fmt.Errorf("unmatched member while checking PeerURLs: %s was added as %q, not %q",
+					strings.Join(im.urls, ","), match.Name, name)
+			}
+			local = match.ID
+		}
+	}
+	return local, nil
+}
+
+func describeInitial(initial []initialMember) string {
+	var parts []string
+	for _, m := range initial {
+		parts = append(parts, m.name+"="+strings.Join(m.urls, ","))
+	}
+	sort.Strings(parts)
+	return strings.Join(parts, " ")
+}
+
+func describeMembers(members []*membership.Member) string {
+	var parts []string
+	for _, m := range members {
+		name := m.Name
+		if name == "" {
+			name = m.ID.String()
+		}
+		parts = append(parts, name+"="+strings.Join(m.PeerURLs, ","))
+	}
+	sort.Strings(parts)
+	return strings.Join(slices.Compact(parts), " ")
+}

@@ -1,0 +1,12 @@
+// Package server is clusterd's composition root: it validates a Config, decides how the member
+// starts (a new cluster, joining an existing one, or a restart on its data directory), and wires
+// storage, raftnode, transport, reconfig and api together. Run returns an error; nothing here
+// exits the process.
+//
+// Invariants:
+//   - Everything a person can get wrong on the command line is refused before the data
+//     directory is touched, so a refused start writes nothing.
+//   - A restart on an existing data directory ignores the --initial-cluster* flags, except that
+//     --initial-cluster-state=new naming another cluster is refused.
+//   - A data directory holding a tombstone never starts again (ErrRemoved).
+package server

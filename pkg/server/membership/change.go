@@ -1,0 +1,142 @@
+package membership
+
+import (
+	"fmt"
+	"slices"
+)
+
+// Kind is what a Change does.
+//
+// Stored in raft entries: never renumber.
+type Kind int
+
+const (
+	KindAdd     Kind = 1 // a new voter or learner
+	KindRemove  Kind = 2
+	KindUpdate  Kind = 3 // new peer URLs
+	KindPromote Kind = 4 // learner to voter
+	KindPublish Kind = 5 // a member's own process announces its name and client URLs
+)
+
+func (k Kind) String() string {
+	switch k {
+	case KindAdd:
+		return "add"
+	case KindRemove:
+		return "remove"
+	case KindUpdate:
+		return "update"
+	case KindPromote:
+		return "promote"
+	case KindPublish:
+		return "publish"
+	}
+	return fmt.Sprintf("kind(%d)", int(k))
+}
+
+// Change is one membership change, as it travels in a raft entry.
+type Change struct {
+	Kind Kind `json:"kind"`
+	// Member carries the target's ID and, depending on Kind, the fields that change:
+	// add: everything; update: PeerURLs; publish: Name and ClientURLs.
+	Member Member `json:"member"`
+}
+
+// Validate reports why c cannot be applied to the cluster, or nil. It is the check both at
+// proposal time and at apply time, so a change that was valid when proposed but raced with
+// another is refused identically everywhere when it is applied.
+func (c *Cluster) Validate(ch Change) error {
+	id := ch.Member.ID
+	if id == 0 {
+		return ErrIDNotFound
+	}
+	existing, exists := c.Members[id]
+	switch ch.Kind {
+	case KindAdd:
+		if exists {
+			return ErrIDExists
+		}
+		if c.IsRemoved(id) {
+			return ErrIDRemoved
+		}
+		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
+			return err
+		}
+		return c.checkURLsFree(id, ch.Member.PeerURLs)
+	case KindRemove:
+		if !exists {
+			return ErrIDNotFound
+		}
+		if !existing.IsLearner && len(c.Voters()) == 1 {
+			return ErrLastVoter
+		}
+		return nil
+	case KindUpdate:
+		if !exists {
+			return ErrIDNotFound
+		}
+		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
+			return err
+		}
+		return c.checkURLsFree(id, ch.Member.PeerURLs)
+	case KindPromote:
+		if !exists {
+			return ErrIDNotFound
+		}
+		if !existing.IsLearner {
+			return ErrPromoteVoter
+		}
+		return nil
+	case KindPublish:
+		if !exists {
+			return ErrIDNotFound
+		}
+		return nil
+	}
+	return fmt.Errorf("unknown membership change %v", ch.Kind)
+}
+
+func (c *Cluster) checkURLsFree(self ID, urls []string) error {
+	for _, m := range c.Members {
+		if m.ID == self {
+			continue
+		}
+		for _, u := range urls {
+			if slices.Contains(m.PeerURLs, u) {
+				return ErrPeerURLExists
+			}
+		}
+	}
+	return nil
+}
+
+// Apply returns the cluster after ch, or the unchanged cluster and Validate's error.
+func (c *Cluster) Apply(ch Change) (*Cluster, error) {
+	if err := c.Validate(ch); err != nil {
+		return c, err
+	}
+	n := c.Clone()
+	m := ch.Member
+	switch ch.Kind {
+	case KindAdd:
+		added := m.clone()
+		added.ClientURLs, added.Started = nil, false
+		n.Members[m.ID] = added
+	case KindRemove:
+		delete(n.Members, m.ID)
+		n.Removed[m.ID] = struct{}{}
+	case KindUpdate:
+		// Only the peer URLs change: the learner flag and everything else stay as they were.
+		n.Members[m.ID].PeerURLs = slices.Clone(m.PeerURLs)
+	case KindPromote:
+		n.Members[m.ID].IsLearner = false
+	case KindPublish:
+		p := n.Members[m.ID]
+		if m.Name != "" {
+			p.Name = m.Name
+		}
+		p.ClientURLs = slices.Clone(m.ClientURLs)
+		p.Started = true
+	}
+	return n, nil
+}

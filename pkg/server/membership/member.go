@@ -1,0 +1,160 @@
+package membership
+
+import (
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// ID identifies a member or a cluster. Zero is never a valid ID (raft reserves it).
+type ID uint64
+
+// String is the 16 lowercase hex digits that people and scripts read everywhere.
+func (id ID) String() string { return fmt.Sprintf("%016x", uint64(id)) }
+
+// ParseID reads an ID written in hex, with or without leading zeros.
+func ParseID(s string) (ID, error) {
+	v, err := strconv.ParseUint(s, 16, 64)
+	if err != nil || v == 0 {
+		return 0, fmt.Errorf("invalid member ID %q", s)
+	}
+	return ID(v), nil
+}
+
+// Member is one member of the cluster.
+type Member struct {
+	ID         ID       `json:"id"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs,omitempty"`
+	IsLearner  bool     `json:"isLearner,omitempty"`
+	// Started is set once the member's own process has published itself to the cluster;
+	// it never goes back.
+	Started bool `json:"started,omitempty"`
+}
+
+func (m *Member) clone() *Member {
+	c := *m
+	c.PeerURLs = slices.Clone(m.PeerURLs)
+	c.ClientURLs = slices.Clone(m.ClientURLs)
+	return &c
+}
+
+// Cluster is the whole membership. Treat a Cluster as immutable once shared: Apply returns a
+// new one.
+type Cluster struct {
+	ID      ID              `json:"clusterID"`
+	Members map[ID]*Member  `json:"members"`
+	Removed map[ID]struct{} `json:"removed,omitempty"`
+}
+
+// NewCluster returns a cluster with the given members, as a bootstrap writes it.
+func NewCluster(id ID, members []*Member) *Cluster {
+	c := &Cluster{ID: id, Members: map[ID]*Member{}, Removed: map[ID]struct{}{}}
+	for _, m := range members {
+		c.Members[m.ID] = m.clone()
+	}
+	return c
+}
+
+// Clone returns a deep copy.
+func (c *Cluster) Clone() *Cluster {
+	n := &Cluster{ID: c.ID, Members: make(map[ID]*Member, len(c.Members)), Removed: make(map[ID]struct{}, len(c.Removed))}
+	for id, m := range c.Members {
+		n.Members[id] = m.clone()
+	}
+	for id := range c.Removed {
+		n.Removed[id] = struct{}{}
+	}
+	return n
+}
+
+// Member returns a copy of the member with that ID, or nil.
+func (c *Cluster) Member(id ID) *Member {
+	if m, ok := c.Members[id]; ok {
+		return m.clone()
+	}
+	return nil
+}
+
+// IsRemoved reports whether id was a member once and has been removed.
+func (c *Cluster) IsRemoved(id ID) bool {
+	_, ok := c.Removed[id]
+	return ok
+}
+
+// List returns copies of the members sorted by ID, so every listing is in a stable order.
+func (c *Cluster) List() []*Member {
+	out := make([]*Member, 0, len(c.Members))
+	for _, m := range c.Members {
+		out = append(out, m.clone())
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out
+}
+
+// Voters returns the IDs of the voting members, sorted.
+func (c *Cluster) Voters() []ID { return c.ids(false) }
+
+// Learners returns the IDs of the learners, sorted.
+func (c *Cluster) Learners() []ID { return c.ids(true) }
+
+func (c *Cluster) ids(learners bool) []ID {
+	var out []ID
+	for id, m := range c.Members {
+		if m.IsLearner == learners {
+			out = append(out, id)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// MemberByPeerURL returns the member that uses u as a peer URL, or nil.
+func (c *Cluster) MemberByPeerURL(u string) *Member {
+	for _, m := range c.Members {
+		if slices.Contains(m.PeerURLs, u) {
+			return m.clone()
+		}
+	}
+	return nil
+}
+
+// ValidatePeerURLs checks URLs the way a member will use them: absolute, with a scheme the
+// transport speaks, a host:port, no path, and no URL twice.
+func ValidatePeerURLs(urls []string) error {
+	if len(urls) == 0 {
+		return ErrInvalidPeerURLs
+	}
+	seen := map[string]bool{}
+	for _, s := range urls {
+		if err := ValidateURL(s); err != nil || seen[s] {
+			return ErrInvalidPeerURLs
+		}
+		seen[s] = true
+	}
+	return nil
+}
+
+// ValidateURL returns the contract's message for the first thing wrong with one URL.
+func ValidateURL(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || !slices.Contains([]string{"http", "https", "unix", "unixs"}, u.Scheme) {
+		return fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", s)
+	}
+	if strings.HasPrefix(u.Scheme, "unix") {
+		// A unix socket's address is its path.
+		return nil
+	}
+	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("URL must not contain a path: %s", s)
+	}
+	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
+		return fmt.Errorf("URL address does not have the form \"host:port\": %s", s)
+	}
+	return nil
+}

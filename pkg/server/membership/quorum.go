@@ -1,0 +1,83 @@
+package membership
+
+// Peers is raft's view of the members at the leader when a change is proposed.
+type Peers struct {
+	Leader ID
+	// Started holds the members the leader has heard from since it took office (their raft
+	// progress has acknowledged entries), the leader included.
+	Started map[ID]bool
+	// Connected holds the members the leader heard from within the last election timeout,
+	// the leader included.
+	Connected map[ID]bool
+}
+
+// QuorumReport describes the voting configuration before and after a change, for the strict
+// reconfiguration check and for a dry run.
+type QuorumReport struct {
+	Voters          int `json:"voters"`
+	Learners        int `json:"learners"`
+	StartedVoters   int `json:"startedVoters"`
+	ConnectedVoters int `json:"connectedVoters"`
+	Quorum          int `json:"quorum"`
+	// FaultTolerance is how many voters may fail with the rest still forming a quorum; negative
+	// when the connected voters are already short of one.
+	FaultTolerance int `json:"faultTolerance"`
+}
+
+// Report summarises the voting configuration of c as seen through p.
+func (c *Cluster) Report(p Peers) QuorumReport {
+	voters := c.Voters()
+	r := QuorumReport{Voters: len(voters), Learners: len(c.Members) - len(voters), Quorum: len(voters)/2 + 1}
+	for _, id := range voters {
+		if p.Started[id] {
+			r.StartedVoters++
+		}
+		if p.Connected[id] {
+			r.ConnectedVoters++
+		}
+	}
+	r.FaultTolerance = r.ConnectedVoters - r.Quorum
+	return r
+}
+
+// CheckQuorum is the strict reconfiguration check: it refuses ch when the configuration after it
+// would have fewer started voters than its quorum (ErrNotEnoughStarted), or fewer voters
+// connected to the leader than its quorum (ErrUnhealthy). A member whose peer URLs change is
+// counted as neither, since it is unreachable until it restarts at its new address.
+//
+// Adding a voter to a one-voter cluster is allowed although the pair cannot commit until the
+// new member starts: that is how a cluster restarted from one member grows back.
+func (c *Cluster) CheckQuorum(ch Change, p Peers) (before, after QuorumReport, err error) {
+	before = c.Report(p)
+	next, err := c.Apply(ch)
+	if err != nil {
+		return before, before, err
+	}
+	if ch.Kind == KindUpdate {
+		p = p.without(ch.Member.ID)
+	}
+	after = next.Report(p)
+	if ch.Kind == KindAdd && !ch.Member.IsLearner && before.Voters == 1 && before.StartedVoters == 1 {
+		return before, after, nil
+	}
+	if after.StartedVoters < after.Quorum {
+		return before, after, ErrNotEnoughStarted
+	}
+	if after.ConnectedVoters < after.Quorum {
+		return before, after, ErrUnhealthy
+	}
+	return before, after, nil
+}
+
+func (p Peers) without(id ID) Peers {
+	drop := func(set map[ID]bool) map[ID]bool {
+		out := make(map[ID]bool, len(set))
+		for k, v := range set {
+			if k != id {
+				out[k] = v
+			}
+		}
+		return out
+	}
+	return Peers{Leader: p.Leader, Started: drop(p.Started), Connected: drop(p.Connected)}
+}

@@ -1,0 +1,653 @@
+package raftnode
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
+)
+
+var (
+	// ErrRemoved ends Run when this member applied its own removal or a peer told it that it
+	// had been removed.
+	ErrRemoved = errors.New("this member has been permanently removed from the cluster")
+	// ErrNotLeader is returned by Propose on a member that is not the leader.
+	ErrNotLeader = errors.New("etcdserver: not leader")
+	// ErrNoLeader is returned when the cluster has no leader to decide.
+	ErrNoLeader = errors.New("etcdserver: no leader")
+	// ErrTimeout is returned when a proposal was made but not applied in time: its outcome is
+	// unknown.
+	ErrTimeout = errors.New("etcdserver: request timed out")
+	// ErrStopped is returned once the node is shutting down.
+	ErrStopped = errors.New("etcdserver: server stopped")
+	// ErrProposalLost is returned when a proposal is known never to be applied (raft dropped
+	// it, or a later leader overwrote it): proposing again is safe.
+	ErrProposalLost = errors.New("etcdserver: proposal lost, retry")
+)
+
+// Transport sends raft messages to peers and learns their addresses from the membership.
+type Transport interface {
+	Send(msgs []*raftpb.Message)
+	SetPeers(c *membership.Cluster)
+}
+
+// Config configures a Node.
+type Config struct {
+	Store         *storage.Store
+	State         *storage.State // as loaded from Store
+	Transport     Transport
+	TickInterval  time.Duration // the heartbeat interval
+	ElectionTicks int
+	SnapshotCount uint64
+	Logger        *slog.Logger
+}
+
+// proposal is what a membership change entry carries: in the Data of a normal entry, in the
+// Context of a conf change. Stored in the raft log: field names are part of the format.
+type proposal struct {
+	RequestID uint64            `json:"requestID"`
+	Change    membership.Change `json:"change"`
+}
+
+type result struct {
+	cluster *membership.Cluster
+	err     error
+}
+
+// appliedEntry is what applying one committed entry did.
+type appliedEntry struct {
+	entry *raftpb.Entry
+	req   uint64
+	err   error
+}
+
+type waiter struct {
+	term uint64
+	ch   chan result
+}
+
+// Node is a running raft member.
+type Node struct {
+	cfg   Config
+	id    uint64
+	raft  raft.Node
+	mem   *raft.MemoryStorage
+	store *storage.Store
+	log   *slog.Logger
+
+	cluster     atomic.Pointer[membership.Cluster]
+	applied     atomic.Uint64
+	appliedTerm atomic.Uint64
+	lead        atomic.Uint64
+	term        atomic.Uint64
+	snapIndex   uint64 // only the loop touches it
+
+	mu       sync.Mutex
+	waiters  map[uint64]*waiter
+	reads    map[string]chan uint64
+	progress chan struct{} // closed and replaced whenever applied advances or the leader changes
+
+	confMu  sync.Mutex // one membership change in flight
+	removed chan struct{}
+	rmOnce  sync.Once
+	done    chan struct{}
+}
+
+// restartStorage hands raft the configuration of the applied membership, not the older one
+// of the last snapshot: conf changes applied since the snapshot are not replayed to raft.
+type restartStorage struct {
+	*raft.MemoryStorage
+	cs *raftpb.ConfState
+}
+
+func (s restartStorage) InitialState() (*raftpb.HardState, *raftpb.ConfState, error) {
+	hs, _, err := s.MemoryStorage.InitialState()
+	return hs, s.cs, err
+}
+
+// New rebuilds a node from its stored state.
+func New(cfg Config) (*Node, error) {
+	st := cfg.State
+	mem := raft.NewMemoryStorage()
+	if st.Snapshot != nil {
+		if err := mem.ApplySnapshot(st.Snapshot); err != nil {
+			return nil, err
+		}
+	}
+	if err := mem.SetHardState(st.HardState); err != nil {
+		return nil, err
+	}
+	if err := mem.Append(st.Entries); err != nil {
+		return nil, err
+	}
+	n := &Node{
+		cfg: cfg, id: uint64(st.MemberID), mem: mem, store: cfg.Store, log: cfg.Logger,
+		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
+		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
+		progress: make(chan struct{}), removed: make(chan struct{}), done: make(chan struct{}),
+	}
+	n.cluster.Store(st.Cluster)
+	n.applied.Store(st.Applied)
+	if t, err := mem.Term(st.Applied); err == nil {
+		n.appliedTerm.Store(t)
+	}
+	n.raft = raft.RestartNode(&raft.Config{
+		ID:                        n.id,
+		ElectionTick:              cfg.ElectionTicks,
+		HeartbeatTick:             1,
+		Storage:                   restartStorage{mem, ConfState(st.Cluster)},
+		Applied:                   st.Applied,
+		MaxSizePerMsg:             1 << 20,
+		MaxInflightMsgs:           256,
+		MaxUncommittedEntriesSize: 1 << 30,
+		CheckQuorum:               true,
+		PreVote:                   true,
+		StepDownOnRemoval:         true,
+		DisableProposalForwarding: true,
+		Logger:                    raftLogger{cfg.Logger},
+	})
+	cfg.Transport.SetPeers(st.Cluster)
+	return n, nil
+}
+
+// ConfState is raft's configuration for a membership: its voters and learners.
+func ConfState(c *membership.Cluster) *raftpb.ConfState {
+	cs := &raftpb.ConfState{}
+	for _, id := range c.Voters() {
+		cs.Voters = append(cs.Voters, uint64(id))
+	}
+	for _, id := range c.Learners() {
+		cs.Learners = append(cs.Learners, uint64(id))
+	}
+	return cs
+}
+
+// Run drives the node until ctx ends (nil) or this member is removed (ErrRemoved). A storage
+// error ends it too: a member that cannot persist must not go on voting.
+func (n *Node) Run(ctx context.Context) error {
+	defer close(n.done)
+	defer n.raft.Stop()
+	defer n.failAll(ErrStopped)
+	ticker := time.NewTicker(n.cfg.TickInterval)
+	defer ticker.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-n.removed:
+			return ErrRemoved
+		case <-ticker.C:
+			n.raft.Tick()
+		case rd := <-n.raft.Ready():
+			if err := n.handleReady(rd); err != nil {
+				return err
+			}
+		}
+	}
+}
+
+func (n *Node) handleReady(rd raft.Ready) error {
+	if rd.SoftState != nil {
+		n.lead.Store(rd.SoftState.Lead)
+		n.notifyProgress()
+	}
+	if rd.HardState != nil {
+		n.term.Store(rd.HardState.GetTerm())
+	}
+	cluster := n.cluster.Load()
+	applied := n.applied.Load()
+	up := storage.Update{HardState: rd.HardState, Entries: rd.Entries}
+	var received bool
+	if !raft.IsEmptySnap(rd.Snapshot) {
+		c, err := decodeSnapshot(rd.Snapshot)
+		if err != nil {
+			return err
+		}
+		up.Snapshot, up.ResetLog = rd.Snapshot, true
+		cluster, applied, received = c, rd.Snapshot.GetMetadata().GetIndex(), true
+	}
+
+	var results []appliedEntry
+	selfRemoved := false
+	lastTerm := n.appliedTerm.Load()
+	for _, e := range rd.CommittedEntries {
+		if e.GetIndex() <= applied {
+			continue
+		}
+		var p *proposal
+		var err error
+		r := appliedEntry{entry: e}
+		switch e.GetType() {
+		case raftpb.EntryConfChange:
+			cc := &raftpb.ConfChange{}
+			if err = proto.Unmarshal(e.GetData(), cc); err == nil {
+				p, err = decodeProposal(cc.GetContext())
+			}
+		case raftpb.EntryNormal:
+			if len(e.GetData()) == 0 {
+				// A leader's first entry of its term, or, later in the term, a conf change that raft
+				// refused to append and emptied: nothing to apply, but its proposer must hear.
+				if e.GetTerm() == lastTerm {
+					r.err = ErrProposalLost
+				}
+				break
+			}
+			p, err = decodeProposal(e.GetData())
+		default:
+			err = fmt.Errorf("unexpected entry type %v", e.GetType())
+		}
+		if err != nil {
+			return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
+		}
+		if p != nil {
+			r.req = p.RequestID
+			cluster, r.err = cluster.Apply(p.Change)
+			if r.err == nil && p.Change.Kind == membership.KindRemove && uint64(p.Change.Member.ID) == n.id {
+				selfRemoved = true
+			}
+		}
+		results = append(results, r)
+		applied, lastTerm = e.GetIndex(), e.GetTerm()
+	}
+	if len(results) > 0 || received {
+		up.Cluster, up.Applied, up.Tombstone = cluster, applied, selfRemoved
+	}
+	if err := n.store.Save(up); err != nil {
+		return fmt.Errorf("persisting raft state: %w", err)
+	}
+
+	if received {
+		if err := n.mem.ApplySnapshot(rd.Snapshot); err != nil {
+			return err
+		}
+		n.snapIndex = applied
+	}
+	if err := n.mem.Append(rd.Entries); err != nil {
+		return err
+	}
+	n.cfg.Transport.Send(rd.Messages)
+
+	for _, r := range results {
+		if r.entry.GetType() == raftpb.EntryConfChange {
+			cc := &raftpb.ConfChange{}
+			_ = proto.Unmarshal(r.entry.GetData(), cc) // decoded once above already
+			if r.err != nil {
+				// Refused by the membership rules: raft must not change its configuration either.
+				cc.NodeId = proto.Uint64(raft.None)
+			}
+			n.raft.ApplyConfChange(cc)
+		}
+	}
+	if up.Cluster != nil {
+		n.cluster.Store(cluster)
+		n.applied.Store(applied)
+		n.appliedTerm.Store(lastTerm)
+		n.cfg.Transport.SetPeers(cluster)
+		if received {
+			n.failAll(ErrProposalLost) // whatever was pending is now behind the snapshot
+		}
+		n.finish(results, cluster)
+		n.notifyProgress()
+	}
+	for _, rs := range rd.ReadStates {
+		n.mu.Lock()
+		if ch, ok := n.reads[string(rs.RequestCtx)]; ok {
+			ch <- rs.Index
+			delete(n.reads, string(rs.RequestCtx))
+		}
+		n.mu.Unlock()
+	}
+	if err := n.maybeSnapshot(); err != nil {
+		return err
+	}
+	n.raft.Advance()
+	if selfRemoved {
+		n.markRemoved()
+	}
+	return nil
+}
+
+// finish answers the proposers of the applied entries, and fails those whose proposals can no
+// longer be applied: once an entry of a later term is applied, every entry of an earlier term
+// that will ever commit has committed.
+func (n *Node) finish(results []appliedEntry, c *membership.Cluster) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range results {
+		if w, ok := n.waiters[r.req]; ok && r.req != 0 {
+			w.ch <- result{cluster: c, err: r.err}
+			delete(n.waiters, r.req)
+		}
+		for id, w := range n.waiters {
+			dropped := r.req == 0 && errors.Is(r.err, ErrProposalLost) && w.term == r.entry.GetTerm()
+			if dropped || w.term < r.entry.GetTerm() {
+				w.ch <- result{err: ErrProposalLost}
+				delete(n.waiters, id)
+			}
+		}
+	}
+}
+
+func (n *Node) failAll(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, w := range n.waiters {
+		w.ch <- result{err: err}
+		delete(n.waiters, id)
+	}
+}
+
+// notifyProgress wakes everyone waiting for the applied index or the leader to change.
+func (n *Node) notifyProgress() {
+	n.mu.Lock()
+	close(n.progress)
+	n.progress = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *Node) progressCh() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.progress
+}
+
+// waitFor blocks until cond holds, ctx ends (false), or the node stops (false).
+func (n *Node) waitFor(ctx context.Context, cond func() bool) bool {
+	for {
+		ch := n.progressCh()
+		if cond() {
+			return true
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return false
+		case <-n.done:
+			return false
+		}
+	}
+}
+
+func (n *Node) maybeSnapshot() error {
+	applied := n.applied.Load()
+	if applied-n.snapIndex < n.cfg.SnapshotCount {
+		return nil
+	}
+	c := n.cluster.Load()
+	data, err := json.Marshal(c)
+	if err != nil {
+		return err
+	}
+	snap, err := n.mem.CreateSnapshot(applied, ConfState(c), data)
+	if err != nil {
+		return err
+	}
+	// Keep some entries behind the snapshot so that a follower slightly behind catches up from
+	// the log rather than from a whole snapshot.
+	keep := min(n.cfg.SnapshotCount, 5000)
+	compact := uint64(0)
+	if applied > keep {
+		compact = applied - keep
+		if err := n.mem.Compact(compact); err != nil {
+			return err
+		}
+	}
+	if err := n.store.Save(storage.Update{Snapshot: snap, CompactTo: compact}); err != nil {
+		return fmt.Errorf("persisting snapshot: %w", err)
+	}
+	n.snapIndex = applied
+	return nil
+}
+
+func decodeProposal(data []byte) (*proposal, error) {
+	p := &proposal{}
+	if err := json.Unmarshal(data, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func decodeSnapshot(s *raftpb.Snapshot) (*membership.Cluster, error) {
+	c := &membership.Cluster{}
+	if err := json.Unmarshal(s.GetData(), c); err != nil {
+		return nil, fmt.Errorf("snapshot at %d: %w", s.GetMetadata().GetIndex(), err)
+	}
+	if c.Removed == nil {
+		c.Removed = map[membership.ID]struct{}{}
+	}
+	return c, nil
+}
+
+// SnapshotData encodes a membership as a snapshot's data, for a bootstrap.
+func SnapshotData(c *membership.Cluster) ([]byte, error) { return json.Marshal(c) }
+
+// Propose makes ch through raft and returns the membership once it is applied. It must be
+// called on the leader, under ConfLock for everything but a publish.
+func (n *Node) Propose(ctx context.Context, ch membership.Change) (*membership.Cluster, error) {
+	if n.lead.Load() != n.id {
+		return nil, ErrNotLeader
+	}
+	// Until the leader has applied an entry of its own term, raft would turn a conf change
+	// into an empty entry (it cannot tell whether an older one is still pending).
+	term := n.term.Load()
+	if !n.waitFor(ctx, func() bool { return n.appliedTerm.Load() >= term || n.lead.Load() != n.id }) {
+		return nil, n.ctxErr(ctx)
+	}
+	if n.lead.Load() != n.id || n.term.Load() != term {
+		return nil, ErrNotLeader
+	}
+	req := randomID()
+	data, err := json.Marshal(proposal{RequestID: req, Change: ch})
+	if err != nil {
+		return nil, err
+	}
+	w := &waiter{term: term, ch: make(chan result, 1)}
+	n.mu.Lock()
+	n.waiters[req] = w
+	n.mu.Unlock()
+	if ch.Kind == membership.KindPublish {
+		err = n.raft.Propose(ctx, data)
+	} else {
+		err = n.raft.ProposeConfChange(ctx, &raftpb.ConfChange{
+			Type: confChangeType(ch).Enum(), NodeId: proto.Uint64(uint64(ch.Member.ID)), Context: data,
+		})
+	}
+	if err != nil {
+		n.forget(req)
+		if errors.Is(err, raft.ErrProposalDropped) {
+			return nil, ErrProposalLost
+		}
+		return nil, n.ctxErr(ctx)
+	}
+	select {
+	case r := <-w.ch:
+		return r.cluster, r.err
+	case <-ctx.Done():
+		n.forget(req)
+		return nil, ErrTimeout
+	case <-n.done:
+		return nil, ErrStopped
+	}
+}
+
+func confChangeType(ch membership.Change) raftpb.ConfChangeType {
+	switch ch.Kind {
+	case membership.KindAdd:
+		if ch.Member.IsLearner {
+			return raftpb.ConfChangeType_ConfChangeAddLearnerNode
+		}
+		return raftpb.ConfChangeType_ConfChangeAddNode
+	case membership.KindRemove:
+		return raftpb.ConfChangeType_ConfChangeRemoveNode
+	case membership.KindPromote:
+		return raftpb.ConfChangeType_ConfChangeAddNode
+	}
+	return raftpb.ConfChangeType_ConfChangeUpdateNode
+}
+
+func (n *Node) forget(req uint64) {
+	n.mu.Lock()
+	delete(n.waiters, req)
+	n.mu.Unlock()
+}
+
+func (n *Node) ctxErr(ctx context.Context) error {
+	select {
+	case <-n.done:
+		return ErrStopped
+	default:
+	}
+	if n.lead.Load() == raft.None {
+		return ErrNoLeader
+	}
+	return ErrTimeout
+}
+
+// ConfLock serialises membership changes on this member: raft cannot have two in flight.
+func (n *Node) ConfLock() func() {
+	n.confMu.Lock()
+	return n.confMu.Unlock
+}
+
+// ReadIndex returns the membership as of a linearizable read: everything committed before the
+// call is in it.
+func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
+	retry := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 2
+	for {
+		if !n.waitFor(ctx, func() bool { return n.lead.Load() != raft.None }) {
+			return nil, n.ctxErr(ctx)
+		}
+		rctx := binary.BigEndian.AppendUint64(nil, randomID())
+		ch := make(chan uint64, 1)
+		n.mu.Lock()
+		n.reads[string(rctx)] = ch
+		n.mu.Unlock()
+		if err := n.raft.ReadIndex(ctx, rctx); err != nil {
+			n.forgetRead(rctx)
+			return nil, n.ctxErr(ctx)
+		}
+		timer := time.NewTimer(retry)
+		select {
+		case idx := <-ch:
+			timer.Stop()
+			if !n.waitFor(ctx, func() bool { return n.applied.Load() >= idx }) {
+				return nil, n.ctxErr(ctx)
+			}
+			return n.cluster.Load(), nil
+		case <-timer.C:
+			// raft drops a read request silently when leadership moves; ask again.
+			n.forgetRead(rctx)
+		case <-ctx.Done():
+			timer.Stop()
+			n.forgetRead(rctx)
+			return nil, n.ctxErr(ctx)
+		case <-n.done:
+			timer.Stop()
+			return nil, ErrStopped
+		}
+	}
+}
+
+func (n *Node) forgetRead(rctx []byte) {
+	n.mu.Lock()
+	delete(n.reads, string(rctx))
+	n.mu.Unlock()
+}
+
+// TransferLeadership hands leadership to another voter and waits until it has it.
+func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
+	n.raft.TransferLeadership(ctx, n.id, uint64(to))
+	if !n.waitFor(ctx, func() bool { return n.lead.Load() == uint64(to) }) {
+		return n.ctxErr(ctx)
+	}
+	return nil
+}
+
+// MarkRemoved records that a peer refused this member as removed, and stops it.
+func (n *Node) MarkRemoved() {
+	if err := n.store.Save(storage.Update{Tombstone: true}); err != nil {
+		n.log.Error("writing the removal tombstone", "err", err)
+	}
+	n.markRemoved()
+}
+
+func (n *Node) markRemoved() { n.rmOnce.Do(func() { close(n.removed) }) }
+
+// Step hands a message from a peer to raft.
+func (n *Node) Step(ctx context.Context, m *raftpb.Message) error { return n.raft.Step(ctx, m) }
+
+// ReportUnreachable tells raft a peer could not be reached.
+func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
+
+// ReportSnapshot tells raft how sending a snapshot to a peer ended.
+func (n *Node) ReportSnapshot(id uint64, ok bool) {
+	status := raft.SnapshotFinish
+	if !ok {
+		status = raft.SnapshotFailure
+	}
+	n.raft.ReportSnapshot(id, status)
+}
+
+// ID is this member's ID.
+func (n *Node) ID() membership.ID { return membership.ID(n.id) }
+
+// Cluster is the applied membership. Do not modify it.
+func (n *Node) Cluster() *membership.Cluster { return n.cluster.Load() }
+
+// Leader is the current leader's ID, or zero.
+func (n *Node) Leader() membership.ID { return membership.ID(n.lead.Load()) }
+
+// Term is the current raft term.
+func (n *Node) Term() uint64 { return n.term.Load() }
+
+// Applied is the applied index.
+func (n *Node) Applied() uint64 { return n.applied.Load() }
+
+// Status is raft's status; its Progress is filled on the leader only.
+func (n *Node) Status() raft.Status { return n.raft.Status() }
+
+// Done is closed when Run has returned.
+func (n *Node) Done() <-chan struct{} { return n.done }
+
+func randomID() uint64 {
+	var b [8]byte
+	for {
+		if _, err := rand.Read(b[:]); err != nil {
+			panic(err) // crypto/rand never fails on Linux; if it does, nothing is safe
+		}
+		if v := binary.BigEndian.Uint64(b[:]); v != 0 {
+			return v
+		}
+	}
+}
+
+// NewMemberID returns a fresh random member ID; the membership rules refuse it at apply time
+// in the unlikely case that it was ever used.
+func NewMemberID() membership.ID { return membership.ID(randomID()) }
+
+// WaitLeader blocks until the cluster has a leader and returns it.
+func (n *Node) WaitLeader(ctx context.Context) (membership.ID, error) {
+	if !n.waitFor(ctx, func() bool { return n.lead.Load() != raft.None }) {
+		return 0, n.ctxErr(ctx)
+	}
+	return n.Leader(), nil
+}
+
+// LastIndex is the index of the last entry in this member's log.
+func (n *Node) LastIndex() uint64 {
+	i, _ := n.mem.LastIndex()
+	return i
+}

@@ -1,0 +1,12 @@
+// Package reconfig decides membership changes: on the leader it assigns IDs, runs the checks
+// (the membership rules, the learner limit, learner readiness, the strict reconfiguration
+// check), hands leadership away before removing itself, and proposes; on any other member it
+// forwards the request to the leader over the peer port.
+//
+// Invariants:
+//   - The checks run under the node's conf lock, against the applied membership, so two
+//     requests can never both pass a check that only one of them may pass.
+//   - A dry run runs exactly the checks a real request runs and proposes nothing.
+//   - A request is retried (re-routed to the current leader) only when it is known not to have
+//     been applied: not leader, no proposal made, or the proposal lost.
+package reconfig

@@ -1,0 +1,223 @@
+package reconfig
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/transport"
+)
+
+// Request is one membership change as a client asked for it. On the wire between members:
+// field names are part of the peer protocol.
+type Request struct {
+	Change membership.Change `json:"change"`
+	DryRun bool              `json:"dryRun,omitempty"`
+}
+
+// Reply is the outcome of a Request.
+type Reply struct {
+	Cluster *membership.Cluster     `json:"cluster"`
+	Member  membership.Member       `json:"member"` // the member the change is about, ID assigned
+	Before  membership.QuorumReport `json:"before"`
+	After   membership.QuorumReport `json:"after"`
+	// Refusal is why a dry run would be refused; empty when it would be accepted.
+	Refusal string `json:"refusal,omitempty"`
+}
+
+// Config configures a Coordinator.
+type Config struct {
+	Node            *raftnode.Node
+	Transport       *transport.Transport
+	ElectionTimeout time.Duration
+	StrictReconfig  bool
+	MaxLearners     int
+	Logger          *slog.Logger
+}
+
+// Coordinator routes and decides membership changes.
+type Coordinator struct {
+	cfg Config
+
+	mu    sync.Mutex
+	conns map[string]*grpc.ClientConn // by peer URL
+}
+
+// New returns a Coordinator.
+func New(cfg Config) *Coordinator {
+	return &Coordinator{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
+}
+
+// errRetry marks refusals after which the same request may go to the leader again.
+func retryable(err error) bool {
+	return errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrProposalLost)
+}
+
+// Do carries out req on the leader, wherever it is, and returns once the change is applied
+// there (or, for a dry run, once it is checked).
+func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
+	backoff := 10 * time.Millisecond
+	for {
+		lead, err := c.cfg.Node.WaitLeader(ctx)
+		if err != nil {
+			return nil, err
+		}
+		var reply *Reply
+		if lead == c.cfg.Node.ID() {
+			reply, err = c.decide(ctx, req)
+		} else {
+			reply, err = c.forward(ctx, lead, req)
+		}
+		if !retryable(err) {
+			return reply, err
+		}
+		select {
+		case <-ctx.Done():
+			return nil, raftnode.ErrTimeout
+		case <-time.After(backoff):
+			backoff = min(2*backoff, 200*time.Millisecond)
+		}
+	}
+}
+
+func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
+	n := c.cfg.Node
+	ch := req.Change
+	if ch.Kind != membership.KindPublish {
+		defer n.ConfLock()()
+	}
+	cl := n.Cluster()
+	if ch.Kind == membership.KindAdd {
+		ch.Member.ID = newID(cl)
+	}
+	reply := &Reply{Cluster: cl, Member: ch.Member}
+	if m := cl.Member(ch.Member.ID); m != nil {
+		reply.Member = *m
+	}
+	if err := c.check(cl, ch, reply); err != nil {
+		if req.DryRun && !retryable(err) {
+			reply.Refusal = err.Error()
+			return reply, nil
+		}
+		return reply, err
+	}
+	if req.DryRun {
+		return reply, nil
+	}
+	if ch.Kind == membership.KindRemove && ch.Member.ID == n.ID() {
+		// Hand leadership to an up-to-date voter first, so that the cluster is not left
+		// without a leader for a whole election timeout; the new leader then removes us.
+		return nil, c.handOff(ctx, cl)
+	}
+	after, err := n.Propose(ctx, ch)
+	if err != nil {
+		return nil, err
+	}
+	reply.Cluster = after
+	if m := after.Member(ch.Member.ID); m != nil {
+		reply.Member = *m
+	}
+	return reply, nil
+}
+
+// check runs every proposal-time check and fills in the quorum reports.
+func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply *Reply) error {
+	if err := cl.Validate(ch); err != nil {
+		return err
+	}
+	if ch.Kind == membership.KindPublish {
+		return nil
+	}
+	if ch.Kind == membership.KindAdd && ch.Member.IsLearner && len(cl.Learners()) >= c.cfg.MaxLearners {
+		return membership.ErrTooManyLearners
+	}
+	st := c.cfg.Node.Status()
+	if ch.Kind == membership.KindPromote {
+		leader, learner := st.Progress[uint64(c.cfg.Node.ID())], st.Progress[uint64(ch.Member.ID)]
+		// etcd's rule: a learner is ready once it has 90% of the leader's log.
+		if learner.Match == 0 || float64(learner.Match) < 0.9*float64(leader.Match) {
+			return membership.ErrLearnerNotReady
+		}
+	}
+	peers := membership.Peers{Leader: c.cfg.Node.ID(), Started: map[membership.ID]bool{}, Connected: map[membership.ID]bool{}}
+	for id, m := range cl.Members {
+		self := id == c.cfg.Node.ID()
+		peers.Started[id] = self || m.Started || st.Progress[uint64(id)].Match > 0
+		peers.Connected[id] = self || c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout)
+	}
+	var err error
+	reply.Before, reply.After, err = cl.CheckQuorum(ch, peers)
+	if c.cfg.StrictReconfig {
+		return err
+	}
+	return nil
+}
+
+func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error {
+	st := c.cfg.Node.Status()
+	var best membership.ID
+	var bestMatch uint64
+	for _, id := range cl.Voters() {
+		if id != c.cfg.Node.ID() && st.Progress[uint64(id)].Match >= bestMatch {
+			best, bestMatch = id, st.Progress[uint64(id)].Match
+		}
+	}
+	if best == 0 {
+		return membership.ErrLastVoter
+	}
+	tctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
+	defer cancel()
+	if err := c.cfg.Node.TransferLeadership(tctx, best); err != nil && ctx.Err() != nil {
+		return err
+	}
+	return raftnode.ErrNotLeader
+}
+
+func newID(cl *membership.Cluster) membership.ID {
+	for {
+		id := raftnode.NewMemberID()
+		if cl.Member(id) == nil && !cl.IsRemoved(id) {
+			return id
+		}
+	}
+}
+
+// Errors cross the peer port as gRPC statuses carrying the error's text; the forwarding
+// member turns the text back into the same error.
+var knownErrors = []error{
+	membership.ErrIDNotFound, membership.ErrIDExists, membership.ErrPeerURLExists,
+	membership.ErrInvalidPeerURLs, membership.ErrNotEnoughStarted, membership.ErrUnhealthy,
+	membership.ErrPromoteVoter, membership.ErrLearnerNotReady, membership.ErrTooManyLearners,
+	membership.ErrIDRemoved, membership.ErrLastVoter,
+	raftnode.ErrNotLeader, raftnode.ErrNoLeader, raftnode.ErrTimeout, raftnode.ErrStopped,
+	raftnode.ErrProposalLost, transport.ErrClusterIDMismatch,
+}
+
+// FromStatus returns the known error a peer's status carries, or err itself.
+func FromStatus(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	for _, k := range knownErrors {
+		if st.Message() == k.Error() {
+			return k
+		}
+	}
+	if st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
+		return raftnode.ErrTimeout
+	}
+	if st.Code() == codes.Unavailable {
+		// The leader could not be reached: nothing was proposed through it.
+		return raftnode.ErrNotLeader
+	}
+	return err
+}

@@ -1,0 +1,18 @@
+// Package storage keeps a member's durable state in one bbolt file, <data-dir>/member.db.
+//
+// Buckets (stored on disk: never rename):
+//
+//	meta     member ID, cluster ID, name, HardState, the last snapshot, the applied index,
+//	         and the tombstone of a removed member
+//	log      raft entries by index (8-byte big-endian keys), from the snapshot on
+//	members  the applied membership, one JSON value per member ID
+//	removed  every member ID ever removed
+//
+// Invariants:
+//   - Save writes everything one Ready produced in a single transaction: the snapshot, the
+//     HardState, the new entries, the membership they changed and the applied index. A crash
+//     leaves either all of it or none, so the applied index always names exactly the entries
+//     the membership reflects, and replay after a restart never applies an entry twice.
+//   - The applied index never exceeds the persisted HardState's commit index.
+//   - Once the tombstone is written it is never cleared.
+package storage

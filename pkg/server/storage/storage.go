@@ -1,0 +1,337 @@
+package storage
+
+import (
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+)
+
+// FileName is the database's name inside the data directory.
+const FileName = "member.db"
+
+var (
+	bucketMeta    = []byte("meta")
+	bucketLog     = []byte("log")
+	bucketMembers = []byte("members")
+	bucketRemoved = []byte("removed")
+
+	keyMemberID  = []byte("member_id")
+	keyClusterID = []byte("cluster_id")
+	keyName      = []byte("name")
+	keyHardState = []byte("hard_state")
+	keySnapshot  = []byte("snapshot")
+	keyApplied   = []byte("applied_index")
+	keyTombstone = []byte("tombstone")
+)
+
+// ErrNotBootstrapped is returned by Open on a data directory that holds no member.
+var ErrNotBootstrapped = errors.New("data directory holds no member")
+
+// Identity is who this member is, fixed when its data directory is first written.
+type Identity struct {
+	MemberID  membership.ID
+	ClusterID membership.ID
+	Name      string
+}
+
+// State is everything a member needs to restart.
+type State struct {
+	Identity
+	Removed   bool
+	HardState *raftpb.HardState
+	Snapshot  *raftpb.Snapshot
+	Entries   []*raftpb.Entry
+	Applied   uint64
+	Cluster   *membership.Cluster
+}
+
+// Update is what one pass of the Ready loop makes durable, all in one transaction.
+type Update struct {
+	Snapshot  *raftpb.Snapshot // a snapshot received or taken; nil if none
+	ResetLog  bool             // a snapshot was received: it replaces the whole log
+	HardState *raftpb.HardState
+	Entries   []*raftpb.Entry // replace any stored entries from Entries[0].Index on
+	CompactTo uint64          // delete entries below this index
+	Applied   uint64          // zero leaves the applied index as it is
+	Cluster   *membership.Cluster
+	Tombstone bool
+}
+
+// Store is an open member database.
+type Store struct {
+	db *bolt.DB
+}
+
+// Exists reports whether dir already holds a member's database.
+func Exists(dir string) bool {
+	_, err := os.Stat(filepath.Join(dir, FileName))
+	return err == nil
+}
+
+// Create makes dir and a database in it for a new member. The first write happens only here,
+// so a refused start leaves no file behind.
+func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c *membership.Cluster) (*Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	s, err := open(dir)
+	if err != nil {
+		return nil, err
+	}
+	err = s.db.Update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketMeta, bucketLog, bucketMembers, bucketRemoved} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket(bucketMeta)
+		if err := putUint(meta, keyMemberID, uint64(id.MemberID)); err != nil {
+			return err
+		}
+		if err := putUint(meta, keyClusterID, uint64(id.ClusterID)); err != nil {
+			return err
+		}
+		if err := meta.Put(keyName, []byte(id.Name)); err != nil {
+			return err
+		}
+		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap)})
+	})
+	if err != nil {
+		s.Close()
+		os.Remove(filepath.Join(dir, FileName))
+		return nil, err
+	}
+	return s, nil
+}
+
+// Open opens the database of an existing member.
+func Open(dir string) (*Store, error) {
+	if !Exists(dir) {
+		return nil, ErrNotBootstrapped
+	}
+	return open(dir)
+}
+
+func open(dir string) (*Store, error) {
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
+		// A second process on the same data directory must fail rather than wait forever.
+		Timeout:        time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return &Store{db: db}, nil
+}
+
+// Close closes the database.
+func (s *Store) Close() error { return s.db.Close() }
+
+// Load reads the whole state back.
+func (s *Store) Load() (*State, error) {
+	st := &State{}
+	err := s.db.View(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			return ErrNotBootstrapped
+		}
+		st.MemberID = membership.ID(getUint(meta, keyMemberID))
+		st.ClusterID = membership.ID(getUint(meta, keyClusterID))
+		st.Name = string(meta.Get(keyName))
+		st.Removed = meta.Get(keyTombstone) != nil
+		st.Applied = getUint(meta, keyApplied)
+		st.HardState = &raftpb.HardState{}
+		if v := meta.Get(keyHardState); v != nil {
+			if err := proto.Unmarshal(v, st.HardState); err != nil {
+				return fmt.Errorf("hard state: %w", err)
+			}
+		}
+		if v := meta.Get(keySnapshot); v != nil {
+			st.Snapshot = &raftpb.Snapshot{}
+			if err := proto.Unmarshal(v, st.Snapshot); err != nil {
+				return fmt.Errorf("snapshot: %w", err)
+			}
+		}
+		err := tx.Bucket(bucketLog).ForEach(func(k, v []byte) error {
+			e := &raftpb.Entry{}
+			if err := proto.Unmarshal(v, e); err != nil {
+				return fmt.Errorf("entry %d: %w", binary.BigEndian.Uint64(k), err)
+			}
+			st.Entries = append(st.Entries, e)
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		st.Cluster, err = loadCluster(tx, st.ClusterID)
+		return err
+	})
+	return st, err
+}
+
+// Save makes u durable in one transaction.
+func (s *Store) Save(u Update) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return save(tx, u) })
+}
+
+func save(tx *bolt.Tx, u Update) error {
+	meta, log := tx.Bucket(bucketMeta), tx.Bucket(bucketLog)
+	if u.Snapshot != nil {
+		v, err := proto.Marshal(u.Snapshot)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keySnapshot, v); err != nil {
+			return err
+		}
+	}
+	if u.ResetLog {
+		if err := deleteRange(log, 0, 0); err != nil {
+			return err
+		}
+	}
+	if len(u.Entries) > 0 {
+		// A new entry at index i overrides whatever the log held from i on.
+		if err := deleteRange(log, u.Entries[0].GetIndex(), 0); err != nil {
+			return err
+		}
+		for _, e := range u.Entries {
+			v, err := proto.Marshal(e)
+			if err != nil {
+				return err
+			}
+			if err := log.Put(u64(e.GetIndex()), v); err != nil {
+				return err
+			}
+		}
+	}
+	if u.CompactTo > 0 {
+		if err := deleteRange(log, 0, u.CompactTo); err != nil {
+			return err
+		}
+	}
+	if u.HardState != nil {
+		v, err := proto.Marshal(u.HardState)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyHardState, v); err != nil {
+			return err
+		}
+	}
+	if u.Cluster != nil {
+		if err := saveCluster(tx, u.Cluster); err != nil {
+			return err
+		}
+	}
+	if u.Applied > 0 {
+		if err := putUint(meta, keyApplied, u.Applied); err != nil {
+			return err
+		}
+	}
+	if u.Tombstone {
+		if err := meta.Put(keyTombstone, []byte{1}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// deleteRange deletes keys in [from, to); to == 0 means to the end.
+func deleteRange(b *bolt.Bucket, from, to uint64) error {
+	var keys [][]byte
+	c := b.Cursor()
+	for k, _ := c.Seek(u64(from)); k != nil; k, _ = c.Next() {
+		if to != 0 && binary.BigEndian.Uint64(k) >= to {
+			break
+		}
+		keys = append(keys, k)
+	}
+	for _, k := range keys {
+		if err := b.Delete(k); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func saveCluster(tx *bolt.Tx, c *membership.Cluster) error {
+	members := tx.Bucket(bucketMembers)
+	var stale [][]byte
+	if err := members.ForEach(func(k, _ []byte) error {
+		if _, ok := c.Members[membership.ID(binary.BigEndian.Uint64(k))]; !ok {
+			stale = append(stale, k)
+		}
+		return nil
+	}); err != nil {
+		return err
+	}
+	for _, k := range stale {
+		if err := members.Delete(k); err != nil {
+			return err
+		}
+	}
+	for id, m := range c.Members {
+		v, err := json.Marshal(m)
+		if err != nil {
+			return err
+		}
+		if err := members.Put(u64(uint64(id)), v); err != nil {
+			return err
+		}
+	}
+	removed := tx.Bucket(bucketRemoved)
+	for id := range c.Removed {
+		if err := removed.Put(u64(uint64(id)), nil); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func loadCluster(tx *bolt.Tx, clusterID membership.ID) (*membership.Cluster, error) {
+	c := membership.NewCluster(clusterID, nil)
+	err := tx.Bucket(bucketMembers).ForEach(func(k, v []byte) error {
+		m := &membership.Member{}
+		if err := json.Unmarshal(v, m); err != nil {
+			return fmt.Errorf("member %x: %w", k, err)
+		}
+		c.Members[m.ID] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	err = tx.Bucket(bucketRemoved).ForEach(func(k, _ []byte) error {
+		c.Removed[membership.ID(binary.BigEndian.Uint64(k))] = struct{}{}
+		return nil
+	})
+	return c, err
+}
+
+func snapIndex(s *raftpb.Snapshot) uint64 { return s.GetMetadata().GetIndex() }
+
+func u64(v uint64) []byte { return binary.BigEndian.AppendUint64(nil, v) }
+
+func putUint(b *bolt.Bucket, k []byte, v uint64) error { return b.Put(k, u64(v)) }
+
+func getUint(b *bolt.Bucket, k []byte) uint64 {
+	if v := b.Get(k); len(v) == 8 {
+		return binary.BigEndian.Uint64(v)
+	}
+	return 0
+}

@@ -1,0 +1,14 @@
+// Package transport carries raft messages between members over gRPC streams on the peer URLs,
+// and gives the server a codec and dialer for its own peer-to-peer calls.
+//
+// Invariants:
+//   - Every message on the wire is an Envelope naming the cluster, the sender and the receiver;
+//     the receiver refuses a message from another cluster (etcdserver: cluster ID mismatch),
+//     from a removed member, or for another member, and ends the stream.
+//   - A sender told that it has been removed marks its member removed (Handler.MarkRemoved):
+//     that is how a member that missed its own removal learns of it.
+//   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
+//     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
+//   - A peer's address book only grows from the applied membership; a removed member's peer is
+//     closed and never reopened.
+package transport

@@ -1,0 +1,363 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/url"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+)
+
+// The refusals a receiver sends back, by their exact text.
+var (
+	ErrClusterIDMismatch = errors.New("etcdserver: cluster ID mismatch")
+	errWrongMember       = errors.New("etcdserver: message for another member")
+)
+
+// Handler is the local member as the transport sees it.
+type Handler interface {
+	Step(ctx context.Context, m *raftpb.Message) error
+	ReportUnreachable(id uint64)
+	ReportSnapshot(id uint64, ok bool)
+	MarkRemoved()
+	Cluster() *membership.Cluster
+}
+
+// Config configures a Transport.
+type Config struct {
+	LocalID   membership.ID
+	ClusterID membership.ID
+	Logger    *slog.Logger
+}
+
+// Transport is the peer side of a member.
+type Transport struct {
+	cfg Config
+	h   Handler
+
+	mu        sync.Mutex
+	peers     map[membership.ID]*peer
+	lastHeard map[membership.ID]time.Time
+	closed    bool
+}
+
+// New returns a transport; Attach the local member before serving or sending.
+func New(cfg Config) *Transport {
+	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, lastHeard: map[membership.ID]time.Time{}}
+}
+
+// Attach sets the member that receives messages.
+func (t *Transport) Attach(h Handler) { t.h = h }
+
+var raftStreamDesc = grpc.StreamDesc{StreamName: "Raft", ClientStreams: true}
+
+const raftMethod = "/clusterd.peer.v1.Peer/Raft"
+
+// Register adds the raft stream service to a peer gRPC server.
+func (t *Transport) Register(s *grpc.Server) {
+	desc := raftStreamDesc
+	desc.Handler = func(_ any, stream grpc.ServerStream) error { return t.receive(stream) }
+	s.RegisterService(&grpc.ServiceDesc{
+		ServiceName: "clusterd.peer.v1.Peer",
+		HandlerType: (*any)(nil),
+		Streams:     []grpc.StreamDesc{desc},
+	}, struct{}{})
+}
+
+type ack struct{}
+
+func (t *Transport) receive(stream grpc.ServerStream) error {
+	for {
+		env := &Envelope{}
+		if err := stream.RecvMsg(env); err != nil {
+			if errors.Is(err, io.EOF) {
+				return stream.SendMsg(&ack{})
+			}
+			return err
+		}
+		if err := t.check(env); err != nil {
+			return status.Error(codes.FailedPrecondition, err.Error())
+		}
+		t.heard(membership.ID(env.From))
+		if err := t.h.Step(stream.Context(), env.Message); err != nil {
+			return status.Error(codes.Unavailable, err.Error())
+		}
+	}
+}
+
+func (t *Transport) check(env *Envelope) error {
+	switch {
+	case env.ClusterID != uint64(t.cfg.ClusterID):
+		return ErrClusterIDMismatch
+	case t.h.Cluster().IsRemoved(membership.ID(env.From)):
+		return membership.ErrIDRemoved
+	case env.To != uint64(t.cfg.LocalID):
+		return errWrongMember
+	}
+	return nil
+}
+
+func (t *Transport) heard(id membership.ID) {
+	now := time.Now()
+	t.mu.Lock()
+	t.lastHeard[id] = now
+	t.mu.Unlock()
+}
+
+// HeardWithin reports whether a message from id arrived within d.
+func (t *Transport) HeardWithin(id membership.ID, d time.Duration) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	at, ok := t.lastHeard[id]
+	return ok && time.Since(at) <= d
+}
+
+// SetPeers learns peer addresses from a membership: members are added or updated, removed
+// members are dropped. Members it does not mention are kept, so that a joining member can
+// reach the peers it was told about before its first snapshot arrives.
+func (t *Transport) SetPeers(c *membership.Cluster) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed {
+		return
+	}
+	for id, m := range c.Members {
+		if id == t.cfg.LocalID {
+			continue
+		}
+		if p, ok := t.peers[id]; ok {
+			p.setURLs(m.PeerURLs)
+			continue
+		}
+		p := newPeer(t, id, m.PeerURLs)
+		t.peers[id] = p
+		go p.run()
+	}
+	for id := range c.Removed {
+		if p, ok := t.peers[id]; ok {
+			p.close()
+			delete(t.peers, id)
+		}
+	}
+}
+
+// Send queues messages for their peers; it never blocks.
+func (t *Transport) Send(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		t.mu.Lock()
+		p := t.peers[membership.ID(m.GetTo())]
+		t.mu.Unlock()
+		if p == nil || !p.enqueue(m) {
+			t.report(m, false)
+		}
+	}
+}
+
+func (t *Transport) report(m *raftpb.Message, ok bool) {
+	if m.GetType() == raftpb.MessageType_MsgSnap {
+		t.h.ReportSnapshot(m.GetTo(), ok)
+	}
+	if !ok {
+		t.h.ReportUnreachable(m.GetTo())
+	}
+}
+
+// Close stops every peer.
+func (t *Transport) Close() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.closed = true
+	for id, p := range t.peers {
+		p.close()
+		delete(t.peers, id)
+	}
+}
+
+// Dial opens a client connection to a peer URL for the server's own peer calls.
+func Dial(peerURL string) (*grpc.ClientConn, error) {
+	target, err := Target(peerURL)
+	if err != nil {
+		return nil, err
+	}
+	return grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(CallCodec(), grpc.MaxCallRecvMsgSize(MaxMessageSize)))
+}
+
+// MaxMessageSize bounds one peer message; raft batches appends to 1 MiB.
+const MaxMessageSize = 64 << 20
+
+// Target turns a URL into a gRPC dial target.
+func Target(u string) (string, error) {
+	p, err := url.Parse(u)
+	if err != nil {
+		return "", err
+	}
+	switch p.Scheme {
+	case "http":
+		return "passthrough:///" + p.Host, nil
+	case "unix":
+		return "unix://" + p.Path, nil
+	}
+	return "", fmt.Errorf("unsupported URL scheme %q in %s (clusterd serves plain http and unix sockets)", p.Scheme, u)
+}
+
+// peer sends to one remote member over one stream at a time.
+type peer struct {
+	t    *Transport
+	id   membership.ID
+	q    chan *raftpb.Message
+	stop chan struct{}
+	once sync.Once
+
+	mu   sync.Mutex
+	urls []string
+	gen  int // bumped when urls change, so the sender reconnects
+}
+
+const queueSize = 4096
+
+func newPeer(t *Transport, id membership.ID, urls []string) *peer {
+	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), urls: urls}
+}
+
+func (p *peer) setURLs(urls []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Join(p.urls, ",") != strings.Join(urls, ",") {
+		p.urls, p.gen = urls, p.gen+1
+	}
+}
+
+func (p *peer) address() ([]string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.urls, p.gen
+}
+
+func (p *peer) enqueue(m *raftpb.Message) bool {
+	select {
+	case p.q <- m:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *peer) close() { p.once.Do(func() { close(p.stop) }) }
+
+// run keeps a stream open to the peer while there is something to send, reconnecting with a
+// short backoff; messages that arrive while it cannot send are dropped and reported.
+func (p *peer) run() {
+	var conn *grpc.ClientConn
+	connGen := -1
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	var logged string
+	for {
+		select {
+		case <-p.stop:
+			return
+		case first := <-p.q:
+			urls, gen := p.address()
+			if gen != connGen || conn == nil {
+				if conn != nil {
+					conn.Close()
+					conn = nil
+				}
+				var err error
+				if conn, err = Dial(urls[0]); err != nil {
+					p.t.report(first, false)
+					continue
+				}
+				connGen = gen
+			}
+			err := p.stream(conn, first)
+			if err == nil {
+				backoff = 50 * time.Millisecond
+				continue
+			}
+			if st, ok := status.FromError(err); ok && st.Message() == membership.ErrIDRemoved.Error() {
+				p.t.cfg.Logger.Error("a peer refused this member as removed from the cluster", "peer", p.id.String())
+				p.t.h.MarkRemoved()
+				return
+			}
+			if msg := err.Error(); msg != logged {
+				// One line per kind of failure, not one per retry.
+				p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
+				logged = msg
+			}
+			p.pause(backoff)
+			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+// stream sends first and everything queued after it on one stream, until the queue stays
+// empty for a while or sending fails.
+func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := conn.NewStream(ctx, &raftStreamDesc, raftMethod)
+	if err != nil {
+		p.t.report(first, false)
+		return err
+	}
+	idle := time.NewTimer(time.Minute)
+	defer idle.Stop()
+	m := first
+	for {
+		env := &Envelope{ClusterID: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
+		if err := s.SendMsg(env); err != nil {
+			p.t.report(m, false)
+			if errors.Is(err, io.EOF) {
+				// The receiver ended the stream: its status says why.
+				err = s.RecvMsg(&ack{})
+			}
+			return err
+		}
+		p.t.report(m, true)
+		idle.Reset(time.Minute)
+		select {
+		case m = <-p.q:
+		case <-idle.C:
+			s.CloseSend()
+			return nil
+		case <-p.stop:
+			s.CloseSend()
+			return nil
+		}
+	}
+}
+
+// pause waits, dropping and reporting whatever is queued meanwhile.
+func (p *peer) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case m := <-p.q:
+			p.t.report(m, false)
+		case <-t.C:
+			return
+		case <-p.stop:
+			return
+		}
+	}
+}
