@@ -101,8 +101,9 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	serve(peerSrv, peerLs)
 	serve(clientSrv, clientLs)
-	wg.Add(2)
+	wg.Add(3)
 	go func() { defer wg.Done(); s.publish(runCtx, coord, o.state.MemberID) }()
+	go func() { defer wg.Done(); watchRemoval(runCtx, node, tr, s.cfg.ElectionTimeout) }()
 	go func() { defer wg.Done(); watchHealth(runCtx, node, healthSrv, s.cfg.HeartbeatInterval) }()
 	log.Info("clusterd started", "name", s.cfg.Name, "cluster", o.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
@@ -137,6 +138,34 @@ func (s *Server) publish(ctx context.Context, coord *reconfig.Coordinator, id me
 		case <-ctx.Done():
 		case <-time.After(backoff):
 			backoff = min(2*backoff, time.Second)
+		}
+	}
+}
+
+// watchRemoval catches a removal this member missed. A voter that lost its leader campaigns and
+// is refused by its peers as removed, but a learner never campaigns, and a member removed before
+// it caught up has no leader at all: so when the leader has been silent for two election
+// timeouts, ask the peers whether this member is still in the cluster.
+func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, electionTimeout time.Duration) {
+	t := time.NewTicker(2 * electionTimeout)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		if lead := node.Leader(); lead == node.ID() || lead != 0 && tr.HeardWithin(lead, 2*electionTimeout) {
+			continue
+		}
+		for _, u := range tr.PeerURLs() {
+			qctx, cancel := context.WithTimeout(ctx, electionTimeout)
+			info, err := reconfig.FetchMembership(qctx, u)
+			cancel()
+			if err == nil && info.Cluster.ID == node.Cluster().ID && info.Cluster.IsRemoved(node.ID()) {
+				node.MarkRemoved()
+				return
+			}
 		}
 	}
 }

@@ -278,6 +278,17 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.mem.Append(rd.Entries); err != nil {
 		return err
 	}
+	for i, m := range rd.Messages {
+		if m.GetType() == raftpb.MessageType_MsgSnap {
+			fresh, err := n.currentSnapshot(m.GetSnapshot())
+			if err != nil {
+				return err
+			}
+			m = proto.CloneOf(m)
+			m.Snapshot = fresh
+			rd.Messages[i] = m
+		}
+	}
 	n.cfg.Transport.Send(rd.Messages)
 
 	for _, r := range results {
@@ -410,6 +421,25 @@ func (n *Node) maybeSnapshot() error {
 	}
 	n.snapIndex = applied
 	return nil
+}
+
+// currentSnapshot replaces the snapshot raft chose to send with one of the membership as
+// applied now. The stored snapshot may predate the member it is sent to (a member added after
+// it), and raft refuses a snapshot whose configuration does not include it; the applied state is
+// always at least as new and always includes it.
+func (n *Node) currentSnapshot(old *raftpb.Snapshot) (*raftpb.Snapshot, error) {
+	applied := n.applied.Load()
+	if applied <= old.GetMetadata().GetIndex() {
+		return old, nil
+	}
+	c := n.cluster.Load()
+	data, err := SnapshotData(c)
+	if err != nil {
+		return nil, err
+	}
+	return &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
+		Index: proto.Uint64(applied), Term: proto.Uint64(n.appliedTerm.Load()), ConfState: ConfState(c),
+	}}, nil
 }
 
 func decodeProposal(data []byte) (*proposal, error) {

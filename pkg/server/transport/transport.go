@@ -13,6 +13,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
@@ -174,6 +175,18 @@ func (t *Transport) report(m *raftpb.Message, ok bool) {
 	}
 }
 
+// PeerURLs returns every peer URL the transport knows.
+func (t *Transport) PeerURLs() []string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []string
+	for _, p := range t.peers {
+		urls, _ := p.address()
+		out = append(out, urls...)
+	}
+	return out
+}
+
 // Close stops every peer.
 func (t *Transport) Close() {
 	t.mu.Lock()
@@ -193,8 +206,19 @@ func Dial(peerURL string) (*grpc.ClientConn, error) {
 	}
 	return grpc.NewClient(target,
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		// A member that was down is reached again within a heartbeat or two of its return,
+		// not after gRPC's default backoff of up to two minutes.
+		grpc.WithConnectParams(grpc.ConnectParams{
+			Backoff:           backoff.Config{BaseDelay: 20 * time.Millisecond, Multiplier: 1.6, Jitter: 0.2, MaxDelay: maxBackoff},
+			MinConnectTimeout: time.Second,
+		}),
 		grpc.WithDefaultCallOptions(CallCodec(), grpc.MaxCallRecvMsgSize(MaxMessageSize)))
 }
+
+// maxBackoff bounds the wait between two attempts to reach a peer: short, so that a member
+// that comes back (or starts for the first time after member add) hears from the leader within
+// about a heartbeat; dialing a dead loopback or LAN address ten times a second costs nothing.
+const maxBackoff = 100 * time.Millisecond
 
 // MaxMessageSize bounds one peer message; raft batches appends to 1 MiB.
 const MaxMessageSize = 64 << 20
@@ -304,7 +328,7 @@ func (p *peer) run() {
 				logged = msg
 			}
 			p.pause(backoff)
-			backoff = min(2*backoff, time.Second)
+			backoff = min(2*backoff, maxBackoff)
 		}
 	}
 }

@@ -1,0 +1,23 @@
+// Package client talks to clusterd, or to any etcd v3 server, over etcd's v3 gRPC API
+// (etcdserverpb.Cluster and etcdserverpb.Maintenance) and returns typed results and typed
+// errors. It prints nothing and knows nothing about the command line.
+//
+// Invariants:
+//
+//   - New does no I/O. The first call connects, so a process that never sends a request never
+//     pays for a connection.
+//   - Endpoints are tried in the order given; one that cannot be reached is skipped. Connecting
+//     is bounded by Config.DialTimeout and fails with a *ConnectError naming every endpoint
+//     tried and why it failed. Nothing has been sent when a *ConnectError is returned.
+//   - A read (MemberList, Status) that fails in transport, or that its member answers with
+//     Unavailable, is retried on the next endpoint. A membership change is never retried once it
+//     may have been sent: a transport failure after sending, or a server timeout, becomes an
+//     *OutcomeUnknownError, because the change may have been applied.
+//   - An error the server answered with is a *ServerError carrying the server's message letter
+//     for letter; errors.Is matches it against the Err* values by that message, which is the
+//     contract (etcd's own clients map errors by the same strings).
+//   - Member names and the started flag come from clusterd's response metadata when present and
+//     from etcdserverpb.Member.Name otherwise, so the client works against real etcd unchanged.
+//
+// A Client is not safe for concurrent use: a command makes its calls one after another.
+package client

@@ -1,0 +1,142 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// ServerError is an error the server answered with. Its message is the server's, unchanged:
+// scripts and etcd's own clients match these strings.
+type ServerError struct {
+	Code    codes.Code
+	Message string
+}
+
+func (e *ServerError) Error() string { return e.Message }
+
+// GRPCStatus lets status.FromError see the original status through the wrapping.
+func (e *ServerError) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+
+// Is matches by message alone: etcd sends some of these with a different code than clusterd
+// (for example Unknown instead of FailedPrecondition for "not enough started members").
+func (e *ServerError) Is(target error) bool {
+	t, ok := target.(*ServerError)
+	return ok && t.Message == e.Message
+}
+
+// The server's answers that a caller may want to tell apart. The messages are a contract shared
+// with etcd; compare with errors.Is.
+var (
+	ErrMemberNotFound          = &ServerError{codes.NotFound, "etcdserver: member not found"}
+	ErrMemberIDExists          = &ServerError{codes.FailedPrecondition, "etcdserver: member ID already exist"}
+	ErrPeerURLExists           = &ServerError{codes.FailedPrecondition, "etcdserver: Peer URLs already exists"}
+	ErrInvalidPeerURLs         = &ServerError{codes.InvalidArgument, "etcdserver: given member URLs are invalid"}
+	ErrNotEnoughStartedMembers = &ServerError{codes.FailedPrecondition, "etcdserver: re-configuration failed due to not enough started members"}
+	ErrUnhealthyCluster        = &ServerError{codes.Unavailable, "etcdserver: unhealthy cluster"}
+	ErrMemberNotLearner        = &ServerError{codes.FailedPrecondition, "etcdserver: can only promote a learner member"}
+	ErrLearnerNotReady         = &ServerError{codes.FailedPrecondition, "etcdserver: can only promote a learner member which is in sync with leader"}
+	ErrTooManyLearners         = &ServerError{codes.FailedPrecondition, "etcdserver: too many learner members in cluster"}
+	ErrNoLeader                = &ServerError{codes.Unavailable, "etcdserver: no leader"}
+	ErrTimeout                 = &ServerError{codes.Unavailable, "etcdserver: request timed out"}
+	ErrClusterIDMismatch       = &ServerError{codes.FailedPrecondition, "etcdserver: cluster ID mismatch"}
+	ErrStopped                 = &ServerError{codes.Unavailable, "etcdserver: server stopped"}
+)
+
+// ConnectError reports that no endpoint answered: none could be connected to within the dial
+// timeout, or, for a read, every connected endpoint failed in transport. Nothing was changed.
+type ConnectError struct {
+	// Tried holds one entry per endpoint tried, in the order tried, with why it failed.
+	Tried []EndpointFailure
+}
+
+// EndpointFailure is why one endpoint did not answer.
+type EndpointFailure struct {
+	Endpoint string
+	Reason   string
+}
+
+func (e *ConnectError) Error() string {
+	parts := make([]string, len(e.Tried))
+	for i, t := range e.Tried {
+		parts[i] = t.Endpoint + " (" + t.Reason + ")"
+	}
+	return "no endpoint answered: " + strings.Join(parts, ", ")
+}
+
+// OutcomeUnknownError reports a membership change that was sent but not answered in time: it may
+// or may not have been applied, so it must not be repeated blindly.
+type OutcomeUnknownError struct {
+	Endpoint string
+	Err      error
+}
+
+func (e *OutcomeUnknownError) Error() string {
+	var se *ServerError
+	if errors.As(e.Err, &se) {
+		// The server's own words are the contract; they already say the request timed out.
+		return se.Message
+	}
+	return fmt.Sprintf("outcome unknown: the request was sent to %s but no answer came (%v); check member list before retrying", e.Endpoint, e.Err)
+}
+
+func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
+
+// NotFoundError reports a member name that matches no member. It is an ErrMemberNotFound for
+// errors.Is, so a caller handles a missing name and a missing ID alike.
+type NotFoundError struct {
+	Ref string
+}
+
+func (e *NotFoundError) Error() string {
+	return fmt.Sprintf("member not found: no member with ID or name %q", e.Ref)
+}
+
+func (e *NotFoundError) Is(target error) bool { return target == ErrMemberNotFound }
+
+// AmbiguousNameError reports a name that matches more than one member; nothing was sent.
+type AmbiguousNameError struct {
+	Name string
+	IDs  []uint64
+}
+
+func (e *AmbiguousNameError) Error() string {
+	ids := make([]string, len(e.IDs))
+	for i, id := range e.IDs {
+		ids[i] = FormatID(id)
+	}
+	return fmt.Sprintf("name %q matches %d members (%s): give the member ID instead", e.Name, len(e.IDs), strings.Join(ids, ", "))
+}
+
+// serverAnswer returns the *ServerError for err when the server itself answered, and nil when
+// err came from the transport or the deadline, where the server may not have seen the request
+// or may not have finished it.
+func serverAnswer(err error) *ServerError {
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	st, ok := status.FromError(err)
+	if !ok {
+		return nil
+	}
+	switch st.Code() {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Canceled:
+		// grpc-go reports lost connections and expired deadlines with these codes; etcd's own
+		// answers with the same codes are recognised by their prefix.
+		if !strings.HasPrefix(st.Message(), "etcdserver: ") {
+			return nil
+		}
+	}
+	return &ServerError{Code: st.Code(), Message: st.Message()}
+}
+
+// outcomeUnknown reports whether the server's answer means "not finished in time": etcd also
+// sends "request timed out, possibly due to ..." variants, and "leader changed" while a proposal
+// waited, all of which leave the proposal's fate open.
+func outcomeUnknown(se *ServerError) bool {
+	return strings.HasPrefix(se.Message, ErrTimeout.Message) || se.Message == "etcdserver: leader changed"
+}

@@ -1,0 +1,227 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+)
+
+// Metadata keys shared with clusterd (docs/wire.md). etcd ignores them.
+const (
+	mdMemberName = "clusterd-member-name"
+	mdMembers    = "clusterd-members-bin"
+	mdLeader     = "clusterd-leader"
+)
+
+// Header identifies the answer: which cluster, which member answered, in which raft term.
+type Header struct {
+	ClusterID uint64
+	MemberID  uint64
+	RaftTerm  uint64
+}
+
+// Member is one member of the cluster as the answering member sees it.
+type Member struct {
+	ID   uint64
+	Name string
+	// Started is false for a member that was added but has not yet joined.
+	Started    bool
+	PeerURLs   []string
+	ClientURLs []string
+	IsLearner  bool
+	// IsLeader is known in every MemberList result, and in change results only from clusterd,
+	// which reports the leader with every answer.
+	IsLeader bool
+}
+
+// ListResult is the answer to MemberList.
+type ListResult struct {
+	Header  Header
+	Members []Member
+}
+
+// ChangeResult is the answer to a membership change: the member changed and every member of
+// the configuration after the change.
+type ChangeResult struct {
+	Header  Header
+	ID      uint64
+	Members []Member
+}
+
+// AddResult is the answer to MemberAdd; Member is the new member, with the name it was added
+// under even where the server does not store names.
+type AddResult struct {
+	ChangeResult
+	Member Member
+}
+
+// FormatID writes a member or cluster ID the way people and scripts read it: 16 lowercase hex
+// digits.
+func FormatID(id uint64) string { return fmt.Sprintf("%016x", id) }
+
+// ParseID reads an ID in hex, with or without leading zeros.
+func ParseID(s string) (uint64, error) { return strconv.ParseUint(s, 16, 64) }
+
+// MemberList lists the members. A linearizable list goes through the leader and sees every
+// committed change; a serializable one is answered by the member itself, also without a leader.
+func (c *Client) MemberList(ctx context.Context, linearizable bool) (*ListResult, error) {
+	r, leaderKnown, err := c.list(ctx, linearizable)
+	if err != nil || leaderKnown {
+		return r, err
+	}
+	// Real etcd does not say who leads in a Cluster answer; its status does. Asked of the same
+	// member, so the leader is the one that member follows.
+	st, err := c.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	markLeader(r.Members, st.Leader)
+	return r, nil
+}
+
+// list is MemberList without finding the leader where the answer does not name it.
+func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, leaderKnown bool, err error) {
+	resp, hdr, err := clusterCall(ctx, c, true, pb.ClusterClient.MemberList, &pb.MemberListRequest{Linearizable: linearizable})
+	if err != nil {
+		return nil, false, err
+	}
+	_, leaderKnown = hdr[mdLeader]
+	return &ListResult{Header: header(resp.Header), Members: members(resp.Members, hdr)}, leaderKnown, nil
+}
+
+// MemberAdd adds a member under name with the given peer URLs, as a learner if asked.
+func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
+	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
+	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberAdd, &pb.MemberAddRequest{PeerURLs: peerURLs, IsLearner: learner})
+	if err != nil {
+		return nil, err
+	}
+	r := &AddResult{ChangeResult: changeResult(resp, resp.Member.GetID(), hdr)}
+	for i := range r.Members {
+		if r.Members[i].ID == r.ID {
+			// etcd does not store the name before the member starts; it is the one asked for.
+			r.Members[i].Name = name
+			r.Member = r.Members[i]
+		}
+	}
+	return r, nil
+}
+
+// MemberRemove removes the member with the given ID.
+func (c *Client) MemberRemove(ctx context.Context, id uint64) (*ChangeResult, error) {
+	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberRemove, &pb.MemberRemoveRequest{ID: id})
+	return changed(resp, id, hdr, err)
+}
+
+// MemberUpdate replaces the peer URLs of the member with the given ID.
+func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) (*ChangeResult, error) {
+	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberUpdate, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs})
+	return changed(resp, id, hdr, err)
+}
+
+// MemberPromote makes the learner with the given ID a voter.
+func (c *Client) MemberPromote(ctx context.Context, id uint64) (*ChangeResult, error) {
+	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberPromote, &pb.MemberPromoteRequest{ID: id})
+	return changed(resp, id, hdr, err)
+}
+
+// clusterResponse is what every etcdserverpb.Cluster answer has.
+type clusterResponse interface {
+	GetHeader() *pb.ResponseHeader
+	GetMembers() []*pb.Member
+}
+
+// clusterCall sends one Cluster RPC and returns its answer with the response header metadata.
+func clusterCall[Req any, Resp clusterResponse](ctx context.Context, c *Client, read bool,
+	rpc func(pb.ClusterClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req,
+) (resp Resp, hdr metadata.MD, err error) {
+	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		resp, err = rpc(pb.NewClusterClient(conn), ctx, req, grpc.Header(&hdr))
+		return err
+	})
+	return resp, hdr, err
+}
+
+func changed(resp clusterResponse, id uint64, hdr metadata.MD, err error) (*ChangeResult, error) {
+	if err != nil {
+		return nil, err
+	}
+	r := changeResult(resp, id, hdr)
+	return &r, nil
+}
+
+func changeResult(resp clusterResponse, id uint64, hdr metadata.MD) ChangeResult {
+	return ChangeResult{Header: header(resp.GetHeader()), ID: id, Members: members(resp.GetMembers(), hdr)}
+}
+
+func header(h *pb.ResponseHeader) Header {
+	return Header{ClusterID: h.GetClusterId(), MemberID: h.GetMemberId(), RaftTerm: h.GetRaftTerm()}
+}
+
+// clusterdMember is one element of the clusterd-members-bin metadata (docs/wire.md).
+type clusterdMember struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Started bool   `json:"started"`
+}
+
+// members converts the members of an answer, taking names, the started flag and the leader
+// from clusterd's metadata when it is there.
+func members(ms []*pb.Member, hdr metadata.MD) []Member {
+	out := make([]Member, len(ms))
+	for i, m := range ms {
+		out[i] = Member{
+			ID:         m.ID,
+			Name:       m.Name,
+			Started:    m.Name != "", // etcd names a member when it starts, not before
+			PeerURLs:   m.PeerURLs,
+			ClientURLs: m.ClientURLs,
+			IsLearner:  m.IsLearner,
+		}
+	}
+	if known := clusterdMembers(hdr); known != nil {
+		for i := range out {
+			if k, ok := known[out[i].ID]; ok {
+				out[i].Name, out[i].Started = k.Name, k.Started
+			}
+		}
+	}
+	if v := hdr.Get(mdLeader); len(v) > 0 && v[0] != "" {
+		if id, err := ParseID(v[0]); err == nil {
+			markLeader(out, id)
+		}
+	}
+	return out
+}
+
+// clusterdMembers decodes clusterd-members-bin. Metadata that is missing or cannot be read
+// leaves etcd's own rule in force rather than failing: the answer itself is valid, and after a
+// change it reports something that has already happened.
+func clusterdMembers(hdr metadata.MD) map[uint64]clusterdMember {
+	v := hdr.Get(mdMembers)
+	if len(v) == 0 {
+		return nil
+	}
+	var list []clusterdMember
+	if json.Unmarshal([]byte(v[0]), &list) != nil {
+		return nil
+	}
+	known := make(map[uint64]clusterdMember, len(list))
+	for _, m := range list {
+		if id, err := ParseID(m.ID); err == nil {
+			known[id] = m
+		}
+	}
+	return known
+}
+
+func markLeader(ms []Member, leader uint64) {
+	for i := range ms {
+		ms[i].IsLeader = ms[i].ID == leader
+	}
+}

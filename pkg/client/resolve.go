@@ -1,0 +1,40 @@
+package client
+
+import (
+	"context"
+	"regexp"
+)
+
+// fullID is the form FormatID writes. An argument of that form is an ID without asking the
+// cluster, so changing a member by ID costs no extra request.
+var fullID = regexp.MustCompile(`^[0-9a-fA-F]{16}$`)
+
+// Resolve returns the ID of the member ref names: ref is a 16-hex-digit ID, a name, or a shorter
+// hex ID. A name matching several members is an *AmbiguousNameError; a ref matching nothing is
+// a *NotFoundError, except a hex ref, which is returned for the server to judge, as etcd would.
+func (c *Client) Resolve(ctx context.Context, ref string) (uint64, error) {
+	if fullID.MatchString(ref) {
+		return ParseID(ref)
+	}
+	// Linearizable: a change is about to be made by this answer, so it must not be stale.
+	list, _, err := c.list(ctx, true)
+	if err != nil {
+		return 0, err
+	}
+	hexID, hexErr := ParseID(ref)
+	var ids []uint64
+	for _, m := range list.Members {
+		if m.Name == ref || (hexErr == nil && m.ID == hexID) {
+			ids = append(ids, m.ID)
+		}
+	}
+	switch {
+	case len(ids) == 1:
+		return ids[0], nil
+	case len(ids) > 1:
+		return 0, &AmbiguousNameError{Name: ref, IDs: ids}
+	case hexErr == nil:
+		return hexID, nil
+	}
+	return 0, &NotFoundError{Ref: ref}
+}

@@ -1,0 +1,91 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+)
+
+// status asks the connected member (or the next reachable one) for its status.
+func (c *Client) status(ctx context.Context) (*pb.StatusResponse, error) {
+	var st *pb.StatusResponse
+	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		st, err = pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+		return err
+	})
+	return st, err
+}
+
+// statusOf asks member m itself, through its own client URLs.
+func (c *Client) statusOf(ctx context.Context, m Member) (*pb.StatusResponse, error) {
+	if len(m.ClientURLs) == 0 {
+		return nil, errors.New("it has no client URLs yet")
+	}
+	other, err := New(Config{Endpoints: m.ClientURLs, DialTimeout: c.dialTimeout})
+	if err != nil {
+		return nil, err
+	}
+	defer other.Close()
+	return other.status(ctx)
+}
+
+// LearnerProgress is how far a learner's log is behind the leader's.
+type LearnerProgress struct {
+	LeaderID uint64
+	// LeaderIndex is the leader's last raft index, LearnerApplied the learner's applied index.
+	LeaderIndex    uint64
+	LearnerApplied uint64
+}
+
+// Behind is the number of entries the learner still has to apply.
+func (p LearnerProgress) Behind() uint64 {
+	if p.LearnerApplied >= p.LeaderIndex {
+		return 0
+	}
+	return p.LeaderIndex - p.LearnerApplied
+}
+
+// Percent is the share of the leader's log the learner has applied.
+func (p LearnerProgress) Percent() float64 {
+	if p.LeaderIndex == 0 {
+		return 100
+	}
+	return 100 * float64(min(p.LearnerApplied, p.LeaderIndex)) / float64(p.LeaderIndex)
+}
+
+// LearnerProgress asks the leader and the learner id for their raft indexes. The figures are
+// those a promotion is judged by: the server promotes a learner once it has nearly caught up.
+func (c *Client) LearnerProgress(ctx context.Context, id uint64) (*LearnerProgress, error) {
+	list, err := c.MemberList(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	var leader, learner *Member
+	for i := range list.Members {
+		m := &list.Members[i]
+		if m.IsLeader {
+			leader = m
+		}
+		if m.ID == id {
+			learner = m
+		}
+	}
+	if learner == nil {
+		return nil, ErrMemberNotFound
+	}
+	if leader == nil {
+		return nil, ErrNoLeader
+	}
+	lst, err := c.statusOf(ctx, *leader)
+	if err != nil {
+		return nil, fmt.Errorf("leader %s: %w", FormatID(leader.ID), err)
+	}
+	sst, err := c.statusOf(ctx, *learner)
+	if err != nil {
+		return nil, fmt.Errorf("learner %s: %w", FormatID(id), err)
+	}
+	return &LearnerProgress{LeaderID: leader.ID, LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
+}

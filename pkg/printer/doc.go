@@ -1,0 +1,18 @@
+// Package printer turns the results of package client into the output of clusterctl, in one of
+// the formats simple, table, json and env.
+//
+// Invariants:
+//
+//   - New refuses an unknown format, and Printer.Check refuses a format a command cannot print,
+//     so a command refuses a bad -w before it sends anything.
+//   - One column model feeds both the simple and the table output of member list; simple keeps
+//     etcdctl's six fields letter for letter, table adds IS LEADER.
+//   - IDs print as 16 lowercase hex digits in every format, JSON included (as strings), because
+//     JSON numbers above 2^53 are rounded by jq and JavaScript.
+//   - The JSON field names are a documented, golden-tested schema (docs/output.md): a field is
+//     never renamed or removed, and every field is always present.
+//   - The phase-two environment names every member, the new one included, sorted by name and
+//     then ID, with every value double-quoted so that the same lines work with eval, in a
+//     systemd EnvironmentFile= and, as docs/output.md explains, in Environment=.
+//   - Printing writes to the writer given and nowhere else.
+package printer

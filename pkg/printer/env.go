@@ -1,0 +1,80 @@
+package printer
+
+import (
+	"bytes"
+	"cmp"
+	"encoding/json"
+	"io"
+	"slices"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+// environment is what the new member needs to start in phase two, in the order printed.
+type environment [4]struct{ key, value string }
+
+// newEnvironment lists every member of the configuration after the add, sorted by name and
+// then ID, so the same cluster always gives the same line whichever member answered.
+func newEnvironment(r *client.AddResult) environment {
+	ms := slices.Clone(r.Members)
+	slices.SortFunc(ms, func(a, b client.Member) int {
+		return cmp.Or(strings.Compare(a.Name, b.Name), cmp.Compare(a.ID, b.ID))
+	})
+	var cluster []string
+	for _, m := range ms {
+		// A member with several peer URLs appears once per URL: the form etcd and clusterd
+		// read --initial-cluster in.
+		for _, u := range m.PeerURLs {
+			cluster = append(cluster, m.Name+"="+u)
+		}
+	}
+	return environment{
+		{"ETCD_NAME", r.Member.Name},
+		{"ETCD_INITIAL_CLUSTER", strings.Join(cluster, ",")},
+		{"ETCD_INITIAL_ADVERTISE_PEER_URLS", strings.Join(r.Member.PeerURLs, ",")},
+		{"ETCD_INITIAL_CLUSTER_STATE", "existing"},
+	}
+}
+
+// dquote double-quotes a value for a POSIX shell and a systemd EnvironmentFile=, which both take
+// a backslash before these four characters inside double quotes as the character itself.
+var dquote = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "$", `\$`, "`", "\\`")
+
+// String is the four KEY="value" lines.
+func (e environment) String() string {
+	var b strings.Builder
+	for _, kv := range e {
+		b.WriteString(kv.key + `="` + dquote.Replace(kv.value) + "\"\n")
+	}
+	return b.String()
+}
+
+// MarshalJSON writes an object with the keys in the printed order, which a map would not keep.
+func (e environment) MarshalJSON() ([]byte, error) {
+	var b bytes.Buffer
+	b.WriteByte('{')
+	for i, kv := range e {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		k, err := json.Marshal(kv.key)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(kv.value)
+		if err != nil {
+			return nil, err
+		}
+		b.Write(k)
+		b.WriteByte(':')
+		b.Write(v)
+	}
+	b.WriteByte('}')
+	return b.Bytes(), nil
+}
+
+func envAdd(w io.Writer, r *client.AddResult) error {
+	_, err := io.WriteString(w, newEnvironment(r).String())
+	return err
+}

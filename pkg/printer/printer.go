@@ -1,0 +1,131 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+// Format is the name of an output format, as given to -w/--write-out.
+type Format string
+
+// The output formats. Simple is the default.
+const (
+	Simple Format = "simple"
+	Table  Format = "table"
+	JSON   Format = "json"
+	Env    Format = "env"
+)
+
+// formats lists every format in the order help texts and errors name them.
+var formats = []Format{Simple, Table, JSON, Env}
+
+// Kind is what a command prints.
+type Kind int
+
+// The kinds of result, one per command.
+const (
+	MemberAdd Kind = iota
+	MemberRemove
+	MemberUpdate
+	MemberPromote
+	MemberList
+)
+
+var kindNames = [...]string{"member add", "member remove", "member update", "member promote", "member list"}
+
+func (k Kind) String() string { return kindNames[k] }
+
+// changeVerbs are the words between the ID and the cluster ID in the simple success lines.
+var changeVerbs = map[Kind]string{
+	MemberRemove:  "removed from",
+	MemberUpdate:  "updated in",
+	MemberPromote: "promoted in",
+}
+
+// Printer prints results in one format. A nil function is a result the format cannot print.
+type Printer struct {
+	format Format
+	add    func(io.Writer, *client.AddResult) error
+	change func(io.Writer, Kind, *client.ChangeResult) error
+	list   func(io.Writer, *client.ListResult) error
+}
+
+var printers = map[Format]Printer{
+	Simple: {format: Simple, add: simpleAdd, change: simpleChange, list: simpleList},
+	Table:  {format: Table, list: tableList},
+	JSON:   {format: JSON, add: jsonAdd, change: jsonChange, list: jsonList},
+	Env:    {format: Env, add: envAdd},
+}
+
+// New returns the printer for format f, or an error naming the formats there are.
+func New(f Format) (Printer, error) {
+	p, ok := printers[f]
+	if !ok {
+		return Printer{}, fmt.Errorf("unknown output format %q (supported: %s)", f, join(formats))
+	}
+	return p, nil
+}
+
+// Formats returns the formats that can print kind k, for help texts and completion.
+func Formats(k Kind) []Format {
+	var out []Format
+	for _, f := range formats {
+		if printers[f].can(k) {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Check refuses a kind of result this format cannot print; a command calls it before sending.
+func (p Printer) Check(k Kind) error {
+	if !p.can(k) {
+		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, k, join(Formats(k)))
+	}
+	return nil
+}
+
+func (p Printer) can(k Kind) bool {
+	switch k {
+	case MemberAdd:
+		return p.add != nil
+	case MemberList:
+		return p.list != nil
+	}
+	return p.change != nil
+}
+
+// MemberAdd prints the result of member add.
+func (p Printer) MemberAdd(w io.Writer, r *client.AddResult) error {
+	if err := p.Check(MemberAdd); err != nil {
+		return err
+	}
+	return p.add(w, r)
+}
+
+// MemberChange prints the result of member remove, update or promote, as k says.
+func (p Printer) MemberChange(w io.Writer, k Kind, r *client.ChangeResult) error {
+	if err := p.Check(k); err != nil {
+		return err
+	}
+	return p.change(w, k, r)
+}
+
+// MemberList prints the result of member list.
+func (p Printer) MemberList(w io.Writer, r *client.ListResult) error {
+	if err := p.Check(MemberList); err != nil {
+		return err
+	}
+	return p.list(w, r)
+}
+
+func join(fs []Format) string {
+	s := make([]string, len(fs))
+	for i, f := range fs {
+		s[i] = string(f)
+	}
+	return strings.Join(s, ", ")
+}

@@ -1,0 +1,180 @@
+package printer
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
+
+var header = client.Header{ClusterID: 0x998d851d58177d55, MemberID: 0x77f41cbd71028a3a, RaftTerm: 2}
+
+// members is the transcript's cluster after adding infra3 as a learner, in the server's order.
+var members = []client.Member{
+	{ID: 0x96dbf27657837fe1, Name: "infra3", PeerURLs: []string{"http://127.0.0.1:42380"}, IsLearner: true},
+	{ID: 0x763c9e70aa15678a, Name: "infra2", Started: true, PeerURLs: []string{"http://127.0.0.1:32380"}, ClientURLs: []string{"http://127.0.0.1:32379"}},
+	{ID: 0x77f41cbd71028a3a, Name: "infra0", Started: true, PeerURLs: []string{"http://127.0.0.1:12380", "http://localhost:12380"}, ClientURLs: []string{"http://127.0.0.1:12379"}, IsLeader: true},
+	{ID: 0xe52329470e35c0c0, Name: "infra1", Started: true, PeerURLs: []string{"http://127.0.0.1:22380"}, ClientURLs: []string{"http://127.0.0.1:22379", "http://localhost:22379"}},
+}
+
+func addResult(learner bool) *client.AddResult {
+	ms := append([]client.Member(nil), members...)
+	ms[0].IsLearner = learner
+	return &client.AddResult{ChangeResult: client.ChangeResult{Header: header, ID: ms[0].ID, Members: ms}, Member: ms[0]}
+}
+
+func changeResult() *client.ChangeResult {
+	return &client.ChangeResult{Header: header, ID: members[0].ID, Members: members}
+}
+
+// TestGolden prints every result in every format that supports it and compares the output with
+// testdata/<name>.<format>.golden.
+func TestGolden(t *testing.T) {
+	tests := []struct {
+		name  string
+		kind  Kind
+		print func(Printer, *bytes.Buffer) error
+	}{
+		{"member_list", MemberList, func(p Printer, b *bytes.Buffer) error {
+			return p.MemberList(b, &client.ListResult{Header: header, Members: members})
+		}},
+		{"member_list_empty_urls", MemberList, func(p Printer, b *bytes.Buffer) error {
+			// Against etcd an added member has no name until it starts, and no client URLs.
+			return p.MemberList(b, &client.ListResult{Header: header, Members: []client.Member{
+				{ID: 0x4f761153fba6cd20, PeerURLs: []string{"http://127.0.0.1:42380"}, IsLearner: true},
+			}})
+		}},
+		{"member_add", MemberAdd, func(p Printer, b *bytes.Buffer) error { return p.MemberAdd(b, addResult(false)) }},
+		{"member_add_learner", MemberAdd, func(p Printer, b *bytes.Buffer) error { return p.MemberAdd(b, addResult(true)) }},
+		{"member_remove", MemberRemove, func(p Printer, b *bytes.Buffer) error {
+			return p.MemberChange(b, MemberRemove, changeResult())
+		}},
+		{"member_update", MemberUpdate, func(p Printer, b *bytes.Buffer) error {
+			return p.MemberChange(b, MemberUpdate, changeResult())
+		}},
+		{"member_promote", MemberPromote, func(p Printer, b *bytes.Buffer) error {
+			return p.MemberChange(b, MemberPromote, changeResult())
+		}},
+	}
+	for _, tt := range tests {
+		for _, f := range Formats(tt.kind) {
+			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
+				p, err := New(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				if err := tt.print(p, &b); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", tt.name+"."+string(f)+".golden"), b.Bytes())
+			})
+		}
+	}
+}
+
+func golden(t *testing.T, path string, got []byte) {
+	t.Helper()
+	if *update {
+		if err := os.WriteFile(path, got, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (run go test ./pkg/printer -update)", err)
+	}
+	if !bytes.Equal(got, want) {
+		t.Errorf("output differs from %s:\n--- got\n%s--- want\n%s", path, got, want)
+	}
+}
+
+func TestFormats(t *testing.T) {
+	tests := []struct {
+		kind Kind
+		want string
+	}{
+		{MemberAdd, "simple json env"},
+		{MemberRemove, "simple json"},
+		{MemberUpdate, "simple json"},
+		{MemberPromote, "simple json"},
+		{MemberList, "simple table json"},
+	}
+	for _, tt := range tests {
+		var got []string
+		for _, f := range Formats(tt.kind) {
+			got = append(got, string(f))
+		}
+		if strings.Join(got, " ") != tt.want {
+			t.Errorf("Formats(%s) = %v, want %s", tt.kind, got, tt.want)
+		}
+	}
+}
+
+func TestNewRefusesUnknownFormat(t *testing.T) {
+	for _, f := range []Format{"", "yaml", "JSON", "fields", "protobuf"} {
+		if _, err := New(f); err == nil || !strings.Contains(err.Error(), "unknown output format") {
+			t.Errorf("New(%q) = %v, want an unknown-format error", f, err)
+		}
+	}
+}
+
+func TestCheck(t *testing.T) {
+	tests := []struct {
+		format Format
+		kind   Kind
+		want   string
+	}{
+		{Env, MemberList, `output format "env" is not supported by member list (supported: simple, table, json)`},
+		{Env, MemberRemove, `output format "env" is not supported by member remove (supported: simple, json)`},
+		{Table, MemberAdd, `output format "table" is not supported by member add (supported: simple, json, env)`},
+		{Table, MemberPromote, `output format "table" is not supported by member promote (supported: simple, json)`},
+		{Simple, MemberList, ""},
+		{JSON, MemberUpdate, ""},
+		{Env, MemberAdd, ""},
+	}
+	for _, tt := range tests {
+		p, err := New(tt.format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = p.Check(tt.kind)
+		if got := errString(err); got != tt.want {
+			t.Errorf("%s.Check(%s) = %q, want %q", tt.format, tt.kind, got, tt.want)
+		}
+		// A printer refuses to print what Check refuses, so nothing half-printed can escape.
+		if err != nil && tt.kind == MemberList {
+			if perr := p.MemberList(&bytes.Buffer{}, &client.ListResult{}); errString(perr) != tt.want {
+				t.Errorf("%s.MemberList = %v, want %q", tt.format, perr, tt.want)
+			}
+		}
+	}
+}
+
+func errString(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func TestEnvQuoting(t *testing.T) {
+	r := addResult(false)
+	r.Member.Name = `a"b$c` + "`d`" + `\e`
+	r.Members[0].Name = r.Member.Name
+	var b bytes.Buffer
+	if err := envAdd(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	line, _, _ := strings.Cut(b.String(), "\n")
+	if want := `ETCD_NAME="a\"b\$c\` + "`d\\`" + `\\e"`; line != want {
+		t.Errorf("got %s, want %s", line, want)
+	}
+}
