@@ -1,0 +1,34 @@
+# make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data)
+# make test   every check and every test: what CI runs
+# make bench  the benchmarks (docs/benchmarks.md)
+GO ?= go
+BIN := bin
+
+.PHONY: build run test check unit race e2e bench clean
+
+build:
+	$(GO) build -o $(BIN)/clusterd ./cmd/clusterd
+	$(GO) build -o $(BIN)/clusterctl ./cmd/clusterctl
+
+run: build
+	scripts/run-cluster.sh
+
+check:
+	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+	$(GO) vet ./...
+
+# The server packages run under the race detector; everything else, end-to-end and interop
+# tests included, runs once without it.
+race:
+	$(GO) test -race -count=1 ./pkg/server/...
+
+unit:
+	$(GO) test -count=1 ./...
+
+test: check race unit
+
+bench: build
+	$(GO) run ./tests/bench
+
+clean:
+	rm -rf $(BIN)
