@@ -244,6 +244,7 @@ func dial(ctx context.Context, i int, addr string) dialResult {
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithContextDialer(dialer),
 		grpc.WithUserAgent("clusterctl"),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})),
 	)
 	if err != nil {
 		return dialResult{i: i, reason: err.Error()}

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 )
@@ -86,22 +85,24 @@ func (c *Client) MemberList(ctx context.Context, linearizable bool) (*ListResult
 
 // list is MemberList without finding the leader where the answer does not name it.
 func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, leaderKnown bool, err error) {
-	resp, hdr, err := clusterCall(ctx, c, true, pb.ClusterClient.MemberList, &pb.MemberListRequest{Linearizable: linearizable})
+	a := clusterAnswer{membersField: 2}
+	hdr, err := c.invoke(ctx, true, methodMemberList, memberListRequest(linearizable), &a)
 	if err != nil {
 		return nil, false, err
 	}
 	_, leaderKnown = hdr[mdLeader]
-	return &ListResult{Header: header(resp.Header), Members: members(resp.Members, hdr)}, leaderKnown, nil
+	return &ListResult{Header: a.Header, Members: fromClusterd(a.Members, hdr)}, leaderKnown, nil
 }
 
 // MemberAdd adds a member under name with the given peer URLs, as a learner if asked.
 func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
-	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberAdd, &pb.MemberAddRequest{PeerURLs: peerURLs, IsLearner: learner})
+	a := clusterAnswer{membersField: 3}
+	hdr, err := c.invoke(ctx, false, methodMemberAdd, memberAddRequest(peerURLs, learner), &a)
 	if err != nil {
 		return nil, err
 	}
-	r := &AddResult{ChangeResult: changeResult(resp, resp.Member.GetID(), hdr)}
+	r := &AddResult{ChangeResult: changeResult(a, a.Member.ID, hdr)}
 	for i := range r.Members {
 		if r.Members[i].ID == r.ID {
 			// etcd does not store the name before the member starts; it is the one asked for.
@@ -114,53 +115,40 @@ func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, 
 
 // MemberRemove removes the member with the given ID.
 func (c *Client) MemberRemove(ctx context.Context, id uint64) (*ChangeResult, error) {
-	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberRemove, &pb.MemberRemoveRequest{ID: id})
-	return changed(resp, id, hdr, err)
+	return c.change(ctx, methodMemberRemove, id, memberIDRequest(id))
 }
 
 // MemberUpdate replaces the peer URLs of the member with the given ID.
 func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) (*ChangeResult, error) {
-	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberUpdate, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs})
-	return changed(resp, id, hdr, err)
+	return c.change(ctx, methodMemberUpdate, id, memberUpdateRequest(id, peerURLs))
 }
 
 // MemberPromote makes the learner with the given ID a voter.
 func (c *Client) MemberPromote(ctx context.Context, id uint64) (*ChangeResult, error) {
-	resp, hdr, err := clusterCall(ctx, c, false, pb.ClusterClient.MemberPromote, &pb.MemberPromoteRequest{ID: id})
-	return changed(resp, id, hdr, err)
+	return c.change(ctx, methodMemberPromote, id, memberIDRequest(id))
 }
 
-// clusterResponse is what every etcdserverpb.Cluster answer has.
-type clusterResponse interface {
-	GetHeader() *pb.ResponseHeader
-	GetMembers() []*pb.Member
-}
-
-// clusterCall sends one Cluster RPC and returns its answer with the response header metadata.
-func clusterCall[Req any, Resp clusterResponse](ctx context.Context, c *Client, read bool,
-	rpc func(pb.ClusterClient, context.Context, Req, ...grpc.CallOption) (Resp, error), req Req,
-) (resp Resp, hdr metadata.MD, err error) {
-	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		resp, err = rpc(pb.NewClusterClient(conn), ctx, req, grpc.Header(&hdr))
-		return err
-	})
-	return resp, hdr, err
-}
-
-func changed(resp clusterResponse, id uint64, hdr metadata.MD, err error) (*ChangeResult, error) {
+// change sends a change of member id whose answer lists the members in field 2.
+func (c *Client) change(ctx context.Context, method string, id uint64, req request) (*ChangeResult, error) {
+	a := clusterAnswer{membersField: 2}
+	hdr, err := c.invoke(ctx, false, method, req, &a)
 	if err != nil {
 		return nil, err
 	}
-	r := changeResult(resp, id, hdr)
+	r := changeResult(a, id, hdr)
 	return &r, nil
 }
 
-func changeResult(resp clusterResponse, id uint64, hdr metadata.MD) ChangeResult {
-	return ChangeResult{Header: header(resp.GetHeader()), ID: id, Members: members(resp.GetMembers(), hdr)}
+func changeResult(a clusterAnswer, id uint64, hdr metadata.MD) ChangeResult {
+	return ChangeResult{Header: a.Header, ID: id, Members: fromClusterd(a.Members, hdr)}
 }
 
-func header(h *pb.ResponseHeader) Header {
-	return Header{ClusterID: h.GetClusterId(), MemberID: h.GetMemberId(), RaftTerm: h.GetRaftTerm()}
+// invoke sends one RPC and returns the response header metadata.
+func (c *Client) invoke(ctx context.Context, read bool, method string, req request, answer any) (hdr metadata.MD, err error) {
+	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) error {
+		return conn.Invoke(ctx, method, req, answer, grpc.Header(&hdr))
+	})
+	return hdr, err
 }
 
 // clusterdMember is one element of the clusterd-members-bin metadata (docs/wire.md).
@@ -170,33 +158,25 @@ type clusterdMember struct {
 	Started bool   `json:"started"`
 }
 
-// members converts the members of an answer, taking names, the started flag and the leader
-// from clusterd's metadata when it is there.
-func members(ms []*pb.Member, hdr metadata.MD) []Member {
-	out := make([]Member, len(ms))
-	for i, m := range ms {
-		out[i] = Member{
-			ID:         m.ID,
-			Name:       m.Name,
-			Started:    m.Name != "", // etcd names a member when it starts, not before
-			PeerURLs:   m.PeerURLs,
-			ClientURLs: m.ClientURLs,
-			IsLearner:  m.IsLearner,
-		}
+// fromClusterd completes the members of an answer: names, the started flag and the leader from
+// clusterd's metadata when it is there, and etcd's rule otherwise.
+func fromClusterd(ms []Member, hdr metadata.MD) []Member {
+	for i := range ms {
+		ms[i].Started = ms[i].Name != "" // etcd names a member when it starts, not before
 	}
 	if known := clusterdMembers(hdr); known != nil {
-		for i := range out {
-			if k, ok := known[out[i].ID]; ok {
-				out[i].Name, out[i].Started = k.Name, k.Started
+		for i := range ms {
+			if k, ok := known[ms[i].ID]; ok {
+				ms[i].Name, ms[i].Started = k.Name, k.Started
 			}
 		}
 	}
 	if v := hdr.Get(mdLeader); len(v) > 0 && v[0] != "" {
 		if id, err := ParseID(v[0]); err == nil {
-			markLeader(out, id)
+			markLeader(ms, id)
 		}
 	}
-	return out
+	return ms
 }
 
 // clusterdMembers decodes clusterd-members-bin. Metadata that is missing or cannot be read

@@ -2,18 +2,20 @@ package client
 
 import (
 	"context"
-	"regexp"
+	"strings"
 )
 
-// fullID is the form FormatID writes. An argument of that form is an ID without asking the
-// cluster, so changing a member by ID costs no extra request.
-var fullID = regexp.MustCompile(`^[0-9a-fA-F]{16}$`)
+// isFullID reports whether s has the form FormatID writes. An argument of that form is an ID
+// without asking the cluster, so changing a member by ID costs no extra request.
+func isFullID(s string) bool {
+	return len(s) == 16 && strings.Trim(s, "0123456789abcdefABCDEF") == ""
+}
 
 // Resolve returns the ID of the member ref names: ref is a 16-hex-digit ID, a name, or a shorter
 // hex ID. A name matching several members is an *AmbiguousNameError; a ref matching nothing is
 // a *NotFoundError, except a hex ref, which is returned for the server to judge, as etcd would.
 func (c *Client) Resolve(ctx context.Context, ref string) (uint64, error) {
-	if fullID.MatchString(ref) {
+	if isFullID(ref) {
 		return ParseID(ref)
 	}
 	// Linearizable: a change is about to be made by this answer, so it must not be stale.

@@ -4,25 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
-
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/grpc"
 )
 
 // status asks the connected member (or the next reachable one) for its status.
-func (c *Client) status(ctx context.Context) (*pb.StatusResponse, error) {
-	var st *pb.StatusResponse
-	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		st, err = pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
-		return err
-	})
-	return st, err
+func (c *Client) status(ctx context.Context) (*statusAnswer, error) {
+	var st statusAnswer
+	if _, err := c.invoke(ctx, true, methodStatus, request(nil), &st); err != nil {
+		return nil, err
+	}
+	return &st, nil
 }
 
 // statusOf asks member m itself, through its own client URLs.
-func (c *Client) statusOf(ctx context.Context, m Member) (*pb.StatusResponse, error) {
+func (c *Client) statusOf(ctx context.Context, m Member) (*statusAnswer, error) {
 	if len(m.ClientURLs) == 0 {
-		return nil, errors.New("it has no client URLs yet")
+		return nil, errors.New("no client URLs: not started yet")
 	}
 	other, err := New(Config{Endpoints: m.ClientURLs, DialTimeout: c.dialTimeout})
 	if err != nil {
@@ -81,11 +77,11 @@ func (c *Client) LearnerProgress(ctx context.Context, id uint64) (*LearnerProgre
 	}
 	lst, err := c.statusOf(ctx, *leader)
 	if err != nil {
-		return nil, fmt.Errorf("leader %s: %w", FormatID(leader.ID), err)
+		return nil, fmt.Errorf("status of leader %s: %w", FormatID(leader.ID), err)
 	}
 	sst, err := c.statusOf(ctx, *learner)
 	if err != nil {
-		return nil, fmt.Errorf("learner %s: %w", FormatID(id), err)
+		return nil, fmt.Errorf("status of learner: %w", err)
 	}
 	return &LearnerProgress{LeaderID: leader.ID, LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
 }

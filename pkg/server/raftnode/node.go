@@ -412,7 +412,8 @@ func (n *Node) maybeSnapshot() error {
 	compact := uint64(0)
 	if applied > keep {
 		compact = applied - keep
-		if err := n.mem.Compact(compact); err != nil {
+		// Compacted already up to there by an earlier snapshot: nothing to do.
+		if err := n.mem.Compact(compact); err != nil && !errors.Is(err, raft.ErrCompacted) {
 			return err
 		}
 	}

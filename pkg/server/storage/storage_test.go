@@ -1,0 +1,69 @@
+package storage
+
+import (
+	"testing"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+)
+
+func entry(i, term uint64) *raftpb.Entry {
+	return &raftpb.Entry{Index: proto.Uint64(i), Term: proto.Uint64(term), Data: []byte{byte(i)}}
+}
+
+func TestSaveLoad(t *testing.T) {
+	dir := t.TempDir()
+	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}, {ID: 2, PeerURLs: []string{"http://b:1"}, IsLearner: true}})
+	snap := &raftpb.Snapshot{Data: []byte("{}"), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
+	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, snap, &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Update{Entries: []*raftpb.Entry{entry(2, 2), entry(3, 2), entry(4, 2)}}); err != nil {
+		t.Fatal(err)
+	}
+	// A leader overwrote index 3 on: 4 must go.
+	next, _ := c.Apply(membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 2}})
+	if err := s.Save(Update{Entries: []*raftpb.Entry{entry(3, 3)}, HardState: &raftpb.HardState{Term: proto.Uint64(3), Commit: proto.Uint64(3)}, Applied: 3, Cluster: next, Tombstone: true}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	s, err = Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	st, err := s.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.MemberID != 1 || st.ClusterID != 9 || st.Name != "a" || !st.Removed || st.Applied != 3 || st.HardState.GetCommit() != 3 {
+		t.Fatalf("state: %+v", st)
+	}
+	if len(st.Entries) != 2 || st.Entries[1].GetTerm() != 3 {
+		t.Fatalf("entries: %v", st.Entries)
+	}
+	if len(st.Cluster.Members) != 1 || !st.Cluster.IsRemoved(2) {
+		t.Fatalf("cluster: %+v", st.Cluster)
+	}
+	if err := s.Save(Update{CompactTo: 3}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Load(); len(st.Entries) != 1 || st.Entries[0].GetIndex() != 3 {
+		t.Fatalf("after compaction: %v", st.Entries)
+	}
+	if err := s.Save(Update{ResetLog: true, Snapshot: snap}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Load(); len(st.Entries) != 0 {
+		t.Fatalf("a received snapshot replaces the log: %v", st.Entries)
+	}
+}
+
+func TestOpenMissing(t *testing.T) {
+	if _, err := Open(t.TempDir()); err != ErrNotBootstrapped {
+		t.Fatal(err)
+	}
+}
