@@ -77,6 +77,7 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 	fs.Uint64("snapshot-count", 10000, "applied entries between two snapshots")
 	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
 	fs.Int("max-learners", 1, "how many learners the cluster may have")
+	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("config-file", "", "YAML file with the same keys as the flags")
 	fs.Usage = func() {
@@ -119,9 +120,13 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		}
 		nums[k] = n
 	}
-	strict, err := castBool(v.GetString("strict-reconfig-check"))
-	if err != nil {
-		return server.Config{}, fmt.Errorf("--strict-reconfig-check %q: %v", v.GetString("strict-reconfig-check"), err)
+	bools := map[string]bool{}
+	for _, k := range []string{"strict-reconfig-check", "force-new-cluster"} {
+		b, err := castBool(v.GetString(k))
+		if err != nil {
+			return server.Config{}, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
+		}
+		bools[k] = b
 	}
 	return server.Config{
 		Name:                     name,
@@ -136,7 +141,8 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		HeartbeatInterval:        time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
 		ElectionTimeout:          time.Duration(nums["election-timeout"]) * time.Millisecond,
 		SnapshotCount:            max(nums["snapshot-count"], 1),
-		StrictReconfigCheck:      strict,
+		StrictReconfigCheck:      bools["strict-reconfig-check"],
+		ForceNewCluster:          bools["force-new-cluster"],
 		MaxLearners:              int(nums["max-learners"]),
 		Logger:                   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil

@@ -28,6 +28,9 @@ type opened struct {
 
 // open decides how this member starts and returns its storage.
 func (s *Server) open(ctx context.Context) (*opened, error) {
+	if s.cfg.ForceNewCluster && !storage.Exists(s.cfg.DataDir) {
+		return nil, fmt.Errorf("--force-new-cluster: --data-dir %q holds no member to start a cluster from", s.cfg.DataDir)
+	}
 	if storage.Exists(s.cfg.DataDir) {
 		return s.restart()
 	}
@@ -53,7 +56,22 @@ func (s *Server) restart() (*opened, error) {
 	}
 	if state.Removed {
 		st.Close()
+		if s.cfg.ForceNewCluster {
+			return nil, fmt.Errorf("--force-new-cluster: --data-dir %q belongs to a member that was removed from its cluster; start from another member's data", s.cfg.DataDir)
+		}
 		return nil, ErrRemoved
+	}
+	if s.cfg.ForceNewCluster {
+		if err := forceNewCluster(st, state); err != nil {
+			st.Close()
+			return nil, fmt.Errorf("--force-new-cluster: %w", err)
+		}
+		if state, err = st.Load(); err != nil {
+			st.Close()
+			return nil, err
+		}
+		s.cfg.Logger.Warn("forcing a new cluster: every other member is removed", "member", state.MemberID.String())
+		return &opened{store: st, state: state, hints: state.Cluster}, nil
 	}
 	if s.cfg.InitialClusterState == "new" {
 		if _, want := s.newCluster(); want.ID != state.ClusterID {
@@ -222,4 +240,51 @@ func describeMembers(members []*membership.Member) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(slices.Compact(parts), " ")
+}
+
+// forceNewCluster turns a member's data into a one-member cluster, as etcd does: the log is cut
+// at the commit index (what was not committed may never have been), and conf-change entries
+// that remove every other member, voters and learners alike, are appended and committed. They
+// are applied like any other entry when the member starts, so the membership, the removed IDs
+// and raft's configuration all come from the log, and a restart without the flag changes nothing.
+// The cluster keeps its ID: old members that come back are refused by it as removed members.
+func forceNewCluster(st *storage.Store, state *storage.State) error {
+	hs := state.HardState
+	commit := hs.GetCommit()
+	// The membership as it will be once the committed log is applied.
+	c := state.Cluster
+	for _, e := range state.Entries {
+		if e.GetIndex() > commit {
+			break
+		}
+		if e.GetIndex() <= state.Applied {
+			continue
+		}
+		if ch, ok := raftnode.ChangeOf(e); ok {
+			c, _ = c.Apply(ch)
+		}
+	}
+	self := c.Member(state.MemberID)
+	if self == nil {
+		return errors.New("this member is not in its own cluster's membership")
+	}
+	if self.IsLearner {
+		return errors.New("this member is a learner: a new cluster must start from a voter's data")
+	}
+	last := commit
+	var added []*raftpb.Entry
+	for _, m := range c.List() {
+		if m.ID == state.MemberID {
+			continue
+		}
+		last++
+		e, err := raftnode.RemovalEntry(m.ID, last, hs.GetTerm())
+		if err != nil {
+			return err
+		}
+		added = append(added, e)
+	}
+	newHS := proto.CloneOf(hs)
+	newHS.Commit = proto.Uint64(last)
+	return st.Save(storage.Update{HardState: newHS, TruncateFrom: commit + 1, Entries: added})
 }

@@ -30,7 +30,10 @@ type Config struct {
 	SnapshotCount            uint64
 	StrictReconfigCheck      bool
 	MaxLearners              int
-	Logger                   *slog.Logger
+	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
+	// forceNewCluster.
+	ForceNewCluster bool
+	Logger          *slog.Logger
 }
 
 // ErrRemoved is returned by Run when this member has been removed from the cluster.

@@ -443,6 +443,42 @@ func (n *Node) currentSnapshot(old *raftpb.Snapshot) (*raftpb.Snapshot, error) {
 	}}, nil
 }
 
+// ChangeOf returns the membership change an entry carries, if any.
+func ChangeOf(e *raftpb.Entry) (membership.Change, bool) {
+	data := e.GetData()
+	if e.GetType() == raftpb.EntryConfChange {
+		cc := &raftpb.ConfChange{}
+		if proto.Unmarshal(data, cc) != nil {
+			return membership.Change{}, false
+		}
+		data = cc.GetContext()
+	}
+	if len(data) == 0 {
+		return membership.Change{}, false
+	}
+	p, err := decodeProposal(data)
+	if err != nil {
+		return membership.Change{}, false
+	}
+	return p.Change, true
+}
+
+// RemovalEntry is the conf-change entry that removes id, as a proposal would have made it.
+func RemovalEntry(id membership.ID, index, term uint64) (*raftpb.Entry, error) {
+	ch := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: id}}
+	ctx, err := json.Marshal(proposal{Change: ch})
+	if err != nil {
+		return nil, err
+	}
+	data, err := proto.Marshal(&raftpb.ConfChange{
+		Type: confChangeType(ch).Enum(), NodeId: proto.Uint64(uint64(id)), Context: ctx,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term), Data: data}, nil
+}
+
 func decodeProposal(data []byte) (*proposal, error) {
 	p := &proposal{}
 	if err := json.Unmarshal(data, p); err != nil {

@@ -57,14 +57,16 @@ type State struct {
 
 // Update is what one pass of the Ready loop makes durable, all in one transaction.
 type Update struct {
-	Snapshot  *raftpb.Snapshot // a snapshot received or taken; nil if none
-	ResetLog  bool             // a snapshot was received: it replaces the whole log
-	HardState *raftpb.HardState
-	Entries   []*raftpb.Entry // replace any stored entries from Entries[0].Index on
-	CompactTo uint64          // delete entries below this index
-	Applied   uint64          // zero leaves the applied index as it is
-	Cluster   *membership.Cluster
-	Tombstone bool
+	Snapshot *raftpb.Snapshot // a snapshot received or taken; nil if none
+	ResetLog bool             // a snapshot was received: it replaces the whole log
+	// TruncateFrom, when set, deletes the entries from this index on before Entries are written.
+	TruncateFrom uint64
+	HardState    *raftpb.HardState
+	Entries      []*raftpb.Entry // replace any stored entries from Entries[0].Index on
+	CompactTo    uint64          // delete entries below this index
+	Applied      uint64          // zero leaves the applied index as it is
+	Cluster      *membership.Cluster
+	Tombstone    bool
 }
 
 // Store is an open member database.
@@ -201,6 +203,11 @@ func save(tx *bolt.Tx, u Update) error {
 	}
 	if u.ResetLog {
 		if err := deleteRange(log, 0, 0); err != nil {
+			return err
+		}
+	}
+	if u.TruncateFrom > 0 {
+		if err := deleteRange(log, u.TruncateFrom, 0); err != nil {
 			return err
 		}
 	}

@@ -1,0 +1,97 @@
+package server
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+)
+
+// A cluster that lost its majority restarts from one survivor's data, grows back one member
+// at a time, and the old members are refused when they come back.
+func TestForceNewCluster(t *testing.T) {
+	ms := startCluster(t, 3, nil)
+	ctx, cancel := ctxWithName("l0")
+	defer cancel()
+	if _, err := ms[0].client(t).MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: true}); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms {
+		if err := m.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	survivor := ms[0]
+	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "new", func(c *Config) { c.ForceNewCluster = true }))
+	eventually(t, 10*time.Second, func() error {
+		r, err := list(survivor.client(t), true)
+		if err == nil && len(r.Members) != 1 {
+			err = fmt.Errorf("%d members", len(r.Members))
+		}
+		return err
+	})
+	// Restarting without the flag keeps the one-member cluster.
+	if err := survivor.stop(); err != nil {
+		t.Fatal(err)
+	}
+	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "existing", nil))
+	eventually(t, 10*time.Second, func() error {
+		r, err := list(survivor.client(t), true)
+		if err == nil && len(r.Members) != 1 {
+			err = fmt.Errorf("%d members after a restart without the flag", len(r.Members))
+		}
+		return err
+	})
+	// Grow back: a voter added to a one-voter cluster is accepted.
+	names := namesOf(t, survivor.client(t))
+	n := newMember(t, "fresh")
+	ctx2, cancel2 := ctxWithName("fresh")
+	defer cancel2()
+	added, err := survivor.client(t).MemberAdd(ctx2, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.start(t, n.config(initialOf(added, names, "fresh"), "existing", nil))
+	eventually(t, 10*time.Second, func() error {
+		r, err := list(n.client(t), true)
+		if err == nil && len(r.Members) != 2 {
+			err = fmt.Errorf("%d members", len(r.Members))
+		}
+		return err
+	})
+	// An old member started on its data learns it was removed, and stops.
+	old := ms[1]
+	old.start(t, old.config("x=http://127.0.0.1:1", "existing", nil))
+	if err := old.exited(t, 15*time.Second); !errors.Is(err, ErrRemoved) {
+		t.Fatalf("old member: %v", err)
+	}
+}
+
+func TestForceNewClusterRefusals(t *testing.T) {
+	m := newMember(t, "m0")
+	srv, err := New(m.config("m0="+m.peerURL, "new", func(c *Config) { c.ForceNewCluster = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "holds no member") {
+		t.Fatalf("empty data dir: %v", err)
+	}
+}
+
+func TestRestartRefusals(t *testing.T) {
+	ms := startCluster(t, 1, nil)
+	m := ms[0]
+	if err := m.stop(); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := New(m.config("m0=http://127.0.0.1:1", "new", nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := srv.Run(t.Context()); err == nil || !strings.HasSuffix(err.Error(), "has already been bootstrapped") {
+		t.Fatalf("new cluster on another's data: %v", err)
+	}
+}
