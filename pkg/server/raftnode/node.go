@@ -265,8 +265,12 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if len(results) > 0 || received {
 		up.Cluster, up.Applied, up.Tombstone = cluster, applied, selfRemoved
 	}
-	if err := n.store.Save(up); err != nil {
-		return fmt.Errorf("persisting raft state: %w", err)
+	// A pass that only carries messages (heartbeats, read-index answers) has nothing to make
+	// durable: skip the transaction and its fsync.
+	if up.HardState != nil || len(up.Entries) > 0 || up.Snapshot != nil || up.Cluster != nil {
+		if err := n.store.Save(up); err != nil {
+			return fmt.Errorf("persisting raft state: %w", err)
+		}
 	}
 
 	if received {

@@ -1,0 +1,15 @@
+// Package command is the clusterctl command line: the root command, one file per verb, and
+// exit.go, the single place where an error becomes the "Error: ..." line and an exit code.
+//
+// Invariants:
+//
+//   - Nothing is sent before every argument, flag and the output format have been checked: a
+//     command's validate() is pure and runs first, and every error it returns exits 128.
+//   - Global settings (endpoints, timeouts, output format) are resolved once, flag over
+//     CLUSTERCTL_* environment over config file, when a verb or its completion runs; help and
+//     the completion scripts never read them.
+//   - stdout carries only the requested output; stderr carries the one Error: line, and, for
+//     member promote --wait, progress lines. No logging reaches either.
+//   - No os.Exit here: Main returns the exit code and main passes it to os.Exit.
+//   - Exit codes are docs/exit-codes.md; a number never changes meaning.
+package command

@@ -1,0 +1,87 @@
+package command
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+// Exit codes, docs/exit-codes.md. Scripts depend on them: never renumber.
+const (
+	exitOK               = 0
+	exitRefused          = 1
+	exitCannotConnect    = 2
+	exitNotFound         = 10
+	exitAlreadyExists    = 11
+	exitQuorumProtection = 12
+	exitLearnerNotReady  = 13
+	exitOutcomeUnknown   = 14
+	exitNoLeader         = 15
+	exitAmbiguousName    = 16
+	exitLearnerLimit     = 17
+	exitBadArgs          = 128
+)
+
+// usageError is a problem with the command line; nothing was sent.
+type usageError struct{ err error }
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
+
+// serverExits maps the server's refusals to their codes, matched by the contract's message.
+var serverExits = []struct {
+	err  error
+	code int
+}{
+	{client.ErrMemberNotFound, exitNotFound},
+	{client.ErrPeerURLExists, exitAlreadyExists},
+	{client.ErrMemberIDExists, exitAlreadyExists},
+	{client.ErrNotEnoughStartedMembers, exitQuorumProtection},
+	{client.ErrUnhealthyCluster, exitQuorumProtection},
+	{client.ErrLearnerNotReady, exitLearnerNotReady},
+	{client.ErrNoLeader, exitNoLeader},
+	{client.ErrStopped, exitNoLeader},
+	{client.ErrTooManyLearners, exitLearnerLimit},
+}
+
+// exitCode is the code err ends the process with.
+func exitCode(err error) int {
+	var (
+		usage     *usageError
+		connect   *client.ConnectError
+		unknown   *client.OutcomeUnknownError
+		ambiguous *client.AmbiguousNameError
+	)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.As(err, &usage):
+		return exitBadArgs
+	case errors.As(err, &connect):
+		return exitCannotConnect
+	case errors.As(err, &unknown):
+		// Before the server errors: a timed-out change wraps the server's timeout answer.
+		return exitOutcomeUnknown
+	case errors.As(err, &ambiguous):
+		return exitAmbiguousName
+	}
+	for _, s := range serverExits {
+		if errors.Is(err, s.err) {
+			return s.code
+		}
+	}
+	return exitRefused
+}
+
+// report writes the Error: line for err, if any, and returns the exit code.
+func report(stderr io.Writer, err error) int {
+	if err != nil {
+		// One line whatever the message holds, so a script can read stderr line by line.
+		msg := strings.ReplaceAll(err.Error(), "\n", " ")
+		fmt.Fprintf(stderr, "Error: %s\n", msg)
+	}
+	return exitCode(err)
+}

@@ -1,0 +1,63 @@
+package command
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"google.golang.org/grpc/codes"
+)
+
+func TestExitCode(t *testing.T) {
+	server := func(c codes.Code, msg string) error { return &client.ServerError{Code: c, Message: msg} }
+	tests := []struct {
+		name string
+		err  error
+		want int
+	}{
+		{"success", nil, 0},
+		{"bad arguments", &usageError{errNoName}, 128},
+		{"cannot connect", &client.ConnectError{Tried: []client.EndpointFailure{{Endpoint: "127.0.0.1:2379", Reason: "connect: connection refused"}}}, 2},
+		{"member not found", client.ErrMemberNotFound, 10},
+		{"name not found", &client.NotFoundError{Ref: "infra9"}, 10},
+		{"peer URLs exist", client.ErrPeerURLExists, 11},
+		{"member ID exists", client.ErrMemberIDExists, 11},
+		{"not enough started", client.ErrNotEnoughStartedMembers, 12},
+		{"not enough started, as etcd sends it", server(codes.Unknown, "etcdserver: re-configuration failed due to not enough started members"), 12},
+		{"unhealthy cluster", client.ErrUnhealthyCluster, 12},
+		{"learner not ready", client.ErrLearnerNotReady, 13},
+		{"server timeout", &client.OutcomeUnknownError{Endpoint: "a:1", Err: client.ErrTimeout}, 14},
+		{"connection lost after sending", &client.OutcomeUnknownError{Endpoint: "a:1", Err: errors.New("EOF")}, 14},
+		{"no leader", client.ErrNoLeader, 15},
+		{"server stopped", client.ErrStopped, 15},
+		{"ambiguous name", &client.AmbiguousNameError{Name: "x", IDs: []uint64{1, 2}}, 16},
+		{"learner limit", client.ErrTooManyLearners, 17},
+		{"promote of a voter", client.ErrMemberNotLearner, 1},
+		{"invalid peer URLs", client.ErrInvalidPeerURLs, 1},
+		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},
+		{"another server error", server(codes.Unimplemented, "unknown service etcdserverpb.Cluster"), 1},
+		{"wrapped", fmt.Errorf("promote: %w", client.ErrLearnerNotReady), 13},
+	}
+	for _, tt := range tests {
+		if got := exitCode(tt.err); got != tt.want {
+			t.Errorf("%s: exit %d, want %d", tt.name, got, tt.want)
+		}
+	}
+}
+
+func TestReportIsOneLine(t *testing.T) {
+	var b bytes.Buffer
+	if code := report(&b, errors.New("first\nsecond")); code != 1 {
+		t.Errorf("exit %d", code)
+	}
+	if got := b.String(); got != "Error: first second\n" {
+		t.Errorf("stderr %q", got)
+	}
+	b.Reset()
+	report(&b, client.ErrMemberNotFound)
+	if got := b.String(); got != "Error: etcdserver: member not found\n" {
+		t.Errorf("stderr %q", got)
+	}
+}

@@ -1,0 +1,71 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/cobra"
+)
+
+type memberAddOptions struct {
+	*Globals
+	PeerURLsFlag string
+	Learner      bool
+
+	Name     string
+	PeerURLs []string
+}
+
+func newMemberAddCmd(g *Globals) *cobra.Command {
+	o := &memberAddOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "add <name> --peer-urls=URL[,URL...] [--learner]",
+		Short: "Add a member to the cluster, and print the environment it starts with",
+		Long: `Add a member to the cluster (phase one), and print the environment the new member's
+process starts with (phase two): every member under its name, the new one included.
+
+Start the new member as a learner and promote it once it has caught up: a learner does not vote,
+so adding it cannot cost the cluster its quorum.`,
+		Example: `  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner
+
+  # export the environment of phase two; clusterd and etcd read ETCD_* at start-up
+  set -a; eval "$(clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner -w env)"; set +a`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runE(g, o),
+	}
+	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
+	cmd.Flags().BoolVar(&o.Learner, "learner", false, "add the member as a learner (non-voting)")
+	return cmd
+}
+
+func (o *memberAddOptions) validate(args []string) error {
+	if len(args) == 0 || args[0] == "" {
+		return errNoName
+	}
+	if len(args) > 1 {
+		return tooManyArgs(args[1:])
+	}
+	o.Name = args[0]
+	// The name travels as gRPC metadata, which carries printable ASCII only, and lands in
+	// ETCD_INITIAL_CLUSTER, where "," and "=" separate members.
+	if strings.ContainsFunc(o.Name, func(r rune) bool { return r < ' ' || r > '~' || r == ',' || r == '=' }) {
+		return fmt.Errorf("member name %q: only printable ASCII other than \",\" and \"=\" is allowed", o.Name)
+	}
+	var err error
+	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
+		return err
+	}
+	return o.Printer.Check(printer.MemberAdd)
+}
+
+func (o *memberAddOptions) run(ctx context.Context) error {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	r, err := o.Client.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
+	if err != nil {
+		return err
+	}
+	return o.Printer.MemberAdd(o.Out, r)
+}

@@ -1,0 +1,50 @@
+package command
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/cobra"
+)
+
+type memberListOptions struct {
+	*Globals
+	Consistency string
+}
+
+func newMemberListCmd(g *Globals) *cobra.Command {
+	o := &memberListOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List the members of the cluster",
+		Long: `List the members of the cluster: ID, started or unstarted, name, peer URLs, client URLs,
+whether the member is a learner, and (table and json) whether it leads.`,
+		Example: `  clusterctl member list -w table
+  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 member list --consistency=s -w json | jq -r '.members[].name'`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runE(g, o),
+	}
+	cmd.Flags().StringVar(&o.Consistency, "consistency", "l", "l: linearizable, through the leader; s: serializable, from the member answering")
+	return cmd
+}
+
+func (o *memberListOptions) validate(args []string) error {
+	if len(args) > 0 {
+		return tooManyArgs(args)
+	}
+	if o.Consistency != "l" && o.Consistency != "s" {
+		return fmt.Errorf("unknown consistency flag %q", o.Consistency)
+	}
+	return o.Printer.Check(printer.MemberList)
+}
+
+func (o *memberListOptions) run(ctx context.Context) error {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	r, err := o.Client.MemberList(ctx, o.Consistency == "l")
+	if err != nil {
+		return err
+	}
+	return o.Printer.MemberList(o.Out, r)
+}

@@ -1,0 +1,89 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/cobra"
+)
+
+// promoteRetryInterval is how often --wait asks again. A learner started on an empty data
+// directory catches up within a fraction of a second on a small cluster, so a short interval
+// promotes it soon after; each attempt costs the leader one refused proposal check.
+const promoteRetryInterval = 500 * time.Millisecond
+
+type memberPromoteOptions struct {
+	memberChangeOptions
+	// Wait is how long to keep retrying while the learner is not in sync; 0 tries once.
+	Wait time.Duration
+}
+
+func newMemberPromoteCmd(g *Globals) *cobra.Command {
+	o := &memberPromoteOptions{memberChangeOptions: memberChangeOptions{Globals: g, kind: printer.MemberPromote}}
+	cmd := &cobra.Command{
+		Use:   "promote <id|name> [--wait[=DURATION]]",
+		Short: "Promote a learner to a voting member",
+		Long: `Promote a learner to a voting member. The server refuses while the learner's log is behind
+the leader's (exit 13); with --wait, clusterctl asks again every 500ms, printing on stderr how
+far the learner is behind, until it is promoted or the duration (1m when none is given) is over.`,
+		Example: `  clusterctl member promote infra3
+  clusterctl member promote 96dbf27657837fe1 --wait=2m`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: g.completeMember,
+		RunE:              runE(g, o),
+	}
+	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "retry for this long while the learner is not in sync yet")
+	cmd.Flags().Lookup("wait").NoOptDefVal = "1m"
+	return cmd
+}
+
+func (o *memberPromoteOptions) validate(args []string) error {
+	if o.Wait < 0 {
+		return fmt.Errorf("--wait must not be negative, not %s", o.Wait)
+	}
+	return o.memberChangeOptions.validate(args)
+}
+
+func (o *memberPromoteOptions) run(ctx context.Context) error {
+	deadline := time.Now().Add(o.Wait)
+	return o.change(ctx, func(cctx context.Context, id uint64) (*client.ChangeResult, error) {
+		r, err := o.Client.MemberPromote(cctx, id)
+		// Bounded by the deadline: every pass waits promoteRetryInterval first. Only "not in
+		// sync" is retried: it is a refusal, so nothing changed and asking again is safe.
+		for errors.Is(err, client.ErrLearnerNotReady) && time.Now().Add(promoteRetryInterval).Before(deadline) {
+			o.progress(ctx, id)
+			select {
+			case <-ctx.Done():
+				return r, err
+			case <-time.After(promoteRetryInterval):
+			}
+			r, err = o.promoteOnce(ctx, id)
+		}
+		return r, err
+	})
+}
+
+// promoteOnce gives each retry its own --command-timeout; --wait bounds them all.
+func (o *memberPromoteOptions) promoteOnce(ctx context.Context, id uint64) (*client.ChangeResult, error) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	return o.Client.MemberPromote(ctx, id)
+}
+
+// progress prints how far the learner is behind. It is advice to the person waiting: when the
+// figures cannot be had, it says why and the wait goes on.
+func (o *memberPromoteOptions) progress(ctx context.Context, id uint64) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	p, err := o.Client.LearnerProgress(ctx, id)
+	if err != nil {
+		fmt.Fprintf(o.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
+		return
+	}
+	fmt.Fprintf(o.Err, "learner %s not in sync yet: %d entries behind the leader (applied %d of %d, %.1f%%)\n",
+		client.FormatID(id), p.Behind(), p.LearnerApplied, p.LeaderIndex, p.Percent())
+}

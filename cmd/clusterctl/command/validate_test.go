@@ -1,0 +1,145 @@
+package command
+
+import (
+	"testing"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+)
+
+func globals(t *testing.T, f printer.Format) *Globals {
+	t.Helper()
+	p, err := printer.New(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &Globals{Printer: p}
+}
+
+func check(t *testing.T, name string, err error, want string) {
+	t.Helper()
+	got := ""
+	if err != nil {
+		got = err.Error()
+	}
+	if got != want {
+		t.Errorf("%s: got %q, want %q", name, got, want)
+	}
+}
+
+func TestMemberAddValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		urls   string
+		format printer.Format
+		want   string
+	}{
+		{"ok", []string{"infra3"}, "http://127.0.0.1:42380", printer.Simple, ""},
+		{"two URLs", []string{"infra3"}, "http://127.0.0.1:42380,https://infra3:2380", printer.Env, ""},
+		{"unix URL", []string{"infra3"}, "unix://localhost:42380", printer.JSON, ""},
+		{"no name", nil, "", printer.Simple, "member name not provided"},
+		{"empty name", []string{""}, "http://127.0.0.1:42380", printer.Simple, "member name not provided"},
+		{"no peer URLs", []string{"infra5"}, "", printer.Simple, "member peer urls not provided"},
+		{"URL as argument", []string{"infra3", "http://127.0.0.1:42380"}, "", printer.Simple,
+			"too many arguments, did you mean --peer-urls=http://127.0.0.1:42380"},
+		{"two URLs as arguments", []string{"infra3", "http://a:1", "x", "https://b:2"}, "", printer.Simple,
+			"too many arguments, did you mean --peer-urls=http://a:1, did you mean --peer-urls=https://b:2"},
+		{"extra argument", []string{"infra3", "x"}, "http://a:1", printer.Simple, "too many arguments"},
+		{"not a URL", []string{"infra6"}, "notaurl", printer.Simple, "URL scheme must be http, https, unix, or unixs: notaurl"},
+		{"bad scheme", []string{"infra6"}, "ftp://a:1", printer.Simple, "URL scheme must be http, https, unix, or unixs: ftp://a:1"},
+		{"no port", []string{"infra6"}, "http://127.0.0.1", printer.Simple, `URL address does not have the form "host:port": http://127.0.0.1`},
+		{"path", []string{"infra6"}, "http://127.0.0.1:2380/x", printer.Simple, "URL must not contain a path: http://127.0.0.1:2380/x"},
+		{"second URL bad", []string{"infra6"}, "http://a:1,b:2", printer.Simple, "URL scheme must be http, https, unix, or unixs: b:2"},
+		{"comma in name", []string{"a,b"}, "http://a:1", printer.Simple, `member name "a,b": only printable ASCII other than "," and "=" is allowed`},
+		{"non-ASCII name", []string{"nœud"}, "http://a:1", printer.Simple, `member name "nœud": only printable ASCII other than "," and "=" is allowed`},
+		{"table refused", []string{"infra3"}, "http://a:1", printer.Table,
+			`output format "table" is not supported by member add (supported: simple, json, env)`},
+	}
+	for _, tt := range tests {
+		o := &memberAddOptions{Globals: globals(t, tt.format), PeerURLsFlag: tt.urls}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+func TestMemberChangeValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		kind   printer.Kind
+		args   []string
+		format printer.Format
+		want   string
+	}{
+		{"remove by ID", printer.MemberRemove, []string{"96dbf27657837fe1"}, printer.Simple, ""},
+		{"remove by name", printer.MemberRemove, []string{"infra3"}, printer.JSON, ""},
+		{"remove nothing", printer.MemberRemove, nil, printer.Simple, "member ID is not provided"},
+		{"remove two", printer.MemberRemove, []string{"a", "b"}, printer.Simple, "too many arguments"},
+		{"remove env", printer.MemberRemove, []string{"a"}, printer.Env,
+			`output format "env" is not supported by member remove (supported: simple, json)`},
+		{"promote nothing", printer.MemberPromote, []string{""}, printer.Simple, "member ID is not provided"},
+		{"promote table", printer.MemberPromote, []string{"a"}, printer.Table,
+			`output format "table" is not supported by member promote (supported: simple, json)`},
+	}
+	for _, tt := range tests {
+		o := &memberChangeOptions{Globals: globals(t, tt.format), kind: tt.kind}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+func TestMemberUpdateValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		urls string
+		want string
+	}{
+		{"ok", []string{"infra0"}, "http://127.0.0.1:12380,http://localhost:12380", ""},
+		{"no ID", nil, "http://a:1", "member ID is not provided"},
+		{"no URLs", []string{"infra0"}, "", "member peer urls not provided"},
+		{"URL as argument", []string{"infra0", "http://a:1"}, "", "too many arguments, did you mean --peer-urls=http://a:1"},
+		{"bad URL", []string{"infra0"}, "http://a", `URL address does not have the form "host:port": http://a`},
+	}
+	for _, tt := range tests {
+		o := &memberUpdateOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, printer.Simple), kind: printer.MemberUpdate}, PeerURLsFlag: tt.urls}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+func TestMemberPromoteValidate(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		wait time.Duration
+		want string
+	}{
+		{"ok", []string{"infra3"}, 0, ""},
+		{"wait", []string{"infra3"}, time.Minute, ""},
+		{"negative wait", []string{"infra3"}, -time.Second, "--wait must not be negative, not -1s"},
+		{"no ID", nil, 0, "member ID is not provided"},
+	}
+	for _, tt := range tests {
+		o := &memberPromoteOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, printer.Simple), kind: printer.MemberPromote}, Wait: tt.wait}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+func TestMemberListValidate(t *testing.T) {
+	tests := []struct {
+		name        string
+		args        []string
+		consistency string
+		format      printer.Format
+		want        string
+	}{
+		{"linearizable", nil, "l", printer.Simple, ""},
+		{"serializable table", nil, "s", printer.Table, ""},
+		{"json", nil, "l", printer.JSON, ""},
+		{"bad consistency", nil, "x", printer.Simple, `unknown consistency flag "x"`},
+		{"argument", []string{"x"}, "l", printer.Simple, "too many arguments"},
+		{"env refused", nil, "l", printer.Env, `output format "env" is not supported by member list (supported: simple, table, json)`},
+	}
+	for _, tt := range tests {
+		o := &memberListOptions{Globals: globals(t, tt.format), Consistency: tt.consistency}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
