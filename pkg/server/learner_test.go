@@ -1,0 +1,173 @@
+package server
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc/status"
+)
+
+// startLearner adds a learner through c, starts it, and waits until it is ready to promote.
+func startLearner(t *testing.T, ms []*member, name string) (*member, uint64) {
+	t.Helper()
+	c := ms[0].client(t)
+	names := namesOf(t, c)
+	n := newMember(t, name)
+	ctx, cancel := ctxWithName(name)
+	defer cancel()
+	added, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}, IsLearner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	n.start(t, n.config(initialOf(added, names, name), "existing", nil))
+	eventually(t, 10*time.Second, func() error {
+		r, err := list(n.client(t), false)
+		if err == nil && len(r.Members) != len(added.Members) {
+			err = fmt.Errorf("learner has %d members", len(r.Members))
+		}
+		return err
+	})
+	return n, added.Member.ID
+}
+
+func message(err error) string {
+	if err == nil {
+		return ""
+	}
+	return status.Convert(err).Message()
+}
+
+// Two clients promote the same learner at once: exactly one promotes it, the other is told it
+// is a voter already.
+func TestConcurrentPromote(t *testing.T) {
+	ms := startCluster(t, 3, nil)
+	_, id := startLearner(t, ms, "l")
+	var wg sync.WaitGroup
+	results := make([]string, 2)
+	for i := range 2 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			eventuallyCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			for eventuallyCtx.Err() == nil {
+				_, err := ms[i+1].client(t).MemberPromote(eventuallyCtx, &pb.MemberPromoteRequest{ID: id})
+				results[i] = message(err)
+				if results[i] != "etcdserver: can only promote a learner member which is in sync with leader" {
+					return
+				}
+				time.Sleep(20 * time.Millisecond)
+			}
+		}()
+	}
+	wg.Wait()
+	ok, voter := 0, 0
+	for _, r := range results {
+		switch r {
+		case "":
+			ok++
+		case "etcdserver: can only promote a learner member":
+			voter++
+		default:
+			t.Fatalf("unexpected answer %q", r)
+		}
+	}
+	if ok != 1 || voter != 1 {
+		t.Fatalf("want one promotion and one refusal, got %q", results)
+	}
+}
+
+// A promote and a remove of the same learner race: whatever order they are applied in, the
+// learner ends removed and every member agrees.
+func TestPromoteRacesRemove(t *testing.T) {
+	ms := startCluster(t, 3, nil)
+	learner, id := startLearner(t, ms, "l")
+	var wg sync.WaitGroup
+	var promoteErr, removeErr error
+	wg.Add(2)
+	go func() {
+		defer wg.Done()
+		ctx, cancel := ctxWithName("")
+		defer cancel()
+		_, promoteErr = ms[1].client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+	}()
+	go func() {
+		defer wg.Done()
+		ctx, cancel := ctxWithName("")
+		defer cancel()
+		_, removeErr = ms[2].client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
+	}()
+	wg.Wait()
+	if removeErr != nil {
+		t.Fatalf("remove: %v", removeErr)
+	}
+	if m := message(promoteErr); m != "" && m != "etcdserver: member not found" && m != "etcdserver: can only promote a learner member which is in sync with leader" {
+		t.Fatalf("promote: %v", promoteErr)
+	}
+	learner.exited(t, 10*time.Second)
+	for _, m := range ms {
+		eventually(t, 5*time.Second, func() error {
+			r, err := list(m.client(t), false)
+			if err == nil && len(r.Members) != 3 {
+				err = fmt.Errorf("%d members", len(r.Members))
+			}
+			return err
+		})
+	}
+}
+
+// A promote sent while leadership moves either happens or is refused with a clear error; it
+// never hangs until its deadline, and all members agree on the outcome.
+func TestPromoteDuringLeaderChange(t *testing.T) {
+	ms := startCluster(t, 3, nil)
+	_, id := startLearner(t, ms, "l")
+	lead := leaderOf(t, ms[0])
+	var leader *member
+	for _, m := range ms {
+		if r, _ := list(m.client(t), false); r.Header.MemberId == lead {
+			leader = m
+		}
+	}
+	// Stopping the leader forces an election while the promote is in flight.
+	var other *member
+	for _, m := range ms {
+		if m != leader {
+			other = m
+		}
+	}
+	done := make(chan error, 1)
+	start := time.Now()
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := other.client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+		done <- err
+	}()
+	if err := leader.stop(); err != nil {
+		t.Fatal(err)
+	}
+	err := <-done
+	if time.Since(start) > 9*time.Second {
+		t.Fatalf("promote waited for its deadline: %v", err)
+	}
+	// A new leader has not heard from the learner yet, so "not in sync" is a fair answer too.
+	want := map[string]bool{"": true, "etcdserver: unhealthy cluster": true,
+		"etcdserver: re-configuration failed due to not enough started members": true,
+		"etcdserver: can only promote a learner member which is in sync with leader": true}
+	if !want[message(err)] {
+		t.Fatalf("promote during a leader change: %v", err)
+	}
+	r, lerr := list(other.client(t), true)
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	for _, m := range r.Members {
+		if m.ID == id && m.IsLearner == (err == nil) {
+			t.Fatalf("outcome %v but member is learner=%v", err, m.IsLearner)
+		}
+	}
+}
