@@ -156,7 +156,7 @@ func TestPromoteDuringLeaderChange(t *testing.T) {
 	}
 	// A new leader has not heard from the learner yet, so "not in sync" is a fair answer too.
 	want := map[string]bool{"": true, "etcdserver: unhealthy cluster": true,
-		"etcdserver: re-configuration failed due to not enough started members": true,
+		"etcdserver: re-configuration failed due to not enough started members":      true,
 		"etcdserver: can only promote a learner member which is in sync with leader": true}
 	if !want[message(err)] {
 		t.Fatalf("promote during a leader change: %v", err)
