@@ -125,13 +125,7 @@ func startCluster(t *testing.T, n int, tweak func(*Config)) []*member {
 		m.start(t, m.config(initial, "new", tweak))
 	}
 	for _, m := range ms {
-		eventually(t, 10*time.Second, func() error {
-			resp, err := list(m.client(t), true)
-			if err == nil && len(resp.Members) != n {
-				err = fmt.Errorf("%d members", len(resp.Members))
-			}
-			return err
-		})
+		waitMembers(t, m, n, true)
 	}
 	return ms
 }
@@ -140,6 +134,18 @@ func list(c pb.ClusterClient, linearizable bool) (*pb.MemberListResponse, error)
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
 	defer cancel()
 	return c.MemberList(ctx, &pb.MemberListRequest{Linearizable: linearizable})
+}
+
+// waitMembers waits until m lists n members (linearizably or from its own applied state).
+func waitMembers(t *testing.T, m *member, n int, linearizable bool) {
+	t.Helper()
+	eventually(t, 10*time.Second, func() error {
+		r, err := list(m.client(t), linearizable)
+		if err == nil && len(r.Members) != n {
+			err = fmt.Errorf("%s lists %d members, want %d", m.name, len(r.Members), n)
+		}
+		return err
+	})
 }
 
 // eventually retries f until it succeeds or the deadline passes.
@@ -332,13 +338,7 @@ func TestConcurrentChanges(t *testing.T) {
 		}
 	}
 	for _, m := range ms {
-		eventually(t, 5*time.Second, func() error {
-			r, err := list(m.client(t), false)
-			if err == nil && len(r.Members) != 9 {
-				err = fmt.Errorf("%d members", len(r.Members))
-			}
-			return err
-		})
+		waitMembers(t, m, 9, false)
 	}
 }
 
@@ -372,13 +372,7 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 	for _, m := range ms {
 		m.start(t, m.config("ignored=http://127.0.0.1:1", "existing", nil))
 	}
-	eventually(t, 10*time.Second, func() error {
-		after, err := list(ms[2].client(t), true)
-		if err == nil && len(after.Members) != len(before.Members) {
-			err = fmt.Errorf("%d members after restart, %d before", len(after.Members), len(before.Members))
-		}
-		return err
-	})
+	waitMembers(t, ms[2], len(before.Members), true)
 	// A member added now catches up from a snapshot: the log before it is compacted.
 	names := namesOf(t, c)
 	n := newMember(t, "late")
@@ -389,11 +383,5 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.start(t, n.config(initialOf(added, names, "late"), "existing", nil))
-	eventually(t, 10*time.Second, func() error {
-		r, err := list(n.client(t), false)
-		if err == nil && len(r.Members) != len(before.Members)+1 {
-			err = fmt.Errorf("%d members on the new member", len(r.Members))
-		}
-		return err
-	})
+	waitMembers(t, n, len(before.Members)+1, false)
 }

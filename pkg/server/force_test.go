@@ -2,7 +2,6 @@ package server
 
 import (
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -26,25 +25,13 @@ func TestForceNewCluster(t *testing.T) {
 	}
 	survivor := ms[0]
 	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "new", func(c *Config) { c.ForceNewCluster = true }))
-	eventually(t, 10*time.Second, func() error {
-		r, err := list(survivor.client(t), true)
-		if err == nil && len(r.Members) != 1 {
-			err = fmt.Errorf("%d members", len(r.Members))
-		}
-		return err
-	})
+	waitMembers(t, survivor, 1, true)
 	// Restarting without the flag keeps the one-member cluster.
 	if err := survivor.stop(); err != nil {
 		t.Fatal(err)
 	}
 	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "existing", nil))
-	eventually(t, 10*time.Second, func() error {
-		r, err := list(survivor.client(t), true)
-		if err == nil && len(r.Members) != 1 {
-			err = fmt.Errorf("%d members after a restart without the flag", len(r.Members))
-		}
-		return err
-	})
+	waitMembers(t, survivor, 1, true)
 	// Grow back: a voter added to a one-voter cluster is accepted.
 	names := namesOf(t, survivor.client(t))
 	n := newMember(t, "fresh")
@@ -55,13 +42,7 @@ func TestForceNewCluster(t *testing.T) {
 		t.Fatal(err)
 	}
 	n.start(t, n.config(initialOf(added, names, "fresh"), "existing", nil))
-	eventually(t, 10*time.Second, func() error {
-		r, err := list(n.client(t), true)
-		if err == nil && len(r.Members) != 2 {
-			err = fmt.Errorf("%d members", len(r.Members))
-		}
-		return err
-	})
+	waitMembers(t, n, 2, true)
 	// An old member started on its data learns it was removed, and stops.
 	old := ms[1]
 	old.start(t, old.config("x=http://127.0.0.1:1", "existing", nil))

@@ -2,7 +2,6 @@ package server
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -24,13 +23,7 @@ func startLearner(t *testing.T, ms []*member, name string) (*member, uint64) {
 		t.Fatal(err)
 	}
 	n.start(t, n.config(initialOf(added, names, name), "existing", nil))
-	eventually(t, 10*time.Second, func() error {
-		r, err := list(n.client(t), false)
-		if err == nil && len(r.Members) != len(added.Members) {
-			err = fmt.Errorf("learner has %d members", len(r.Members))
-		}
-		return err
-	})
+	waitMembers(t, n, len(added.Members), false)
 	return n, added.Member.ID
 }
 
@@ -110,13 +103,7 @@ func TestPromoteRacesRemove(t *testing.T) {
 	}
 	learner.exited(t, 10*time.Second)
 	for _, m := range ms {
-		eventually(t, 5*time.Second, func() error {
-			r, err := list(m.client(t), false)
-			if err == nil && len(r.Members) != 3 {
-				err = fmt.Errorf("%d members", len(r.Members))
-			}
-			return err
-		})
+		waitMembers(t, m, 3, false)
 	}
 }
 
