@@ -12,6 +12,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 	"github.com/clusterctl/clusterctl/pkg/server/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
@@ -74,7 +75,7 @@ func (s *Server) restart() (*opened, error) {
 		return &opened{store: st, state: state, hints: state.Cluster}, nil
 	}
 	if s.cfg.InitialClusterState == "new" {
-		if _, want := s.newCluster(); want.ID != state.ClusterID {
+		if want := bootstrap.NewCluster(s.initial, s.cfg.InitialClusterToken); want.ID != state.ClusterID {
 			st.Close()
 			return nil, fmt.Errorf("member %s has already been bootstrapped", state.MemberID)
 		}
@@ -86,42 +87,17 @@ func (s *Server) restart() (*opened, error) {
 	return &opened{store: st, state: state, hints: state.Cluster}, nil
 }
 
-// newCluster is the membership that --initial-cluster describes for a new cluster.
-func (s *Server) newCluster() (local membership.ID, c *membership.Cluster) {
-	var members []*membership.Member
-	var ids []membership.ID
-	for _, m := range s.initial {
-		id := memberID(m.urls, s.cfg.InitialClusterToken)
-		if m.name == s.cfg.Name {
-			local = id
-		}
-		ids = append(ids, id)
-		members = append(members, &membership.Member{ID: id, Name: m.name, PeerURLs: m.urls})
-	}
-	return local, membership.NewCluster(clusterID(ids, s.cfg.InitialClusterToken), members)
-}
-
-// bootstrapNew writes the first state of a new cluster: every member starts from the same
-// snapshot at index 1 that holds the initial membership, so there are no bootstrap entries to
-// apply and every member derives the same IDs.
+// bootstrapNew writes the first state of a member of a new cluster.
 func (s *Server) bootstrapNew() (*opened, error) {
-	local, c := s.newCluster()
-	data, err := raftnode.SnapshotData(c)
-	if err != nil {
-		return nil, err
-	}
-	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: raftnode.ConfState(c),
-	}}
-	hs := &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}
-	return s.create(storage.Identity{MemberID: local, ClusterID: c.ID, Name: s.cfg.Name}, snap, hs, c, c)
-}
-
-func (s *Server) create(id storage.Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c, hints *membership.Cluster) (*opened, error) {
-	st, err := storage.Create(s.cfg.DataDir, id, snap, hs, c)
+	c := bootstrap.NewCluster(s.initial, s.cfg.InitialClusterToken)
+	st, err := bootstrap.Create(s.cfg.DataDir, s.cfg.Name, c)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
 	}
+	return s.loaded(st, c)
+}
+
+func (s *Server) loaded(st *storage.Store, hints *membership.Cluster) (*opened, error) {
 	state, err := st.Load()
 	if err != nil {
 		st.Close()
@@ -133,7 +109,7 @@ func (s *Server) create(id storage.Identity, snap *raftpb.Snapshot, hs *raftpb.H
 // join is phase two: the member was added through a running member; it asks the cluster for
 // the committed membership, checks its flags against it, and starts with an empty log that the
 // leader fills with a snapshot.
-func (s *Server) join(ctx context.Context, local initialMember) (*opened, error) {
+func (s *Server) join(ctx context.Context, local bootstrap.Initial) (*opened, error) {
 	info, err := s.fetchMembership(ctx, local)
 	if err != nil {
 		return nil, err
@@ -143,12 +119,16 @@ func (s *Server) join(ctx context.Context, local initialMember) (*opened, error)
 		return nil, fmt.Errorf("assign ids error: %w", err)
 	}
 	empty := membership.NewCluster(info.Cluster.ID, nil)
-	return s.create(storage.Identity{MemberID: id, ClusterID: info.Cluster.ID, Name: s.cfg.Name}, nil, &raftpb.HardState{}, empty, info.Cluster)
+	st, err := storage.Create(s.cfg.DataDir, storage.Identity{MemberID: id, ClusterID: info.Cluster.ID, Name: s.cfg.Name}, nil, &raftpb.HardState{}, empty)
+	if err != nil {
+		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
+	}
+	return s.loaded(st, info.Cluster)
 }
 
 // fetchMembership asks every other member of --initial-cluster at once and keeps the most
 // recent answer.
-func (s *Server) fetchMembership(ctx context.Context, local initialMember) (*reconfig.ClusterInfo, error) {
+func (s *Server) fetchMembership(ctx context.Context, local bootstrap.Initial) (*reconfig.ClusterInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	type answer struct {
@@ -157,8 +137,8 @@ func (s *Server) fetchMembership(ctx context.Context, local initialMember) (*rec
 	}
 	var urls []string
 	for _, m := range s.initial {
-		if m.name != local.name {
-			urls = append(urls, m.urls...)
+		if m.Name != local.Name {
+			urls = append(urls, m.URLs...)
 		}
 	}
 	if len(urls) == 0 {
@@ -191,7 +171,7 @@ func (s *Server) fetchMembership(ctx context.Context, local initialMember) (*rec
 
 // checkJoin compares --initial-cluster with the committed membership and returns this
 // member's ID. The wording of the first part of each message is etcd's.
-func checkJoin(name string, initial []initialMember, c *membership.Cluster) (membership.ID, error) {
+func checkJoin(name string, initial []bootstrap.Initial, c *membership.Cluster) (membership.ID, error) {
 	members := c.List()
 	if len(initial) != len(members) {
 		return 0, fmt.Errorf("the member count is unequal: --initial-cluster has %d (%s), the cluster has %d (%s)",
@@ -201,18 +181,18 @@ func checkJoin(name string, initial []initialMember, c *membership.Cluster) (mem
 	for _, im := range initial {
 		var match *membership.Member
 		for _, m := range members {
-			if sameURLs(m.PeerURLs, im.urls) {
+			if bootstrap.SameURLs(m.PeerURLs, im.URLs) {
 				match = m
 			}
 		}
 		if match == nil {
 			return 0, fmt.Errorf("unmatched member while checking PeerURLs: --initial-cluster has %s=%s, the cluster has %s",
-				im.name, strings.Join(im.urls, ","), describeMembers(members))
+				im.Name, strings.Join(im.URLs, ","), describeMembers(members))
 		}
-		if im.name == name {
+		if im.Name == name {
 			if match.Name != "" && match.Name != name {
 				return 0, fmt.Errorf("unmatched member while checking PeerURLs: %s was added as %q, not %q",
-					strings.Join(im.urls, ","), match.Name, name)
+					strings.Join(im.URLs, ","), match.Name, name)
 			}
 			local = match.ID
 		}
@@ -220,10 +200,10 @@ func checkJoin(name string, initial []initialMember, c *membership.Cluster) (mem
 	return local, nil
 }
 
-func describeInitial(initial []initialMember) string {
+func describeInitial(initial []bootstrap.Initial) string {
 	var parts []string
 	for _, m := range initial {
-		parts = append(parts, m.name+"="+strings.Join(m.urls, ","))
+		parts = append(parts, m.Name+"="+strings.Join(m.URLs, ","))
 	}
 	sort.Strings(parts)
 	return strings.Join(parts, " ")

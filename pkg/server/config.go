@@ -1,16 +1,13 @@
 package server
 
 import (
-	"crypto/sha256"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 	"github.com/clusterctl/clusterctl/pkg/server/membership"
 )
 
@@ -39,14 +36,8 @@ type Config struct {
 // ErrRemoved is returned by Run when this member has been removed from the cluster.
 var ErrRemoved = errors.New("this member has been permanently removed from the cluster. Exiting.")
 
-// initialMember is one entry of --initial-cluster.
-type initialMember struct {
-	name string
-	urls []string
-}
-
 // validate checks the flags that do not depend on the data directory.
-func (c *Config) validate() ([]initialMember, error) {
+func (c *Config) validate() ([]bootstrap.Initial, error) {
 	if c.Name == "" {
 		return nil, errors.New("--name must not be empty")
 	}
@@ -70,7 +61,7 @@ func (c *Config) validate() ([]initialMember, error) {
 			return nil, err
 		}
 	}
-	initial, err := parseInitialCluster(c.InitialCluster)
+	initial, err := bootstrap.ParseInitialCluster(c.InitialCluster)
 	if err != nil {
 		return nil, err
 	}
@@ -97,77 +88,16 @@ func checkURLs(flag string, urls []string) error {
 	return nil
 }
 
-func parseInitialCluster(s string) ([]initialMember, error) {
-	var out []initialMember
-	index := map[string]int{}
-	usedBy := map[string]string{}
-	for _, part := range strings.Split(s, ",") {
-		name, u, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok || u == "" {
-			return nil, fmt.Errorf("--initial-cluster %q: each entry must be name=peer-url", s)
-		}
-		if err := membership.ValidateURL(u); err != nil {
-			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
-		}
-		if other, ok := usedBy[u]; ok {
-			return nil, fmt.Errorf("--initial-cluster %q: peer URL %s is given to both %q and %q", s, u, other, name)
-		}
-		usedBy[u] = name
-		// etcd's format lists a member once per peer URL: name=a,name=b.
-		if i, ok := index[name]; ok {
-			out[i].urls = append(out[i].urls, u)
-			continue
-		}
-		index[name] = len(out)
-		out = append(out, initialMember{name: name, urls: []string{u}})
-	}
-	return out, nil
-}
-
 // local finds this member's entry, checking it against --initial-advertise-peer-urls.
-func (c *Config) local(initial []initialMember) (initialMember, error) {
+func (c *Config) local(initial []bootstrap.Initial) (bootstrap.Initial, error) {
 	for _, m := range initial {
-		if m.name == c.Name {
-			if !sameURLs(m.urls, c.InitialAdvertisePeerURLs) {
+		if m.Name == c.Name {
+			if !bootstrap.SameURLs(m.URLs, c.InitialAdvertisePeerURLs) {
 				return m, fmt.Errorf("--initial-cluster has %s=%s but --initial-advertise-peer-urls is %s",
-					m.name, strings.Join(m.urls, ","), strings.Join(c.InitialAdvertisePeerURLs, ","))
+					m.Name, strings.Join(m.URLs, ","), strings.Join(c.InitialAdvertisePeerURLs, ","))
 			}
 			return m, nil
 		}
 	}
-	return initialMember{}, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
-}
-
-func sameURLs(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
-}
-
-// memberID derives a bootstrap member's ID from its peer URLs and the cluster token, so that
-// every member of a new cluster computes the same IDs.
-func memberID(urls []string, token string) membership.ID {
-	u := slices.Clone(urls)
-	sort.Strings(u)
-	return hashID(strings.Join(u, ",") + "|" + token)
-}
-
-// clusterID derives the cluster ID from its first members' IDs and the token.
-func clusterID(ids []membership.ID, token string) membership.ID {
-	s := slices.Clone(ids)
-	slices.Sort(s)
-	var b strings.Builder
-	for _, id := range s {
-		b.WriteString(id.String())
-	}
-	return hashID(b.String() + "|" + token)
-}
-
-func hashID(s string) membership.ID {
-	sum := sha256.Sum256([]byte(s))
-	if id := membership.ID(binary.BigEndian.Uint64(sum[:8])); id != 0 {
-		return id
-	}
-	return 1
+	return bootstrap.Initial{}, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
 }

@@ -15,6 +15,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/clusterctl/clusterctl/pkg/server/api"
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 	"github.com/clusterctl/clusterctl/pkg/server/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
@@ -25,7 +26,7 @@ import (
 // Server is one clusterd member.
 type Server struct {
 	cfg     Config
-	initial []initialMember
+	initial []bootstrap.Initial
 }
 
 // New checks cfg; nothing is written or opened yet.
@@ -83,7 +84,7 @@ func (s *Server) Run(ctx context.Context) error {
 	coord.Register(peerSrv)
 	clientSrv := grpc.NewServer()
 	api.New(api.Config{
-		Node: node, Coordinator: coord, ClusterID: o.state.ClusterID,
+		Node: node, Coordinator: coord, ClusterID: o.state.ClusterID, Store: o.store,
 		DBPath:         filepath.Join(s.cfg.DataDir, storage.FileName),
 		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout,
 	}).Register(clientSrv)

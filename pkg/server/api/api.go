@@ -1,7 +1,9 @@
 package api
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"os"
@@ -17,6 +19,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
 
@@ -37,6 +40,7 @@ type Config struct {
 	Node           *raftnode.Node
 	Coordinator    *reconfig.Coordinator
 	ClusterID      membership.ID
+	Store          *storage.Store
 	DBPath         string
 	RequestTimeout time.Duration
 }
@@ -240,4 +244,32 @@ func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRes
 		resp.Errors = append(resp.Errors, raftnode.ErrNoLeader.Error())
 	}
 	return resp, nil
+}
+
+// snapshotChunk is the size of one message of a snapshot stream.
+const snapshotChunk = 32 << 10
+
+// Snapshot streams a consistent copy of this member's database followed by its SHA-256, the
+// layout etcd uses, so etcdctl snapshot save works too. The copy is small (the membership and
+// at most a snapshot's worth of log), so it is taken into memory in one read transaction.
+func (s *Server) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
+	var buf bytes.Buffer
+	if _, err := s.cfg.Store.WriteTo(&buf); err != nil {
+		return toStatus(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	data := buf.Bytes()
+	total := len(data)
+	for sent := 0; sent < total; {
+		n := min(snapshotChunk, total-sent)
+		resp := &pb.SnapshotResponse{Header: s.header(), RemainingBytes: uint64(total - sent - n), Blob: data[sent : sent+n]}
+		if sent == 0 {
+			resp.Version = Version
+		}
+		if err := stream.Send(resp); err != nil {
+			return err
+		}
+		sent += n
+	}
+	return stream.Send(&pb.SnapshotResponse{Header: s.header(), Blob: sum[:]})
 }

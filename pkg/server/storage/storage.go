@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"time"
@@ -341,4 +342,23 @@ func getUint(b *bolt.Bucket, k []byte) uint64 {
 		return binary.BigEndian.Uint64(v)
 	}
 	return 0
+}
+
+// WriteTo writes a consistent copy of the whole database to w and returns its size: a snapshot
+// that can be opened as a member database.
+func (s *Store) WriteTo(w io.Writer) (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		n, err = tx.WriteTo(w)
+		return err
+	})
+	return n, err
+}
+
+// Size is the size a copy written by WriteTo will have.
+func (s *Store) Size() (int64, error) {
+	var n int64
+	err := s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
+	return n, err
 }

@@ -1,0 +1,105 @@
+package bootstrap
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
+)
+
+// snapshotFile writes what a member streams for a snapshot: its database, then the SHA-256.
+func snapshotFile(t *testing.T) (string, []Initial) {
+	t.Helper()
+	initial, err := ParseInitialCluster("a=http://127.0.0.1:1,b=http://127.0.0.1:2,b=http://localhost:2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := NewCluster(initial, "old")
+	st, err := Create(filepath.Join(t.TempDir(), "a"), "a", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	var buf bytes.Buffer
+	if _, err := st.WriteTo(&buf); err != nil {
+		t.Fatal(err)
+	}
+	sum := sha256.Sum256(buf.Bytes())
+	buf.Write(sum[:])
+	path := filepath.Join(t.TempDir(), "snap.db")
+	if err := os.WriteFile(path, buf.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path, initial
+}
+
+func TestReadSnapshot(t *testing.T) {
+	path, initial := snapshotFile(t)
+	info, err := ReadSnapshot(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.ClusterID != NewCluster(initial, "old").ID || len(info.Cluster.Members) != 2 || info.Applied != 1 || len(info.Checksum) != 64 {
+		t.Fatalf("info: %+v", info)
+	}
+}
+
+func TestSnapshotRefusesDamage(t *testing.T) {
+	path, _ := snapshotFile(t)
+	data, _ := os.ReadFile(path)
+	truncated := filepath.Join(t.TempDir(), "t.db")
+	os.WriteFile(truncated, data[:len(data)-100], 0o600)
+	flipped := filepath.Join(t.TempDir(), "f.db")
+	data[100] ^= 0xff
+	os.WriteFile(flipped, data, 0o600)
+	empty := filepath.Join(t.TempDir(), "e.db")
+	os.WriteFile(empty, nil, 0o600)
+	for _, p := range []string{truncated, flipped, empty} {
+		if _, err := ReadSnapshot(p); !errors.Is(err, ErrChecksum) {
+			t.Errorf("%s: %v", filepath.Base(p), err)
+		}
+		dir := filepath.Join(t.TempDir(), "new")
+		if err := Restore(p, dir, "x", []Initial{{Name: "x", URLs: []string{"http://127.0.0.1:9"}}}, "new"); !errors.Is(err, ErrChecksum) {
+			t.Errorf("restore %s: %v", filepath.Base(p), err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("a refused restore wrote %s", dir)
+		}
+	}
+}
+
+func TestRestore(t *testing.T) {
+	path, _ := snapshotFile(t)
+	initial := []Initial{{Name: "x", URLs: []string{"http://127.0.0.1:9"}}}
+	dir := filepath.Join(t.TempDir(), "x")
+	if err := Restore(path, dir, "x", initial, "new"); err != nil {
+		t.Fatal(err)
+	}
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state, _ := st.Load()
+	old, _ := ReadSnapshot(path)
+	if len(state.Cluster.Members) != 1 || state.Cluster.ID == old.ClusterID {
+		t.Fatalf("restored: %+v", state.Cluster)
+	}
+	for id := range old.Cluster.Members {
+		if !state.Cluster.IsRemoved(id) {
+			t.Errorf("old member %s must be remembered as removed", id)
+		}
+	}
+	if err := Restore(path, dir, "x", initial, "new"); err == nil || !strings.Contains(err.Error(), "is not empty") {
+		t.Fatalf("restore into a used dir: %v", err)
+	}
+	same, _ := ParseInitialCluster("a=http://127.0.0.1:1,b=http://127.0.0.1:2,b=http://localhost:2")
+	if err := Restore(path, filepath.Join(t.TempDir(), "a"), "a", same, "old"); err == nil || !strings.Contains(err.Error(), "choose another token") {
+		t.Fatalf("restore as the same cluster: %v", err)
+	}
+}
