@@ -598,8 +598,8 @@ func (n *Node) ConfLock() func() {
 func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
 	retry := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 2
 	for {
-		if !n.waitFor(ctx, func() bool { return n.lead.Load() != raft.None }) {
-			return nil, n.ctxErr(ctx)
+		if _, err := n.WaitLeader(ctx); err != nil {
+			return nil, err
 		}
 		rctx := binary.BigEndian.AppendUint64(nil, randomID())
 		ch := make(chan uint64, 1)
@@ -709,9 +709,20 @@ func randomID() uint64 {
 // in the unlikely case that it was ever used.
 func NewMemberID() membership.ID { return membership.ID(randomID()) }
 
-// WaitLeader blocks until the cluster has a leader and returns it.
+// WaitLeader returns the leader, waiting for an election if there is none: at most an
+// election timeout, and at most three quarters of what is left of ctx, so that a member
+// without a leader answers ErrNoLeader (nothing was proposed) before its caller gives up.
 func (n *Node) WaitLeader(ctx context.Context) (membership.ID, error) {
-	if !n.waitFor(ctx, func() bool { return n.lead.Load() != raft.None }) {
+	limit := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	if d, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(d)*3/4)
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if !n.waitFor(wctx, func() bool { return n.lead.Load() != raft.None }) {
+		if ctx.Err() == nil && n.lead.Load() == raft.None {
+			return 0, ErrNoLeader
+		}
 		return 0, n.ctxErr(ctx)
 	}
 	return n.Leader(), nil

@@ -1,0 +1,66 @@
+package e2e
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/rogpeppe/go-internal/testscript"
+
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+)
+
+var (
+	// binDir holds clusterd and clusterctl, built once for all scripts of this run.
+	binDir string
+	// buildErr is why they could not be built. It fails the clusterd scripts only, so the etcd
+	// scripts still check the harness while the binaries are broken or missing.
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(run(m))
+}
+
+func run(m *testing.M) int {
+	dir, err := os.MkdirTemp("", "clusterctl-e2e-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	binDir = dir
+	buildErr = cluster.BuildOwn(dir)
+	return m.Run()
+}
+
+// TestClusterd runs testdata/*.txtar against clusterd and clusterctl.
+func TestClusterd(t *testing.T) {
+	if buildErr != nil {
+		t.Fatalf("building clusterd and clusterctl: %v", buildErr)
+	}
+	testscript.Run(t, params("testdata", filepath.Join(binDir, "clusterd"), binDir))
+}
+
+// TestEtcd runs testdata/etcd/*.txtar against real etcd and etcdctl 3.7.1.
+func TestEtcd(t *testing.T) {
+	bins, err := cluster.BuildEtcd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	testscript.Run(t, params(filepath.Join("testdata", "etcd"), bins.Etcd, filepath.Dir(bins.Etcdctl)))
+}
+
+func params(dir, server, bin string) testscript.Params {
+	return testscript.Params{
+		Dir:                 dir,
+		RequireExplicitExec: true,
+		RequireUniqueNames:  true,
+		Setup: func(env *testscript.Env) error {
+			env.Setenv("PATH", bin+string(os.PathListSeparator)+env.Getenv("PATH"))
+			return setupHarness(env, server)
+		},
+		Cmds: commands(),
+	}
+}

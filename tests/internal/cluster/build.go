@@ -1,0 +1,95 @@
+package cluster
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+)
+
+// ModuleRoot returns the directory of this module's go.mod, found from the working directory,
+// which go test sets to the package directory.
+func ModuleRoot() (string, error) {
+	dir, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	// A module is at most a few dozen directories deep; the bound stops a walk that found no
+	// go.mod at the file-system root.
+	for range 64 {
+		if b, err := os.ReadFile(filepath.Join(dir, "go.mod")); err == nil &&
+			bytes.Contains(b, []byte("module github.com/clusterctl/clusterctl\n")) {
+			return dir, nil
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			break
+		}
+		dir = parent
+	}
+	return "", fmt.Errorf("go.mod of github.com/clusterctl/clusterctl not found above the working directory")
+}
+
+// BuildOwn builds clusterd and clusterctl from this module into dir. The race detector is used
+// when the test binary itself was built with it, so `go test -race` also covers the servers.
+func BuildOwn(dir string) error {
+	root, err := ModuleRoot()
+	if err != nil {
+		return err
+	}
+	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	if raceEnabled {
+		args = append(args, "-race")
+	}
+	args = append(args, "./cmd/clusterd", "./cmd/clusterctl")
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+	}
+	return nil
+}
+
+// Etcd holds the paths of the real etcd binaries.
+type Etcd struct {
+	Etcd, Etcdctl string
+}
+
+var (
+	etcdOnce sync.Once
+	etcdBins Etcd
+	etcdErr  error
+)
+
+// BuildEtcd returns etcd and etcdctl 3.7.1, built by scripts/build-etcd.sh into its cache on the
+// first call on a machine (a few minutes with a cold Go build cache) and found there afterwards.
+// The script serialises concurrent builds, so test binaries running in parallel may all call it.
+func BuildEtcd() (Etcd, error) {
+	etcdOnce.Do(func() {
+		root, err := ModuleRoot()
+		if err != nil {
+			etcdErr = err
+			return
+		}
+		cmd := exec.Command("bash", filepath.Join(root, "scripts", "build-etcd.sh"))
+		cmd.Dir = root
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			etcdErr = fmt.Errorf("scripts/build-etcd.sh: %v\n%s", err, stderr.String())
+			return
+		}
+		lines := strings.Fields(string(out))
+		if len(lines) != 2 {
+			etcdErr = fmt.Errorf("scripts/build-etcd.sh printed %q, want two paths", out)
+			return
+		}
+		etcdBins = Etcd{Etcd: lines[0], Etcdctl: lines[1]}
+	})
+	return etcdBins, etcdErr
+}

@@ -1,0 +1,393 @@
+package cluster
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
+)
+
+// Config says what a Cluster starts and where.
+type Config struct {
+	// Server is the path of the server binary: clusterd, or etcd.
+	Server string
+	// Dir holds the members' data dirs and their stdout and stderr files.
+	Dir string
+	// Env is the environment of every member, before any variables given at start. It should
+	// hold PATH and little else.
+	Env []string
+	// Token is the --initial-cluster-token of bootstrapped members.
+	Token string
+	// Logf, if set, records starts and stops in the test's log.
+	Logf func(format string, args ...any)
+}
+
+// Member is one member's fixed addresses and its current process, if any.
+type Member struct {
+	Name       string
+	ClientAddr string // 127.0.0.1:PORT, the form --endpoints takes
+	PeerURL    string // http://127.0.0.1:PORT
+	DataDir    string
+	Stdout     string // file with the stdout of the latest start
+	Stderr     string // file with the stderr of the latest start
+
+	args []string // of the latest start, for Restart
+	env  []string
+	proc *proc.Proc
+}
+
+// ClientURL returns the member's client URL.
+func (m *Member) ClientURL() string { return "http://" + m.ClientAddr }
+
+// Running reports whether the member's process is running.
+func (m *Member) Running() bool { return m.proc != nil && m.proc.Running() }
+
+// Cluster is a set of members started from one server binary.
+type Cluster struct {
+	cfg     Config
+	mu      sync.Mutex
+	members map[string]*Member
+	order   []string // names in allocation order, for stable output
+}
+
+// New returns an empty cluster. Close kills whatever it started.
+func New(cfg Config) *Cluster {
+	if cfg.Token == "" {
+		cfg.Token = "clusterctl-test"
+	}
+	if cfg.Logf == nil {
+		cfg.Logf = func(string, ...any) {}
+	}
+	return &Cluster{cfg: cfg, members: map[string]*Member{}}
+}
+
+// Config returns the cluster's configuration.
+func (c *Cluster) Config() Config { return c.cfg }
+
+// Alloc gives a member its ports and data dir, or returns the existing member of that name.
+// Nothing is started and the data dir is not created: creating it is the server's job, and some
+// tests check that a refused start leaves no data dir behind.
+func (c *Cluster) Alloc(name string) (*Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if m, ok := c.members[name]; ok {
+		return m, nil
+	}
+	if name == "" || strings.ContainsAny(name, "=,/ \t\n") {
+		return nil, fmt.Errorf("bad member name %q", name)
+	}
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		return nil, err
+	}
+	m := &Member{
+		Name:       name,
+		ClientAddr: "127.0.0.1:" + strconv.Itoa(ports[0]),
+		PeerURL:    "http://127.0.0.1:" + strconv.Itoa(ports[1]),
+		DataDir:    filepath.Join(c.cfg.Dir, "data", name),
+		Stdout:     filepath.Join(c.cfg.Dir, name+".stdout"),
+		Stderr:     filepath.Join(c.cfg.Dir, name+".stderr"),
+	}
+	c.members[name] = m
+	c.order = append(c.order, name)
+	return m, nil
+}
+
+// Member returns the member of that name.
+func (c *Cluster) Member(name string) (*Member, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	m, ok := c.members[name]
+	if !ok {
+		return nil, fmt.Errorf("no member %q (known: %s)", name, strings.Join(c.order, " "))
+	}
+	return m, nil
+}
+
+// Members returns every allocated member in allocation order.
+func (c *Cluster) Members() []*Member {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	ms := make([]*Member, 0, len(c.order))
+	for _, n := range c.order {
+		ms = append(ms, c.members[n])
+	}
+	return ms
+}
+
+// Running returns the members whose process is running, in allocation order.
+func (c *Cluster) Running() []*Member {
+	var ms []*Member
+	for _, m := range c.Members() {
+		if m.Running() {
+			ms = append(ms, m)
+		}
+	}
+	return ms
+}
+
+// InitialCluster returns name=peerURL for the given members, joined by commas.
+func InitialCluster(ms []*Member) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.Name + "=" + m.PeerURL
+	}
+	return strings.Join(parts, ",")
+}
+
+// Endpoints returns the client addresses of the given members, joined by commas.
+func Endpoints(ms []*Member) string {
+	parts := make([]string, len(ms))
+	for i, m := range ms {
+		parts[i] = m.ClientAddr
+	}
+	return strings.Join(parts, ",")
+}
+
+// BootstrapNames returns the conventional names of the first n members: infra0, infra1, ...
+func BootstrapNames(n int) []string {
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "infra" + strconv.Itoa(i)
+	}
+	return names
+}
+
+// ListenArgs are the flags a member needs that no printed environment carries: where to keep
+// data and where to listen.
+func (m *Member) ListenArgs() []string {
+	return []string{
+		"--data-dir=" + m.DataDir,
+		"--listen-peer-urls=" + m.PeerURL,
+		"--listen-client-urls=" + m.ClientURL(),
+		"--advertise-client-urls=" + m.ClientURL(),
+	}
+}
+
+// BaseArgs are ListenArgs plus the member's name and advertised peer URL.
+func (m *Member) BaseArgs() []string {
+	return append([]string{"--name=" + m.Name, "--initial-advertise-peer-urls=" + m.PeerURL}, m.ListenArgs()...)
+}
+
+// Bootstrap allocates members named infra0..infra<n-1> and starts them as a new cluster, each
+// with extra appended to its flags. It does not wait: see WaitStarted and WaitLeader.
+func (c *Cluster) Bootstrap(n int, extra []string) ([]*Member, error) {
+	var ms []*Member
+	for _, name := range BootstrapNames(n) {
+		m, err := c.Alloc(name)
+		if err != nil {
+			return nil, err
+		}
+		ms = append(ms, m)
+	}
+	ic := InitialCluster(ms)
+	for _, m := range ms {
+		args := append(m.BaseArgs(),
+			"--initial-cluster="+ic,
+			"--initial-cluster-state=new",
+			"--initial-cluster-token="+c.cfg.Token)
+		if err := c.Start(m.Name, append(args, extra...), nil); err != nil {
+			return nil, err
+		}
+	}
+	return ms, nil
+}
+
+// Start starts the named member's server with exactly args, and env added to the cluster's
+// environment. The member must be allocated and not running.
+func (c *Cluster) Start(name string, args, env []string) error {
+	m, err := c.Member(name)
+	if err != nil {
+		return err
+	}
+	if m.Running() {
+		return fmt.Errorf("member %s is already running (pid %d)", name, m.proc.Pid())
+	}
+	p, err := proc.Start(proc.Spec{
+		Name:   name,
+		Path:   c.cfg.Server,
+		Args:   args,
+		Env:    append(append([]string{}, c.cfg.Env...), env...),
+		Dir:    c.cfg.Dir,
+		Stdout: m.Stdout,
+		Stderr: m.Stderr,
+	})
+	if err != nil {
+		return err
+	}
+	c.mu.Lock()
+	m.args, m.env, m.proc = args, env, p
+	c.mu.Unlock()
+	c.cfg.Logf("started %s (pid %d): %s %s %s", name, p.Pid(), strings.Join(env, " "),
+		filepath.Base(c.cfg.Server), strings.Join(args, " "))
+	return nil
+}
+
+// Restart starts the member again with the flags and environment of its latest start.
+func (c *Cluster) Restart(name string) error {
+	m, err := c.Member(name)
+	if err != nil {
+		return err
+	}
+	if m.proc == nil {
+		return fmt.Errorf("member %s was never started", name)
+	}
+	return c.Start(name, m.args, m.env)
+}
+
+func (c *Cluster) started(name string) (*Member, error) {
+	m, err := c.Member(name)
+	if err != nil {
+		return nil, err
+	}
+	if m.proc == nil {
+		return nil, fmt.Errorf("member %s was never started", name)
+	}
+	return m, nil
+}
+
+// Kill kills the member with SIGKILL and waits until it is reaped.
+func (c *Cluster) Kill(name string) error {
+	m, err := c.started(name)
+	if err != nil {
+		return err
+	}
+	e, err := m.proc.Kill(10 * time.Second)
+	c.cfg.Logf("killed %s: %v", name, e)
+	return err
+}
+
+// Stop sends SIGTERM and waits up to timeout for the member to exit; the exit status is then
+// available from WaitExit.
+func (c *Cluster) Stop(name string, timeout time.Duration) error {
+	m, err := c.started(name)
+	if err != nil {
+		return err
+	}
+	e, err := m.proc.Stop(timeout)
+	c.cfg.Logf("stopped %s: %v", name, e)
+	return err
+}
+
+// Signal sends sig to the member's process.
+func (c *Cluster) Signal(name string, sig syscall.Signal) error {
+	m, err := c.started(name)
+	if err != nil {
+		return err
+	}
+	return m.proc.Signal(sig)
+}
+
+// WaitExit waits up to timeout for the member's latest process to exit and returns how it ended.
+func (c *Cluster) WaitExit(name string, timeout time.Duration) (proc.Exit, error) {
+	m, err := c.started(name)
+	if err != nil {
+		return proc.Exit{}, err
+	}
+	e, err := m.proc.Wait(timeout)
+	if err != nil {
+		return e, fmt.Errorf("%v; its stderr ends:\n%s", err, m.proc.StderrTail(20))
+	}
+	return e, nil
+}
+
+// Close kills every running member and waits for each to be reaped. Data dirs are left for
+// inspection (testscript's -testwork keeps them).
+func (c *Cluster) Close() {
+	for _, m := range c.Members() {
+		if m.Running() {
+			_, _ = m.proc.Kill(10 * time.Second)
+		}
+	}
+}
+
+// Describe returns one line per member, for failure messages: whether it runs and how its
+// latest process ended.
+func (c *Cluster) Describe() string {
+	var lines []string
+	for _, m := range c.Members() {
+		state := "never started"
+		switch {
+		case m.Running():
+			state = fmt.Sprintf("running, pid %d", m.proc.Pid())
+		case m.proc != nil:
+			e, _ := m.proc.Wait(0)
+			state = e.String()
+		}
+		lines = append(lines, fmt.Sprintf("%s client=%s peer=%s: %s", m.Name, m.ClientAddr, m.PeerURL, state))
+	}
+	sort.Strings(lines)
+	return strings.Join(lines, "\n")
+}
+
+// ReadEnvFile reads the variables that `member add -w env` printed into a file.
+func ReadEnvFile(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	return ParseEnv(string(b))
+}
+
+// ParseEnv parses lines KEY="VALUE" (or KEY=VALUE) the way a POSIX shell's `export` of that line
+// and systemd's EnvironmentFile= both read them. Anything whose meaning would differ between
+// those readers (an unquoted space, a $ or a backquote, a single quote) is an error, because the
+// printed environment must work verbatim in every one of them.
+func ParseEnv(text string) ([]string, error) {
+	var env []string
+	for i, line := range strings.Split(text, "\n") {
+		line = strings.TrimSuffix(line, "\r")
+		if strings.TrimSpace(line) == "" {
+			continue
+		}
+		key, raw, ok := strings.Cut(line, "=")
+		if !ok || !validEnvKey(key) {
+			return nil, fmt.Errorf("line %d: %q is not KEY=VALUE", i+1, line)
+		}
+		val, err := unquote(raw)
+		if err != nil {
+			return nil, fmt.Errorf("line %d: %q: %v", i+1, line, err)
+		}
+		env = append(env, key+"="+val)
+	}
+	return env, nil
+}
+
+func validEnvKey(k string) bool {
+	if k == "" || (k[0] >= '0' && k[0] <= '9') {
+		return false
+	}
+	for _, r := range k {
+		if !(r == '_' || r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9') {
+			return false
+		}
+	}
+	return true
+}
+
+func unquote(raw string) (string, error) {
+	if strings.ContainsAny(raw, "$`'") {
+		return "", fmt.Errorf("contains a character that shells and systemd read differently")
+	}
+	if !strings.HasPrefix(raw, `"`) {
+		if strings.ContainsAny(raw, " \t\"\\") {
+			return "", fmt.Errorf("unquoted value with a space, quote or backslash")
+		}
+		return raw, nil
+	}
+	if len(raw) < 2 || !strings.HasSuffix(raw, `"`) {
+		return "", fmt.Errorf("unterminated double quote")
+	}
+	inner := raw[1 : len(raw)-1]
+	if strings.ContainsAny(inner, "\"\\") {
+		return "", fmt.Errorf("quote or backslash inside the value")
+	}
+	return inner, nil
+}
