@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -136,6 +137,7 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		ListenPeerURLs:           list(v.GetString("listen-peer-urls")),
 		InitialAdvertisePeerURLs: list(v.GetString("initial-advertise-peer-urls")),
 		InitialCluster:           v.GetString("initial-cluster"),
+		InitialClusterGiven:      fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
 		InitialClusterState:      v.GetString("initial-cluster-state"),
 		InitialClusterToken:      v.GetString("initial-cluster-token"),
 		HeartbeatInterval:        time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
@@ -149,11 +151,12 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 }
 
 // castUint and castBool read a value that may come from a flag, an environment variable or a
-// YAML file, refusing what viper's lenient casts would silently turn into zero.
+// YAML file, refusing what viper's lenient casts would silently turn into zero, and units:
+// --heartbeat-interval=100ms is not 100.
 func castUint(v any) (uint64, error) {
-	var n uint64
-	if _, err := fmt.Sscan(fmt.Sprint(v), &n); err != nil {
-		return 0, errors.New("must be a whole number")
+	n, err := strconv.ParseUint(strings.TrimSpace(fmt.Sprint(v)), 10, 64)
+	if err != nil {
+		return 0, errors.New("must be a whole number, without a unit")
 	}
 	return n, nil
 }

@@ -37,6 +37,9 @@ type Client struct {
 
 	conn *grpc.ClientConn
 	at   int // index in endpoints of the member conn is connected to
+	// clusterdAt is the endpoint that last answered with clusterd's metadata: a dry run is
+	// sent only there, since etcd would ignore the flag and make the change.
+	clusterdAt string
 }
 
 // New checks the endpoints and returns a Client. It does no I/O.
@@ -112,6 +115,11 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 		}
 		if se != nil && se.Code != codes.Unavailable {
 			return se
+		}
+		if ctx.Err() != nil {
+			// The read was sent and the member did not answer in time: that is no connection
+			// failure, and no other member can be asked any more.
+			return &OutcomeUnknownError{Endpoint: endpoint, Err: err}
 		}
 		// A read: another member may answer what this one could not.
 		reason := status.Convert(err).Message()

@@ -18,6 +18,10 @@
 //     contract (etcd's own clients map errors by the same strings).
 //   - Member names and the started flag come from clusterd's response metadata when present and
 //     from etcdserverpb.Member.Name otherwise, so the client works against real etcd unchanged.
+//   - A dry run is sent only to a member that has answered with clusterd's metadata on this
+//     connection: etcd ignores the dry-run flag and would make the change. Otherwise it fails
+//     with a *DryRunUnsupportedError before any change is sent. Only the dry-run methods pay for
+//     finding that out.
 //
 // A Client is not safe for concurrent use: a command makes its calls one after another.
 package client

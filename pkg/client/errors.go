@@ -35,6 +35,7 @@ var (
 	ErrMemberNotFound          = &ServerError{codes.NotFound, "etcdserver: member not found"}
 	ErrMemberIDExists          = &ServerError{codes.FailedPrecondition, "etcdserver: member ID already exist"}
 	ErrPeerURLExists           = &ServerError{codes.FailedPrecondition, "etcdserver: Peer URLs already exists"}
+	ErrMemberNameExists        = &ServerError{codes.FailedPrecondition, "etcdserver: member name already exists"}
 	ErrInvalidPeerURLs         = &ServerError{codes.InvalidArgument, "etcdserver: given member URLs are invalid"}
 	ErrNotEnoughStartedMembers = &ServerError{codes.FailedPrecondition, "etcdserver: re-configuration failed due to not enough started members"}
 	ErrUnhealthyCluster        = &ServerError{codes.Unavailable, "etcdserver: unhealthy cluster"}

@@ -94,6 +94,13 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 	return &ListResult{Header: a.Header, Members: fromClusterd(a.Members, hdr)}, leaderKnown, nil
 }
 
+// Members lists the members through the leader, without asking who leads when the answer does
+// not say: what a change is about to be decided by, so it must not be stale.
+func (c *Client) Members(ctx context.Context) (*ListResult, error) {
+	r, _, err := c.list(ctx, true)
+	return r, err
+}
+
 // MemberAdd adds a member under name with the given peer URLs, as a learner if asked.
 func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
@@ -148,6 +155,9 @@ func (c *Client) invoke(ctx context.Context, read bool, method string, req reque
 	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) error {
 		return conn.Invoke(ctx, method, req, answer, grpc.Header(&hdr))
 	})
+	if err == nil && len(hdr.Get(mdMembers)) > 0 {
+		c.clusterdAt = c.endpoints[c.at]
+	}
 	return hdr, err
 }
 

@@ -18,14 +18,21 @@ func (c *Client) Resolve(ctx context.Context, ref string) (uint64, error) {
 	if isFullID(ref) {
 		return ParseID(ref)
 	}
-	// Linearizable: a change is about to be made by this answer, so it must not be stale.
-	list, _, err := c.list(ctx, true)
+	list, err := c.Members(ctx)
 	if err != nil {
 		return 0, err
 	}
+	return ResolveIn(list.Members, ref)
+}
+
+// ResolveIn is Resolve against a list of members already fetched.
+func ResolveIn(members []Member, ref string) (uint64, error) {
+	if isFullID(ref) {
+		return ParseID(ref)
+	}
 	hexID, hexErr := ParseID(ref)
 	var ids []uint64
-	for _, m := range list.Members {
+	for _, m := range members {
 		if m.Name == ref || (hexErr == nil && m.ID == hexID) {
 			ids = append(ids, m.ID)
 		}

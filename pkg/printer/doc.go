@@ -14,5 +14,7 @@
 //   - The phase-two environment names every member, the new one included, sorted by name and
 //     then ID, with every value double-quoted so that the same lines work with eval, in a
 //     systemd EnvironmentFile= and, as docs/output.md explains, in Environment=.
+//   - A dry run prints in simple or json only. Its simple output is a fixed block whose last line
+//     is the verdict, "would be accepted" or "would be refused: <the server's message>".
 //   - Printing writes to the writer given and nowhere else.
 package printer

@@ -51,12 +51,14 @@ type Printer struct {
 	add    func(io.Writer, *client.AddResult) error
 	change func(io.Writer, Kind, *client.ChangeResult) error
 	list   func(io.Writer, *client.ListResult) error
+	// dryRun prints the verdict of --dry-run for add, remove, update and promote alike.
+	dryRun func(io.Writer, Kind, *client.DryRun) error
 }
 
 var printers = map[Format]Printer{
-	Simple: {format: Simple, add: simpleAdd, change: simpleChange, list: simpleList},
+	Simple: {format: Simple, add: simpleAdd, change: simpleChange, list: simpleList, dryRun: simpleDryRun},
 	Table:  {format: Table, list: tableList},
-	JSON:   {format: JSON, add: jsonAdd, change: jsonChange, list: jsonList},
+	JSON:   {format: JSON, add: jsonAdd, change: jsonChange, list: jsonList, dryRun: jsonDryRun},
 	Env:    {format: Env, add: envAdd},
 }
 
@@ -88,6 +90,26 @@ func (p Printer) Check(k Kind) error {
 	return nil
 }
 
+// CheckDryRun refuses a format that cannot print the dry run of kind k; a command calls it
+// before sending.
+func (p Printer) CheckDryRun(k Kind) error {
+	if p.dryRun == nil || k == MemberList {
+		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(DryRunFormats()))
+	}
+	return nil
+}
+
+// DryRunFormats returns the formats that can print a dry run.
+func DryRunFormats() []Format {
+	var out []Format
+	for _, f := range formats {
+		if printers[f].dryRun != nil {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
 func (p Printer) can(k Kind) bool {
 	switch k {
 	case MemberAdd:
@@ -112,6 +134,14 @@ func (p Printer) MemberChange(w io.Writer, k Kind, r *client.ChangeResult) error
 		return err
 	}
 	return p.change(w, k, r)
+}
+
+// DryRun prints the verdict of member add, remove, update or promote with --dry-run, as k says.
+func (p Printer) DryRun(w io.Writer, k Kind, r *client.DryRun) error {
+	if err := p.CheckDryRun(k); err != nil {
+		return err
+	}
+	return p.dryRun(w, k, r)
 }
 
 // MemberList prints the result of member list.

@@ -79,6 +79,83 @@ func TestGolden(t *testing.T) {
 	}
 }
 
+// TestGoldenDryRun prints the verdicts of --dry-run in every format that supports them.
+func TestGoldenDryRun(t *testing.T) {
+	three := &client.QuorumReport{Voters: 3, StartedVoters: 3, ConnectedVoters: 3, Quorum: 2, FaultTolerance: 1}
+	tests := []struct {
+		name string
+		kind Kind
+		r    *client.DryRun
+	}{
+		{"member_add_dry_run", MemberAdd, &client.DryRun{
+			ClusterID: header.ClusterID, Member: members[0], ProvisionalID: true, PeerURLs: members[0].PeerURLs,
+			Before: three,
+			After:  &client.QuorumReport{Voters: 3, Learners: 1, StartedVoters: 3, ConnectedVoters: 3, Quorum: 2, FaultTolerance: 1},
+		}},
+		{"member_remove_dry_run_refused", MemberRemove, &client.DryRun{
+			ClusterID: header.ClusterID, Member: members[3], Exists: true,
+			Before: &client.QuorumReport{Voters: 3, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
+			After:  &client.QuorumReport{Voters: 2, StartedVoters: 2, ConnectedVoters: 1, Quorum: 2, FaultTolerance: -1},
+			Err:    client.ErrUnhealthyCluster,
+		}},
+		{"member_update_dry_run", MemberUpdate, &client.DryRun{
+			ClusterID: header.ClusterID, Member: notLeader(members[2]), Exists: true, PeerURLs: []string{"http://10.0.0.1:2380"},
+			Before: three,
+			After:  &client.QuorumReport{Voters: 3, StartedVoters: 2, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
+		}},
+		{"member_promote_dry_run_not_found", MemberPromote, &client.DryRun{
+			ClusterID: header.ClusterID, Member: client.Member{ID: 0xdeadbeef},
+			Err: client.ErrMemberNotFound,
+		}},
+	}
+	for _, tt := range tests {
+		for _, f := range DryRunFormats() {
+			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
+				p, err := New(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				if err := p.DryRun(&b, tt.kind, tt.r); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", tt.name+"."+string(f)+".golden"), b.Bytes())
+			})
+		}
+	}
+}
+
+// notLeader is m as a dry run reports it: a dry run does not say who leads.
+func notLeader(m client.Member) client.Member {
+	m.IsLeader = false
+	return m
+}
+
+func TestCheckDryRun(t *testing.T) {
+	tests := []struct {
+		format Format
+		kind   Kind
+		want   string
+	}{
+		{Simple, MemberAdd, ""},
+		{JSON, MemberPromote, ""},
+		{Env, MemberAdd, `output format "env" is not supported by member add --dry-run (supported: simple, json)`},
+		{Table, MemberRemove, `output format "table" is not supported by member remove --dry-run (supported: simple, json)`},
+	}
+	for _, tt := range tests {
+		p, err := New(tt.format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := errString(p.CheckDryRun(tt.kind)); got != tt.want {
+			t.Errorf("%s.CheckDryRun(%s) = %q, want %q", tt.format, tt.kind, got, tt.want)
+		}
+		if got := errString(p.DryRun(&bytes.Buffer{}, tt.kind, &client.DryRun{})); got != tt.want {
+			t.Errorf("%s.DryRun(%s) = %q, want %q", tt.format, tt.kind, got, tt.want)
+		}
+	}
+}
+
 func golden(t *testing.T, path string, got []byte) {
 	t.Helper()
 	if *update {

@@ -74,7 +74,7 @@ func (s *Server) restart() (*opened, error) {
 		s.cfg.Logger.Warn("forcing a new cluster: every other member is removed", "member", state.MemberID.String())
 		return &opened{store: st, state: state, hints: state.Cluster}, nil
 	}
-	if s.cfg.InitialClusterState == "new" {
+	if s.cfg.InitialClusterState == "new" && s.cfg.InitialClusterGiven {
 		if want := bootstrap.NewCluster(s.initial, s.cfg.InitialClusterToken); want.ID != state.ClusterID {
 			st.Close()
 			return nil, fmt.Errorf("member %s has already been bootstrapped", state.MemberID)
@@ -193,6 +193,12 @@ func checkJoin(name string, initial []bootstrap.Initial, c *membership.Cluster) 
 			if match.Name != "" && match.Name != name {
 				return 0, fmt.Errorf("unmatched member while checking PeerURLs: %s was added as %q, not %q",
 					strings.Join(im.URLs, ","), match.Name, name)
+			}
+			if match.Started {
+				// Its old data is gone, but raft may hold its votes and acknowledgements: coming
+				// back empty under the same ID could let it vote twice in one term.
+				return 0, fmt.Errorf("unmatched member while checking PeerURLs: member %s (%s) has started before; a member that lost its data must be removed and added again",
+					match.ID, name)
 			}
 			local = match.ID
 		}

@@ -20,13 +20,16 @@ type Config struct {
 	ListenPeerURLs           []string
 	InitialAdvertisePeerURLs []string
 	InitialCluster           string
-	InitialClusterState      string
-	InitialClusterToken      string
-	HeartbeatInterval        time.Duration
-	ElectionTimeout          time.Duration
-	SnapshotCount            uint64
-	StrictReconfigCheck      bool
-	MaxLearners              int
+	// InitialClusterGiven is whether --initial-cluster was set (flag, environment or file)
+	// rather than left at its default: a restart compares only a given one with its data.
+	InitialClusterGiven bool
+	InitialClusterState string
+	InitialClusterToken string
+	HeartbeatInterval   time.Duration
+	ElectionTimeout     time.Duration
+	SnapshotCount       uint64
+	StrictReconfigCheck bool
+	MaxLearners         int
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
 	// forceNewCluster.
 	ForceNewCluster bool

@@ -98,14 +98,18 @@ func TestCheckJoin(t *testing.T) {
 		{"wrong url", "a=http://127.0.0.1:1,b=http://127.0.0.1:2,new=http://127.0.0.1:9",
 			"unmatched member while checking PeerURLs: --initial-cluster has new=http://127.0.0.1:9, the cluster has a=http://127.0.0.1:1 b=http://127.0.0.1:2 new=http://127.0.0.1:3"},
 		{"other name", "a=http://127.0.0.1:1,b=http://127.0.0.1:2,other=http://127.0.0.1:3", `http://127.0.0.1:3 was added as "new", not "other"`},
+		{"started before", "a=http://127.0.0.1:1,b=http://127.0.0.1:2,new=http://127.0.0.1:3", "has started before; a member that lost its data must be removed and added again"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			local := "new"
+			local, cl := "new", c
 			if tt.name == "other name" {
 				local = "other"
 			}
-			id, err := checkJoin(local, parse(tt.initial), c)
+			if tt.name == "started before" {
+				cl, _ = c.Apply(membership.Change{Kind: membership.KindPublish, Member: membership.Member{ID: 3}})
+			}
+			id, err := checkJoin(local, parse(tt.initial), cl)
 			if tt.want == "" {
 				if err != nil || id != 3 {
 					t.Fatalf("got %v %v", id, err)

@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -68,11 +69,16 @@ func TestRestartRefusals(t *testing.T) {
 	if err := m.stop(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(m.config("m0=http://127.0.0.1:1", "new", nil))
+	srv, err := New(m.config("m0=http://127.0.0.1:1", "new", func(c *Config) { c.InitialClusterGiven = true }))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := srv.Run(t.Context()); err == nil || !strings.HasSuffix(err.Error(), "has already been bootstrapped") {
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	if err := srv.Run(ctx); err == nil || !strings.HasSuffix(err.Error(), "has already been bootstrapped") {
 		t.Fatalf("new cluster on another's data: %v", err)
 	}
+	// Without a --initial-cluster of its own the flags' defaults are not compared: it restarts.
+	m.start(t, m.config("default=http://127.0.0.1:2380", "new", nil))
+	waitMembers(t, m, 1, true)
 }

@@ -103,7 +103,10 @@ func (s *Server) Run(ctx context.Context) error {
 	serve(peerSrv, peerLs)
 	serve(clientSrv, clientLs)
 	wg.Add(3)
-	go func() { defer wg.Done(); s.publish(runCtx, coord, o.state.MemberID) }()
+	go func() {
+		defer wg.Done()
+		publish(runCtx, coord, o.state.MemberID, o.state.Name, s.cfg.AdvertiseClientURLs)
+	}()
 	go func() { defer wg.Done(); watchRemoval(runCtx, node, tr, s.cfg.ElectionTimeout) }()
 	go func() { defer wg.Done(); watchHealth(runCtx, node, healthSrv, s.cfg.HeartbeatInterval) }()
 	log.Info("clusterd started", "name", s.cfg.Name, "cluster", o.state.ClusterID.String(),
@@ -121,11 +124,11 @@ func (s *Server) Run(ctx context.Context) error {
 	return runErr
 }
 
-// publish tells the cluster this member's name and client URLs, retrying until it is applied:
+// publish tells the cluster this member's name (the one its data was created with) and client URLs, retrying until it is applied:
 // that is what turns it from unstarted to started.
-func (s *Server) publish(ctx context.Context, coord *reconfig.Coordinator, id membership.ID) {
+func publish(ctx context.Context, coord *reconfig.Coordinator, id membership.ID, name string, clientURLs []string) {
 	req := reconfig.Request{Change: membership.Change{Kind: membership.KindPublish, Member: membership.Member{
-		ID: id, Name: s.cfg.Name, ClientURLs: s.cfg.AdvertiseClientURLs,
+		ID: id, Name: name, ClientURLs: clientURLs,
 	}}}
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {

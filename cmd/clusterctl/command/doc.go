@@ -9,7 +9,10 @@
 //     CLUSTERCTL_* environment over config file, when a verb or its completion runs; help and
 //     the completion scripts never read them.
 //   - stdout carries only the requested output; stderr carries the one Error: line, and, for
-//     member promote --wait, progress lines. No logging reaches either.
+//     member promote --wait, progress lines, and, before removing a voter from a cluster of two
+//     voters, one Warning: line. No logging reaches either.
+//   - --dry-run exits with the code the real command would, and prints the same stderr: a
+//     refusal is returned as the same error, after the verdict is printed on stdout.
 //   - No os.Exit here: Main returns the exit code and main passes it to os.Exit.
 //   - Exit codes are docs/exit-codes.md; a number never changes meaning.
 package command

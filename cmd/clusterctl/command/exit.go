@@ -22,6 +22,7 @@ const (
 	exitNoLeader         = 15
 	exitAmbiguousName    = 16
 	exitLearnerLimit     = 17
+	exitNoDryRun         = 18
 	exitBadArgs          = 128
 )
 
@@ -39,6 +40,7 @@ var serverExits = []struct {
 	{client.ErrMemberNotFound, exitNotFound},
 	{client.ErrPeerURLExists, exitAlreadyExists},
 	{client.ErrMemberIDExists, exitAlreadyExists},
+	{client.ErrMemberNameExists, exitAlreadyExists},
 	{client.ErrNotEnoughStartedMembers, exitQuorumProtection},
 	{client.ErrUnhealthyCluster, exitQuorumProtection},
 	{client.ErrLearnerNotReady, exitLearnerNotReady},
@@ -53,7 +55,9 @@ func exitCode(err error) int {
 		usage     *usageError
 		connect   *client.ConnectError
 		unknown   *client.OutcomeUnknownError
+		ignored   *client.DryRunIgnoredError
 		ambiguous *client.AmbiguousNameError
+		noDryRun  *client.DryRunUnsupportedError
 	)
 	switch {
 	case err == nil:
@@ -65,8 +69,14 @@ func exitCode(err error) int {
 	case errors.As(err, &unknown):
 		// Before the server errors: a timed-out change wraps the server's timeout answer.
 		return exitOutcomeUnknown
+	case errors.As(err, &ignored):
+		// A server that does not know the dry-run flag made the change: what happened is to be
+		// checked, exactly as after a change that went unanswered.
+		return exitOutcomeUnknown
 	case errors.As(err, &ambiguous):
 		return exitAmbiguousName
+	case errors.As(err, &noDryRun):
+		return exitNoDryRun
 	}
 	for _, s := range serverExits {
 		if errors.Is(err, s.err) {

@@ -34,6 +34,8 @@ func TestExitCode(t *testing.T) {
 		{"server stopped", client.ErrStopped, 15},
 		{"ambiguous name", &client.AmbiguousNameError{Name: "x", IDs: []uint64{1, 2}}, 16},
 		{"learner limit", client.ErrTooManyLearners, 17},
+		{"dry run against etcd", &client.DryRunUnsupportedError{Endpoint: "a:1"}, 18},
+		{"dry run ignored", &client.DryRunIgnoredError{Endpoint: "a:1"}, 14},
 		{"promote of a voter", client.ErrMemberNotLearner, 1},
 		{"invalid peer URLs", client.ErrInvalidPeerURLs, 1},
 		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},

@@ -13,6 +13,8 @@ type memberAddOptions struct {
 	*Globals
 	PeerURLsFlag string
 	Learner      bool
+	// DryRun asks clusterd to run every check and add nothing.
+	DryRun bool
 
 	Name     string
 	PeerURLs []string
@@ -21,22 +23,30 @@ type memberAddOptions struct {
 func newMemberAddCmd(g *Globals) *cobra.Command {
 	o := &memberAddOptions{Globals: g}
 	cmd := &cobra.Command{
-		Use:   "add <name> --peer-urls=URL[,URL...] [--learner]",
+		Use:   "add <name> --peer-urls=URL[,URL...] [--learner] [--dry-run]",
 		Short: "Add a member to the cluster, and print the environment it starts with",
 		Long: `Add a member to the cluster (phase one), and print the environment the new member's
 process starts with (phase two): every member under its name, the new one included.
 
 Start the new member as a learner and promote it once it has caught up: a learner does not vote,
-so adding it cannot cost the cluster its quorum.`,
+so adding it cannot cost the cluster its quorum.
+
+With --dry-run, clusterd runs every check without adding anything and clusterctl prints the
+voters and quorum before and after and whether the add would be accepted. The ID it shows is
+provisional: the add itself assigns another.`,
 		Example: `  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner
 
   # export the environment of phase two; clusterd and etcd read ETCD_* at start-up
-  set -a; eval "$(clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner -w env)"; set +a`,
+  set -a; eval "$(clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner -w env)"; set +a
+
+  # would adding a voter keep the cluster's quorum?
+  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().BoolVar(&o.Learner, "learner", false, "add the member as a learner (non-voting)")
+	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
 
@@ -57,12 +67,16 @@ func (o *memberAddOptions) validate(args []string) error {
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
 		return err
 	}
-	return o.Printer.Check(printer.MemberAdd)
+	return checkFormat(o.Printer, printer.MemberAdd, o.DryRun)
 }
 
 func (o *memberAddOptions) run(ctx context.Context) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
+	if o.DryRun {
+		r, err := o.Client.MemberAddDryRun(ctx, o.Name, o.PeerURLs, o.Learner)
+		return o.printDryRun(printer.MemberAdd, r, err)
+	}
 	r, err := o.Client.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/pflag"
 )
 
 // memberChangeOptions is what remove, update and promote share: one member, named by ID or
@@ -13,6 +14,21 @@ type memberChangeOptions struct {
 	*Globals
 	kind printer.Kind
 	Ref  string
+	// DryRun asks clusterd to run every check and propose nothing.
+	DryRun bool
+}
+
+// addDryRunFlag is the --dry-run flag of add, remove, update and promote.
+func addDryRunFlag(f *pflag.FlagSet, v *bool) {
+	f.BoolVar(v, "dry-run", false, "ask clusterd whether the change would be accepted, and change nothing")
+}
+
+// checkFormat refuses, before anything is sent, a format the command cannot print.
+func checkFormat(p printer.Printer, k printer.Kind, dryRun bool) error {
+	if dryRun {
+		return p.CheckDryRun(k)
+	}
+	return p.Check(k)
 }
 
 func (o *memberChangeOptions) validate(args []string) error {
@@ -20,21 +36,47 @@ func (o *memberChangeOptions) validate(args []string) error {
 	if o.Ref, err = memberRef(args); err != nil {
 		return err
 	}
-	return o.Printer.Check(o.kind)
+	return checkFormat(o.Printer, o.kind, o.DryRun)
 }
 
-// change resolves the member, sends the change and prints its result, within one
-// --command-timeout.
-func (o *memberChangeOptions) change(ctx context.Context, send func(context.Context, uint64) (*client.ChangeResult, error)) error {
+type (
+	sendFunc   func(context.Context, uint64) (*client.ChangeResult, error)
+	dryRunFunc func(context.Context, uint64) (*client.DryRun, error)
+)
+
+// change resolves the member, sends the change (or its dry run) and prints its result, within
+// one --command-timeout.
+func (o *memberChangeOptions) change(ctx context.Context, send sendFunc, dryRun dryRunFunc) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	id, err := o.Client.Resolve(ctx, o.Ref)
 	if err != nil {
 		return err
 	}
+	return o.sendTo(ctx, id, send, dryRun)
+}
+
+// sendTo sends the change of member id, or with --dry-run asks whether it would be accepted.
+func (o *memberChangeOptions) sendTo(ctx context.Context, id uint64, send sendFunc, dryRun dryRunFunc) error {
+	if o.DryRun {
+		r, err := dryRun(ctx, id)
+		return o.printDryRun(o.kind, r, err)
+	}
 	r, err := send(ctx, id)
 	if err != nil {
 		return err
 	}
 	return o.Printer.MemberChange(o.Out, o.kind, r)
+}
+
+// printDryRun prints the verdict of a dry run of kind k and returns the refusal, so that the
+// Error: line and the exit code are those the real command would give.
+func (g *Globals) printDryRun(k printer.Kind, r *client.DryRun, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := g.Printer.DryRun(g.Out, k, r); err != nil {
+		return err
+	}
+	return r.Err
 }

@@ -25,25 +25,34 @@ type memberPromoteOptions struct {
 func newMemberPromoteCmd(g *Globals) *cobra.Command {
 	o := &memberPromoteOptions{memberChangeOptions: memberChangeOptions{Globals: g, kind: printer.MemberPromote}}
 	cmd := &cobra.Command{
-		Use:   "promote <id|name> [--wait[=DURATION]]",
+		Use:   "promote <id|name> [--wait[=DURATION] | --dry-run]",
 		Short: "Promote a learner to a voting member",
 		Long: `Promote a learner to a voting member. The server refuses while the learner's log is behind
 the leader's (exit 13); with --wait, clusterctl asks again every 500ms, printing on stderr how
-far the learner is behind, until it is promoted or the duration (1m when none is given) is over.`,
+far the learner is behind, until it is promoted or the duration (1m when none is given) is over.
+
+With --dry-run, clusterd runs every check without promoting and clusterctl prints the voters and
+quorum before and after and whether the promotion would be accepted.`,
 		Example: `  clusterctl member promote infra3
-  clusterctl member promote 96dbf27657837fe1 --wait=2m`,
+  clusterctl member promote 96dbf27657837fe1 --wait=2m
+  clusterctl member promote infra3 --dry-run`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
 		RunE:              runE(g, o),
 	}
 	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "retry for this long while the learner is not in sync yet")
 	cmd.Flags().Lookup("wait").NoOptDefVal = "1m"
+	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
 
 func (o *memberPromoteOptions) validate(args []string) error {
 	if o.Wait < 0 {
 		return fmt.Errorf("--wait must not be negative, not %s", o.Wait)
+	}
+	if o.DryRun && o.Wait > 0 {
+		// A dry run answers once; waiting for a verdict to change is what --wait does for real.
+		return errors.New("--dry-run and --wait cannot be used together")
 	}
 	return o.memberChangeOptions.validate(args)
 }
@@ -64,7 +73,7 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 			r, err = o.promoteOnce(ctx, id)
 		}
 		return r, err
-	})
+	}, o.Client.MemberPromoteDryRun)
 }
 
 // promoteOnce gives each retry its own --command-timeout; --wait bounds them all.

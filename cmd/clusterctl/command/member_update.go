@@ -18,16 +18,21 @@ type memberUpdateOptions struct {
 func newMemberUpdateCmd(g *Globals) *cobra.Command {
 	o := &memberUpdateOptions{memberChangeOptions: memberChangeOptions{Globals: g, kind: printer.MemberUpdate}}
 	cmd := &cobra.Command{
-		Use:   "update <id|name> --peer-urls=URL[,URL...]",
+		Use:   "update <id|name> --peer-urls=URL[,URL...] [--dry-run]",
 		Short: "Replace the peer URLs of a member",
 		Long: `Replace the peer URLs of a member. A learner stays a learner. The member is named by its
-16-hex-digit ID or by its name.`,
-		Example:           `  clusterctl member update infra0 --peer-urls=http://10.0.0.1:2380,http://infra0.example:2380`,
+16-hex-digit ID or by its name.
+
+With --dry-run, clusterd runs every check without changing anything and clusterctl prints the
+voters and quorum before and after and whether the update would be accepted.`,
+		Example: `  clusterctl member update infra0 --peer-urls=http://10.0.0.1:2380,http://infra0.example:2380
+  clusterctl member update infra0 --peer-urls=http://10.0.0.1:2380 --dry-run`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
 		RunE:              runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the member's new peer URLs, comma-separated")
+	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
 
@@ -43,5 +48,7 @@ func (o *memberUpdateOptions) validate(args []string) error {
 func (o *memberUpdateOptions) run(ctx context.Context) error {
 	return o.change(ctx, func(ctx context.Context, id uint64) (*client.ChangeResult, error) {
 		return o.Client.MemberUpdate(ctx, id, o.PeerURLs)
+	}, func(ctx context.Context, id uint64) (*client.DryRun, error) {
+		return o.Client.MemberUpdateDryRun(ctx, id, o.PeerURLs)
 	})
 }

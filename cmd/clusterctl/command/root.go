@@ -31,12 +31,18 @@ type Globals struct {
 
 // Main runs clusterctl with the process's arguments and returns its exit code.
 func Main() int {
+	silenceGRPC()
 	return run(os.Args[1:], os.Stdout, os.Stderr)
 }
 
-func run(args []string, stdout, stderr io.Writer) int {
-	// grpc logs connection trouble on stderr; the one Error: line is all a user should see.
+// silenceGRPC discards grpc's own logging, which reports connection trouble on stderr: the one
+// Error: line is all a user should see. grpc reads its logger without a lock, so this runs once,
+// before any connection exists, and not in run, which tests call beside in-process servers.
+func silenceGRPC() {
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
 	g := &Globals{Out: stdout, Err: stderr}
 	root := newRootCmd(g)
 	root.SetArgs(args)

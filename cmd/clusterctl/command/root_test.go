@@ -10,6 +10,11 @@ import (
 	"testing"
 )
 
+func TestMain(m *testing.M) {
+	silenceGRPC()
+	os.Exit(m.Run())
+}
+
 // listener counts the connections made to it, to prove that nothing was sent.
 func listener(t *testing.T) (string, *atomic.Int32) {
 	t.Helper()
@@ -63,6 +68,8 @@ func TestBadCommandLinesSendNothing(t *testing.T) {
 		{[]string{ep, "member", "remove"}, "Error: member ID is not provided\n"},
 		{[]string{ep, "member", "update", "infra0"}, "Error: member peer urls not provided\n"},
 		{[]string{ep, "member", "promote"}, "Error: member ID is not provided\n"},
+		{[]string{ep, "member", "add", "infra3", "--peer-urls=http://a:1", "--dry-run", "-w", "env"}, "Error: output format \"env\" is not supported by member add --dry-run (supported: simple, json)\n"},
+		{[]string{ep, "member", "promote", "infra3", "--dry-run", "--wait"}, "Error: --dry-run and --wait cannot be used together\n"},
 		{[]string{ep, "member", "list", "-w", "env"}, "Error: output format \"env\" is not supported by member list (supported: simple, table, json)\n"},
 		{[]string{ep, "member", "list", "-w", "yaml"}, "Error: unknown output format \"yaml\" (supported: simple, table, json, env)\n"},
 		{[]string{ep, "member", "list", "--consistency=x"}, "Error: unknown consistency flag \"x\"\n"},

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 )
 
@@ -141,5 +142,84 @@ func TestMemberListValidate(t *testing.T) {
 	for _, tt := range tests {
 		o := &memberListOptions{Globals: globals(t, tt.format), Consistency: tt.consistency}
 		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+// TestDryRunValidate covers --dry-run on every command that has it: the dry run prints simple
+// and json only, and the rest of the command line is checked as without it.
+func TestDryRunValidate(t *testing.T) {
+	const envRefused = `output format "env" is not supported by member add --dry-run (supported: simple, json)`
+	add := func(f printer.Format, args []string, urls string) func() error {
+		return func() error {
+			o := &memberAddOptions{Globals: globals(t, f), PeerURLsFlag: urls, DryRun: true}
+			return o.validate(args)
+		}
+	}
+	change := func(k printer.Kind, f printer.Format, args []string) func() error {
+		return func() error {
+			o := &memberChangeOptions{Globals: globals(t, f), kind: k, DryRun: true}
+			return o.validate(args)
+		}
+	}
+	update := func(f printer.Format, args []string, urls string) func() error {
+		return func() error {
+			o := &memberUpdateOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, f), kind: printer.MemberUpdate, DryRun: true}, PeerURLsFlag: urls}
+			return o.validate(args)
+		}
+	}
+	promote := func(args []string, wait time.Duration) func() error {
+		return func() error {
+			o := &memberPromoteOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, printer.Simple), kind: printer.MemberPromote, DryRun: true}, Wait: wait}
+			return o.validate(args)
+		}
+	}
+	tests := []struct {
+		name     string
+		validate func() error
+		want     string
+	}{
+		{"add simple", add(printer.Simple, []string{"infra3"}, "http://a:1"), ""},
+		{"add json", add(printer.JSON, []string{"infra3"}, "http://a:1"), ""},
+		{"add env refused", add(printer.Env, []string{"infra3"}, "http://a:1"), envRefused},
+		{"add table refused", add(printer.Table, []string{"infra3"}, "http://a:1"),
+			`output format "table" is not supported by member add --dry-run (supported: simple, json)`},
+		{"add no URLs", add(printer.Simple, []string{"infra3"}, ""), "member peer urls not provided"},
+		{"add no name", add(printer.Simple, nil, "http://a:1"), "member name not provided"},
+		{"remove", change(printer.MemberRemove, printer.Simple, []string{"infra1"}), ""},
+		{"remove json", change(printer.MemberRemove, printer.JSON, []string{"96dbf27657837fe1"}), ""},
+		{"remove nothing", change(printer.MemberRemove, printer.Simple, nil), "member ID is not provided"},
+		{"remove env refused", change(printer.MemberRemove, printer.Env, []string{"a"}),
+			`output format "env" is not supported by member remove --dry-run (supported: simple, json)`},
+		{"update", update(printer.JSON, []string{"infra0"}, "http://a:1"), ""},
+		{"update bad URL", update(printer.Simple, []string{"infra0"}, "http://a"), `URL address does not have the form "host:port": http://a`},
+		{"promote", promote([]string{"infra3"}, 0), ""},
+		{"promote with wait", promote([]string{"infra3"}, time.Minute), "--dry-run and --wait cannot be used together"},
+		{"promote nothing", promote(nil, 0), "member ID is not provided"},
+	}
+	for _, tt := range tests {
+		check(t, tt.name, tt.validate(), tt.want)
+	}
+}
+
+func TestRemovesOneOfTwoVoters(t *testing.T) {
+	voter := func(id uint64) client.Member { return client.Member{ID: id} }
+	learner := func(id uint64) client.Member { return client.Member{ID: id, IsLearner: true} }
+	tests := []struct {
+		name    string
+		members []client.Member
+		id      uint64
+		want    bool
+	}{
+		{"voter of two", []client.Member{voter(1), voter(2)}, 1, true},
+		{"voter of two, with a learner", []client.Member{voter(1), voter(2), learner(3)}, 2, true},
+		{"learner beside two voters", []client.Member{voter(1), voter(2), learner(3)}, 3, false},
+		{"voter of three", []client.Member{voter(1), voter(2), voter(3)}, 1, false},
+		{"voter of one", []client.Member{voter(1), learner(2)}, 1, false},
+		{"no such member", []client.Member{voter(1), voter(2)}, 9, false},
+	}
+	for _, tt := range tests {
+		if got := removesOneOfTwoVoters(tt.members, tt.id); got != tt.want {
+			t.Errorf("%s: got %v", tt.name, got)
+		}
 	}
 }

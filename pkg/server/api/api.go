@@ -74,6 +74,7 @@ var errorCodes = map[error]codes.Code{
 	membership.ErrTooManyLearners:  codes.FailedPrecondition,
 	membership.ErrIDRemoved:        codes.FailedPrecondition,
 	membership.ErrLastVoter:        codes.FailedPrecondition,
+	membership.ErrNameExists:       codes.FailedPrecondition,
 	raftnode.ErrNoLeader:           codes.Unavailable,
 	raftnode.ErrNotLeader:          codes.Unavailable,
 	raftnode.ErrTimeout:            codes.Unavailable,
@@ -161,15 +162,28 @@ func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Re
 		b, _ := json.Marshal(reply)
 		_ = grpc.SetHeader(ctx, metadata.Pairs(MDDryRunBin, string(b)))
 		if reply.Refusal != "" {
-			return nil, toStatus(errors.New(reply.Refusal))
+			return nil, toStatus(reconfig.ErrorOf(reply.Refusal))
 		}
 	}
 	return reply, nil
 }
 
+// checkPeerURLs refuses peer URLs that are malformed or that members cannot dial.
+func checkPeerURLs(urls []string) error {
+	if err := membership.ValidatePeerURLs(urls); err != nil {
+		return err
+	}
+	for _, u := range urls {
+		if _, err := transport.Target(u); err != nil {
+			return membership.ErrInvalidPeerURLs
+		}
+	}
+	return nil
+}
+
 // MemberAdd adds a voter or a learner; it returns once the change is applied.
 func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
-	if err := membership.ValidatePeerURLs(r.GetPeerURLs()); err != nil {
+	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
 		return nil, toStatus(err)
 	}
 	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{
@@ -193,7 +207,7 @@ func (s *Server) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*
 
 // MemberUpdate changes a member's peer URLs; a learner stays a learner.
 func (s *Server) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
-	if err := membership.ValidatePeerURLs(r.GetPeerURLs()); err != nil {
+	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
 		return nil, toStatus(err)
 	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: membership.ID(r.GetID()), PeerURLs: r.GetPeerURLs()}})

@@ -62,6 +62,10 @@ func (c *Cluster) Validate(ch Change) error {
 		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
 			return err
 		}
+		if ch.Member.Name != "" && c.nameTaken(id, ch.Member.Name) {
+			// A name is how operators and ETCD_INITIAL_CLUSTER tell members apart.
+			return ErrNameExists
+		}
 		return c.checkURLsFree(id, ch.Member.PeerURLs)
 	case KindRemove:
 		if !exists {
@@ -94,6 +98,15 @@ func (c *Cluster) Validate(ch Change) error {
 		return nil
 	}
 	return fmt.Errorf("unknown membership change %v", ch.Kind)
+}
+
+func (c *Cluster) nameTaken(self ID, name string) bool {
+	for _, m := range c.Members {
+		if m.ID != self && m.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 func (c *Cluster) checkURLsFree(self ID, urls []string) error {

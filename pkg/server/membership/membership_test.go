@@ -45,6 +45,7 @@ func TestValidate(t *testing.T) {
 		{"add bad url", c, Change{Kind: KindAdd, Member: Member{ID: 9, PeerURLs: []string{"notaurl"}}}, ErrInvalidPeerURLs},
 		{"add no url", c, Change{Kind: KindAdd, Member: Member{ID: 9}}, ErrInvalidPeerURLs},
 		{"add duplicate url", c, Change{Kind: KindAdd, Member: Member{ID: 9, PeerURLs: []string{"http://a:1", "http://a:1"}}}, ErrInvalidPeerURLs},
+		{"add taken name", c, Change{Kind: KindAdd, Member: Member{ID: 9, Name: "m2", PeerURLs: []string{"http://a:1"}}}, ErrNameExists},
 		{"add zero id", c, Change{Kind: KindAdd, Member: Member{PeerURLs: []string{"http://a:1"}}}, ErrIDNotFound},
 		{"remove", c, Change{Kind: KindRemove, Member: Member{ID: 2}}, nil},
 		{"remove unknown", c, Change{Kind: KindRemove, Member: Member{ID: 9}}, ErrIDNotFound},

@@ -3,8 +3,8 @@ package membership
 // Peers is raft's view of the members at the leader when a change is proposed.
 type Peers struct {
 	Leader ID
-	// Started holds the members the leader has heard from since it took office (their raft
-	// progress has acknowledged entries), the leader included.
+	// Started holds the members whose process has run: those that published themselves once,
+	// and those whose raft progress at this leader has acknowledged entries; the leader too.
 	Started map[ID]bool
 	// Connected holds the members the leader heard from within the last election timeout,
 	// the leader included.

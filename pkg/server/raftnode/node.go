@@ -311,10 +311,6 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		n.applied.Store(applied)
 		n.appliedTerm.Store(lastTerm)
 		n.cfg.Transport.SetPeers(cluster)
-		if received {
-			n.failAll(ErrProposalLost) // whatever was pending is now behind the snapshot
-		}
-		n.finish(results, cluster)
 		n.notifyProgress()
 	}
 	for _, rs := range rd.ReadStates {
@@ -329,6 +325,14 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return err
 	}
 	n.raft.Advance()
+	// Proposers hear only now: raft counts entries as applied at Advance, and a conf change
+	// proposed before that would find the previous one still pending and be emptied.
+	if received {
+		n.failAll(ErrProposalLost) // whatever was pending is now behind the snapshot
+	}
+	if up.Cluster != nil {
+		n.finish(results, cluster)
+	}
 	if selfRemoved {
 		n.markRemoved()
 	}

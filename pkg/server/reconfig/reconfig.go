@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"time"
 
@@ -128,18 +129,26 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	return reply, nil
 }
 
-// check runs every proposal-time check and fills in the quorum reports.
+// check runs every proposal-time check and fills in the quorum reports, which a dry run shows
+// whatever the verdict.
 func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply *Reply) error {
+	if ch.Kind == membership.KindPublish {
+		return cl.Validate(ch)
+	}
+	st := c.cfg.Node.Status()
+	peers := membership.Peers{Leader: c.cfg.Node.ID(), Started: map[membership.ID]bool{}, Connected: map[membership.ID]bool{}}
+	for id, m := range cl.Members {
+		self := id == c.cfg.Node.ID()
+		peers.Started[id] = self || m.Started || st.Progress[uint64(id)].Match > 0
+		peers.Connected[id] = self || c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout)
+	}
+	reply.Before, reply.After, _ = cl.CheckQuorum(ch, peers)
 	if err := cl.Validate(ch); err != nil {
 		return err
-	}
-	if ch.Kind == membership.KindPublish {
-		return nil
 	}
 	if ch.Kind == membership.KindAdd && ch.Member.IsLearner && len(cl.Learners()) >= c.cfg.MaxLearners {
 		return membership.ErrTooManyLearners
 	}
-	st := c.cfg.Node.Status()
 	if ch.Kind == membership.KindPromote {
 		leader, learner := st.Progress[uint64(c.cfg.Node.ID())], st.Progress[uint64(ch.Member.ID)]
 		// etcd's rule: a learner is ready once it has 90% of the leader's log.
@@ -147,18 +156,11 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 			return membership.ErrLearnerNotReady
 		}
 	}
-	peers := membership.Peers{Leader: c.cfg.Node.ID(), Started: map[membership.ID]bool{}, Connected: map[membership.ID]bool{}}
-	for id, m := range cl.Members {
-		self := id == c.cfg.Node.ID()
-		peers.Started[id] = self || m.Started || st.Progress[uint64(id)].Match > 0
-		peers.Connected[id] = self || c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout)
+	if !c.cfg.StrictReconfig {
+		return nil
 	}
-	var err error
-	reply.Before, reply.After, err = cl.CheckQuorum(ch, peers)
-	if c.cfg.StrictReconfig {
-		return err
-	}
-	return nil
+	_, _, err := cl.CheckQuorum(ch, peers)
+	return err
 }
 
 func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error {
@@ -166,7 +168,11 @@ func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error
 	var best membership.ID
 	var bestMatch uint64
 	for _, id := range cl.Voters() {
-		if id != c.cfg.Node.ID() && st.Progress[uint64(id)].Match >= bestMatch {
+		// Only a voter that is up can take over; among those, the most up to date.
+		if id == c.cfg.Node.ID() || !c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout) {
+			continue
+		}
+		if st.Progress[uint64(id)].Match >= bestMatch {
 			best, bestMatch = id, st.Progress[uint64(id)].Match
 		}
 	}
@@ -196,9 +202,19 @@ var knownErrors = []error{
 	membership.ErrIDNotFound, membership.ErrIDExists, membership.ErrPeerURLExists,
 	membership.ErrInvalidPeerURLs, membership.ErrNotEnoughStarted, membership.ErrUnhealthy,
 	membership.ErrPromoteVoter, membership.ErrLearnerNotReady, membership.ErrTooManyLearners,
-	membership.ErrIDRemoved, membership.ErrLastVoter,
+	membership.ErrIDRemoved, membership.ErrLastVoter, membership.ErrNameExists,
 	raftnode.ErrNotLeader, raftnode.ErrNoLeader, raftnode.ErrTimeout, raftnode.ErrStopped,
 	raftnode.ErrProposalLost, transport.ErrClusterIDMismatch,
+}
+
+// ErrorOf returns the known error with that text, or a new error with it.
+func ErrorOf(text string) error {
+	for _, k := range knownErrors {
+		if text == k.Error() {
+			return k
+		}
+	}
+	return errors.New(text)
 }
 
 // FromStatus returns the known error a peer's status carries, or err itself.
@@ -215,9 +231,13 @@ func FromStatus(err error) error {
 	if st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
 		return raftnode.ErrTimeout
 	}
-	if st.Code() == codes.Unavailable {
-		// The leader could not be reached: nothing was proposed through it.
+	if st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "connection error:") {
+		// The leader could not be reached at all: nothing was sent to it.
 		return raftnode.ErrNotLeader
+	}
+	if st.Code() == codes.Unavailable {
+		// The connection broke after the request went out: it may have been applied.
+		return raftnode.ErrTimeout
 	}
 	return err
 }

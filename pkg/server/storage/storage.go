@@ -302,9 +302,18 @@ func saveCluster(tx *bolt.Tx, c *membership.Cluster) error {
 			return err
 		}
 	}
+	// Removed IDs only ever grow: write those not stored yet. The bucket is as large as the
+	// cluster's whole history, so it is not rewritten on every change.
 	removed := tx.Bucket(bucketRemoved)
+	if removed.Stats().KeyN == len(c.Removed) {
+		return nil
+	}
 	for id := range c.Removed {
-		if err := removed.Put(u64(uint64(id)), nil); err != nil {
+		k := u64(uint64(id))
+		if removed.Get(k) != nil {
+			continue
+		}
+		if err := removed.Put(k, nil); err != nil {
 			return err
 		}
 	}

@@ -74,7 +74,48 @@ func (t *Transport) Register(s *grpc.Server) {
 		ServiceName: "clusterd.peer.v1.Peer",
 		HandlerType: (*any)(nil),
 		Streams:     []grpc.StreamDesc{desc},
+		Methods: []grpc.MethodDesc{{MethodName: "Removed", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+			n := &removedNotice{}
+			if err := dec(n); err != nil {
+				return nil, err
+			}
+			if n.ClusterID != uint64(t.cfg.ClusterID) || n.To != uint64(t.cfg.LocalID) {
+				return nil, status.Error(codes.FailedPrecondition, ErrClusterIDMismatch.Error())
+			}
+			t.cfg.Logger.Error("a peer reports that this member has been removed from the cluster", "peer", membership.ID(n.From).String())
+			go t.h.MarkRemoved()
+			return &ack{}, nil
+		}}},
 	}, struct{}{})
+}
+
+// removedNotice tells a member that the sender applied its removal. A removed member learns of
+// its removal from the commit that contains it, but the leader stops sending to it as soon as
+// it applies that commit, so the member would otherwise find out only when it next campaigns.
+type removedNotice struct {
+	ClusterID uint64 `json:"clusterID"`
+	From      uint64 `json:"from"`
+	To        uint64 `json:"to"`
+}
+
+const removedMethod = "/clusterd.peer.v1.Peer/Removed"
+
+// notifyRemoved tells a removed peer, at each of its URLs until one answers, that it is gone.
+func (t *Transport) notifyRemoved(id membership.ID, urls []string) {
+	n := &removedNotice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
+	for _, u := range urls {
+		conn, err := Dial(u)
+		if err != nil {
+			continue
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err = conn.Invoke(ctx, removedMethod, n, &ack{})
+		cancel()
+		conn.Close()
+		if err == nil {
+			return
+		}
+	}
 }
 
 type ack struct{}
@@ -150,6 +191,8 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 		if p, ok := t.peers[id]; ok {
 			p.close()
 			delete(t.peers, id)
+			urls, _ := p.address()
+			go t.notifyRemoved(id, urls)
 		}
 	}
 }
@@ -294,6 +337,7 @@ func (p *peer) run() {
 	}()
 	backoff := 50 * time.Millisecond
 	var logged string
+	next := 0 // which of the peer's URLs to dial: the next one after a failure
 	for {
 		select {
 		case <-p.stop:
@@ -306,7 +350,7 @@ func (p *peer) run() {
 					conn = nil
 				}
 				var err error
-				if conn, err = Dial(urls[0]); err != nil {
+				if conn, err = Dial(urls[next%len(urls)]); err != nil {
 					p.t.report(first, false)
 					continue
 				}
@@ -322,6 +366,11 @@ func (p *peer) run() {
 				p.t.h.MarkRemoved()
 				return
 			}
+			if conn != nil {
+				conn.Close()
+				conn = nil
+			}
+			next++
 			if msg := err.Error(); msg != logged {
 				// One line per kind of failure, not one per retry.
 				p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)

@@ -1,0 +1,215 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strconv"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/encoding/protowire"
+)
+
+// Metadata keys of clusterd's dry run (docs/wire.md). etcd ignores the request key and makes the
+// change, which is why a dry run is only ever sent to a member known to be clusterd.
+const (
+	mdDryRun    = "clusterd-dry-run"
+	mdDryRunBin = "clusterd-dry-run-bin"
+)
+
+// QuorumReport is the voting configuration before or after a change as the leader counts it.
+type QuorumReport struct {
+	Voters          int
+	Learners        int
+	StartedVoters   int
+	ConnectedVoters int
+	Quorum          int
+	// FaultTolerance is how many more voters may fail with a quorum left; negative when the
+	// connected voters are already short of one.
+	FaultTolerance int
+}
+
+// DryRun is the server's verdict on a change it checked without proposing it.
+type DryRun struct {
+	ClusterID uint64
+	// Member is the member the change is about, as it is now; only its ID when there is no such
+	// member. For an add it is the member as it would be added, under an ID the server drew for
+	// the dry run only (ProvisionalID): the real add draws another.
+	Member        Member
+	ProvisionalID bool
+	// Exists reports whether Member is in the configuration the change was judged against.
+	Exists bool
+	// PeerURLs are the peer URLs asked for by an add or an update; nil otherwise.
+	PeerURLs []string
+	// Before and After are nil when the server refused the change before counting voters (an
+	// unknown member, the learner limit, a learner not in sync).
+	Before, After *QuorumReport
+	// Err is the answer the real change would get, nil when it would be accepted. It is the
+	// error the server answered the dry run with, so errors.Is and the exit code treat it as
+	// they would the real command's.
+	Err error
+}
+
+// DryRunUnsupportedError reports that the member connected to did not identify itself as
+// clusterd. No change was sent: etcd would ignore the dry-run flag and make it.
+type DryRunUnsupportedError struct {
+	Endpoint string
+}
+
+func (e *DryRunUnsupportedError) Error() string {
+	return fmt.Sprintf("--dry-run needs clusterd: the member at %s is not clusterd, and etcd would make the change; no change was sent", e.Endpoint)
+}
+
+// DryRunIgnoredError reports a dry run the server answered without its report: a server that
+// does not know the dry-run flag has made the change.
+type DryRunIgnoredError struct {
+	Endpoint string
+}
+
+func (e *DryRunIgnoredError) Error() string {
+	return fmt.Sprintf("the member at %s answered the dry run without a report, so it may have made the change; check member list", e.Endpoint)
+}
+
+// MemberAddDryRun asks the server whether MemberAdd with these arguments would be accepted.
+func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []string, learner bool) (*DryRun, error) {
+	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
+	r, err := c.dryRun(ctx, methodMemberAdd, memberAddRequest(peerURLs, learner), 3)
+	if r != nil {
+		r.ProvisionalID = true
+		r.PeerURLs = peerURLs
+		// The name travels as metadata, and the dry run's member is the one asked for.
+		r.Member.Name = name
+	}
+	return r, err
+}
+
+// MemberRemoveDryRun asks the server whether MemberRemove of id would be accepted.
+func (c *Client) MemberRemoveDryRun(ctx context.Context, id uint64) (*DryRun, error) {
+	return c.dryRun(ctx, methodMemberRemove, memberIDRequest(id), 2)
+}
+
+// MemberUpdateDryRun asks the server whether MemberUpdate of id would be accepted.
+func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []string) (*DryRun, error) {
+	r, err := c.dryRun(ctx, methodMemberUpdate, memberUpdateRequest(id, peerURLs), 2)
+	if r != nil {
+		r.PeerURLs = peerURLs
+	}
+	return r, err
+}
+
+// MemberPromoteDryRun asks the server whether MemberPromote of id would be accepted.
+func (c *Client) MemberPromoteDryRun(ctx context.Context, id uint64) (*DryRun, error) {
+	return c.dryRun(ctx, methodMemberPromote, memberIDRequest(id), 2)
+}
+
+// dryRun sends a change marked as a dry run, to a member known to be clusterd. A verdict, the
+// refusal included, is a *DryRun with a nil error; the error is for a dry run that could not be
+// judged (no leader, no connection, not clusterd), which the real change would mostly meet too.
+func (c *Client) dryRun(ctx context.Context, method string, req request, membersField protowire.Number) (*DryRun, error) {
+	if err := c.ensureClusterd(ctx); err != nil {
+		return nil, err
+	}
+	ctx = metadata.AppendToOutgoingContext(ctx, mdDryRun, "true")
+	a := clusterAnswer{membersField: membersField}
+	hdr, err := c.invoke(ctx, false, method, req, &a)
+	raw := hdr.Get(mdDryRunBin)
+	if len(raw) == 0 {
+		if err != nil {
+			// The server answered before it could judge, so it made no change either way.
+			return nil, err
+		}
+		return nil, &DryRunIgnoredError{Endpoint: c.endpoints[c.at]}
+	}
+	var rep dryRunReply
+	if jerr := json.Unmarshal([]byte(raw[0]), &rep); jerr != nil {
+		return nil, fmt.Errorf("cannot read the server's dry-run report: %v", jerr)
+	}
+	r := rep.result()
+	if add := membersField == 3; !r.Exists && !add {
+		// The server echoes the request for a member it does not have (an update's new peer
+		// URLs), which would read as the member's current state. Field 3 holds the members in
+		// MemberAddResponse only, so it tells an add.
+		r.Member = Member{ID: r.Member.ID}
+	}
+	switch {
+	case err != nil:
+		r.Err = err
+	case rep.Refusal != "":
+		// Not sent by clusterd, which fails the RPC as the real change would; kept so that a
+		// refusal is never printed as accepted.
+		r.Err = &ServerError{Code: codes.Unknown, Message: rep.Refusal}
+	}
+	return r, nil
+}
+
+// ensureClusterd makes sure the member the next request goes to answered with clusterd's
+// metadata, asking it with a serializable MemberList unless an earlier answer said so already.
+func (c *Client) ensureClusterd(ctx context.Context) error {
+	if c.conn == nil || c.clusterdAt != c.endpoints[c.at] {
+		if _, _, err := c.list(ctx, false); err != nil {
+			return err
+		}
+	}
+	if c.clusterdAt != c.endpoints[c.at] {
+		return &DryRunUnsupportedError{Endpoint: c.endpoints[c.at]}
+	}
+	return nil
+}
+
+// dryRunReply is clusterd's clusterd-dry-run-bin header: JSON of its reconfig.Reply, where IDs
+// are JSON numbers.
+type dryRunReply struct {
+	Cluster struct {
+		ID      uint64                  `json:"clusterID"`
+		Members map[string]dryRunMember `json:"members"` // keyed by the ID in decimal
+	} `json:"cluster"`
+	Member  dryRunMember      `json:"member"`
+	Before  dryRunQuorumReply `json:"before"`
+	After   dryRunQuorumReply `json:"after"`
+	Refusal string            `json:"refusal"`
+}
+
+type dryRunMember struct {
+	ID         uint64   `json:"id"`
+	Name       string   `json:"name"`
+	PeerURLs   []string `json:"peerURLs"`
+	ClientURLs []string `json:"clientURLs"`
+	IsLearner  bool     `json:"isLearner"`
+	Started    bool     `json:"started"`
+}
+
+type dryRunQuorumReply struct {
+	Voters          int `json:"voters"`
+	Learners        int `json:"learners"`
+	StartedVoters   int `json:"startedVoters"`
+	ConnectedVoters int `json:"connectedVoters"`
+	Quorum          int `json:"quorum"`
+	FaultTolerance  int `json:"faultTolerance"`
+}
+
+// report returns nil for a report the server did not fill in: every configuration has at
+// least one voter, so zero voters means the check stopped before counting.
+func (q dryRunQuorumReply) report() *QuorumReport {
+	if q.Voters == 0 {
+		return nil
+	}
+	r := QuorumReport(q)
+	return &r
+}
+
+func (rep *dryRunReply) result() *DryRun {
+	m := rep.Member
+	_, exists := rep.Cluster.Members[strconv.FormatUint(m.ID, 10)]
+	return &DryRun{
+		Exists:    exists,
+		ClusterID: rep.Cluster.ID,
+		Member: Member{
+			ID: m.ID, Name: m.Name, Started: m.Started, IsLearner: m.IsLearner,
+			PeerURLs: slices.Clone(m.PeerURLs), ClientURLs: slices.Clone(m.ClientURLs),
+		},
+		Before: rep.Before.report(),
+		After:  rep.After.report(),
+	}
+}

@@ -1,0 +1,149 @@
+package printer
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+// changeNames are the words for a change in a dry run's output, simple and JSON alike.
+var changeNames = map[Kind]string{
+	MemberAdd:     "add",
+	MemberRemove:  "remove",
+	MemberUpdate:  "update",
+	MemberPromote: "promote",
+}
+
+// quorumRows are the rows of the before/after table, in the order printed; the labels are a
+// documented contract (docs/output.md) that scripts may match.
+var quorumRows = []struct {
+	label string
+	value func(*client.QuorumReport) int
+}{
+	{"voters", func(q *client.QuorumReport) int { return q.Voters }},
+	{"learners", func(q *client.QuorumReport) int { return q.Learners }},
+	{"started voters", func(q *client.QuorumReport) int { return q.StartedVoters }},
+	{"connected voters", func(q *client.QuorumReport) int { return q.ConnectedVoters }},
+	{"quorum", func(q *client.QuorumReport) int { return q.Quorum }},
+	{"fault tolerance", func(q *client.QuorumReport) int { return q.FaultTolerance }},
+}
+
+// verdict is the last line of the simple output: one line a script can test with tail -n1.
+func verdict(r *client.DryRun) string {
+	if r.Err != nil {
+		return "would be refused: " + strings.ReplaceAll(r.Err.Error(), "\n", " ")
+	}
+	return "would be accepted"
+}
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+func role(m client.Member) string {
+	if m.IsLearner {
+		return "learner"
+	}
+	return "voter"
+}
+
+func simpleDryRun(w io.Writer, k Kind, r *client.DryRun) error {
+	var b strings.Builder
+	line := func(label, value string) { fmt.Fprintf(&b, "%-18s%s\n", label+":", value) }
+	fmt.Fprintf(&b, "Dry run of member %s: nothing was changed\n", changeNames[k])
+	id := client.FormatID(r.Member.ID)
+	if r.ProvisionalID {
+		id += " (provisional: the add itself assigns another ID)"
+	}
+	line("member", id)
+	// For a member the cluster does not have, only the ID asked for is known.
+	known := r.Exists || k == MemberAdd
+	name, memberRole, peers := "-", "-", "-"
+	if known {
+		name, memberRole, peers = orDash(r.Member.Name), role(r.Member), orDash(strings.Join(r.Member.PeerURLs, ","))
+	}
+	if k == MemberUpdate {
+		peers += " -> " + strings.Join(r.PeerURLs, ",")
+	}
+	line("name", name)
+	line("role", memberRole)
+	line("peer URLs", peers)
+	line("cluster", client.FormatID(r.ClusterID))
+	b.WriteByte('\n')
+	fmt.Fprintf(&b, "%-18s%7s%7s\n", "", "before", "after")
+	for _, row := range quorumRows {
+		fmt.Fprintf(&b, "%-18s%7s%7s\n", row.label, count(r.Before, row.value), count(r.After, row.value))
+	}
+	b.WriteByte('\n')
+	b.WriteString(verdict(r) + "\n")
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// count is one cell of the before/after table: "-" where the server did not count.
+func count(q *client.QuorumReport, value func(*client.QuorumReport) int) string {
+	if q == nil {
+		return "-"
+	}
+	return strconv.Itoa(value(q))
+}
+
+// The dry run's JSON schema (docs/output.md): never rename a field.
+
+type quorumJSON struct {
+	Voters          int `json:"voters"`
+	Learners        int `json:"learners"`
+	StartedVoters   int `json:"startedVoters"`
+	ConnectedVoters int `json:"connectedVoters"`
+	Quorum          int `json:"quorum"`
+	FaultTolerance  int `json:"faultTolerance"`
+}
+
+type dryRunJSON struct {
+	DryRun        bool        `json:"dryRun"`
+	Change        string      `json:"change"`
+	ClusterID     string      `json:"cluster_id"`
+	ID            string      `json:"ID"`
+	ProvisionalID bool        `json:"provisionalID"`
+	Exists        bool        `json:"exists"`
+	Member        memberJSON  `json:"member"`
+	PeerURLs      []string    `json:"peerURLs"`
+	Before        *quorumJSON `json:"before"`
+	After         *quorumJSON `json:"after"`
+	Accepted      bool        `json:"accepted"`
+	Refusal       string      `json:"refusal"`
+}
+
+func toQuorumJSON(q *client.QuorumReport) *quorumJSON {
+	if q == nil {
+		return nil
+	}
+	j := quorumJSON(*q)
+	return &j
+}
+
+func jsonDryRun(w io.Writer, k Kind, r *client.DryRun) error {
+	j := dryRunJSON{
+		DryRun:        true,
+		Change:        changeNames[k],
+		ClusterID:     client.FormatID(r.ClusterID),
+		ID:            client.FormatID(r.Member.ID),
+		ProvisionalID: r.ProvisionalID,
+		Exists:        r.Exists,
+		Member:        toJSONMember(r.Member),
+		PeerURLs:      nonNil(r.PeerURLs),
+		Before:        toQuorumJSON(r.Before),
+		After:         toQuorumJSON(r.After),
+		Accepted:      r.Err == nil,
+	}
+	if r.Err != nil {
+		j.Refusal = r.Err.Error()
+	}
+	return writeJSON(w, j)
+}

@@ -1,0 +1,174 @@
+package runbooks
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
+)
+
+// The ports scripts/run-cluster.sh uses, which the runbooks name.
+var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "42379", "42380", "52379", "52380"}
+
+// blocks returns the ```sh blocks of a markdown file, in order.
+func blocks(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var out []string
+	var cur *strings.Builder
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case cur == nil && strings.TrimSpace(line) == "```sh":
+			cur = &strings.Builder{}
+		case cur != nil && strings.TrimSpace(line) == "```":
+			out = append(out, cur.String())
+			cur = nil
+		case cur != nil:
+			cur.WriteString(line + "\n")
+		}
+	}
+	return out, sc.Err()
+}
+
+func TestRunbooks(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	books, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
+	if err != nil || len(books) == 0 {
+		t.Fatalf("no runbooks found: %v", err)
+	}
+	for _, p := range fixedPorts {
+		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, 100*time.Millisecond); err == nil {
+			c.Close()
+			t.Fatalf("something listens on 127.0.0.1:%s; the runbooks need the ports of make run free", p)
+		}
+	}
+	work := t.TempDir()
+	if err := cluster.BuildOwn(filepath.Join(work, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.MkdirAll(filepath.Join(work, "scripts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	script, err := os.ReadFile(filepath.Join(root, "scripts", "run-cluster.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "scripts", "run-cluster.sh"), script, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, book := range books {
+		t.Run(strings.TrimSuffix(filepath.Base(book), ".md"), func(t *testing.T) {
+			bs, err := blocks(book)
+			if err != nil || len(bs) == 0 {
+				t.Fatalf("no sh blocks: %v", err)
+			}
+			if err := os.RemoveAll(filepath.Join(work, "data")); err != nil {
+				t.Fatal(err)
+			}
+			groups := &processGroups{}
+			defer groups.kill()
+			if _, err := groups.start(work, "scripts/run-cluster.sh"); err != nil {
+				t.Fatal(err)
+			}
+			err = proc.Poll(30*time.Second, "the local cluster answers", func() (bool, error) {
+				cmd := exec.Command("bin/clusterctl", "--endpoints=127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379", "member", "list")
+				cmd.Dir = work
+				out, err := cmd.CombinedOutput()
+				if err == nil && bytes.Count(out, []byte(", started, ")) == 3 {
+					return true, nil
+				}
+				return false, fmt.Errorf("%v: %s", err, out)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for i, b := range bs {
+				out, err := groups.run(work, 3*time.Minute, b)
+				if err != nil {
+					t.Fatalf("block %d of %s failed: %v\n--- block ---\n%s--- output ---\n%s", i+1, filepath.Base(book), err, b, out)
+				}
+			}
+		})
+	}
+}
+
+// processGroups tracks every process group a runbook starts: a block's background members live
+// on after its bash exits, and all of them must be gone before the next runbook.
+type processGroups struct{ pgids []int }
+
+func (g *processGroups) start(dir string, name string, args ...string) (*exec.Cmd, error) {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, err
+	}
+	g.pgids = append(g.pgids, cmd.Process.Pid)
+	// Reaped only: the whole group is killed at the end.
+	go func() { _ = cmd.Wait() }()
+	return cmd, nil
+}
+
+// run runs one block in bash and returns its combined output.
+func (g *processGroups) run(dir string, timeout time.Duration, block string) (string, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Start(); err != nil {
+		return "", err
+	}
+	g.pgids = append(g.pgids, cmd.Process.Pid)
+	// Background members keep the output pipe open after bash exits; stop waiting for it then.
+	cmd.WaitDelay = time.Second
+	err := cmd.Wait()
+	if ctx.Err() != nil {
+		err = fmt.Errorf("did not finish within %v", timeout)
+	}
+	return out.String(), err
+}
+
+// kill ends every group, politely first so members close their data, then for good.
+func (g *processGroups) kill() {
+	for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {
+		alive := false
+		for _, pg := range g.pgids {
+			if syscall.Kill(-pg, sig) == nil {
+				alive = true
+			}
+		}
+		if !alive {
+			return
+		}
+		_ = proc.Poll(5*time.Second, "process groups exit", func() (bool, error) {
+			for _, pg := range g.pgids {
+				if syscall.Kill(-pg, 0) == nil {
+					return false, nil
+				}
+			}
+			return true, nil
+		})
+	}
+}
