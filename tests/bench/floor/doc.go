@@ -1,0 +1,13 @@
+// Command floor is the least a Go process can do to ask a member for its member list: dial one
+// endpoint, make one unary gRPC call (etcdserverpb.Cluster/MemberList, linearizable, the request
+// `clusterctl member list` sends by default), write the size of the answer, exit.
+//
+// It is the floor that `make bench` measures `clusterctl member list` against, in the same run
+// and on the same cluster, so the ratio between them is what clusterctl itself costs: flag
+// parsing, package initialisation, decoding and printing.
+//
+// Guarantees:
+//   - No generated protobuf code and no logging are linked in: the request is built by hand and
+//     the answer is kept as bytes, so nothing but grpc's own start-up is paid for.
+//   - Exit status 0 only when the member answered; 1 with one line on stderr otherwise.
+package main

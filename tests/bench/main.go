@@ -1,0 +1,256 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+)
+
+// options are the command line; the defaults are what `make bench` runs and what
+// docs/benchmarks.md reports.
+type options struct {
+	warmup        int
+	listRuns      int
+	changeRuns    int
+	confRuns      int
+	fsyncRuns     int
+	cycles        int
+	entries       int
+	snapshotCount int
+	idle          time.Duration
+	fillTimeout   time.Duration
+	timeout       time.Duration
+	out           string
+	parent        string
+	keep          bool
+	buildEtcd     bool
+	logLevel      string
+	build         bool
+}
+
+func parseFlags(args []string, stderr io.Writer) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&o.warmup, "warmup", 5, "unmeasured runs before each measured series")
+	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
+	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
+	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
+	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
+	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
+	fs.IntVar(&o.entries, "entries", 10000, "raft log entries the cluster holds before the first learner starts")
+	fs.IntVar(&o.snapshotCount, "snapshot-count", 1000, "--snapshot-count of every member")
+	fs.DurationVar(&o.idle, "idle", 10*time.Second, "idle time before the members' RSS is read")
+	fs.DurationVar(&o.fillTimeout, "fill-timeout", 100*time.Second, "bound on filling the log")
+	fs.DurationVar(&o.timeout, "timeout", 175*time.Second, "bound on the whole run, build included")
+	fs.StringVar(&o.out, "out", "bench-results/latest.json", "where the JSON results go; a relative path is taken from the module root")
+	fs.StringVar(&o.parent, "dir", "", "parent of the temporary data directory (default .cache/ in the module root; must not be tmpfs)")
+	fs.BoolVar(&o.keep, "keep", false, "keep the data directory and member logs")
+	fs.BoolVar(&o.buildEtcd, "build-etcd", false, "build etcdctl 3.7.1 with scripts/build-etcd.sh if it is not built yet (minutes)")
+	fs.BoolVar(&o.build, "build", true, "build bin/clusterd and bin/clusterctl first (false: use them as they are)")
+	fs.StringVar(&o.logLevel, "log-level", "warn", "--log-level of every member (their logs are kept with -keep)")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() != 0 {
+		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
+	}
+	for name, v := range map[string]int{"list-runs": o.listRuns, "change-runs": o.changeRuns,
+		"conf-runs": o.confRuns, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "entries": o.entries} {
+		if v < 1 {
+			return o, fmt.Errorf("-%s must be at least 1", name)
+		}
+	}
+	if o.warmup < 0 {
+		return o, errors.New("-warmup must not be negative")
+	}
+	return o, nil
+}
+
+func main() { os.Exit(run(os.Args[1:], os.Stdout, os.Stderr)) }
+
+func run(args []string, stdout, stderr io.Writer) int {
+	opt, err := parseFlags(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	// SIGINT and SIGTERM cancel the run; the deferred cleanup then stops every process.
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := context.WithTimeoutCause(ctx, opt.timeout, fmt.Errorf("the run took longer than -timeout=%v", opt.timeout))
+	defer cancel()
+	b := &bench{opt: opt, log: stderr}
+	err = b.run(ctx)
+	b.cleanup()
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	b.rep.printTable(stdout)
+	out := opt.out
+	if !filepath.IsAbs(out) {
+		out = filepath.Join(b.root, out)
+	}
+	if err := b.rep.writeJSON(out); err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "\nJSON: %s\n", opt.out)
+	return 0
+}
+
+// bench is one run: what it built, what it started, what it measured.
+type bench struct {
+	opt  options
+	log  io.Writer
+	root string // module root
+	dir  string // temporary directory for data dirs, logs and the floor binary
+
+	clusterd, clusterctl, floor, etcdctl string
+
+	c   *localCluster
+	r   *runner
+	rep *report
+}
+
+func (b *bench) logf(format string, args ...any) {
+	fmt.Fprintf(b.log, "bench: "+format+"\n", args...)
+}
+
+// cleanup stops every member and removes the temporary directory unless -keep was given. It is
+// called on every path out of run.
+func (b *bench) cleanup() {
+	if b.c != nil {
+		b.c.stop()
+	}
+	if b.r != nil {
+		b.r.close()
+	}
+	if b.dir != "" {
+		if b.opt.keep {
+			b.logf("kept %s", b.dir)
+		} else if err := os.RemoveAll(b.dir); err != nil {
+			b.logf("removing %s: %v", b.dir, err)
+		}
+	}
+}
+
+func (b *bench) run(ctx context.Context) error {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		return err
+	}
+	b.root = root
+	parent := b.opt.parent
+	if parent == "" {
+		parent = filepath.Join(root, ".cache")
+	}
+	if err := os.MkdirAll(parent, 0o755); err != nil {
+		return err
+	}
+	b.dir, err = os.MkdirTemp(parent, "bench-")
+	if err != nil {
+		return err
+	}
+	fsType, err := checkDisk(b.dir)
+	if err != nil {
+		return err
+	}
+	b.rep = newReport(b.opt, b.dir, fsType)
+	if err := b.build(ctx); err != nil {
+		return err
+	}
+	b.r, err = newRunner(b.dir)
+	if err != nil {
+		return err
+	}
+	b.c = &localCluster{bin: b.clusterd, dir: b.dir, extra: []string{
+		fmt.Sprintf("--snapshot-count=%d", b.opt.snapshotCount),
+		"--log-level=" + b.opt.logLevel,
+	}}
+	return b.measure(ctx)
+}
+
+// build builds the two binaries where `make build` puts them, and the floor into the temporary
+// directory; etcdctl is used when scripts/build-etcd.sh has built it (or -build-etcd asks for it).
+func (b *bench) build(ctx context.Context) error {
+	b.clusterd = filepath.Join(b.root, "bin", "clusterd")
+	b.clusterctl = filepath.Join(b.root, "bin", "clusterctl")
+	b.floor = filepath.Join(b.dir, "floor")
+	builds := [][]string{{"build", "-o", b.floor, "./tests/bench/floor"}}
+	if b.opt.build {
+		builds = append(builds,
+			[]string{"build", "-o", b.clusterd, "./cmd/clusterd"},
+			[]string{"build", "-o", b.clusterctl, "./cmd/clusterctl"})
+	} else {
+		b.rep.note("bin/clusterd and bin/clusterctl were used as found (-build=false)")
+	}
+	for _, args := range builds {
+		b.logf("go %s", strings.Join(args, " "))
+	}
+	for _, args := range builds {
+		cmd := exec.CommandContext(ctx, "go", args...)
+		cmd.Dir = b.root
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
+		}
+	}
+	cached := filepath.Join(b.root, ".cache", "etcd-v3.7.1", "etcdctl")
+	if _, err := os.Stat(cached); err != nil && !b.opt.buildEtcd {
+		b.rep.note("etcdctl 3.7.1 is not built (run scripts/build-etcd.sh once, or pass -build-etcd): no etcdctl column")
+		return nil
+	}
+	// The script verifies the cached binaries' version and builds only when they are missing.
+	cmd := exec.CommandContext(ctx, "bash", filepath.Join(b.root, "scripts", "build-etcd.sh"))
+	cmd.Dir = b.root
+	cmd.Stderr = b.log
+	out, err := cmd.Output()
+	lines := strings.Fields(string(out))
+	if err != nil || len(lines) != 2 {
+		b.rep.note(fmt.Sprintf("scripts/build-etcd.sh failed (%v): no etcdctl column", err))
+		return nil
+	}
+	b.etcdctl = lines[1]
+	return nil
+}
+
+// tmpfsMagic is TMPFS_MAGIC from linux/magic.h; ramfs has its own.
+const (
+	tmpfsMagic = 0x01021994
+	ramfsMagic = 0x858458f6
+)
+
+// checkDisk refuses a directory in memory, where fdatasync is free, and returns the file system
+// type for the report.
+func checkDisk(dir string) (string, error) {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(dir, &st); err != nil {
+		return "", err
+	}
+	switch st.Type {
+	case tmpfsMagic, ramfsMagic:
+		return "", fmt.Errorf("%s is in memory (tmpfs/ramfs): fsync costs nothing there; pass -dir with a directory on disk", dir)
+	case 0xef53:
+		return "ext4", nil
+	case 0x58465342:
+		return "xfs", nil
+	case 0x9123683e:
+		return "btrfs", nil
+	}
+	return fmt.Sprintf("statfs type %#x", st.Type), nil
+}

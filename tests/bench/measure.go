@@ -1,0 +1,524 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
+)
+
+// rpcTimeout bounds one in-process request; on loopback each takes milliseconds.
+const rpcTimeout = 5 * time.Second
+
+// newClient returns a pkg/client for the given members, in that order.
+func newClient(ms []*member) (*client.Client, error) {
+	eps := make([]string, len(ms))
+	for i, m := range ms {
+		eps[i] = m.clientAddr
+	}
+	return client.New(client.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
+}
+
+// leaderFirst returns the running members with the leader first, so an in-process request goes
+// straight to the member that decides it and the figure holds no forwarding hop.
+func (b *bench) leaderFirst(ctx context.Context) ([]*member, *member, error) {
+	leader, err := b.c.waitLeader(ctx, 10*time.Second)
+	if err != nil {
+		return nil, nil, err
+	}
+	ms := []*member{leader}
+	for _, m := range b.c.running() {
+		if m != leader {
+			ms = append(ms, m)
+		}
+	}
+	return ms, leader, nil
+}
+
+// waitReady waits for a leader and until every member answers a linearizable member list.
+func (b *bench) waitReady(ctx context.Context) error {
+	if _, err := b.c.waitLeader(ctx, 20*time.Second); err != nil {
+		return err
+	}
+	for _, m := range b.c.running() {
+		cl, err := newClient([]*member{m})
+		if err != nil {
+			return err
+		}
+		err = poll(ctx, 10*time.Second, "wait for "+m.name+" to serve member list", func() (bool, error) {
+			cctx, cancel := context.WithTimeout(ctx, time.Second)
+			defer cancel()
+			r, err := cl.MemberList(cctx, true)
+			if err != nil {
+				return false, err
+			}
+			for _, x := range r.Members {
+				if !x.Started {
+					return false, fmt.Errorf("%s is not started yet", x.Name)
+				}
+			}
+			return true, nil
+		})
+		cl.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// fsyncFloor appends 4 KiB records to a new file in the data dirs' file system and fdatasyncs
+// after each: the least one durable raft write can cost here. The file grows like an append-only
+// log, so each fdatasync also writes the new size, as it does for a log that is not preallocated.
+func (b *bench) fsyncFloor(ctx context.Context) (samples, error) {
+	f, err := os.OpenFile(filepath.Join(b.dir, "data", "fsync-floor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_EXCL, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	record := make([]byte, 4096)
+	for i := range record {
+		record[i] = byte(i)
+	}
+	var s samples
+	for i := range b.opt.warmup + b.opt.fsyncRuns {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		start := time.Now()
+		if _, err := f.Write(record); err != nil {
+			return nil, err
+		}
+		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return nil, err
+		}
+		if i >= b.opt.warmup {
+			s = append(s, millis(time.Since(start)))
+		}
+	}
+	return s, nil
+}
+
+// vmRSS reads the resident set of a process from /proc, in MiB.
+func vmRSS(pid int) (float64, error) {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return 0, err
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			f := strings.Fields(rest) // "12345 kB"
+			if len(f) == 2 && f[1] == "kB" {
+				kb, err := strconv.ParseFloat(f[0], 64)
+				return kb / 1024, err
+			}
+		}
+	}
+	return 0, fmt.Errorf("no VmRSS line in /proc/%d/status", pid)
+}
+
+// tool is one CLI whose member list is timed.
+type tool struct {
+	key  string
+	path string
+	args []string
+}
+
+// listRuns times whole `member list` processes of each tool, interleaved run by run so that any
+// drift of the machine (page cache, frequency, a neighbour) falls on all of them alike.
+func (b *bench) listRuns(ctx context.Context, tools []tool) (map[string][]runResult, error) {
+	res := map[string][]runResult{}
+	for i := range b.opt.warmup + b.opt.listRuns {
+		for j := range tools {
+			// Rotating the order keeps any tool from always running right after another.
+			t := tools[(i+j)%len(tools)]
+			r, err := b.r.run(ctx, t.path, t.args...)
+			if err != nil {
+				return nil, err
+			}
+			if i == 0 && t.key != "floor" && strings.Count(r.stdout, "\n") != 3 {
+				return nil, fmt.Errorf("%s member list printed %q, want 3 lines", t.key, r.stdout)
+			}
+			if i >= b.opt.warmup {
+				res[t.key] = append(res[t.key], r)
+			}
+		}
+	}
+	return res, nil
+}
+
+var addedID = regexp.MustCompile(`Member\s+([0-9a-f]+) added`)
+
+// addRemoveRuns times `member add NAME --peer-urls=URL --learner` followed by `member remove ID`,
+// two processes per pair, for each CLI in turn. The learner is never started: the pair is what
+// an operator's script pays for the two commands.
+func (b *bench) addRemoveRuns(ctx context.Context, clis map[string]string, eps string) (map[string]samples, error) {
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	peer := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range clis {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	res := map[string]samples{}
+	for i := range b.opt.warmup + b.opt.changeRuns {
+		for _, k := range keys {
+			name := fmt.Sprintf("bench-%s-%d", k, i)
+			add, err := b.r.run(ctx, clis[k], "--endpoints="+eps, "member", "add", name, "--peer-urls="+peer, "--learner")
+			if err != nil {
+				return nil, err
+			}
+			m := addedID.FindStringSubmatch(add.stdout)
+			if m == nil {
+				return nil, fmt.Errorf("%s member add printed %q: no member ID", k, add.stdout)
+			}
+			rm, err := b.r.run(ctx, clis[k], "--endpoints="+eps, "member", "remove", m[1])
+			if err != nil {
+				return nil, err
+			}
+			if i >= b.opt.warmup {
+				res[k] = append(res[k], millis(add.wall+rm.wall))
+			}
+		}
+	}
+	return res, nil
+}
+
+// confChangeRuns times single membership changes through pkg/client in this process: a learner
+// added, then removed, each a change of its own.
+func (b *bench) confChangeRuns(ctx context.Context) (samples, error) {
+	ms, _, err := b.leaderFirst(ctx)
+	if err != nil {
+		return nil, err
+	}
+	cl, err := newClient(ms)
+	if err != nil {
+		return nil, err
+	}
+	defer cl.Close()
+	ports, err := proc.FreePorts(1)
+	if err != nil {
+		return nil, err
+	}
+	peer := []string{"http://127.0.0.1:" + strconv.Itoa(ports[0])}
+	var s samples
+	for i := range b.opt.warmup + b.opt.confRuns {
+		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		start := time.Now()
+		add, err := cl.MemberAdd(cctx, "bench-inproc", peer, true)
+		mid := time.Now()
+		if err != nil {
+			cancel()
+			return nil, fmt.Errorf("member add: %w", err)
+		}
+		_, err = cl.MemberRemove(cctx, add.ID)
+		end := time.Now()
+		cancel()
+		if err != nil {
+			return nil, fmt.Errorf("member remove: %w", err)
+		}
+		if i >= b.opt.warmup {
+			s = append(s, millis(mid.Sub(start)), millis(end.Sub(mid)))
+		}
+	}
+	return s, nil
+}
+
+// fillResult says how the log was filled.
+type fillResult struct {
+	Changes   int     `json:"changes"`
+	RaftIndex uint64  `json:"raft_index"`
+	Seconds   float64 `json:"seconds"`
+}
+
+// fillLog commits membership changes until the leader's raft index reaches b.opt.entries: a
+// learner that is never started has its peer URL updated back and forth. clusterd's only state
+// is membership, so conf changes are the only entries a client can create; an update is one
+// request per entry, where adding and removing a learner takes two requests for two entries and
+// leaves an ID behind in the removed list each time.
+func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
+	ms, leader, err := b.leaderFirst(ctx)
+	if err != nil {
+		return fillResult{}, err
+	}
+	cl, err := newClient(ms)
+	if err != nil {
+		return fillResult{}, err
+	}
+	defer cl.Close()
+	ports, err := proc.FreePorts(2)
+	if err != nil {
+		return fillResult{}, err
+	}
+	urls := [2][]string{
+		{"http://127.0.0.1:" + strconv.Itoa(ports[0])},
+		{"http://127.0.0.1:" + strconv.Itoa(ports[1])},
+	}
+	start := time.Now()
+	deadline := start.Add(b.opt.fillTimeout)
+	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	ghost, err := cl.MemberAdd(cctx, "filler", urls[0], true)
+	cancel()
+	if err != nil {
+		return fillResult{}, fmt.Errorf("member add filler: %w", err)
+	}
+	res := fillResult{Changes: 1}
+	// Each update commits one entry, so b.opt.entries updates are always enough; the raft index
+	// is read every 200 changes to stop as soon as the log is long enough.
+	for i := 1; i <= b.opt.entries; i++ {
+		if i%200 == 0 {
+			st, err := leader.status(ctx)
+			if err != nil {
+				return res, err
+			}
+			res.RaftIndex = st.GetRaftIndex()
+			if res.RaftIndex >= uint64(b.opt.entries) {
+				break
+			}
+		}
+		if time.Now().After(deadline) {
+			return res, fmt.Errorf("filling the log: %d changes, raft index %d after %v; want %d entries (raise -fill-timeout or lower -entries)",
+				res.Changes, res.RaftIndex, b.opt.fillTimeout, b.opt.entries)
+		}
+		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		_, err := cl.MemberUpdate(cctx, ghost.ID, urls[i%2])
+		cancel()
+		if err != nil {
+			return res, fmt.Errorf("member update filler (change %d): %w", i, err)
+		}
+		res.Changes++
+	}
+	cctx, cancel = context.WithTimeout(ctx, rpcTimeout)
+	_, err = cl.MemberRemove(cctx, ghost.ID)
+	cancel()
+	if err != nil {
+		return res, fmt.Errorf("member remove filler: %w", err)
+	}
+	res.Changes++
+	st, err := leader.status(ctx)
+	if err != nil {
+		return res, err
+	}
+	res.RaftIndex = st.GetRaftIndex()
+	res.Seconds = time.Since(start).Seconds()
+	return res, nil
+}
+
+// learnerResult is one learner's way from process start to promotion.
+type learnerResult struct {
+	Name      string  `json:"name"`
+	StartedAt string  `json:"started_at"` // wall clock, to line up with the members' logs
+	ReadyMS   float64 `json:"ready_ms"`
+	Attempts  int     `json:"promote_attempts"`
+}
+
+// learnerReady adds a learner with `clusterctl member add -w env`, starts its process with the
+// printed environment, and asks the leader to promote it every promoteInterval until it accepts.
+// The figure runs from just before the process is started until the promote succeeded.
+func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, error) {
+	res := learnerResult{Name: name}
+	ms, _, err := b.leaderFirst(ctx)
+	if err != nil {
+		return res, err
+	}
+	m, err := newMember(b.dir, name)
+	if err != nil {
+		return res, err
+	}
+	out, err := b.r.run(ctx, b.clusterctl, "--endpoints="+endpoints(ms), "member", "add", name,
+		"--peer-urls="+m.peerURL, "--learner", "-w", "env")
+	if err != nil {
+		return res, err
+	}
+	env, err := cluster.ParseEnv(out.stdout)
+	if err != nil {
+		return res, fmt.Errorf("member add -w env printed %q: %v", out.stdout, err)
+	}
+	cl, err := newClient(ms)
+	if err != nil {
+		return res, err
+	}
+	defer cl.Close()
+	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	list, err := cl.MemberList(cctx, true)
+	cancel()
+	if err != nil {
+		return res, err
+	}
+	var id uint64
+	for _, x := range list.Members {
+		if slices.Contains(x.PeerURLs, m.peerURL) {
+			id = x.ID
+		}
+	}
+	if id == 0 {
+		return res, fmt.Errorf("%s (%s) is not in the member list after member add", name, m.peerURL)
+	}
+	start := time.Now()
+	res.StartedAt = start.UTC().Format(time.RFC3339Nano)
+	if err := b.c.start(m, m.listenArgs(), env); err != nil {
+		return res, err
+	}
+	const promoteInterval = 2 * time.Millisecond
+	deadline := start.Add(30 * time.Second)
+	var last error
+	// Bounded by the deadline and, since every attempt waits promoteInterval, by a count.
+	for attempt := 0; attempt < int(30*time.Second/promoteInterval); attempt++ {
+		if !m.running() {
+			e, _ := m.p.Wait(0)
+			return res, fmt.Errorf("learner %s exited (%v): %s", name, e, m.p.StderrTail(10))
+		}
+		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+		_, err := cl.MemberPromote(cctx, id)
+		cancel()
+		res.Attempts++
+		if err == nil {
+			res.ReadyMS = millis(time.Since(start))
+			return res, nil
+		}
+		last = err
+		var se *client.ServerError
+		if !errors.As(err, &se) || !errors.Is(err, client.ErrLearnerNotReady) {
+			// Anything but "not in sync yet" is worth seeing in the failure, but retried: a
+			// leader change during the start is possible and not the learner's fault.
+			last = fmt.Errorf("attempt %d: %w", attempt, err)
+		}
+		if ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(promoteInterval)
+	}
+	return res, fmt.Errorf("learner %s not promoted within 30s: %v", name, last)
+}
+
+// removalResult is one leader removal as a client with every endpoint saw it.
+type removalResult struct {
+	LongestGapMS float64 `json:"longest_gap_ms"`
+	Successes    int     `json:"successes"`
+	Failures     int     `json:"failures"`
+	// GapFromMS is when the longest gap began, relative to the start of the removal request.
+	GapFromMS  float64 `json:"gap_from_ms"`
+	RemoveMS   float64 `json:"remove_ms"` // how long MemberRemove of the leader took
+	ExitStatus string  `json:"removed_member_exit"`
+	FirstError string  `json:"first_error,omitempty"`
+}
+
+// leaderRemoval removes the leader while one client with every running member's endpoint (the
+// leader's first, so it has to move on) lists the members linearizably in a loop, and returns
+// the longest time between two successful lists.
+func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
+	ms, leader, err := b.leaderFirst(ctx)
+	if err != nil {
+		return removalResult{}, err
+	}
+	st, err := leader.status(ctx)
+	if err != nil {
+		return removalResult{}, err
+	}
+	leaderID := st.GetHeader().GetMemberId()
+	reader, err := newClient(ms)
+	if err != nil {
+		return removalResult{}, err
+	}
+	defer reader.Close()
+	stop := make(chan struct{})
+	type outcome struct {
+		at    []time.Time
+		err   int
+		first error
+	}
+	done := make(chan outcome, 1)
+	go func() {
+		var o outcome
+		o.at = append(o.at, time.Now())
+		// Bounded by time and count: at most 20 s and 200,000 lists.
+		until := time.Now().Add(20 * time.Second)
+		for range 200000 {
+			select {
+			case <-stop:
+				done <- o
+				return
+			default:
+			}
+			if time.Now().After(until) {
+				break
+			}
+			cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+			_, err := reader.MemberList(cctx, true)
+			cancel()
+			if err == nil {
+				o.at = append(o.at, time.Now())
+			} else {
+				if o.err == 0 {
+					o.first = err
+				}
+				o.err++
+			}
+		}
+		<-stop
+		done <- o
+	}()
+	finish := func() outcome { close(stop); return <-done }
+
+	// A baseline of successes before the removal shows the loop's own pace.
+	time.Sleep(300 * time.Millisecond)
+	remover, err := newClient(ms)
+	if err != nil {
+		finish()
+		return removalResult{}, err
+	}
+	defer remover.Close()
+	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
+	rmStart := time.Now()
+	_, err = remover.MemberRemove(cctx, leaderID)
+	rmTook := time.Since(rmStart)
+	cancel()
+	if err != nil {
+		finish()
+		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.name, err)
+	}
+	res := removalResult{RemoveMS: millis(rmTook)}
+	e, werr := leader.p.Wait(10 * time.Second)
+	if werr != nil {
+		res.ExitStatus = "still running 10s after its removal"
+	} else {
+		res.ExitStatus = e.String()
+	}
+	if _, err := b.c.waitLeader(ctx, 10*time.Second); err != nil {
+		finish()
+		return res, err
+	}
+	// The reader keeps going a while after a new leader is known, so a gap that ends late is
+	// still seen.
+	time.Sleep(500 * time.Millisecond)
+	o := finish()
+	res.Successes, res.Failures = len(o.at)-1, o.err
+	if o.first != nil {
+		res.FirstError = o.first.Error()
+	}
+	for i := 1; i < len(o.at); i++ {
+		if g := millis(o.at[i].Sub(o.at[i-1])); g > res.LongestGapMS {
+			res.LongestGapMS, res.GapFromMS = g, millis(o.at[i-1].Sub(rmStart))
+		}
+	}
+	if res.Successes == 0 {
+		return res, errors.New("no member list succeeded during the leader removal")
+	}
+	return res, nil
+}

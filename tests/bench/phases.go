@@ -1,0 +1,117 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"time"
+)
+
+// measure runs every measurement in an order that needs no member to be restarted: the figures
+// that want a fresh, quiet cluster first, then the log is filled, then each cycle adds a
+// learner (learner ready) and removes the leader (leader removal), which leaves three voters
+// again for the next cycle.
+func (b *bench) measure(ctx context.Context) error {
+	b.logf("starting 3 members in %s", b.dir)
+	if err := b.c.bootstrap(3); err != nil {
+		return err
+	}
+	if err := b.waitReady(ctx); err != nil {
+		return err
+	}
+	boot := b.c.running()
+	eps := endpoints(boot)
+
+	// Idle memory: the fsync floor runs in this process during the idle time, which the members
+	// do not see; they only exchange heartbeats.
+	idleFrom := time.Now()
+	b.logf("fsync floor, then %v idle", b.opt.idle)
+	fsync, err := b.fsyncFloor(ctx)
+	if err != nil {
+		return err
+	}
+	if err := sleepCtx(ctx, time.Until(idleFrom.Add(b.opt.idle))); err != nil {
+		return err
+	}
+	var rss samples
+	for _, m := range boot {
+		v, err := vmRSS(m.p.Pid())
+		if err != nil {
+			return err
+		}
+		rss = append(rss, v)
+	}
+
+	b.logf("member list: %d runs (+%d warm-up) per program", b.opt.listRuns, b.opt.warmup)
+	tools := []tool{
+		{key: "clusterctl", path: b.clusterctl, args: []string{"--endpoints=" + eps, "member", "list"}},
+		{key: "floor", path: b.floor, args: []string{boot[0].clientAddr}},
+	}
+	clis := map[string]string{"clusterctl": b.clusterctl}
+	if b.etcdctl != "" {
+		tools = append(tools, tool{key: "etcdctl", path: b.etcdctl, args: []string{"--endpoints=" + eps, "member", "list"}})
+		clis["etcdctl"] = b.etcdctl
+	}
+	lists, err := b.listRuns(ctx, tools)
+	if err != nil {
+		return err
+	}
+
+	b.logf("member add --learner + member remove: %d pairs (+%d warm-up) per CLI", b.opt.changeRuns, b.opt.warmup)
+	pairs, err := b.addRemoveRuns(ctx, clis, eps)
+	if err != nil {
+		return err
+	}
+
+	b.logf("conf changes in process: %d pairs (+%d warm-up)", b.opt.confRuns, b.opt.warmup)
+	conf, err := b.confChangeRuns(ctx)
+	if err != nil {
+		return err
+	}
+
+	b.logf("filling the log to %d entries", b.opt.entries)
+	fill, err := b.fillLog(ctx)
+	if err != nil {
+		return err
+	}
+	b.logf("filled: %d changes in %.1fs, raft index %d", fill.Changes, fill.Seconds, fill.RaftIndex)
+
+	var ready samples
+	var learners []learnerResult
+	var gaps samples
+	var removals []removalResult
+	for k := range b.opt.cycles {
+		b.logf("cycle %d/%d: learner ready, leader removal", k+1, b.opt.cycles)
+		v, err := b.learnerReady(ctx, fmt.Sprintf("learner%d", k))
+		if err != nil {
+			return err
+		}
+		ready = append(ready, v.ReadyMS)
+		learners = append(learners, v)
+		rr, err := b.leaderRemoval(ctx)
+		if err != nil {
+			return err
+		}
+		removals = append(removals, rr)
+		gaps = append(gaps, rr.LongestGapMS)
+	}
+
+	b.rep.fill(figures{
+		lists: lists, pairs: pairs, conf: conf, fsync: fsync, rss: rss,
+		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
+	})
+	return nil
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return nil
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return context.Cause(ctx)
+	case <-t.C:
+		return nil
+	}
+}

@@ -1,0 +1,322 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strings"
+	"text/tabwriter"
+	"time"
+)
+
+// row is one figure of the table and of the JSON. Field names are what scripts comparing runs
+// read: never rename them.
+type row struct {
+	Key     string   `json:"key"`
+	Figure  string   `json:"figure"`
+	Unit    string   `json:"unit"`
+	Runs    int      `json:"runs"`
+	Warmup  int      `json:"warmup"`
+	Median  float64  `json:"median"`
+	P99     float64  `json:"p99"`
+	Max     float64  `json:"max"`
+	Target  string   `json:"target"`
+	Ratio   *float64 `json:"ratio,omitempty"`
+	RatioTo string   `json:"ratio_to,omitempty"`
+	Met     *bool    `json:"met,omitempty"`
+}
+
+type machine struct {
+	CPUs       int    `json:"cpus"`
+	CPUModel   string `json:"cpu_model"`
+	Kernel     string `json:"kernel"`
+	GoVersion  string `json:"go_version"`
+	FileSystem string `json:"file_system"`
+	Device     string `json:"device"`
+	// The load averages before and after the run: other work on the machine shows up in every
+	// figure, so a run is only comparable with another run on an equally quiet machine.
+	LoadBefore string `json:"loadavg_before"`
+	LoadAfter  string `json:"loadavg_after"`
+}
+
+type report struct {
+	Time     string          `json:"time"`
+	Machine  machine         `json:"machine"`
+	Options  map[string]any  `json:"options"`
+	Rows     []row           `json:"rows"`
+	Learners []learnerResult `json:"learners,omitempty"`
+	Removals []removalResult `json:"leader_removals,omitempty"`
+	Fill     *fillResult     `json:"log_fill,omitempty"`
+	Notes    []string        `json:"notes"`
+}
+
+func newReport(o options, dir, fsType string) *report {
+	return &report{
+		Time: time.Now().UTC().Format(time.RFC3339),
+		Machine: machine{
+			CPUs:       runtime.NumCPU(),
+			CPUModel:   cpuModel(),
+			Kernel:     strings.TrimSpace(readFile("/proc/sys/kernel/osrelease")),
+			GoVersion:  runtime.Version(),
+			FileSystem: fsType,
+			Device:     device(dir),
+			LoadBefore: loadavg(),
+		},
+		Options: map[string]any{
+			"warmup": o.warmup, "list_runs": o.listRuns, "change_runs": o.changeRuns,
+			"conf_runs": o.confRuns, "fsync_runs": o.fsyncRuns, "cycles": o.cycles,
+			"entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
+		},
+		Notes: []string{},
+	}
+}
+
+func (r *report) note(s string) { r.Notes = append(r.Notes, s) }
+
+func readFile(p string) string {
+	b, err := os.ReadFile(p)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
+
+// loadavg returns the 1, 5 and 15 minute load averages.
+func loadavg() string {
+	f := strings.Fields(readFile("/proc/loadavg"))
+	if len(f) < 3 {
+		return ""
+	}
+	return strings.Join(f[:3], " ")
+}
+
+func cpuModel() string {
+	for _, line := range strings.Split(readFile("/proc/cpuinfo"), "\n") {
+		if k, v, ok := strings.Cut(line, ":"); ok && strings.TrimSpace(k) == "model name" {
+			return strings.TrimSpace(v)
+		}
+	}
+	return "unknown"
+}
+
+// device names the block device holding dir, its driver and whether the kernel calls it
+// rotational, from /proc/self/mountinfo and /sys/block.
+func device(dir string) string {
+	var best, src string
+	for _, line := range strings.Split(readFile("/proc/self/mountinfo"), "\n") {
+		pre, post, ok := strings.Cut(line, " - ")
+		f, g := strings.Fields(pre), strings.Fields(post)
+		if !ok || len(f) < 5 || len(g) < 2 {
+			continue
+		}
+		mnt := f[4]
+		if (strings.HasPrefix(dir, mnt+"/") || dir == mnt || mnt == "/") && len(mnt) >= len(best) {
+			best, src = mnt, g[1]
+		}
+	}
+	if !strings.HasPrefix(src, "/dev/") {
+		return src
+	}
+	name := filepath.Base(src)
+	sys := filepath.Join("/sys/class/block", name)
+	// A partition's queue is its disk's.
+	if _, err := os.Stat(filepath.Join(sys, "partition")); err == nil {
+		if p, err := filepath.EvalSymlinks(sys); err == nil {
+			sys = filepath.Dir(p)
+		}
+	}
+	desc := src
+	if d, err := filepath.EvalSymlinks(filepath.Join(sys, "device", "driver")); err == nil {
+		desc += ", driver " + filepath.Base(d)
+	}
+	if model := strings.TrimSpace(readFile(filepath.Join(sys, "device", "model"))); model != "" {
+		desc += ", model " + model
+	}
+	switch strings.TrimSpace(readFile(filepath.Join(sys, "queue", "rotational"))) {
+	case "0":
+		desc += ", rotational=0"
+	case "1":
+		desc += ", rotational=1"
+	}
+	return desc
+}
+
+// figures are the raw measurements of one run.
+type figures struct {
+	lists    map[string][]runResult
+	pairs    map[string]samples
+	conf     samples
+	fsync    samples
+	rss      samples
+	ready    samples
+	learners []learnerResult
+	gaps     samples
+	removals []removalResult
+	fill     fillResult
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func stat(key, figure, unit string, s samples, warmup int, target string) row {
+	return row{Key: key, Figure: figure, Unit: unit, Runs: len(s), Warmup: warmup,
+		Median: s.median(), P99: s.p99(), Max: s.max(), Target: target}
+}
+
+func pick(rs []runResult, f func(runResult) float64) samples {
+	s := make(samples, len(rs))
+	for i, r := range rs {
+		s[i] = f(r)
+	}
+	return s
+}
+
+func wallOf(r runResult) float64 { return millis(r.wall) }
+func cpuOf(r runResult) float64  { return millis(r.cpu) }
+func rssOf(r runResult) float64  { return r.maxRSS }
+
+// fill turns the measurements into rows, with the targets of issue 6 and the ratios to the floors
+// measured in the same run.
+func (r *report) fill(f figures) {
+	w := r.Options["warmup"].(int)
+	ctl := f.lists["clusterctl"]
+	floor := f.lists["floor"]
+	etcd, haveEtcd := f.lists["etcdctl"]
+
+	list := stat("member_list_wall", "clusterctl member list, wall (process, 3 members)", "ms", pick(ctl, wallOf), w, "<= 5.5 ms")
+	list.Met = ptr(list.Median <= 5.5)
+	fl := stat("floor_wall", "floor: dial + one unary gRPC call, wall (process)", "ms", pick(floor, wallOf), w, "report")
+	list.Ratio, list.RatioTo = ptr(list.Median/fl.Median), "floor_wall"
+	ratio := stat("member_list_vs_floor", "clusterctl member list / floor (medians)", "x", nil, w, "<= 1.3x")
+	ratio.Runs, ratio.Median, ratio.P99, ratio.Max = len(ctl), list.Median/fl.Median, list.P99/fl.P99, math.NaN()
+	ratio.Met = ptr(ratio.Median <= 1.3)
+	r.Rows = append(r.Rows, list, fl, ratio)
+	if haveEtcd {
+		e := stat("etcdctl_member_list_wall", "etcdctl 3.7.1 member list, wall (same cluster)", "ms", pick(etcd, wallOf), w, "report (11 ms vs etcd)")
+		list.Ratio = nil
+		r.Rows = append(r.Rows, e)
+		cmp := ratio
+		cmp.Key, cmp.Figure, cmp.Target, cmp.Met = "member_list_vs_etcdctl", "clusterctl member list / etcdctl member list (medians)", "<= 0.5x", ptr(list.Median/e.Median <= 0.5)
+		cmp.Median, cmp.P99 = list.Median/e.Median, list.P99/e.P99
+		r.Rows = append(r.Rows, cmp)
+	}
+	r.Rows = append(r.Rows,
+		stat("member_list_cpu", "clusterctl member list, CPU user+sys", "ms", pick(ctl, cpuOf), w, "report (etcdctl vs etcd: 12 ms)"),
+		stat("floor_cpu", "floor, CPU user+sys", "ms", pick(floor, cpuOf), w, "report"))
+	if haveEtcd {
+		r.Rows = append(r.Rows, stat("etcdctl_member_list_cpu", "etcdctl member list, CPU user+sys", "ms", pick(etcd, cpuOf), w, "report"))
+	}
+
+	ar := stat("add_remove_wall", "clusterctl member add --learner + member remove, wall (2 processes)", "ms", f.pairs["clusterctl"], w, "<= 15 ms")
+	ar.Met = ptr(ar.Median <= 15)
+	r.Rows = append(r.Rows, ar)
+	if e, ok := f.pairs["etcdctl"]; ok {
+		er := stat("etcdctl_add_remove_wall", "etcdctl add --learner + remove, wall (same cluster)", "ms", e, w, "report (29 ms vs etcd)")
+		ar.Ratio, ar.RatioTo = ptr(ar.Median/er.Median), "etcdctl_add_remove_wall"
+		r.Rows[len(r.Rows)-1] = ar
+		r.Rows = append(r.Rows, er)
+	}
+
+	fs := stat("fsync_floor", "fsync floor: append 4 KiB + fdatasync", "ms", f.fsync, w, "report")
+	cc := stat("conf_change", "one conf change in process (pkg/client, leader first)", "ms", f.conf, 2*w, "<= 3x fsync floor")
+	cc.Ratio, cc.RatioTo = ptr(cc.Median/fs.Median), "fsync_floor"
+	cc.Met = ptr(*cc.Ratio <= 3)
+	r.Rows = append(r.Rows, cc, fs)
+
+	lr := stat("leader_removal_gap", "leader removal: longest gap between linearizable member lists", "ms", f.gaps, 0, "<= 150 ms")
+	lr.Met = ptr(lr.Max <= 150)
+	ready := stat("learner_ready", fmt.Sprintf("learner ready: process start to promote (log of %d entries)", f.fill.RaftIndex), "ms", f.ready, 0, "<= 52 ms")
+	ready.Met = ptr(ready.Median <= 52)
+	r.Rows = append(r.Rows, lr, ready)
+
+	idle := stat("idle_rss", "idle clusterd RSS after 10 s (each of 3)", "MiB", f.rss, 0, "<= 20 MiB")
+	idle.Met = ptr(idle.Max <= 20)
+	r.Rows = append(r.Rows, idle,
+		stat("member_list_peak_rss", "clusterctl member list peak RSS", "MiB", pick(ctl, rssOf), w, "report (etcdctl: 18.9 MiB)"),
+		stat("floor_peak_rss", "floor peak RSS", "MiB", pick(floor, rssOf), w, "report"))
+	if haveEtcd {
+		r.Rows = append(r.Rows, stat("etcdctl_peak_rss", "etcdctl member list peak RSS", "MiB", pick(etcd, rssOf), w, "report"))
+	}
+	r.Machine.LoadAfter = loadavg()
+	r.Removals = f.removals
+	r.Learners = f.learners
+	r.Fill = &f.fill
+}
+
+func num(v float64) string {
+	if math.IsNaN(v) {
+		return "-"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func (r *report) printTable(w io.Writer) {
+	fmt.Fprintf(w, "machine: %d CPUs, %s, kernel %s, %s, %s on %s\nload average before: %s, after: %s\n\n",
+		r.Machine.CPUs, r.Machine.CPUModel, r.Machine.Kernel, r.Machine.GoVersion, r.Machine.FileSystem,
+		r.Machine.Device, r.Machine.LoadBefore, r.Machine.LoadAfter)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "figure\tunit\truns (+warm-up)\tmedian\tp99\tmax\ttarget\tratio\tmet")
+	for _, x := range r.Rows {
+		ratio := ""
+		if x.Ratio != nil {
+			ratio = fmt.Sprintf("%.2fx %s", *x.Ratio, x.RatioTo)
+		}
+		met := ""
+		if x.Met != nil {
+			met = map[bool]string{true: "yes", false: "NO"}[*x.Met]
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d (+%d)\t%s\t%s\t%s\t%s\t%s\t%s\n", x.Figure, x.Unit, x.Runs, x.Warmup,
+			num(x.Median), num(x.P99), num(x.Max), x.Target, ratio, met)
+	}
+	tw.Flush()
+	for _, l := range r.Learners {
+		fmt.Fprintf(w, "learner %s: started %s, promoted after %.1f ms, %d promote attempts\n", l.Name, l.StartedAt, l.ReadyMS, l.Attempts)
+	}
+	for _, rm := range r.Removals {
+		fmt.Fprintf(w, "leader removal: longest gap %.1f ms from %+.1f ms, %d lists ok, %d failed, remove took %.1f ms, removed member: %s\n",
+			rm.LongestGapMS, rm.GapFromMS, rm.Successes, rm.Failures, rm.RemoveMS, rm.ExitStatus)
+		if rm.FirstError != "" {
+			fmt.Fprintf(w, "  first failed list: %s\n", rm.FirstError)
+		}
+	}
+	if r.Fill != nil {
+		fmt.Fprintf(w, "log: %d conf changes in %.1f s, raft index %d\n", r.Fill.Changes, r.Fill.Seconds, r.Fill.RaftIndex)
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+// writeJSON writes the report; NaN (a p99 of a ratio, say) becomes null, as JSON has no NaN.
+func (r *report) writeJSON(path string) error {
+	type jrow struct {
+		row
+		Median *float64 `json:"median"`
+		P99    *float64 `json:"p99"`
+		Max    *float64 `json:"max"`
+	}
+	opt := func(v float64) *float64 {
+		if math.IsNaN(v) {
+			return nil
+		}
+		return &v
+	}
+	out := struct {
+		*report
+		Rows []jrow `json:"rows"`
+	}{report: r}
+	for _, x := range r.Rows {
+		out.Rows = append(out.Rows, jrow{row: x, Median: opt(x.Median), P99: opt(x.P99), Max: opt(x.Max)})
+	}
+	b, err := json.MarshalIndent(out, "", "  ")
+	if err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(b, '\n'), 0o644)
+}
