@@ -18,12 +18,14 @@ check:
 	$(GO) vet ./...
 
 # The server packages run under the race detector; everything else, end-to-end and interop
-# tests included, runs once without it.
+# tests included, runs once without it. Packages run one at a time (-p 1): the process tests
+# each start clusters, and the runbook tests need the fixed ports of make run, which another
+# package's ephemeral ports could otherwise take.
 race:
 	$(GO) test -race -count=1 ./pkg/server/...
 
 unit:
-	$(GO) test -count=1 ./...
+	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
 test: check race unit
 
