@@ -22,6 +22,9 @@
 //     connection: etcd ignores the dry-run flag and would make the change. Otherwise it fails
 //     with a *DryRunUnsupportedError before any change is sent. Only the dry-run methods pay for
 //     finding that out.
+//   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a
+//     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
+//     named appears only whole, checksum-verified and synced; on any failure it does not exist.
 //
 // A Client is not safe for concurrent use: a command makes its calls one after another.
 package client

@@ -215,3 +215,35 @@ func (codec) Unmarshal(data []byte, v any) error {
 	}
 	return a.unmarshal(data)
 }
+
+// methodSnapshot is Maintenance.Snapshot, a server stream.
+const methodSnapshot = "/etcdserverpb.Maintenance/Snapshot"
+
+// snapshotRequest is SnapshotRequest{}: it has no fields.
+func snapshotRequest() request { return request{} }
+
+// snapshotAnswer is SnapshotResponse{header = 1, remaining_bytes = 2, blob = 3, version = 4}.
+type snapshotAnswer struct {
+	Header         Header
+	RemainingBytes uint64
+	Blob           []byte
+	Version        string
+}
+
+func (s *snapshotAnswer) unmarshal(b []byte) error {
+	*s = snapshotAnswer{}
+	return eachField(b, func(f field) error {
+		switch {
+		case f.num == 1 && f.typ == protowire.BytesType:
+			return s.Header.unmarshal(f.bytes)
+		case f.num == 2 && f.typ == protowire.VarintType:
+			s.RemainingBytes = f.varint
+		case f.num == 3 && f.typ == protowire.BytesType:
+			// grpc may reuse the message buffer for the next message: keep a copy.
+			s.Blob = append([]byte(nil), f.bytes...)
+		case f.num == 4 && f.typ == protowire.BytesType:
+			s.Version = string(f.bytes)
+		}
+		return nil
+	})
+}

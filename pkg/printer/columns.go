@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -8,8 +9,6 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/olekukonko/tablewriter"
-	"github.com/olekukonko/tablewriter/renderer"
-	"github.com/olekukonko/tablewriter/tw"
 )
 
 // column is one field of a member in member list's simple and table output.
@@ -55,28 +54,34 @@ func simpleList(w io.Writer, r *client.ListResult) error {
 }
 
 func tableList(w io.Writer, r *client.ListResult) error {
-	t := tablewriter.NewTable(w,
-		tablewriter.WithRenderer(renderer.NewBlueprint(tw.Rendition{Symbols: tw.NewSymbols(tw.StyleASCII)})),
-		tablewriter.WithHeaderAutoFormat(tw.Off),
-		tablewriter.WithHeaderAlignment(tw.AlignCenter),
-		// etcdctl aligns cells right; the same look keeps eyes used to it at home.
-		tablewriter.WithRowAlignment(tw.AlignRight),
-	)
-	header := make([]any, len(memberColumns))
+	// tablewriter v0.0.5, as etcdctl uses, rather than v1: v1 and its dependencies build tables at
+	// package initialisation, which every clusterctl command paid for at start-up whether it drew a
+	// table or not. The table goes to a buffer first because v0.0.5's Render drops write errors;
+	// one Write also gives the caller those errors and stdout one system call.
+	var b bytes.Buffer
+	t := tablewriter.NewWriter(&b)
+	t.SetAutoFormatHeaders(false)
+	// Addresses have no spaces to wrap at; turning wrapping off keeps a long cell on one line
+	// whatever the library's idea of a wide column is.
+	t.SetAutoWrapText(false)
+	t.SetHeaderAlignment(tablewriter.ALIGN_CENTER)
+	// etcdctl aligns cells right; the same look keeps eyes used to it at home.
+	t.SetAlignment(tablewriter.ALIGN_RIGHT)
+	header := make([]string, len(memberColumns))
 	for i, c := range memberColumns {
 		header[i] = c.header
 	}
-	t.Header(header...)
+	t.SetHeader(header)
 	for _, m := range r.Members {
 		row := make([]string, len(memberColumns))
 		for i, c := range memberColumns {
 			row[i] = c.value(m)
 		}
-		if err := t.Append(row); err != nil {
-			return err
-		}
+		t.Append(row)
 	}
-	return t.Render()
+	t.Render()
+	_, err := w.Write(b.Bytes())
+	return err
 }
 
 func simpleAdd(w io.Writer, r *client.AddResult) error {

@@ -32,9 +32,13 @@ const (
 	MemberUpdate
 	MemberPromote
 	MemberList
+	SnapshotSave
+	SnapshotStatus
+	SnapshotRestore
 )
 
-var kindNames = [...]string{"member add", "member remove", "member update", "member promote", "member list"}
+var kindNames = [...]string{"member add", "member remove", "member update", "member promote", "member list",
+	"snapshot save", "snapshot status", "snapshot restore"}
 
 func (k Kind) String() string { return kindNames[k] }
 
@@ -53,13 +57,19 @@ type Printer struct {
 	list   func(io.Writer, *client.ListResult) error
 	// dryRun prints the verdict of --dry-run for add, remove, update and promote alike.
 	dryRun func(io.Writer, Kind, *client.DryRun) error
+	// The snapshot commands' results (snapshot.go).
+	saved    func(io.Writer, *client.SnapshotResult) error
+	status   func(io.Writer, *SnapshotStatusResult) error
+	restored func(io.Writer, *RestoreResult) error
 }
 
 var printers = map[Format]Printer{
-	Simple: {format: Simple, add: simpleAdd, change: simpleChange, list: simpleList, dryRun: simpleDryRun},
-	Table:  {format: Table, list: tableList},
-	JSON:   {format: JSON, add: jsonAdd, change: jsonChange, list: jsonList, dryRun: jsonDryRun},
-	Env:    {format: Env, add: envAdd},
+	Simple: {format: Simple, add: simpleAdd, change: simpleChange, list: simpleList, dryRun: simpleDryRun,
+		saved: simpleSaved, status: simpleSnapshotStatus, restored: simpleRestored},
+	Table: {format: Table, list: tableList, status: tableSnapshotStatus},
+	JSON: {format: JSON, add: jsonAdd, change: jsonChange, list: jsonList, dryRun: jsonDryRun,
+		saved: jsonSaved, status: jsonSnapshotStatus, restored: jsonRestored},
+	Env: {format: Env, add: envAdd},
 }
 
 // New returns the printer for format f, or an error naming the formats there are.
@@ -93,7 +103,7 @@ func (p Printer) Check(k Kind) error {
 // CheckDryRun refuses a format that cannot print the dry run of kind k; a command calls it
 // before sending.
 func (p Printer) CheckDryRun(k Kind) error {
-	if p.dryRun == nil || k == MemberList {
+	if p.dryRun == nil || k == MemberList || k >= SnapshotSave {
 		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(DryRunFormats()))
 	}
 	return nil
@@ -116,6 +126,12 @@ func (p Printer) can(k Kind) bool {
 		return p.add != nil
 	case MemberList:
 		return p.list != nil
+	case SnapshotSave:
+		return p.saved != nil
+	case SnapshotStatus:
+		return p.status != nil
+	case SnapshotRestore:
+		return p.restored != nil
 	}
 	return p.change != nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 )
 
 // Exit codes, docs/exit-codes.md. Scripts depend on them: never renumber.
@@ -23,6 +24,7 @@ const (
 	exitAmbiguousName    = 16
 	exitLearnerLimit     = 17
 	exitNoDryRun         = 18
+	exitCorruptSnapshot  = 19
 	exitBadArgs          = 128
 )
 
@@ -77,6 +79,8 @@ func exitCode(err error) int {
 		return exitAmbiguousName
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.Is(err, bootstrap.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum):
+		return exitCorruptSnapshot
 	}
 	for _, s := range serverExits {
 		if errors.Is(err, s.err) {

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 	"google.golang.org/grpc/codes"
 )
 
@@ -36,6 +37,9 @@ func TestExitCode(t *testing.T) {
 		{"learner limit", client.ErrTooManyLearners, 17},
 		{"dry run against etcd", &client.DryRunUnsupportedError{Endpoint: "a:1"}, 18},
 		{"dry run ignored", &client.DryRunIgnoredError{Endpoint: "a:1"}, 14},
+		{"corrupt snapshot file", fmt.Errorf("status: %w", bootstrap.ErrChecksum), 19},
+		{"corrupt snapshot received", client.ErrSnapshotChecksum, 19},
+		{"snapshot stream broke", &client.SnapshotStreamError{Endpoint: "a:1", Received: 10, Err: errors.New("EOF")}, 1},
 		{"promote of a voter", client.ErrMemberNotLearner, 1},
 		{"invalid peer URLs", client.ErrInvalidPeerURLs, 1},
 		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},

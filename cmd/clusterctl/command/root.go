@@ -59,7 +59,7 @@ func newRootCmd(g *Globals) *cobra.Command {
 		Use:   "clusterctl",
 		Short: "Manage the members of a clusterd or etcd cluster",
 		Long: `clusterctl adds, removes, updates, promotes and lists the members of a clusterd or etcd
-cluster through etcd's v3 Cluster API.
+cluster through etcd's v3 Cluster API, and saves, inspects and restores snapshots.
 
 Every global flag can also be set as CLUSTERCTL_<FLAG> in the environment (CLUSTERCTL_ENDPOINTS,
 CLUSTERCTL_DIAL_TIMEOUT, CLUSTERCTL_COMMAND_TIMEOUT, CLUSTERCTL_WRITE_OUT) or in the file given by
@@ -80,7 +80,7 @@ A flag wins over the environment, which wins over the file.`,
 	f.Duration("command-timeout", 5*time.Second, "how long a request may take once connected")
 	f.StringP("write-out", "w", string(printer.Simple), "output format: simple, table, json, or env (member add)")
 	f.String("config-file", "", "read unset global flags from this YAML, JSON or TOML file")
-	root.AddCommand(newMemberCmd(g))
+	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
 	return root
 }
 

@@ -1,0 +1,121 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/spf13/cobra"
+)
+
+// defaultClusterToken is clusterd's default --initial-cluster-token, so that clusterd started
+// with the same flags as the restore computes the same cluster ID.
+const defaultClusterToken = "clusterd-cluster"
+
+type snapshotRestoreOptions struct {
+	*Globals
+	Path           string
+	DataDir        string
+	Name           string
+	InitialCluster string
+	PeerURLs       string
+	Token          string
+
+	initial []bootstrap.Initial
+}
+
+func newSnapshotRestoreCmd(g *Globals) *cobra.Command {
+	o := &snapshotRestoreOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "restore FILE --data-dir DIR --name NAME --initial-cluster NAME=URL,... --initial-advertise-peer-urls URL,...",
+		Short: "Build the data directory of a member of a new cluster from a snapshot file",
+		Long: `Check FILE's SHA-256 and write a data directory for member NAME of a new cluster described by
+--initial-cluster and --initial-cluster-token. The new cluster keeps no member of the old one:
+every old member ID is recorded as removed, so no old member can join it. Offline: nothing is
+sent. A corrupt or truncated FILE, or a DIR that is not empty, is refused and nothing is written.
+Then start the member with clusterd and the same --data-dir, --name, --initial-cluster,
+--initial-advertise-peer-urls and --initial-cluster-token.`,
+		Example: `  clusterctl snapshot restore backup.db --data-dir=/var/lib/clusterd/infra0 --name=infra0 \
+    --initial-cluster=infra0=http://10.0.1.1:2380 --initial-advertise-peer-urls=http://10.0.1.1:2380 \
+    --initial-cluster-token=restored-1`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runE(g, o),
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.DataDir, "data-dir", "", "the new member's data directory: must not exist or be empty")
+	f.StringVar(&o.Name, "name", "", "the new member's name, one of --initial-cluster's")
+	f.StringVar(&o.InitialCluster, "initial-cluster", "", "every member of the new cluster: name=peer-url,...")
+	f.StringVar(&o.PeerURLs, "initial-advertise-peer-urls", "", "the new member's peer URLs, as in --initial-cluster")
+	f.StringVar(&o.Token, "initial-cluster-token", defaultClusterToken, "the new cluster's token, as given to clusterd")
+	return cmd
+}
+
+func (o *snapshotRestoreOptions) validate(args []string) error {
+	var err error
+	if o.Path, err = snapshotFile(args); err != nil {
+		return err
+	}
+	switch {
+	case o.DataDir == "":
+		return errors.New("--data-dir not provided")
+	case o.Name == "":
+		return errors.New("--name not provided")
+	case o.InitialCluster == "":
+		return errors.New("--initial-cluster not provided")
+	case o.PeerURLs == "":
+		return errors.New("--initial-advertise-peer-urls not provided")
+	case o.Token == "":
+		return errors.New("--initial-cluster-token must not be empty")
+	}
+	if o.initial, err = bootstrap.ParseInitialCluster(o.InitialCluster); err != nil {
+		return err
+	}
+	urls, err := peerURLs(o.PeerURLs)
+	if err != nil {
+		return fmt.Errorf("--initial-advertise-peer-urls: %w", err)
+	}
+	var own *bootstrap.Initial
+	for i := range o.initial {
+		if o.initial[i].Name == o.Name {
+			own = &o.initial[i]
+		}
+	}
+	if own == nil {
+		return fmt.Errorf("--name %q is not in --initial-cluster %q", o.Name, o.InitialCluster)
+	}
+	if !bootstrap.SameURLs(own.URLs, urls) {
+		return fmt.Errorf("--initial-advertise-peer-urls %q differs from %q's URLs in --initial-cluster %q", o.PeerURLs, o.Name, o.InitialCluster)
+	}
+	return o.Printer.Check(printer.SnapshotRestore)
+}
+
+func (o *snapshotRestoreOptions) run(context.Context) error {
+	if err := existingFile(o.Path); err != nil {
+		return err
+	}
+	if entries, err := os.ReadDir(o.DataDir); err == nil && len(entries) > 0 {
+		return &usageError{fmt.Errorf("--data-dir %q is not empty", o.DataDir)}
+	}
+	// Read first, so a corrupt file and a token clash are refused before the directory exists.
+	info, err := bootstrap.ReadSnapshot(o.Path)
+	if err != nil {
+		return err
+	}
+	c := bootstrap.NewCluster(o.initial, o.Token)
+	if c.ID == info.ClusterID {
+		return &usageError{fmt.Errorf("--initial-cluster-token %q: the new cluster would have the old cluster's ID %s; choose another token", o.Token, c.ID)}
+	}
+	if err := bootstrap.Restore(o.Path, o.DataDir, o.Name, o.initial, o.Token); err != nil {
+		return err
+	}
+	r := &printer.RestoreResult{Path: o.Path, DataDir: o.DataDir, Name: o.Name, ClusterID: uint64(c.ID), Members: clientMembers(c)}
+	for _, m := range c.Members {
+		if m.Name == o.Name {
+			r.MemberID = uint64(m.ID)
+		}
+	}
+	return o.Printer.SnapshotRestore(o.Out, r)
+}

@@ -1,0 +1,57 @@
+package command
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/cobra"
+)
+
+type snapshotSaveOptions struct {
+	*Globals
+	Path string
+}
+
+func newSnapshotSaveCmd(g *Globals) *cobra.Command {
+	o := &snapshotSaveOptions{Globals: g}
+	return &cobra.Command{
+		Use:   "save FILE",
+		Short: "Save a snapshot of a member's database into FILE",
+		Long: `Stream a consistent snapshot from the first endpoint that answers into FILE. The bytes go to
+FILE.part beside FILE; FILE appears only once the snapshot's SHA-256 matched and it was synced.
+A failed or interrupted save (SIGINT, SIGTERM, --command-timeout) removes FILE.part and leaves no
+FILE. An existing FILE is refused before anything is sent.`,
+		Example: `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 snapshot save backup.db`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    runE(g, o),
+	}
+}
+
+func (o *snapshotSaveOptions) validate(args []string) error {
+	var err error
+	if o.Path, err = snapshotFile(args); err != nil {
+		return err
+	}
+	return o.Printer.Check(printer.SnapshotSave)
+}
+
+func (o *snapshotSaveOptions) run(ctx context.Context) error {
+	if _, err := os.Lstat(o.Path); err == nil {
+		return &usageError{fmt.Errorf("%s already exists: choose another file, or remove it first", o.Path)}
+	}
+	// The save must clean up after itself when interrupted, so the signal ends the context
+	// rather than the process.
+	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	r, err := o.Client.SaveSnapshot(ctx, o.Path)
+	if err != nil {
+		return err
+	}
+	return o.Printer.SnapshotSave(o.Out, r)
+}

@@ -1,0 +1,49 @@
+package command
+
+import (
+	"context"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/spf13/cobra"
+)
+
+type snapshotStatusOptions struct {
+	*Globals
+	Path string
+}
+
+func newSnapshotStatusCmd(g *Globals) *cobra.Command {
+	o := &snapshotStatusOptions{Globals: g}
+	return &cobra.Command{
+		Use:   "status FILE",
+		Short: "Show what a snapshot file holds",
+		Long: `Check a snapshot file's SHA-256 and print what it holds: the cluster ID, the member it was
+taken from, its applied raft index, its size, its SHA-256 and its members. Offline: nothing is sent.`,
+		Example: `  clusterctl snapshot status backup.db -w table`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    runE(g, o),
+	}
+}
+
+func (o *snapshotStatusOptions) validate(args []string) error {
+	var err error
+	if o.Path, err = snapshotFile(args); err != nil {
+		return err
+	}
+	return o.Printer.Check(printer.SnapshotStatus)
+}
+
+func (o *snapshotStatusOptions) run(context.Context) error {
+	if err := existingFile(o.Path); err != nil {
+		return err
+	}
+	info, err := bootstrap.ReadSnapshot(o.Path)
+	if err != nil {
+		return err
+	}
+	return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{
+		ClusterID: uint64(info.ClusterID), MemberID: uint64(info.MemberID), Applied: info.Applied,
+		Size: info.Size, Checksum: info.Checksum, Members: clientMembers(info.Cluster),
+	})
+}

@@ -1,0 +1,234 @@
+package command
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+)
+
+func TestSnapshotFileValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		format printer.Format
+		want   string
+	}{
+		{"ok", []string{"backup.db"}, printer.Simple, ""},
+		{"json", []string{"backup.db"}, printer.JSON, ""},
+		{"no file", nil, printer.Simple, "snapshot file not provided"},
+		{"empty file", []string{""}, printer.Simple, "snapshot file not provided"},
+		{"two files", []string{"a.db", "b.db"}, printer.Simple, "too many arguments"},
+		{"env refused", []string{"a.db"}, printer.Env, `output format "env" is not supported by snapshot save (supported: simple, json)`},
+		{"table refused", []string{"a.db"}, printer.Table, `output format "table" is not supported by snapshot save (supported: simple, json)`},
+	}
+	for _, tt := range tests {
+		o := &snapshotSaveOptions{Globals: globals(t, tt.format)}
+		check(t, "save "+tt.name, o.validate(tt.args), tt.want)
+	}
+	for _, tt := range tests[:5] {
+		o := &snapshotStatusOptions{Globals: globals(t, tt.format)}
+		check(t, "status "+tt.name, o.validate(tt.args), tt.want)
+	}
+	o := &snapshotStatusOptions{Globals: globals(t, printer.Table)}
+	check(t, "status table", o.validate([]string{"a.db"}), "")
+}
+
+func TestSnapshotRestoreValidate(t *testing.T) {
+	const (
+		ic  = "a=http://10.0.0.1:2380,b=http://10.0.0.2:2380,a=http://10.0.0.9:2380"
+		url = "http://10.0.0.1:2380,http://10.0.0.9:2380"
+	)
+	tests := []struct {
+		name                          string
+		args                          []string
+		dir, member, initial, urls, t string
+		format                        printer.Format
+		want                          string
+	}{
+		{"ok", []string{"s.db"}, "d", "a", ic, url, "tok", printer.Simple, ""},
+		{"urls in other order", []string{"s.db"}, "d", "a", ic, "http://10.0.0.9:2380,http://10.0.0.1:2380", "tok", printer.JSON, ""},
+		{"no file", nil, "d", "a", ic, url, "tok", printer.Simple, "snapshot file not provided"},
+		{"no data dir", []string{"s.db"}, "", "a", ic, url, "tok", printer.Simple, "--data-dir not provided"},
+		{"no name", []string{"s.db"}, "d", "", ic, url, "tok", printer.Simple, "--name not provided"},
+		{"no initial cluster", []string{"s.db"}, "d", "a", "", url, "tok", printer.Simple, "--initial-cluster not provided"},
+		{"no peer URLs", []string{"s.db"}, "d", "a", ic, "", "tok", printer.Simple, "--initial-advertise-peer-urls not provided"},
+		{"empty token", []string{"s.db"}, "d", "a", ic, url, "", printer.Simple, "--initial-cluster-token must not be empty"},
+		{"bad initial cluster", []string{"s.db"}, "d", "a", "a", url, "tok", printer.Simple, `--initial-cluster "a": each entry must be name=peer-url`},
+		{"bad peer URL", []string{"s.db"}, "d", "a", ic, "ftp://10.0.0.1:2380", "tok", printer.Simple,
+			"--initial-advertise-peer-urls: URL scheme must be http, https, unix, or unixs: ftp://10.0.0.1:2380"},
+		{"name not in cluster", []string{"s.db"}, "d", "c", ic, url, "tok", printer.Simple, `--name "c" is not in --initial-cluster "` + ic + `"`},
+		{"URLs differ", []string{"s.db"}, "d", "a", ic, "http://10.0.0.1:2380", "tok", printer.Simple,
+			`--initial-advertise-peer-urls "http://10.0.0.1:2380" differs from "a"'s URLs in --initial-cluster "` + ic + `"`},
+		{"other member's URLs", []string{"s.db"}, "d", "b", ic, url, "tok", printer.Simple,
+			`--initial-advertise-peer-urls "` + url + `" differs from "b"'s URLs in --initial-cluster "` + ic + `"`},
+		{"table refused", []string{"s.db"}, "d", "a", ic, url, "tok", printer.Table,
+			`output format "table" is not supported by snapshot restore (supported: simple, json)`},
+	}
+	for _, tt := range tests {
+		o := &snapshotRestoreOptions{Globals: globals(t, tt.format), DataDir: tt.dir, Name: tt.member,
+			InitialCluster: tt.initial, PeerURLs: tt.urls, Token: tt.t}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+// TestSnapshotSaveStatusRestore saves a snapshot from a running cluster, reads it back, restores
+// it into a new one-member cluster, starts that member and lists it.
+func TestSnapshotSaveStatusRestore(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ms := startTestCluster(t, 3)
+	eps := ms[0].clientAddr + "," + ms[1].clientAddr + "," + ms[2].clientAddr
+	dir := t.TempDir()
+	file := filepath.Join(dir, "backup.db")
+	// Members publish their client URLs after they join: wait, so the snapshot holds them.
+	waitFor(t, func() error {
+		out, errOut, code := runArgs("--endpoints="+eps, "member", "list")
+		if code != 0 || strings.Count(out, ", started, ") != 3 {
+			return fmt.Errorf("exit %d: %s%s", code, out, errOut)
+		}
+		return nil
+	})
+
+	out, errOut, code := runArgs("--endpoints="+eps, "snapshot", "save", file)
+	if code != exitOK || out != "Snapshot saved at "+file+"\n" || errOut != "" {
+		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Lstat(file + ".part"); !os.IsNotExist(err) {
+		t.Errorf("%s.part left behind: %v", file, err)
+	}
+	// An existing file is refused before anything is sent, and left as it was.
+	before, _ := os.ReadFile(file)
+	if _, errOut, code := runArgs("--endpoints="+eps, "snapshot", "save", file); code != exitBadArgs ||
+		errOut != "Error: "+file+" already exists: choose another file, or remove it first\n" {
+		t.Errorf("save over an existing file: exit %d, %s", code, errOut)
+	}
+	if after, _ := os.ReadFile(file); string(after) != string(before) {
+		t.Error("the existing file changed")
+	}
+	// JSON names the member it came from.
+	out, errOut, code = runArgs("--endpoints="+eps, "-w", "json", "snapshot", "save", filepath.Join(dir, "b2.db"))
+	var saved struct {
+		Path, Checksum, ClusterID, MemberID string
+		Size                                int64
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &saved) != nil || saved.Size <= 32 || len(saved.Checksum) != 64 ||
+		len(saved.ClusterID) != 16 || len(saved.MemberID) != 16 {
+		t.Fatalf("save -w json: exit %d\n%s%s", code, out, errOut)
+	}
+
+	out, errOut, code = runArgs("snapshot", "status", file)
+	if code != exitOK {
+		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, m := range ms {
+		if !strings.Contains(out, ", started, "+m.name+", "+m.peerURL+", http://"+m.clientAddr+", false\n") {
+			t.Errorf("status does not list %s:\n%s", m.name, out)
+		}
+	}
+	if !strings.Contains(out, "cluster ID: ") || !strings.Contains(out, "sha256: ") {
+		t.Errorf("status:\n%s", out)
+	}
+	out, errOut, code = runArgs("-w", "json", "snapshot", "status", file)
+	var st struct {
+		ClusterID    string
+		AppliedIndex uint64
+		Members      []struct{ Name string }
+	}
+	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || st.AppliedIndex == 0 || len(st.Members) != 3 ||
+		st.ClusterID != saved.ClusterID {
+		t.Errorf("status -w json: exit %d\n%s%s", code, out, errOut)
+	}
+
+	// Restore into a new one-member cluster and start it.
+	r := newTestMember(t, "r0")
+	initial := "r0=" + r.peerURL
+	restore := []string{"snapshot", "restore", file, "--data-dir=" + r.dir, "--name=r0",
+		"--initial-cluster=" + initial, "--initial-advertise-peer-urls=" + r.peerURL, "--initial-cluster-token=test"}
+	out, errOut, code = runArgs(restore...)
+	if code != exitOK || !strings.HasPrefix(out, "Restored "+file+" into "+r.dir+" as member ") {
+		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
+	}
+	// A second restore into the same, now non-empty, directory is refused.
+	if _, errOut, code := runArgs(restore...); code != exitBadArgs || errOut != fmt.Sprintf("Error: --data-dir %q is not empty\n", r.dir) {
+		t.Errorf("restore into a non-empty dir: exit %d, %s", code, errOut)
+	}
+	r.start(t, initial, "new")
+	waitFor(t, func() error {
+		out, errOut, code := runArgs("--endpoints="+r.clientAddr, "member", "list")
+		if code != 0 || !strings.Contains(out, ", started, r0, "+r.peerURL+", http://"+r.clientAddr+", false\n") || strings.Count(out, "\n") != 1 {
+			return fmt.Errorf("exit %d: %s%s", code, out, errOut)
+		}
+		return nil
+	})
+	// The restored cluster is a new one: the old members are not in it.
+	out, _, _ = runArgs("--endpoints="+r.clientAddr, "-w", "json", "member", "list")
+	if strings.Contains(out, saved.ClusterID) {
+		t.Errorf("the restored cluster kept the old cluster ID %s: %s", saved.ClusterID, out)
+	}
+}
+
+// TestSnapshotCorruptFilesRefused checks that a truncated file and a flipped byte are refused by
+// status and restore with exit 19, and that restore writes nothing.
+func TestSnapshotCorruptFilesRefused(t *testing.T) {
+	if testing.Short() {
+		t.Skip("starts a cluster")
+	}
+	ms := startTestCluster(t, 1)
+	dir := t.TempDir()
+	file := filepath.Join(dir, "backup.db")
+	if out, errOut, code := runArgs("--endpoints="+ms[0].clientAddr, "snapshot", "save", file); code != exitOK {
+		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
+	}
+	good, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	flipped := append([]byte(nil), good...)
+	flipped[len(flipped)/2] ^= 0x40
+	for name, data := range map[string][]byte{
+		"truncated":       good[:len(good)-100],
+		"flipped":         flipped,
+		"checksum only":   good[len(good)-32:],
+		"checksum broken": append(append([]byte(nil), good[:len(good)-1]...), good[len(good)-1]^1),
+	} {
+		bad := filepath.Join(dir, name+".db")
+		if err := os.WriteFile(bad, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		const want = "Error: snapshot file is corrupt or truncated: its SHA-256 does not match\n"
+		if out, errOut, code := runArgs("snapshot", "status", bad); code != exitCorruptSnapshot || out != "" || errOut != want {
+			t.Errorf("%s: status exit %d\n%s%s", name, code, out, errOut)
+		}
+		data := filepath.Join(dir, name+".data")
+		out, errOut, code := runArgs("snapshot", "restore", bad, "--data-dir="+data, "--name=r0",
+			"--initial-cluster=r0=http://127.0.0.1:1", "--initial-advertise-peer-urls=http://127.0.0.1:1")
+		if code != exitCorruptSnapshot || out != "" || errOut != want {
+			t.Errorf("%s: restore exit %d\n%s%s", name, code, out, errOut)
+		}
+		if _, err := os.Lstat(data); !os.IsNotExist(err) {
+			t.Errorf("%s: restore left %s: %v", name, data, err)
+		}
+	}
+	if _, errOut, code := runArgs("snapshot", "status", filepath.Join(dir, "missing.db")); code != exitBadArgs {
+		t.Errorf("missing file: exit %d, %s", code, errOut)
+	}
+}
+
+// TestSnapshotSaveDeadEndpoint: nothing answering is a connection failure, and leaves no file.
+func TestSnapshotSaveDeadEndpoint(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "backup.db")
+	if _, errOut, code := runArgs("--endpoints="+newTestMember(t, "x").clientAddr, "--dial-timeout=300ms", "snapshot", "save", file); code != exitCannotConnect {
+		t.Errorf("exit %d, %s", code, errOut)
+	}
+	for _, p := range []string{file, file + ".part"} {
+		if _, err := os.Lstat(p); !os.IsNotExist(err) {
+			t.Errorf("%s: %v", p, err)
+		}
+	}
+}

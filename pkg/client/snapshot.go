@@ -1,0 +1,188 @@
+package client
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"hash"
+	"io"
+	"os"
+	"path/filepath"
+
+	"google.golang.org/grpc"
+)
+
+// ErrSnapshotChecksum reports a snapshot stream whose trailing SHA-256 does not match the bytes
+// before it: the copy is damaged and was not kept.
+var ErrSnapshotChecksum = errors.New("snapshot received is corrupt or truncated: its SHA-256 does not match")
+
+// SnapshotResult describes a snapshot saved to a file.
+type SnapshotResult struct {
+	// Header is the first answer's: the cluster and the member the snapshot came from.
+	Header Header
+	Path   string
+	// Size counts every byte of the file, the trailing checksum included, as the file holds
+	// the stream exactly as etcd's clients save it.
+	Size     int64
+	Checksum string // hex SHA-256 of the database part
+}
+
+// SnapshotStreamError reports a snapshot stream that broke after bytes had arrived: the stream
+// is not asked of another member then, since the copy would mix two members' databases.
+type SnapshotStreamError struct {
+	Endpoint string
+	Received int64
+	Err      error
+}
+
+func (e *SnapshotStreamError) Error() string {
+	return fmt.Sprintf("snapshot from %s broke off after %d bytes: %v", e.Endpoint, e.Received, e.Err)
+}
+
+func (e *SnapshotStreamError) Unwrap() error { return e.Err }
+
+// SaveSnapshot streams a snapshot from the first member that answers into path. It writes
+// path.part beside path, checks the trailing SHA-256, syncs, renames it to path and syncs the
+// directory, so path either holds a whole, checked snapshot or does not exist. On any failure,
+// ctx's cancellation included, path.part is removed. An existing path is never replaced: the
+// caller refuses it, and the rename does not happen when it appeared meanwhile.
+func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotResult, err error) {
+	part := path + ".part"
+	// O_EXCL: a second save into the same file must not write into this one's bytes.
+	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		if err != nil {
+			f.Close()
+			os.Remove(part)
+		}
+	}()
+	res, err = c.streamSnapshot(ctx, f)
+	if err != nil {
+		return nil, err
+	}
+	if err = f.Sync(); err != nil {
+		return nil, err
+	}
+	if err = f.Close(); err != nil {
+		return nil, err
+	}
+	if _, serr := os.Lstat(path); serr == nil {
+		return nil, fmt.Errorf("%s appeared while the snapshot was saved; it was left alone", path)
+	}
+	if err = os.Rename(part, path); err != nil {
+		return nil, err
+	}
+	if err = syncDir(filepath.Dir(path)); err != nil {
+		// The file is whole but its name may not survive a crash: say so rather than keep it
+		// silently.
+		return nil, errors.Join(err, os.Remove(path))
+	}
+	res.Path = path
+	return res, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}
+
+// streamSnapshot copies the Snapshot stream into w and checks its checksum. A member that cannot
+// be reached or fails before its first byte is replaced by the next endpoint, as for any read;
+// once bytes have been written, a failure ends the save.
+func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResult, error) {
+	var (
+		res      SnapshotResult
+		sum      *checksum
+		streamed error // a failure after the first byte, which call must not retry
+	)
+	desc := &grpc.StreamDesc{StreamName: "Snapshot", ServerStreams: true}
+	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) error {
+		// The stream is abandoned on return, so its goroutines end with this context.
+		ctx, cancel := context.WithCancel(ctx)
+		defer cancel()
+		s, err := conn.NewStream(ctx, desc, methodSnapshot)
+		if err != nil {
+			return err
+		}
+		if err := s.SendMsg(snapshotRequest()); err != nil {
+			return err
+		}
+		if err := s.CloseSend(); err != nil {
+			return err
+		}
+		sum = newChecksum()
+		for first := true; ; first = false {
+			var a snapshotAnswer
+			err := s.RecvMsg(&a)
+			if err == io.EOF {
+				return nil
+			}
+			if err == nil && first {
+				res.Header = a.Header
+			}
+			if err == nil {
+				_, err = w.Write(a.Blob)
+				sum.Write(a.Blob)
+			}
+			if err != nil {
+				if sum.n == 0 {
+					return err
+				}
+				streamed = &SnapshotStreamError{Endpoint: c.endpoints[c.at], Received: sum.n, Err: err}
+				return nil
+			}
+		}
+	})
+	var ce *ConnectError
+	if ctx.Err() != nil && !errors.As(err, &ce) {
+		// Interrupted or out of time once connected: whatever the stream said last, that is
+		// the reason. Not connecting at all stays a ConnectError: nothing was received.
+		return nil, fmt.Errorf("snapshot save interrupted: %w", ctx.Err())
+	}
+	if err != nil {
+		return nil, err
+	}
+	if streamed != nil {
+		return nil, streamed
+	}
+	if !sum.ok() {
+		return nil, ErrSnapshotChecksum
+	}
+	res.Size = sum.n
+	res.Checksum = hex.EncodeToString(sum.tail)
+	return &res, nil
+}
+
+// checksum hashes a stream except its last sha256.Size bytes, which it keeps: the stream ends
+// with the SHA-256 of what precedes it, and where the database ends is known only at the end.
+type checksum struct {
+	h    hash.Hash
+	tail []byte
+	n    int64
+}
+
+func newChecksum() *checksum { return &checksum{h: sha256.New()} }
+
+func (c *checksum) Write(b []byte) {
+	c.n += int64(len(b))
+	c.tail = append(c.tail, b...)
+	if over := len(c.tail) - sha256.Size; over > 0 {
+		c.h.Write(c.tail[:over])
+		c.tail = append(c.tail[:0], c.tail[over:]...)
+	}
+}
+
+// ok reports whether the stream held a database followed by its SHA-256.
+func (c *checksum) ok() bool {
+	return c.n > sha256.Size && bytes.Equal(c.h.Sum(nil), c.tail)
+}
