@@ -84,7 +84,13 @@ func (s *Server) restart() (*opened, error) {
 		s.cfg.Logger.Warn("--name differs from the name this data directory was created with; keeping the stored one",
 			"flag", s.cfg.Name, "stored", state.Name)
 	}
-	return &opened{store: st, state: state, hints: state.Cluster}, nil
+	hints := state.Cluster
+	if len(hints.Members) == 0 && state.JoinPeers != nil {
+		// Joined, but stopped before the first snapshot came: only the peers it was shown
+		// when it joined can reach it.
+		hints = state.JoinPeers
+	}
+	return &opened{store: st, state: state, hints: hints}, nil
 }
 
 // bootstrapNew writes the first state of a member of a new cluster.
@@ -119,7 +125,7 @@ func (s *Server) join(ctx context.Context, local bootstrap.Initial) (*opened, er
 		return nil, fmt.Errorf("assign ids error: %w", err)
 	}
 	empty := membership.NewCluster(info.Cluster.ID, nil)
-	st, err := storage.Create(s.cfg.DataDir, storage.Identity{MemberID: id, ClusterID: info.Cluster.ID, Name: s.cfg.Name}, nil, &raftpb.HardState{}, empty)
+	st, err := storage.Create(s.cfg.DataDir, storage.Identity{MemberID: id, ClusterID: info.Cluster.ID, Name: s.cfg.Name}, nil, &raftpb.HardState{}, empty, info.Cluster)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
 	}

@@ -2,12 +2,15 @@ package server
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
 )
 
 // startLearner adds a learner through c, starts it, and waits until it is ready to promote.
@@ -157,4 +160,43 @@ func TestPromoteDuringLeaderChange(t *testing.T) {
 			t.Fatalf("outcome %v but member is learner=%v", err, m.IsLearner)
 		}
 	}
+}
+
+// A member that joined but was stopped before its first snapshot arrived still reaches its
+// peers after a restart (it keeps the peers it was shown at join time), and catches up.
+func TestRestartBeforeFirstSnapshot(t *testing.T) {
+	ms := startCluster(t, 3, nil)
+	c := ms[2].client(t)
+	names := namesOf(t, c)
+	n := newMember(t, "late")
+	ctx, cancel := ctxWithName("late")
+	defer cancel()
+	added, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}, IsLearner: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Without a quorum there is no leader to send the new member anything.
+	for _, m := range ms[:2] {
+		if err := m.stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	initial := initialOf(added, names, "late")
+	n.start(t, n.config(initial, "existing", nil))
+	eventually(t, 10*time.Second, func() error {
+		// Joined: its data directory is written, its log still empty.
+		if !storage.Exists(n.dir) {
+			return errors.New("not joined yet")
+		}
+		return nil
+	})
+	if err := n.stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range ms[:2] {
+		m.start(t, m.config("x=http://127.0.0.1:1", "existing", nil))
+	}
+	// Restarted without any --initial-cluster of use: only what it stored can help it.
+	n.start(t, n.config("x=http://127.0.0.1:1", "existing", nil))
+	waitMembers(t, n, 4, false)
 }

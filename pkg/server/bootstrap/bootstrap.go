@@ -116,5 +116,5 @@ func Create(dir, name string, c *membership.Cluster) (*storage.Store, error) {
 		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: raftnode.ConfState(c),
 	}}
 	hs := &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}
-	return storage.Create(dir, storage.Identity{MemberID: local, ClusterID: c.ID, Name: name}, snap, hs, c)
+	return storage.Create(dir, storage.Identity{MemberID: local, ClusterID: c.ID, Name: name}, snap, hs, c, nil)
 }

@@ -180,7 +180,8 @@ func ConfState(c *membership.Cluster) *raftpb.ConfState {
 func (n *Node) Run(ctx context.Context) error {
 	defer close(n.done)
 	defer n.raft.Stop()
-	defer n.failAll(ErrStopped)
+	// Proposals still waiting were made: whether they apply is unknown.
+	defer n.failAll(ErrTimeout)
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -328,7 +329,8 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	// Proposers hear only now: raft counts entries as applied at Advance, and a conf change
 	// proposed before that would find the previous one still pending and be emptied.
 	if received {
-		n.failAll(ErrProposalLost) // whatever was pending is now behind the snapshot
+		// Whatever was pending may or may not be in the snapshot.
+		n.failAll(ErrTimeout)
 	}
 	if up.Cluster != nil {
 		n.finish(results, cluster)
@@ -554,7 +556,8 @@ func (n *Node) Propose(ctx context.Context, ch membership.Change) (*membership.C
 		n.forget(req)
 		return nil, ErrTimeout
 	case <-n.done:
-		return nil, ErrStopped
+		// The proposal was made before the node stopped: its outcome is unknown.
+		return nil, ErrTimeout
 	}
 }
 

@@ -33,6 +33,7 @@ var (
 	keySnapshot  = []byte("snapshot")
 	keyApplied   = []byte("applied_index")
 	keyTombstone = []byte("tombstone")
+	keyJoinPeers = []byte("join_peers")
 )
 
 // ErrNotBootstrapped is returned by Open on a data directory that holds no member.
@@ -54,6 +55,9 @@ type State struct {
 	Entries   []*raftpb.Entry
 	Applied   uint64
 	Cluster   *membership.Cluster
+	// JoinPeers is the membership a joining member was shown by the cluster: the peers it can
+	// reach before its first snapshot arrives, also after a restart. Not applied state.
+	JoinPeers *membership.Cluster
 }
 
 // Update is what one pass of the Ready loop makes durable, all in one transaction.
@@ -68,6 +72,7 @@ type Update struct {
 	Applied      uint64          // zero leaves the applied index as it is
 	Cluster      *membership.Cluster
 	Tombstone    bool
+	JoinPeers    *membership.Cluster // written once, when a member joins
 }
 
 // Store is an open member database.
@@ -83,7 +88,7 @@ func Exists(dir string) bool {
 
 // Create makes dir and a database in it for a new member. The first write happens only here,
 // so a refused start leaves no file behind.
-func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c *membership.Cluster) (*Store, error) {
+func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c, joinPeers *membership.Cluster) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
@@ -107,7 +112,7 @@ func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 		if err := meta.Put(keyName, []byte(id.Name)); err != nil {
 			return err
 		}
-		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap)})
+		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap), JoinPeers: joinPeers})
 	})
 	if err != nil {
 		s.Close()
@@ -156,6 +161,12 @@ func (s *Store) Load() (*State, error) {
 		st.ClusterID = membership.ID(getUint(meta, keyClusterID))
 		st.Name = string(meta.Get(keyName))
 		st.Removed = meta.Get(keyTombstone) != nil
+		if v := meta.Get(keyJoinPeers); v != nil {
+			st.JoinPeers = &membership.Cluster{}
+			if err := json.Unmarshal(v, st.JoinPeers); err != nil {
+				return fmt.Errorf("join peers: %w", err)
+			}
+		}
 		st.Applied = getUint(meta, keyApplied)
 		st.HardState = &raftpb.HardState{}
 		if v := meta.Get(keyHardState); v != nil {
@@ -248,6 +259,15 @@ func save(tx *bolt.Tx, u Update) error {
 	}
 	if u.Applied > 0 {
 		if err := putUint(meta, keyApplied, u.Applied); err != nil {
+			return err
+		}
+	}
+	if u.JoinPeers != nil {
+		v, err := json.Marshal(u.JoinPeers)
+		if err != nil {
+			return err
+		}
+		if err := meta.Put(keyJoinPeers, v); err != nil {
 			return err
 		}
 	}

@@ -17,7 +17,7 @@ func TestSaveLoad(t *testing.T) {
 	dir := t.TempDir()
 	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}, {ID: 2, PeerURLs: []string{"http://b:1"}, IsLearner: true}})
 	snap := &raftpb.Snapshot{Data: []byte("{}"), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
-	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, snap, &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, c)
+	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, snap, &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, c, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +39,7 @@ func TestSaveLoad(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.MemberID != 1 || st.ClusterID != 9 || st.Name != "a" || !st.Removed || st.Applied != 3 || st.HardState.GetCommit() != 3 {
+	if st.MemberID != 1 || st.ClusterID != 9 || st.Name != "a" || !st.Removed || st.Applied != 3 || st.HardState.GetCommit() != 3 || len(st.JoinPeers.Members) != 2 {
 		t.Fatalf("state: %+v", st)
 	}
 	if len(st.Entries) != 2 || st.Entries[1].GetTerm() != 3 {
