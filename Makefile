@@ -1,10 +1,12 @@
 # make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data)
 # make test   every check and every test: what CI runs
 # make bench  the benchmarks (docs/benchmarks.md)
+# make chaos DURATION=10m   membership churn under kills, pauses and partitions, checked for
+#             linearizability (a short run is part of make test)
 GO ?= go
 BIN := bin
 
-.PHONY: build run test check unit race e2e bench clean
+.PHONY: build run test check unit race bench chaos clean
 
 build:
 	$(GO) build -o $(BIN)/clusterd ./cmd/clusterd
@@ -31,6 +33,11 @@ test: check race unit
 
 bench: build
 	$(GO) run ./tests/bench
+
+DURATION ?= 10m
+CHAOS_TIMEOUT ?= 60m
+chaos:
+	$(GO) test ./tests/chaos -run TestChaos -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -duration=$(DURATION)
 
 clean:
 	rm -rf $(BIN)

@@ -73,7 +73,6 @@ var errorCodes = map[error]codes.Code{
 	membership.ErrLearnerNotReady:  codes.FailedPrecondition,
 	membership.ErrTooManyLearners:  codes.FailedPrecondition,
 	membership.ErrIDRemoved:        codes.FailedPrecondition,
-	membership.ErrLastVoter:        codes.FailedPrecondition,
 	membership.ErrNameExists:       codes.FailedPrecondition,
 	raftnode.ErrNoLeader:           codes.Unavailable,
 	raftnode.ErrNotLeader:          codes.Unavailable,

@@ -72,7 +72,8 @@ func (c *Cluster) Validate(ch Change) error {
 			return ErrIDNotFound
 		}
 		if !existing.IsLearner && len(c.Voters()) == 1 {
-			return ErrLastVoter
+			// raft cannot run without a voter; etcd refuses this with the same words.
+			return ErrNotEnoughStarted
 		}
 		return nil
 	case KindUpdate:

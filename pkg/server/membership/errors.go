@@ -15,6 +15,5 @@ var (
 	ErrLearnerNotReady  = errors.New("etcdserver: can only promote a learner member which is in sync with leader")
 	ErrTooManyLearners  = errors.New("etcdserver: too many learner members in cluster")
 	ErrIDRemoved        = errors.New("etcdserver: the member has been permanently removed from the cluster")
-	ErrLastVoter        = errors.New("etcdserver: cannot remove the last voting member")
 	ErrNameExists       = errors.New("etcdserver: member name already exists")
 )

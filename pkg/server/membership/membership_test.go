@@ -50,7 +50,7 @@ func TestValidate(t *testing.T) {
 		{"remove", c, Change{Kind: KindRemove, Member: Member{ID: 2}}, nil},
 		{"remove unknown", c, Change{Kind: KindRemove, Member: Member{ID: 9}}, ErrIDNotFound},
 		{"remove removed", removed, Change{Kind: KindRemove, Member: Member{ID: 4}}, ErrIDNotFound},
-		{"remove last voter", cluster(1, 1), Change{Kind: KindRemove, Member: Member{ID: 1}}, ErrLastVoter},
+		{"remove last voter", cluster(1, 1), Change{Kind: KindRemove, Member: Member{ID: 1}}, ErrNotEnoughStarted},
 		{"remove learner of one voter", cluster(1, 1), Change{Kind: KindRemove, Member: Member{ID: 2}}, nil},
 		{"update own url kept", c, Change{Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://127.0.0.1:1380", "http://localhost:1380"}}}, nil},
 		{"update to other's url", c, Change{Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://127.0.0.1:2380"}}}, ErrPeerURLExists},

@@ -177,7 +177,8 @@ func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error
 		}
 	}
 	if best == 0 {
-		return membership.ErrLastVoter
+		// No other voter is up to take over.
+		return membership.ErrUnhealthy
 	}
 	tctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
 	defer cancel()
@@ -202,7 +203,7 @@ var knownErrors = []error{
 	membership.ErrIDNotFound, membership.ErrIDExists, membership.ErrPeerURLExists,
 	membership.ErrInvalidPeerURLs, membership.ErrNotEnoughStarted, membership.ErrUnhealthy,
 	membership.ErrPromoteVoter, membership.ErrLearnerNotReady, membership.ErrTooManyLearners,
-	membership.ErrIDRemoved, membership.ErrLastVoter, membership.ErrNameExists,
+	membership.ErrIDRemoved, membership.ErrNameExists,
 	raftnode.ErrNotLeader, raftnode.ErrNoLeader, raftnode.ErrTimeout, raftnode.ErrStopped,
 	raftnode.ErrProposalLost, transport.ErrClusterIDMismatch,
 }

@@ -1,0 +1,459 @@
+package chaos
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/anishathalye/porcupine"
+)
+
+var (
+	flagDuration = flag.Duration("duration", 40*time.Second, "how long clients and faults run; healing and checking come on top")
+	flagSeed     = flag.Uint64("seed", 0, "seed of the run's choices; 0 picks one (printed first)")
+	flagMembers  = flag.Int("members", 3, "members at the start")
+	flagSlots    = flag.Int("slots", 5, "most members at once, each with fixed ports")
+	flagClients  = flag.Int("clients", 3, "concurrent clients changing the membership")
+	flagLanes    = flag.Int("fault-lanes", 2, "faults running at once")
+	flagRace     = flag.Bool("race-server", false, "build clusterd with -race")
+	flagKeep     = flag.Bool("keep", false, "keep data dirs and logs even when the test passes")
+	flagCheck    = flag.Duration("check-timeout", 5*time.Minute, "time the linearizability check may take")
+)
+
+// TestChaos churns the membership of real clusterd processes under faults and checks what the
+// clients saw (see doc.go).
+func TestChaos(t *testing.T) {
+	seed := *flagSeed
+	if seed == 0 {
+		seed = uint64(time.Now().UnixNano())
+	}
+	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	fmt.Fprintf(os.Stderr, "chaos: seed %d\n", seed)
+	if *flagMembers < 1 || *flagMembers > *flagSlots {
+		t.Fatalf("-members %d must be between 1 and -slots %d", *flagMembers, *flagSlots)
+	}
+
+	dir, err := os.MkdirTemp("", "clusterd-chaos-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if t.Failed() || *flagKeep {
+			t.Logf("data dirs, logs and history kept in %s", dir)
+			return
+		}
+		os.RemoveAll(dir)
+	})
+	bin, err := buildClusterd(dir, *flagRace)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := settings{
+		bin: bin, dir: dir, slots: *flagSlots,
+		heartbeat: 50 * time.Millisecond, election: 500 * time.Millisecond,
+		// Small, so that snapshots, compaction and catching up from a snapshot happen all along.
+		snapshotCount: 8,
+		maxLearners:   1,
+		settle:        10 * time.Second, removalDeadline: 30 * time.Second,
+	}
+	c, err := newCluster(cfg, seed, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(c.close)
+	rec := newRecorder()
+	t.Cleanup(rec.close)
+
+	if err := c.bootstrap(*flagMembers); err != nil {
+		t.Fatal(err)
+	}
+	initial := waitFirstList(t, c, rec, *flagMembers)
+
+	var faults sync.Map // fault kind to *int64 count
+	countFault := func(kind string) {
+		v, _ := faults.LoadOrStore(kind, new(int))
+		c.mu.Lock()
+		*v.(*int)++
+		c.mu.Unlock()
+	}
+
+	// The reconciler lists the membership all along and keeps the processes in line with it.
+	recCtx, stopRec := context.WithCancel(context.Background())
+	recDone := make(chan struct{})
+	go func() {
+		defer close(recDone)
+		reconcileLoop(recCtx, c, rec)
+	}()
+	t.Cleanup(func() { stopRec(); <-recDone })
+
+	// Clients and faults, for -duration.
+	runCtx, stopRun := context.WithTimeout(context.Background(), *flagDuration)
+	defer stopRun()
+	var wg sync.WaitGroup
+	for i := 0; i < *flagClients; i++ {
+		rnd := rand.New(rand.NewPCG(seed, uint64(10+i)))
+		wg.Add(1)
+		go func() { defer wg.Done(); churn(runCtx, c, rec, 1+i, rnd) }()
+	}
+	for i := 0; i < *flagLanes; i++ {
+		f := &injector{c: c, rec: rec, rnd: rand.New(rand.NewPCG(seed, uint64(100+i))), client: *flagClients + 1 + i, count: countFault}
+		wg.Add(1)
+		go func() { defer wg.Done(); f.run(runCtx) }()
+	}
+	wg.Wait()
+	c.net.healAll()
+	t.Logf("churn and faults over after %v; healing", *flagDuration)
+
+	final := waitHealed(t, c, rec, 90*time.Second)
+	stopRec()
+	<-recDone
+
+	report(t, c, rec, &faults)
+	if final != nil {
+		checkFinal(t, c, rec, final)
+	}
+	c.stopAll(true)
+	checkLogs(t, c)
+	checkHistory(t, rec, initial, cfg, dir)
+	for _, f := range c.failures {
+		t.Error(f)
+	}
+}
+
+// waitFirstList waits for the bootstrapped members to form a cluster and returns the first
+// membership, the model's initial state.
+func waitFirstList(t *testing.T, c *cluster, rec *recorder, n int) []mem {
+	deadline := time.Now().Add(30 * time.Second)
+	for time.Now().Before(deadline) {
+		for _, addr := range c.liveClients() {
+			_, v, _ := rec.do(context.Background(), 0, addr, input{Kind: opList}, 2*time.Second)
+			if v == nil || len(v.members) != n {
+				continue
+			}
+			c.observe(v)
+			return v.members
+		}
+		sleep(context.Background(), 100*time.Millisecond)
+	}
+	t.Fatalf("the %d bootstrapped members did not answer a linearizable list within 30s", n)
+	return nil
+}
+
+// reconcileLoop lists the membership through a random live member every 200 ms and hands each
+// answer to the cluster, in order: one list at a time, so each is newer than the last.
+func reconcileLoop(ctx context.Context, c *cluster, rec *recorder) {
+	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+	for ctx.Err() == nil {
+		addrs := c.liveClients()
+		if len(addrs) > 0 {
+			_, v, _ := rec.do(ctx, 0, addrs[rnd.IntN(len(addrs))], input{Kind: opList}, 3*time.Second)
+			if v != nil {
+				c.observe(v)
+			} else if v, err := serializableView(addrs[rnd.IntN(len(addrs))]); err == nil {
+				c.observeStale(v)
+			}
+		}
+		sleep(ctx, 200*time.Millisecond)
+	}
+}
+
+// churn is one client: adds (voters and learners, by name), removes, promotes, updates and
+// lists, against random members, until ctx ends.
+func churn(ctx context.Context, c *cluster, rec *recorder, client int, rnd *rand.Rand) {
+	const timeout = 4 * time.Second
+	dup := 0
+	for ctx.Err() == nil {
+		sleep(ctx, between(rnd, 10*time.Millisecond, 250*time.Millisecond))
+		sn := c.snapshot()
+		if sn.view == nil || len(sn.clients) == 0 {
+			continue
+		}
+		addr := pick(rnd, sn.clients)
+		var voters, learners []mem
+		for _, m := range sn.view.members {
+			if m.Learner {
+				learners = append(learners, m)
+			} else {
+				voters = append(voters, m)
+			}
+		}
+		r := rnd.IntN(100)
+		switch {
+		case r < 3 && len(sn.view.members) > 0:
+			// A URL in use: must be refused, and change nothing.
+			dup++
+			m := sn.view.members[rnd.IntN(len(sn.view.members))]
+			rec.do(ctx, client, addr, input{Kind: opAdd, Name: fmt.Sprintf("dup%d-%d", client, dup), URL: m.URL, Learner: rnd.IntN(2) == 0}, timeout)
+		case r < 28:
+			s := c.reserve(rnd)
+			if s == nil {
+				continue
+			}
+			in := input{Kind: opAdd, Name: s.name, URL: s.url, Learner: rnd.IntN(3) == 0}
+			out, _, sent := rec.do(ctx, client, addr, in, timeout)
+			if !sent {
+				out = output{Err: "not sent"}
+			}
+			c.added(s, out, time.Now())
+		case r < 43:
+			var cands []mem
+			cands = append(cands, learners...)
+			if len(voters) >= 4 {
+				cands = append(cands, voters...)
+			}
+			id := uint64(0)
+			switch {
+			case rnd.IntN(20) == 0:
+				id = rnd.Uint64() | 1 // never a member
+			case len(cands) > 0:
+				id = cands[rnd.IntN(len(cands))].ID
+			default:
+				continue
+			}
+			rec.do(ctx, client, addr, input{Kind: opRemove, ID: id}, timeout)
+		case r < 53:
+			cands := learners
+			if rnd.IntN(5) == 0 || len(cands) == 0 {
+				cands = voters // refused: only a learner can be promoted
+			}
+			if len(cands) == 0 {
+				continue
+			}
+			rec.do(ctx, client, addr, input{Kind: opPromote, ID: cands[rnd.IntN(len(cands))].ID}, timeout)
+		case r < 60:
+			m := sn.view.members[rnd.IntN(len(sn.view.members))]
+			s := c.slotOf(m.URL)
+			if s == nil {
+				continue
+			}
+			// Move it to its slot's other proxy port: both lead to the same process.
+			u := s.urls()
+			next := u[0]
+			if m.URL == u[0] {
+				next = u[1]
+			}
+			rec.do(ctx, client, addr, input{Kind: opUpdate, ID: m.ID, URL: next}, timeout)
+		default:
+			rec.do(ctx, client, addr, input{Kind: opList}, timeout)
+		}
+	}
+}
+
+// waitHealed waits, after the faults, until every member of the membership runs and has
+// started, no add is of unknown outcome, every removed member is gone, and every member answers
+// a serializable list equal to the latest linearizable one. It returns that membership.
+func waitHealed(t *testing.T, c *cluster, rec *recorder, within time.Duration) *view {
+	healStart := time.Now()
+	deadline := healStart.Add(within)
+	var why string
+	for time.Now().Before(deadline) {
+		sleep(context.Background(), 200*time.Millisecond)
+		v, ok := c.settled(healStart)
+		if !ok {
+			why = v
+			continue
+		}
+		return c.latestView()
+	}
+	t.Errorf("the cluster did not heal within %v after the faults: %s", within, why)
+	return nil
+}
+
+func (c *cluster) latestView() *view {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.latest
+}
+
+// settled reports whether the cluster is quiet, or what it still waits for.
+func (c *cluster) settled(after time.Time) (string, bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	v := c.latest
+	if v == nil || v.callAt.Before(after) {
+		return "no linearizable list since the faults ended", false
+	}
+	for _, m := range v.members {
+		if !v.started[m.ID] {
+			return fmt.Sprintf("%s (%016x) has not started", m.Name, m.ID), false
+		}
+	}
+	for _, s := range c.slots {
+		switch s.state {
+		case slotAdding, slotPending, slotRemoved:
+			return fmt.Sprintf("slot %d (%s) is %d", s.idx, s.name, s.state), false
+		case slotMember:
+			if s.proc == nil || s.proc.exited() {
+				return fmt.Sprintf("%s has no process", s.name), false
+			}
+		}
+	}
+	return "", true
+}
+
+// checkFinal compares every member's own (serializable) list with the final linearizable one,
+// retrying until they agree or time runs out: a member may still be applying.
+func checkFinal(t *testing.T, c *cluster, rec *recorder, final *view) {
+	removed := map[uint64]bool{}
+	rec.mu.Lock()
+	for _, h := range rec.history {
+		if h.in.Kind == opRemove && !h.out.Unknown && h.out.Err == "" {
+			removed[h.in.ID] = true
+		}
+	}
+	rec.mu.Unlock()
+	for _, m := range final.members {
+		if removed[m.ID] {
+			t.Errorf("removed member %016x is back in the final membership", m.ID)
+		}
+	}
+	sn := c.snapshot()
+	for id, addr := range sn.clients {
+		if _, ok := final.member(id); !ok {
+			continue
+		}
+		deadline := time.Now().Add(20 * time.Second)
+		var got []mem
+		var err error
+		for time.Now().Before(deadline) {
+			var v *view
+			if v, err = serializableView(addr); err == nil {
+				got = v.members
+			}
+			if err == nil && slices.Equal(got, final.members) {
+				break
+			}
+			sleep(context.Background(), 100*time.Millisecond)
+		}
+		if err != nil || !slices.Equal(got, final.members) {
+			t.Errorf("member %016x lists %v (err %v), the final membership is %v", id, got, err, final.members)
+		}
+	}
+}
+
+// serializableView is one member's own view of the membership, with no leader involved.
+func serializableView(addr string) (*view, error) {
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecureCreds()))
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var header metadata.MD
+	resp, err := pb.NewClusterClient(cc).MemberList(ctx, &pb.MemberListRequest{}, grpc.Header(&header))
+	if err != nil {
+		return nil, err
+	}
+	return toView(resp, header)
+}
+
+// checkLogs looks through every member's log for a panic or a race.
+func checkLogs(t *testing.T, c *cluster) {
+	logs, _ := filepath.Glob(filepath.Join(c.cfg.dir, "logs", "*.log"))
+	for _, l := range logs {
+		b, err := os.ReadFile(l)
+		if err != nil {
+			t.Error(err)
+			continue
+		}
+		for _, bad := range []string{"panic:", "fatal error:", "WARNING: DATA RACE"} {
+			if i := strings.Index(string(b), bad); i >= 0 {
+				end := min(len(b), i+2000)
+				t.Errorf("%s has %q:\n%s", l, bad, b[i:end])
+			}
+		}
+	}
+}
+
+// checkHistory checks the recorded history for linearizability against the model.
+func checkHistory(t *testing.T, rec *recorder, initial []mem, cfg settings, dir string) {
+	rec.mu.Lock()
+	history := slices.Clone(rec.history)
+	unexpected := slices.Clone(rec.unexpected)
+	rec.mu.Unlock()
+	for _, u := range unexpected {
+		t.Errorf("an error outside docs/messages.md: %s", u)
+	}
+	ops, problems := operations(history)
+	for _, p := range problems {
+		t.Error(p)
+	}
+	model := membershipModel(initial, cfg.maxLearners)
+	start := time.Now()
+	res, info := porcupine.CheckOperationsVerbose(model, ops, *flagCheck)
+	t.Logf("linearizability of %d operations: %s in %v", len(ops), res, time.Since(start).Round(time.Millisecond))
+	switch res {
+	case porcupine.Ok:
+	case porcupine.Illegal:
+		path := filepath.Join(dir, "history.html")
+		if err := porcupine.VisualizePath(model, info, path); err == nil {
+			t.Errorf("the history is not linearizable; see %s", path)
+		} else {
+			t.Errorf("the history is not linearizable (visualization failed: %v)", err)
+		}
+		dumpHistory(t, ops, filepath.Join(dir, "history.txt"))
+	default:
+		t.Errorf("the linearizability check did not finish within %v", *flagCheck)
+		dumpHistory(t, ops, filepath.Join(dir, "history.txt"))
+	}
+}
+
+func dumpHistory(t *testing.T, ops []porcupine.Operation, path string) {
+	sorted := slices.Clone(ops)
+	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].Call < sorted[j].Call })
+	var b strings.Builder
+	for _, op := range sorted {
+		ret := "inf"
+		if op.Return != 1<<63-1 {
+			ret = time.Duration(op.Return).String()
+		}
+		fmt.Fprintf(&b, "c%-3d %12v %12s  %s\n", op.ClientId, time.Duration(op.Call), ret, describe(op.Input.(input), op.Output.(output)))
+	}
+	if err := os.WriteFile(path, []byte(b.String()), 0o644); err != nil {
+		t.Log(err)
+	}
+}
+
+// report logs what the run did.
+func report(t *testing.T, c *cluster, rec *recorder, faults *sync.Map) {
+	rec.mu.Lock()
+	ops := len(rec.history)
+	var keys []string
+	for k := range rec.counts {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	var lines []string
+	for _, k := range keys {
+		lines = append(lines, fmt.Sprintf("  %-70s %d", k, rec.counts[k]))
+	}
+	rec.mu.Unlock()
+	c.mu.Lock()
+	var fl []string
+	faults.Range(func(k, v any) bool {
+		fl = append(fl, fmt.Sprintf("  %-70s %d", k, *v.(*int)))
+		return true
+	})
+	for k, v := range c.stats {
+		fl = append(fl, fmt.Sprintf("  %-70s %d", k, v))
+	}
+	c.mu.Unlock()
+	sort.Strings(fl)
+	t.Logf("operations recorded: %d\n%s", ops, strings.Join(lines, "\n"))
+	t.Logf("faults and processes:\n%s\n  proxy: %d connections, %d cut, %d from an unknown source",
+		strings.Join(fl, "\n"), c.net.accepted.Load(), c.net.cut.Load(), c.net.unknownSource.Load())
+}

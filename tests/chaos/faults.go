@@ -1,0 +1,286 @@
+package chaos
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"slices"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
+)
+
+// sleep waits d or until ctx ends. It shapes the load and the length of faults; nothing waits
+// with it for something to happen.
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}
+
+func between(rnd *rand.Rand, lo, hi time.Duration) time.Duration {
+	return lo + time.Duration(rnd.Int64N(int64(hi-lo)+1))
+}
+
+// injector runs faults, one lane at a time; two lanes overlap.
+type injector struct {
+	c      *cluster
+	rec    *recorder
+	rnd    *rand.Rand
+	client int // its client number in the history
+	count  func(string)
+}
+
+// faultKinds are drawn with equal chance; restarting every member takes the whole cluster down
+// for a while, so it is listed once where the others are listed twice.
+var faultKinds = []string{
+	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
+	"drop peer traffic", "delay peer traffic", "remove leader",
+	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
+	"drop peer traffic", "delay peer traffic", "remove leader",
+	"restart all",
+}
+
+// run injects faults until ctx ends. Every fault heals before the next one starts, and before
+// run returns.
+func (f *injector) run(ctx context.Context) {
+	for ctx.Err() == nil {
+		sleep(ctx, between(f.rnd, 300*time.Millisecond, 2*time.Second))
+		if ctx.Err() != nil {
+			return
+		}
+		kind := faultKinds[f.rnd.IntN(len(faultKinds))]
+		if f.inject(ctx, kind) {
+			f.count(kind)
+		}
+	}
+}
+
+// leaderSlot is the slot of the leader of the latest list, or -1.
+func (f *injector) leaderSlot(sn snapshot) int {
+	if sn.view == nil || sn.view.leader == 0 {
+		return -1
+	}
+	if idx, ok := sn.slotOf[sn.view.leader]; ok {
+		return idx
+	}
+	return -1
+}
+
+func (f *injector) followerSlot(sn snapshot) int {
+	lead := f.leaderSlot(sn)
+	var out []int
+	for id := range sn.clients {
+		if idx := sn.slotOf[id]; idx != lead {
+			out = append(out, idx)
+		}
+	}
+	if len(out) == 0 {
+		return -1
+	}
+	sortInts(out)
+	return out[f.rnd.IntN(len(out))]
+}
+
+func (f *injector) inject(ctx context.Context, kind string) bool {
+	sn := f.c.snapshot()
+	switch kind {
+	case "kill leader", "kill follower":
+		idx := f.leaderSlot(sn)
+		if kind == "kill follower" {
+			idx = f.followerSlot(sn)
+		}
+		return idx >= 0 && f.killRestart(ctx, []int{idx})
+	case "pause leader", "pause follower":
+		idx := f.leaderSlot(sn)
+		if kind == "pause follower" {
+			idx = f.followerSlot(sn)
+		}
+		if idx < 0 {
+			return false
+		}
+		p := f.c.hold(idx)
+		if p == nil {
+			return false
+		}
+		p.pause()
+		sleep(ctx, between(f.rnd, 300*time.Millisecond, 3*time.Second))
+		p.resume()
+		f.c.release(idx, false)
+		return true
+	case "isolate leader":
+		lead := f.leaderSlot(sn)
+		if lead < 0 {
+			return false
+		}
+		rules := map[link]rule{}
+		for i := 0; i < f.c.cfg.slots; i++ {
+			if i != lead {
+				rules[linkOf(lead, i)] = rule{block: true}
+			}
+		}
+		return f.network(ctx, rules, 500*time.Millisecond, 4*time.Second)
+	case "split":
+		side := make([]bool, f.c.cfg.slots)
+		for i := range side {
+			side[i] = f.rnd.IntN(2) == 0
+		}
+		rules := map[link]rule{}
+		for i := range side {
+			for j := i + 1; j < len(side); j++ {
+				if side[i] != side[j] {
+					rules[linkOf(i, j)] = rule{block: true}
+				}
+			}
+		}
+		return len(rules) > 0 && f.network(ctx, rules, 500*time.Millisecond, 4*time.Second)
+	case "drop peer traffic", "delay peer traffic":
+		rules := map[link]rule{}
+		for i := 0; i < f.c.cfg.slots; i++ {
+			for j := i + 1; j < f.c.cfg.slots; j++ {
+				if f.rnd.IntN(2) == 0 {
+					continue
+				}
+				if kind == "drop peer traffic" {
+					rules[linkOf(i, j)] = rule{drop: 0.02 + 0.2*f.rnd.Float64()}
+				} else {
+					rules[linkOf(i, j)] = rule{delay: between(f.rnd, 10*time.Millisecond, 150*time.Millisecond)}
+				}
+			}
+		}
+		return len(rules) > 0 && f.network(ctx, rules, time.Second, 5*time.Second)
+	case "remove leader":
+		if sn.view == nil || sn.view.leader == 0 || len(sn.clients) == 0 {
+			return false
+		}
+		voters := 0
+		for _, m := range sn.view.members {
+			if !m.Learner {
+				voters++
+			}
+		}
+		if voters < 4 {
+			return false
+		}
+		addr := pick(f.rnd, sn.clients)
+		f.rec.do(ctx, f.client, addr, input{Kind: opRemove, ID: sn.view.leader}, 5*time.Second)
+		return true
+	case "restart all":
+		var idxs []int
+		for id := range sn.clients {
+			idxs = append(idxs, sn.slotOf[id])
+		}
+		sortInts(idxs)
+		return len(idxs) > 0 && f.killRestart(ctx, idxs)
+	}
+	panic("unknown fault " + kind)
+}
+
+func (f *injector) network(ctx context.Context, rules map[link]rule, lo, hi time.Duration) bool {
+	id := f.c.net.apply(rules)
+	sleep(ctx, between(f.rnd, lo, hi))
+	f.c.net.heal(id)
+	return true
+}
+
+// killRestart kills the members in idxs with SIGKILL, keeps them down a moment, restarts them
+// on their data dirs and checks that each came back as itself with at least what it had applied.
+func (f *injector) killRestart(ctx context.Context, idxs []int) bool {
+	type before struct {
+		idx     int
+		id      uint64
+		applied uint64
+		p       *process
+	}
+	var held []before
+	for _, idx := range idxs {
+		p := f.c.hold(idx)
+		if p == nil {
+			continue
+		}
+		id, _ := f.c.memberOf(idx)
+		b := before{idx: idx, id: id, p: p}
+		if st, err := memberStatus(ctx, f.c.clientAddr(idx), 500*time.Millisecond); err == nil {
+			b.applied = st.GetRaftAppliedIndex()
+			if got := st.GetHeader().GetMemberId(); got != id && id != 0 {
+				f.c.fail("slot %d: member reports ID %016x, the test knows it as %016x", idx, got, id)
+			}
+		}
+		held = append(held, b)
+	}
+	if len(held) == 0 {
+		return false
+	}
+	for _, b := range held {
+		b.p.kill()
+	}
+	sleep(ctx, between(f.rnd, 0, 1500*time.Millisecond))
+	for _, b := range held {
+		np := f.c.release(b.idx, true)
+		if np == nil || np == b.p {
+			continue
+		}
+		f.checkCameBack(ctx, b.idx, np, b.id, b.applied)
+	}
+	return true
+}
+
+// checkCameBack waits until a restarted member answers Status and checks that it is the same
+// member with its data: same ID, applied index not behind what it had before the kill.
+func (f *injector) checkCameBack(ctx context.Context, idx int, p *process, id, applied uint64) {
+	deadline := time.Now().Add(15 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil && !p.exited() {
+		st, err := memberStatus(ctx, f.c.clientAddr(idx), 500*time.Millisecond)
+		if err != nil {
+			sleep(ctx, 50*time.Millisecond)
+			continue
+		}
+		if got := st.GetHeader().GetMemberId(); got != id {
+			f.c.fail("%s came back after kill -9 as %016x, not %016x", p.name, got, id)
+		}
+		if st.GetRaftAppliedIndex() < applied {
+			f.c.fail("%s came back after kill -9 with applied index %d, had %d", p.name, st.GetRaftAppliedIndex(), applied)
+		}
+		f.count("restart checked")
+		return
+	}
+}
+
+func (c *cluster) clientAddr(idx int) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return fmt.Sprintf("127.0.0.1:%d", c.slots[idx].client)
+}
+
+// memberStatus asks one member for its Maintenance.Status on a connection of its own, so that a
+// restarted member is reached at once.
+func memberStatus(ctx context.Context, addr string, timeout time.Duration) (*pb.StatusResponse, error) {
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		return nil, err
+	}
+	defer cc.Close()
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	return pb.NewMaintenanceClient(cc).Status(ctx, &pb.StatusRequest{})
+}
+
+func pick(rnd *rand.Rand, m map[uint64]string) string {
+	var keys []uint64
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sortU64(keys)
+	return m[keys[rnd.IntN(len(keys))]]
+}
+
+func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
+
+func sortInts(s []int)   { slices.Sort(s) }
+func sortU64(s []uint64) { slices.Sort(s) }

@@ -1,0 +1,177 @@
+package chaos
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// buildClusterd compiles cmd/clusterd once for the run.
+func buildClusterd(dir string, race bool) (string, error) {
+	bin := filepath.Join(dir, "clusterd")
+	args := []string{"build", "-o", bin}
+	if race {
+		args = append(args, "-race")
+	}
+	args = append(args, "github.com/clusterctl/clusterctl/cmd/clusterd")
+	goBin, err := exec.LookPath("go")
+	if err != nil {
+		return "", err
+	}
+	out, err := exec.Command(goBin, args...).CombinedOutput()
+	if err != nil {
+		return "", fmt.Errorf("go build: %v\n%s", err, out)
+	}
+	return bin, nil
+}
+
+// freePort asks the kernel for a free port on 127.0.0.1. Another program may take it before the
+// member binds it; the member then fails to listen and the slot gets new ports.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// process is one run of clusterd.
+type process struct {
+	slot    int
+	name    string
+	mode    string // new, join or restart
+	pid     int
+	logPath string
+	started time.Time
+	cmd     *exec.Cmd
+	done    chan struct{} // closed once the process has exited and its status is known
+
+	mu       sync.Mutex
+	killed   bool // the test sent SIGKILL: any status goes
+	termed   bool // the test sent SIGTERM: status 0 expected
+	stopped  bool // SIGSTOP sent and no SIGCONT yet
+	exitCode int  // -1 when a signal ended it
+	signal   syscall.Signal
+	exitedAt time.Time
+}
+
+func startProcess(bin, logPath string, slot int, name, mode string, args []string) (*process, error) {
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, err
+	}
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	// Its own process group, so that a Ctrl-C of the test run reaches the test, which then
+	// stops its members in order, and not the members directly.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	fmt.Fprintf(logf, "### %s clusterd %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		return nil, err
+	}
+	p := &process{slot: slot, name: name, mode: mode, pid: cmd.Process.Pid, logPath: logPath,
+		started: time.Now(), cmd: cmd, done: make(chan struct{})}
+	go func() {
+		err := cmd.Wait()
+		logf.Close()
+		p.mu.Lock()
+		p.exitedAt = time.Now()
+		p.exitCode = cmd.ProcessState.ExitCode()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+				p.signal = ws.Signal()
+			}
+		}
+		p.mu.Unlock()
+		close(p.done)
+	}()
+	return p, nil
+}
+
+func (p *process) exited() bool {
+	select {
+	case <-p.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// kill sends SIGKILL and waits for the process to be gone.
+func (p *process) kill() {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	<-p.done
+}
+
+// terminate asks the process to stop and waits at most within; after that it is killed.
+func (p *process) terminate(within time.Duration) bool {
+	p.mu.Lock()
+	p.termed = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case <-p.done:
+		return true
+	case <-time.After(within):
+		p.kill()
+		return false
+	}
+}
+
+func (p *process) pause() {
+	p.mu.Lock()
+	p.stopped = true
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
+}
+
+func (p *process) resume() {
+	p.mu.Lock()
+	p.stopped = false
+	p.mu.Unlock()
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+}
+
+// status is how the process ended, for messages.
+func (p *process) status() string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.signal != 0 {
+		return "killed by " + p.signal.String()
+	}
+	return fmt.Sprintf("exit status %d", p.exitCode)
+}
+
+// ownExit is the exit status of a process that ended by itself, or false if the test ended it.
+func (p *process) ownExit() (int, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.killed || p.termed {
+		return 0, false
+	}
+	return p.exitCode, true
+}
+
+// logTail is the end of this run's log, for a failure message.
+func (p *process) logTail(lines int) string {
+	b, _ := os.ReadFile(p.logPath)
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
