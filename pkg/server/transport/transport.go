@@ -392,6 +392,10 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 		p.t.report(first, false)
 		return err
 	}
+	// The receiver answers only by ending the stream, with a status that says why (a refusal,
+	// or its shutdown): watch for it, so that a refusal is seen at once and not at the next send.
+	ended := make(chan error, 1)
+	go func() { ended <- s.RecvMsg(&ack{}) }()
 	idle := time.NewTimer(time.Minute)
 	defer idle.Stop()
 	m := first
@@ -400,8 +404,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 		if err := s.SendMsg(env); err != nil {
 			p.t.report(m, false)
 			if errors.Is(err, io.EOF) {
-				// The receiver ended the stream: its status says why.
-				err = s.RecvMsg(&ack{})
+				err = <-ended
 			}
 			return err
 		}
@@ -409,6 +412,11 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 		idle.Reset(time.Minute)
 		select {
 		case m = <-p.q:
+		case err := <-ended:
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errors.New("peer ended the stream")
+			}
+			return err
 		case <-idle.C:
 			s.CloseSend()
 			return nil

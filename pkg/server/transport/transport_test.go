@@ -1,0 +1,143 @@
+package transport
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+)
+
+// member is a Handler that records what reaches it.
+type member struct {
+	mu      sync.Mutex
+	stepped []*raftpb.Message
+	removed chan struct{}
+	once    sync.Once
+	cluster *membership.Cluster
+}
+
+func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.stepped = append(m.stepped, msg)
+	return nil
+}
+func (m *member) ReportUnreachable(uint64)    {}
+func (m *member) ReportSnapshot(uint64, bool) {}
+func (m *member) MarkRemoved()                { m.once.Do(func() { close(m.removed) }) }
+func (m *member) Cluster() *membership.Cluster {
+	return m.cluster
+}
+
+func (m *member) count() int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return len(m.stepped)
+}
+
+// serve starts a transport for local in cluster cid on a loopback port.
+func serve(t *testing.T, local, cid membership.ID, c *membership.Cluster) (*Transport, *member, string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &member{removed: make(chan struct{}), cluster: c}
+	tr := New(Config{LocalID: local, ClusterID: cid, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr.Attach(h)
+	s := grpc.NewServer(ServerCodec())
+	tr.Register(s)
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(func() { s.Stop(); tr.Close() })
+	return tr, h, "http://" + l.Addr().String()
+}
+
+func heartbeat(from, to uint64) *raftpb.Message {
+	return &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeat.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(1)}
+}
+
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(5 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 5s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func TestDelivers(t *testing.T) {
+	c := membership.NewCluster(7, nil)
+	receiverTr, receiver, url := serve(t, 2, 7, c)
+	sender, _, _ := serve(t, 1, 7, c)
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
+	sender.Send([]*raftpb.Message{heartbeat(1, 2), heartbeat(1, 2)})
+	waitFor(t, "delivery", func() bool { return receiver.count() == 2 })
+	if !receiverTr.HeardWithin(1, time.Second) {
+		t.Fatal("the receiver must record when it last heard from the sender")
+	}
+}
+
+// A message from another cluster, from a removed member, or for another member is refused.
+func TestCheck(t *testing.T) {
+	removed := membership.NewCluster(7, nil)
+	removed.Removed[1] = struct{}{}
+	tr := New(Config{LocalID: 2, ClusterID: 7})
+	tr.Attach(&member{cluster: removed})
+	for _, tt := range []struct {
+		env  Envelope
+		want error
+	}{
+		{Envelope{ClusterID: 7, From: 3, To: 2}, nil},
+		{Envelope{ClusterID: 8, From: 3, To: 2}, ErrClusterIDMismatch},
+		{Envelope{ClusterID: 7, From: 1, To: 2}, membership.ErrIDRemoved},
+		{Envelope{ClusterID: 7, From: 3, To: 4}, errWrongMember},
+	} {
+		if err := tr.check(&tt.env); err != tt.want {
+			t.Errorf("%+v: got %v, want %v", tt.env, err, tt.want)
+		}
+	}
+}
+
+// A sender refused as removed learns it, and its message never reaches raft.
+func TestRemovedSenderLearnsIt(t *testing.T) {
+	removed := membership.NewCluster(7, nil)
+	removed.Removed[1] = struct{}{}
+	receiverTr, receiver, url := serve(t, 2, 7, removed)
+	sender, senderH, _ := serve(t, 1, 7, membership.NewCluster(7, nil))
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
+	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+	select {
+	case <-senderH.removed:
+	case <-time.After(5 * time.Second):
+		t.Fatal("a sender refused as removed must mark itself removed")
+	}
+	if receiver.count() != 0 || receiverTr.HeardWithin(1, time.Minute) {
+		t.Fatal("a refused message must not reach raft nor count as heard")
+	}
+}
+
+func TestEnvelopeRoundTrip(t *testing.T) {
+	e := &Envelope{ClusterID: 7, From: 1, To: 2, Message: heartbeat(1, 2)}
+	b, err := e.MarshalBinary()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got Envelope
+	if err := got.UnmarshalBinary(b); err != nil || got.ClusterID != 7 || got.From != 1 || got.To != 2 || got.Message.GetType() != raftpb.MessageType_MsgHeartbeat {
+		t.Fatalf("%+v %v", got, err)
+	}
+	if err := got.UnmarshalBinary(b[:10]); err == nil {
+		t.Fatal("a short envelope must be refused")
+	}
+}
