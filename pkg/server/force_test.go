@@ -3,11 +3,16 @@ package server
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
 )
 
 // A cluster that lost its majority restarts from one survivor's data, grows back one member
@@ -60,6 +65,38 @@ func TestForceNewClusterRefusals(t *testing.T) {
 	}
 	if err := srv.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "holds no member") {
 		t.Fatalf("empty data dir: %v", err)
+	}
+	if _, err := os.Stat(m.dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused start wrote %s", m.dir)
+	}
+
+	// A removed member's data (tombstone) and a learner's data are refused too.
+	c := bootstrap.NewCluster([]bootstrap.Initial{{Name: "m0", URLs: []string{m.peerURL}}, {Name: "l", URLs: []string{"http://127.0.0.1:1"}}}, "test")
+	for id, mm := range c.Members {
+		if mm.Name == "l" {
+			c.Members[id].IsLearner = true
+		}
+	}
+	for _, tc := range []struct{ name, want string }{{"m0", "was removed from its cluster"}, {"l", "is a learner"}} {
+		dir := filepath.Join(t.TempDir(), tc.name)
+		st, err := bootstrap.Create(dir, tc.name, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if tc.name == "m0" {
+			if err := st.Save(storage.Update{Tombstone: true}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.Close()
+		cfg := m.config("m0="+m.peerURL, "new", func(c *Config) { c.ForceNewCluster = true; c.DataDir = dir; c.Name = tc.name })
+		srv, err := New(cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := srv.Run(t.Context()); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
 	}
 }
 
