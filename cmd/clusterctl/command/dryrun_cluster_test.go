@@ -138,9 +138,6 @@ func verdictMatches(t *testing.T, endpoints string, want int, args ...string) st
 }
 
 func TestDryRunVerdictHealthy(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
 	ms := startTestCluster(t, 3)
 	eps := ms[0].clientAddr + "," + ms[1].clientAddr + "," + ms[2].clientAddr
 	spare := newTestMember(t, "x1")
@@ -174,9 +171,6 @@ func TestDryRunVerdictHealthy(t *testing.T) {
 }
 
 func TestDryRunVerdictOneMemberStopped(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
 	ms := startTestCluster(t, 3)
 	ms[2].stop()
 	eps := ms[0].clientAddr + "," + ms[1].clientAddr

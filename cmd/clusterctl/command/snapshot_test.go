@@ -79,9 +79,6 @@ func TestSnapshotRestoreValidate(t *testing.T) {
 // TestSnapshotSaveStatusRestore saves a snapshot from a running cluster, reads it back, restores
 // it into a new one-member cluster, starts that member and lists it.
 func TestSnapshotSaveStatusRestore(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
 	ms := startTestCluster(t, 3)
 	eps := ms[0].clientAddr + "," + ms[1].clientAddr + "," + ms[2].clientAddr
 	dir := t.TempDir()
@@ -176,9 +173,6 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 // TestSnapshotCorruptFilesRefused checks that a truncated file and a flipped byte are refused by
 // status and restore with exit 19, and that restore writes nothing.
 func TestSnapshotCorruptFilesRefused(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts a cluster")
-	}
 	ms := startTestCluster(t, 1)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.db")
