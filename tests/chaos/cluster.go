@@ -165,12 +165,6 @@ func (c *cluster) failLocked(format string, args ...any) {
 	c.logf("FAILURE: %s", msg)
 }
 
-func (c *cluster) count(key string) {
-	c.mu.Lock()
-	c.stats[key]++
-	c.mu.Unlock()
-}
-
 func (c *cluster) slotOf(url string) *slot {
 	for _, s := range c.slots {
 		if s.owns(url) {
