@@ -102,6 +102,8 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	serve(peerSrv, peerLs)
 	serve(clientSrv, clientLs)
+	// Listening now: peers that backed off from this member while it was down may send again.
+	tr.Greet()
 	wg.Add(3)
 	go func() {
 		defer wg.Done()

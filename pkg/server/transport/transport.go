@@ -74,42 +74,79 @@ func (t *Transport) Register(s *grpc.Server) {
 		ServiceName: "clusterd.peer.v1.Peer",
 		HandlerType: (*any)(nil),
 		Streams:     []grpc.StreamDesc{desc},
-		Methods: []grpc.MethodDesc{{MethodName: "Removed", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-			n := &removedNotice{}
-			if err := dec(n); err != nil {
-				return nil, err
-			}
-			if n.ClusterID != uint64(t.cfg.ClusterID) || n.To != uint64(t.cfg.LocalID) {
-				return nil, status.Error(codes.FailedPrecondition, ErrClusterIDMismatch.Error())
-			}
-			t.cfg.Logger.Error("a peer reports that this member has been removed from the cluster", "peer", membership.ID(n.From).String())
-			go t.h.MarkRemoved()
-			return &ack{}, nil
-		}}},
+		Methods: []grpc.MethodDesc{
+			{MethodName: "Removed", Handler: t.unary(func(n *notice) {
+				t.cfg.Logger.Error("a peer reports that this member has been removed from the cluster", "peer", membership.ID(n.From).String())
+				go t.h.MarkRemoved()
+			})},
+			{MethodName: "Hello", Handler: t.unary(func(n *notice) {
+				t.mu.Lock()
+				p := t.peers[membership.ID(n.From)]
+				t.mu.Unlock()
+				if p != nil {
+					p.wake()
+				}
+			})},
+		},
 	}, struct{}{})
 }
 
-// removedNotice tells a member that the sender applied its removal. A removed member learns of
-// its removal from the commit that contains it, but the leader stops sending to it as soon as
-// it applies that commit, so the member would otherwise find out only when it next campaigns.
-type removedNotice struct {
+// notice is a one-off message between members, outside raft:
+//   - Removed tells a member that the sender applied its removal. A removed member learns of its
+//     removal from the commit that contains it, but the leader stops sending to it as soon as it
+//     applies that commit, so the member would otherwise find out only when it next campaigns.
+//   - Hello tells a member that the sender has just started, so that it stops backing off from
+//     the sender and reaches it with its next message: a member added while it was not running
+//     yet would otherwise wait out the backoff before the leader's first message.
+type notice struct {
 	ClusterID uint64 `json:"clusterID"`
 	From      uint64 `json:"from"`
 	To        uint64 `json:"to"`
 }
 
-const removedMethod = "/clusterd.peer.v1.Peer/Removed"
+const (
+	removedMethod = "/clusterd.peer.v1.Peer/Removed"
+	helloMethod   = "/clusterd.peer.v1.Peer/Hello"
+)
+
+// unary serves a notice meant for this member of this cluster.
+func (t *Transport) unary(handle func(*notice)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
+	return func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+		n := &notice{}
+		if err := dec(n); err != nil {
+			return nil, err
+		}
+		if n.ClusterID != uint64(t.cfg.ClusterID) || n.To != uint64(t.cfg.LocalID) {
+			return nil, status.Error(codes.FailedPrecondition, ErrClusterIDMismatch.Error())
+		}
+		handle(n)
+		return &ack{}, nil
+	}
+}
+
+// Greet tells every known peer that this member has started. It does not wait for answers.
+func (t *Transport) Greet() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	for id, p := range t.peers {
+		urls, _ := p.address()
+		go t.notify(helloMethod, id, urls)
+	}
+}
 
 // notifyRemoved tells a removed peer, at each of its URLs until one answers, that it is gone.
-func (t *Transport) notifyRemoved(id membership.ID, urls []string) {
-	n := &removedNotice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
+func (t *Transport) notifyRemoved(id membership.ID, urls []string) { t.notify(removedMethod, id, urls) }
+
+// notify sends a notice to a peer at each of its URLs until one answers.
+func (t *Transport) notify(method string, id membership.ID, urls []string) {
+	n := &notice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
 	for _, u := range urls {
 		conn, err := Dial(u)
 		if err != nil {
 			continue
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = conn.Invoke(ctx, removedMethod, n, &ack{})
+		err = conn.Invoke(ctx, method, n, &ack{})
 		cancel()
 		conn.Close()
 		if err == nil {
@@ -283,11 +320,12 @@ func Target(u string) (string, error) {
 
 // peer sends to one remote member over one stream at a time.
 type peer struct {
-	t    *Transport
-	id   membership.ID
-	q    chan *raftpb.Message
-	stop chan struct{}
-	once sync.Once
+	t     *Transport
+	id    membership.ID
+	q     chan *raftpb.Message
+	stop  chan struct{}
+	woken chan struct{} // the peer said hello: stop backing off
+	once  sync.Once
 
 	mu   sync.Mutex
 	urls []string
@@ -297,7 +335,7 @@ type peer struct {
 const queueSize = 4096
 
 func newPeer(t *Transport, id membership.ID, urls []string) *peer {
-	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), urls: urls}
+	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), urls: urls}
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -325,6 +363,13 @@ func (p *peer) enqueue(m *raftpb.Message) bool {
 
 func (p *peer) close() { p.once.Do(func() { close(p.stop) }) }
 
+func (p *peer) wake() {
+	select {
+	case p.woken <- struct{}{}:
+	default:
+	}
+}
+
 // run keeps a stream open to the peer while there is something to send, reconnecting with a
 // short backoff; messages that arrive while it cannot send are dropped and reported.
 func (p *peer) run() {
@@ -342,6 +387,11 @@ func (p *peer) run() {
 		select {
 		case <-p.stop:
 			return
+		case <-p.woken:
+			backoff = 50 * time.Millisecond
+			if conn != nil {
+				conn.ResetConnectBackoff()
+			}
 		case first := <-p.q:
 			urls, gen := p.address()
 			if gen != connGen || conn == nil {
@@ -427,7 +477,8 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	}
 }
 
-// pause waits, dropping and reporting whatever is queued meanwhile.
+// pause waits, dropping and reporting whatever is queued meanwhile, until d passes or the peer
+// says hello.
 func (p *peer) pause(d time.Duration) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -436,6 +487,9 @@ func (p *peer) pause(d time.Duration) {
 		case m := <-p.q:
 			p.t.report(m, false)
 		case <-t.C:
+			return
+		case <-p.woken:
+			p.wake() // run sees it too and resets the backoff
 			return
 		case <-p.stop:
 			return
