@@ -339,9 +339,7 @@ func (c *cluster) reconcile(s *slot, v *view) {
 		if present && s.proc == nil {
 			// An add of unknown outcome took effect, or one of an earlier generation of this slot
 			// did so late: either way it is this slot's member now.
-			s.state, s.id, s.name, s.url, s.knownAt = slotMember, m.ID, m.Name, m.URL, v.retAt
-			s.dataDir = filepath.Join(c.cfg.dir, "data", s.name)
-			c.stats["adopted"]++
+			c.adopt(s, m, v)
 		} else if s.state == slotPending && v.callAt.After(s.since.Add(c.cfg.settle)) {
 			s.state, s.name = slotFree, ""
 		}
@@ -376,14 +374,28 @@ func (c *cluster) reconcile(s *slot, v *view) {
 	}
 }
 
+func (c *cluster) adopt(s *slot, m mem, v *view) {
+	s.state, s.id, s.name, s.url, s.knownAt = slotMember, m.ID, m.Name, m.URL, v.retAt
+	s.dataDir = filepath.Join(c.cfg.dir, "data", s.name)
+	c.stats["adopted"]++
+}
+
 // observeStale takes a serializable list, which any member answers without a leader, and only
-// starts the processes of known members that are down. Without it, a cluster that lost its
-// quorum to members that are added but not started yet (a voter added to a one-voter cluster)
-// could never get them started: a linearizable list needs the quorum they would restore.
+// starts the processes of known members that are down, and of adds of unknown outcome that it
+// shows took effect. Without it, a cluster that lost its quorum to members that are added but not
+// started yet (a voter added to a one-voter cluster, whose answer may have been lost) could never
+// get them started: a linearizable list needs the quorum they would restore.
 func (c *cluster) observeStale(v *view) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.slots {
+		if s.state == slotPending && s.proc == nil && !s.held {
+			for _, x := range v.members {
+				if s.owns(x.URL) {
+					c.adopt(s, x, v)
+				}
+			}
+		}
 		if m, ok := v.member(s.id); ok && s.id != 0 && s.state == slotMember && !s.held && m.URL != "" {
 			c.keepRunning(s, v, false)
 		}
