@@ -75,7 +75,7 @@ func (s *Server) Run(ctx context.Context) error {
 	tr.Attach(node)
 	coord := reconfig.New(reconfig.Config{
 		Node: node, Transport: tr, ElectionTimeout: s.cfg.ElectionTimeout,
-		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Logger: log,
+		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners,
 	})
 	defer coord.Close()
 

@@ -6,7 +6,6 @@ import (
 	"net/url"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 )
 
@@ -15,15 +14,6 @@ type ID uint64
 
 // String is the 16 lowercase hex digits that people and scripts read everywhere.
 func (id ID) String() string { return fmt.Sprintf("%016x", uint64(id)) }
-
-// ParseID reads an ID written in hex, with or without leading zeros.
-func ParseID(s string) (ID, error) {
-	v, err := strconv.ParseUint(s, 16, 64)
-	if err != nil || v == 0 {
-		return 0, fmt.Errorf("invalid member ID %q", s)
-	}
-	return ID(v), nil
-}
 
 // Member is one member of the cluster.
 type Member struct {
@@ -112,16 +102,6 @@ func (c *Cluster) ids(learners bool) []ID {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// MemberByPeerURL returns the member that uses u as a peer URL, or nil.
-func (c *Cluster) MemberByPeerURL(u string) *Member {
-	for _, m := range c.Members {
-		if slices.Contains(m.PeerURLs, u) {
-			return m.clone()
-		}
-	}
-	return nil
 }
 
 // ValidatePeerURLs checks URLs the way a member will use them: absolute, with a scheme the

@@ -697,9 +697,6 @@ func (n *Node) Applied() uint64 { return n.applied.Load() }
 // Status is raft's status; its Progress is filled on the leader only.
 func (n *Node) Status() raft.Status { return n.raft.Status() }
 
-// Done is closed when Run has returned.
-func (n *Node) Done() <-chan struct{} { return n.done }
-
 func randomID() uint64 {
 	var b [8]byte
 	for {

@@ -3,7 +3,6 @@ package reconfig
 import (
 	"context"
 	"errors"
-	"log/slog"
 	"strings"
 	"sync"
 	"time"
@@ -41,7 +40,6 @@ type Config struct {
 	ElectionTimeout time.Duration
 	StrictReconfig  bool
 	MaxLearners     int
-	Logger          *slog.Logger
 }
 
 // Coordinator routes and decides membership changes.
@@ -57,7 +55,8 @@ func New(cfg Config) *Coordinator {
 	return &Coordinator{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
 }
 
-// errRetry marks refusals after which the same request may go to the leader again.
+// retryable reports refusals after which the same request may go to the leader again: it was
+// not applied.
 func retryable(err error) bool {
 	return errors.Is(err, raftnode.ErrNotLeader) || errors.Is(err, raftnode.ErrProposalLost)
 }

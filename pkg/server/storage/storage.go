@@ -385,10 +385,3 @@ func (s *Store) WriteTo(w io.Writer) (int64, error) {
 	})
 	return n, err
 }
-
-// Size is the size a copy written by WriteTo will have.
-func (s *Store) Size() (int64, error) {
-	var n int64
-	err := s.db.View(func(tx *bolt.Tx) error { n = tx.Size(); return nil })
-	return n, err
-}
