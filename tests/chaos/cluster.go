@@ -328,7 +328,9 @@ func (c *cluster) reconcile(s *slot, v *view) {
 	var m mem
 	var present bool
 	for _, x := range v.members {
-		if s.owns(x.URL) {
+		// The slot's own member wins over another that took the slot's other port (an add of a
+		// URL that an update had just freed): that one is not this slot's business.
+		if s.owns(x.URL) && (!present || x.ID == s.id) {
 			m, present = x, true
 		}
 	}
