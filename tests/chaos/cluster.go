@@ -383,15 +383,16 @@ func (c *cluster) adopt(s *slot, m mem, v *view) {
 }
 
 // observeStale takes a serializable list, which any member answers without a leader, and only
-// starts the processes of known members that are down, and of adds of unknown outcome that it
-// shows took effect. Without it, a cluster that lost its quorum to members that are added but not
+// starts the processes of known members that are down, and of members it shows at a port of a
+// slot without a process (an add of unknown outcome that took effect, or an add meant to be
+// refused that took a URL an update had freed). Without it, a cluster that lost its quorum to members that are added but not
 // started yet (a voter added to a one-voter cluster, whose answer may have been lost) could never
 // get them started: a linearizable list needs the quorum they would restore.
 func (c *cluster) observeStale(v *view) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.slots {
-		if s.state == slotPending && s.proc == nil && !s.held {
+		if (s.state == slotPending || s.state == slotFree) && s.proc == nil && !s.held {
 			for _, x := range v.members {
 				if s.owns(x.URL) {
 					c.adopt(s, x, v)
