@@ -71,14 +71,22 @@ func (f *fakeServer) Status(context.Context, *pb.StatusRequest) (*pb.StatusRespo
 
 // serve starts f on a free loopback port for the test's lifetime and returns its address.
 func serve(t *testing.T, f *fakeServer) string {
+	return serveWith(t, func(s *grpc.Server) {
+		pb.RegisterClusterServer(s, f)
+		pb.RegisterMaintenanceServer(s, f)
+	})
+}
+
+// serveWith starts a gRPC server with the services register adds, on a free loopback port for
+// the test's lifetime, and returns its address.
+func serveWith(t *testing.T, register func(*grpc.Server)) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := grpc.NewServer()
-	pb.RegisterClusterServer(s, f)
-	pb.RegisterMaintenanceServer(s, f)
+	register(s)
 	go s.Serve(l)
 	t.Cleanup(s.Stop)
 	return l.Addr().String()

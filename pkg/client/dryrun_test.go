@@ -3,7 +3,6 @@ package client
 import (
 	"context"
 	"errors"
-	"net"
 	"reflect"
 	"sync/atomic"
 	"testing"
@@ -62,16 +61,7 @@ func (f *dryRunServer) MemberRemove(ctx context.Context, _ *pb.MemberRemoveReque
 }
 
 func serveDryRun(t *testing.T, f *dryRunServer) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	s := grpc.NewServer()
-	pb.RegisterClusterServer(s, f)
-	go s.Serve(l)
-	t.Cleanup(s.Stop)
-	return l.Addr().String()
+	return serveWith(t, func(s *grpc.Server) { pb.RegisterClusterServer(s, f) })
 }
 
 // A report as clusterd writes it: IDs are JSON numbers.

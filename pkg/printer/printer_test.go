@@ -36,11 +36,7 @@ func changeResult() *client.ChangeResult {
 // TestGolden prints every result in every format that supports it and compares the output with
 // testdata/<name>.<format>.golden.
 func TestGolden(t *testing.T) {
-	tests := []struct {
-		name  string
-		kind  Kind
-		print func(Printer, *bytes.Buffer) error
-	}{
+	tests := []goldenCase{
 		{"member_list", MemberList, func(p Printer, b *bytes.Buffer) error {
 			return p.MemberList(b, &client.ListResult{Header: header, Members: members})
 		}},
@@ -62,21 +58,7 @@ func TestGolden(t *testing.T) {
 			return p.MemberChange(b, MemberPromote, changeResult())
 		}},
 	}
-	for _, tt := range tests {
-		for _, f := range Formats(tt.kind) {
-			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
-				p, err := New(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var b bytes.Buffer
-				if err := tt.print(p, &b); err != nil {
-					t.Fatal(err)
-				}
-				golden(t, filepath.Join("testdata", tt.name+"."+string(f)+".golden"), b.Bytes())
-			})
-		}
-	}
+	runGolden(t, tests)
 }
 
 // TestGoldenDryRun prints the verdicts of --dry-run in every format that supports them.
@@ -253,5 +235,32 @@ func TestEnvQuoting(t *testing.T) {
 	line, _, _ := strings.Cut(b.String(), "\n")
 	if want := `ETCD_NAME="a\"b\$c\` + "`d\\`" + `\\e"`; line != want {
 		t.Errorf("got %s, want %s", line, want)
+	}
+}
+
+// goldenCase prints one result; runGolden checks it in every format its command supports
+// against testdata/<name>.<format>.golden.
+type goldenCase struct {
+	name  string
+	kind  Kind
+	print func(Printer, *bytes.Buffer) error
+}
+
+func runGolden(t *testing.T, tests []goldenCase) {
+	t.Helper()
+	for _, tt := range tests {
+		for _, f := range Formats(tt.kind) {
+			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
+				p, err := New(f)
+				if err != nil {
+					t.Fatal(err)
+				}
+				var b bytes.Buffer
+				if err := tt.print(p, &b); err != nil {
+					t.Fatal(err)
+				}
+				golden(t, filepath.Join("testdata", tt.name+"."+string(f)+".golden"), b.Bytes())
+			})
+		}
 	}
 }

@@ -2,7 +2,6 @@ package printer
 
 import (
 	"bytes"
-	"path/filepath"
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -20,11 +19,7 @@ func snapshotMembers() []client.Member {
 // TestGoldenSnapshot prints every snapshot result in every format that supports it and compares
 // the output with testdata/<name>.<format>.golden.
 func TestGoldenSnapshot(t *testing.T) {
-	tests := []struct {
-		name  string
-		kind  Kind
-		print func(Printer, *bytes.Buffer) error
-	}{
+	tests := []goldenCase{
 		{"snapshot_save", SnapshotSave, func(p Printer, b *bytes.Buffer) error {
 			return p.SnapshotSave(b, &client.SnapshotResult{Header: header, Path: "/backup/infra.db", Size: 20512,
 				Checksum: "444eabbdad684098b29254de0ee40a994b1002e30f016b89c4592094957c8109"})
@@ -42,21 +37,7 @@ func TestGoldenSnapshot(t *testing.T) {
 				}})
 		}},
 	}
-	for _, tt := range tests {
-		for _, f := range Formats(tt.kind) {
-			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
-				p, err := New(f)
-				if err != nil {
-					t.Fatal(err)
-				}
-				var b bytes.Buffer
-				if err := tt.print(p, &b); err != nil {
-					t.Fatal(err)
-				}
-				golden(t, filepath.Join("testdata", tt.name+"."+string(f)+".golden"), b.Bytes())
-			})
-		}
-	}
+	runGolden(t, tests)
 }
 
 func TestSnapshotFormats(t *testing.T) {

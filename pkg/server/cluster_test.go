@@ -172,6 +172,21 @@ func ctxWithName(name string) (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
+// addMember is phase one through c: it adds a member called name and returns it (not started),
+// the answer, and the ETCD_INITIAL_CLUSTER it must start with.
+func addMember(t *testing.T, c pb.ClusterClient, name string, learner bool) (*member, *pb.MemberAddResponse, string) {
+	t.Helper()
+	names := namesOf(t, c)
+	n := newMember(t, name)
+	ctx, cancel := ctxWithName(name)
+	defer cancel()
+	added, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}, IsLearner: learner})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n, added, initialOf(added, names, name)
+}
+
 func initialOf(resp *pb.MemberAddResponse, names map[uint64]string, newName string) string {
 	s := ""
 	for _, m := range resp.Members {
@@ -234,18 +249,13 @@ func TestBootstrapListFromEveryMember(t *testing.T) {
 func TestAddJoinPromoteRemove(t *testing.T) {
 	ms := startCluster(t, 3, nil)
 	c := ms[1].client(t)
-	names := namesOf(t, c)
-	n := newMember(t, "m3")
-	ctx, cancel := ctxWithName("m3")
+	n, added, initial := addMember(t, c, "m3", true)
+	ctx, cancel := ctxWithName("")
 	defer cancel()
-	added, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}, IsLearner: true})
-	if err != nil {
-		t.Fatal(err)
-	}
 	if _, err := c.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: added.Member.ID}); status.Convert(err).Message() != "etcdserver: can only promote a learner member which is in sync with leader" {
 		t.Fatalf("promote before start: %v", err)
 	}
-	n.start(t, n.config(initialOf(added, names, "m3"), "existing", nil))
+	n.start(t, n.config(initial, "existing", nil))
 	eventually(t, 10*time.Second, func() error {
 		_, err := c.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: added.Member.ID})
 		return err
@@ -261,7 +271,7 @@ func TestAddJoinPromoteRemove(t *testing.T) {
 		t.Fatalf("removed member: %v", err)
 	}
 	again := &member{name: n.name, dir: n.dir, peerURL: n.peerURL, clientURL: n.clientURL}
-	again.start(t, again.config(initialOf(added, names, "m3"), "existing", nil))
+	again.start(t, again.config(initial, "existing", nil))
 	if err := again.exited(t, 5*time.Second); !errors.Is(err, ErrRemoved) {
 		t.Fatalf("restart on a removed member's data: %v", err)
 	}
@@ -374,14 +384,7 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 	}
 	waitMembers(t, ms[2], len(before.Members), true)
 	// A member added now catches up from a snapshot: the log before it is compacted.
-	names := namesOf(t, c)
-	n := newMember(t, "late")
-	ctx2, cancel2 := ctxWithName("late")
-	defer cancel2()
-	added, err := ms[1].client(t).MemberAdd(ctx2, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.start(t, n.config(initialOf(added, names, "late"), "existing", nil))
+	n, _, initial := addMember(t, ms[1].client(t), "late", false)
+	n.start(t, n.config(initial, "existing", nil))
 	waitMembers(t, n, len(before.Members)+1, false)
 }

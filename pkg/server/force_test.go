@@ -39,15 +39,8 @@ func TestForceNewCluster(t *testing.T) {
 	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "existing", nil))
 	waitMembers(t, survivor, 1, true)
 	// Grow back: a voter added to a one-voter cluster is accepted.
-	names := namesOf(t, survivor.client(t))
-	n := newMember(t, "fresh")
-	ctx2, cancel2 := ctxWithName("fresh")
-	defer cancel2()
-	added, err := survivor.client(t).MemberAdd(ctx2, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.start(t, n.config(initialOf(added, names, "fresh"), "existing", nil))
+	n, _, initial := addMember(t, survivor.client(t), "fresh", false)
+	n.start(t, n.config(initial, "existing", nil))
 	waitMembers(t, n, 2, true)
 	// An old member started on its data learns it was removed, and stops.
 	old := ms[1]

@@ -16,16 +16,8 @@ import (
 // startLearner adds a learner through c, starts it, and waits until it is ready to promote.
 func startLearner(t *testing.T, ms []*member, name string) (*member, uint64) {
 	t.Helper()
-	c := ms[0].client(t)
-	names := namesOf(t, c)
-	n := newMember(t, name)
-	ctx, cancel := ctxWithName(name)
-	defer cancel()
-	added, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}, IsLearner: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	n.start(t, n.config(initialOf(added, names, name), "existing", nil))
+	n, added, initial := addMember(t, ms[0].client(t), name, true)
+	n.start(t, n.config(initial, "existing", nil))
 	waitMembers(t, n, len(added.Members), false)
 	return n, added.Member.ID
 }
@@ -166,22 +158,13 @@ func TestPromoteDuringLeaderChange(t *testing.T) {
 // peers after a restart (it keeps the peers it was shown at join time), and catches up.
 func TestRestartBeforeFirstSnapshot(t *testing.T) {
 	ms := startCluster(t, 3, nil)
-	c := ms[2].client(t)
-	names := namesOf(t, c)
-	n := newMember(t, "late")
-	ctx, cancel := ctxWithName("late")
-	defer cancel()
-	added, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{n.peerURL}, IsLearner: true})
-	if err != nil {
-		t.Fatal(err)
-	}
+	n, _, initial := addMember(t, ms[2].client(t), "late", true)
 	// Without a quorum there is no leader to send the new member anything.
 	for _, m := range ms[:2] {
 		if err := m.stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	initial := initialOf(added, names, "late")
 	n.start(t, n.config(initial, "existing", nil))
 	eventually(t, 10*time.Second, func() error {
 		// Joined: its data directory is written, its log still empty.
