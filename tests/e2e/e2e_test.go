@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -20,19 +19,7 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "clusterctl-e2e-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	buildErr = cluster.BuildOwn(dir)
-	return m.Run()
+	os.Exit(cluster.MainWithOwn(m, func(dir string, err error) { binDir, buildErr = dir, err }))
 }
 
 // TestClusterd runs testdata/*.txtar against clusterd and clusterctl.

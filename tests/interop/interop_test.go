@@ -24,20 +24,10 @@ var (
 )
 
 func TestMain(m *testing.M) {
-	os.Exit(run(m))
-}
-
-func run(m *testing.M) int {
-	dir, err := os.MkdirTemp("", "clusterctl-interop-bin-")
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		return 1
-	}
-	defer os.RemoveAll(dir)
-	binDir = dir
-	buildErr = cluster.BuildOwn(dir)
-	etcd, etcdErr = cluster.BuildEtcd()
-	return m.Run()
+	os.Exit(cluster.MainWithOwn(m, func(dir string, err error) {
+		binDir, buildErr = dir, err
+		etcd, etcdErr = cluster.BuildEtcd()
+	}))
 }
 
 func needBinaries(t *testing.T) {

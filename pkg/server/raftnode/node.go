@@ -58,9 +58,15 @@ type Config struct {
 // proposal is what a membership change entry carries: in the Data of a normal entry, in the
 // Context of a conf change. Stored in the raft log: field names are part of the format.
 type proposal struct {
-	RequestID uint64            `json:"requestID"`
-	Change    membership.Change `json:"change"`
+	RequestID uint64 `json:"requestID"`
+	// Term is the leader term in which the change was checked; zero for changes that no leader
+	// checked (a forced removal). A change appended in another term is not applied: the
+	// membership it was checked against may have moved on since (see Propose).
+	Term   uint64            `json:"term,omitempty"`
+	Change membership.Change `json:"change"`
 }
+
+type logPos struct{ index, term uint64 }
 
 type result struct {
 	cluster *membership.Cluster
@@ -93,7 +99,9 @@ type Node struct {
 	appliedTerm atomic.Uint64
 	lead        atomic.Uint64
 	term        atomic.Uint64
-	snapIndex   uint64 // only the loop touches it
+	// lastConf is where the latest conf-change entry was appended to this member's log.
+	lastConf  atomic.Pointer[logPos]
+	snapIndex uint64 // only the loop touches it
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -201,12 +209,13 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 func (n *Node) handleReady(rd raft.Ready) error {
+	// The term before the leader: whoever sees this member as leader then sees its term too.
+	if rd.HardState != nil {
+		n.term.Store(rd.HardState.GetTerm())
+	}
 	if rd.SoftState != nil {
 		n.lead.Store(rd.SoftState.Lead)
 		n.notifyProgress()
-	}
-	if rd.HardState != nil {
-		n.term.Store(rd.HardState.GetTerm())
 	}
 	cluster := n.cluster.Load()
 	applied := n.applied.Load()
@@ -253,7 +262,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		if err != nil {
 			return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 		}
-		if p != nil {
+		if p != nil && p.Term != 0 && p.Term != e.GetTerm() {
+			// Deterministic on every member and on replay: the entry's term is in the log.
+			r.req, r.err = p.RequestID, ErrProposalLost
+		} else if p != nil {
 			r.req = p.RequestID
 			cluster, r.err = cluster.Apply(p.Change)
 			if r.err == nil && p.Change.Kind == membership.KindRemove && uint64(p.Change.Member.ID) == n.id {
@@ -282,6 +294,11 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	if err := n.mem.Append(rd.Entries); err != nil {
 		return err
+	}
+	for _, e := range rd.Entries {
+		if e.GetType() == raftpb.EntryConfChange {
+			n.lastConf.Store(&logPos{index: e.GetIndex(), term: e.GetTerm()})
+		}
 	}
 	for i, m := range rd.Messages {
 		if m.GetType() == raftpb.MessageType_MsgSnap {
@@ -511,23 +528,45 @@ func decodeSnapshot(s *raftpb.Snapshot) (*membership.Cluster, error) {
 // SnapshotData encodes a membership as a snapshot's data, for a bootstrap.
 func SnapshotData(c *membership.Cluster) ([]byte, error) { return json.Marshal(c) }
 
-// Propose makes ch through raft and returns the membership once it is applied. It must be
-// called on the leader, under ConfLock for everything but a publish.
-func (n *Node) Propose(ctx context.Context, ch membership.Change) (*membership.Cluster, error) {
+// LeaderTerm waits until this member is the leader and its applied membership holds every
+// conf change in its log, and returns its term. Called under ConfLock, the membership then
+// stays as it is until the caller's own change: a check made against it cannot race with a
+// change an earlier leader left in the log, nor with one of this leader's whose proposer gave
+// up waiting. Without a leader elsewhere it returns ErrNotLeader.
+func (n *Node) LeaderTerm(ctx context.Context) (uint64, error) {
 	if n.lead.Load() != n.id {
-		return nil, ErrNotLeader
+		return 0, ErrNotLeader
 	}
-	// Until the leader has applied an entry of its own term, raft would turn a conf change
-	// into an empty entry (it cannot tell whether an older one is still pending).
 	term := n.term.Load()
-	if !n.waitFor(ctx, func() bool { return n.appliedTerm.Load() >= term || n.lead.Load() != n.id }) {
-		return nil, n.ctxErr(ctx)
+	settled := func() bool {
+		// An applied entry of its own term means every entry of earlier terms is applied; raft
+		// would, until then, also turn a conf change into an empty entry. Conf changes of its
+		// own term it appended itself, and its log keeps them while it leads.
+		if n.appliedTerm.Load() < term {
+			return false
+		}
+		last := n.lastConf.Load()
+		return last == nil || last.term != term || n.applied.Load() >= last.index
 	}
+	if !n.waitFor(ctx, func() bool { return settled() || n.lead.Load() != n.id }) {
+		return 0, n.ctxErr(ctx)
+	}
+	if n.lead.Load() != n.id || n.term.Load() != term {
+		return 0, ErrNotLeader
+	}
+	return term, nil
+}
+
+// Propose makes ch through raft and returns the membership once it is applied. term is what
+// LeaderTerm returned before ch was checked: if leadership moved since, ch is not proposed
+// (ErrNotLeader), and if it moves before ch is appended, ch is not applied (ErrProposalLost).
+// Membership changes other than a publish must be made under ConfLock.
+func (n *Node) Propose(ctx context.Context, term uint64, ch membership.Change) (*membership.Cluster, error) {
 	if n.lead.Load() != n.id || n.term.Load() != term {
 		return nil, ErrNotLeader
 	}
 	req := randomID()
-	data, err := json.Marshal(proposal{RequestID: req, Change: ch})
+	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch})
 	if err != nil {
 		return nil, err
 	}

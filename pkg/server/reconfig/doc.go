@@ -4,8 +4,9 @@
 // forwards the request to the leader over the peer port.
 //
 // Invariants:
-//   - The checks run under the node's conf lock, against the applied membership, so two
-//     requests can never both pass a check that only one of them may pass.
+//   - The checks run under the node's conf lock, against an applied membership that holds every
+//     conf change in the leader's log, and the change is proposed in the term it was checked
+//     in, so two requests can never both pass a check that only one of them may pass.
 //   - A dry run runs exactly the checks a real request runs and proposes nothing.
 //   - A request is retried (re-routed to the current leader) only when it is known not to have
 //     been applied: not leader, no proposal made, or the proposal lost.

@@ -94,6 +94,13 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	if ch.Kind != membership.KindPublish {
 		defer n.ConfLock()()
 	}
+	// Check against a membership that holds every change of earlier leaders, and propose in
+	// the same term: otherwise a change an earlier leader left in the log could be applied
+	// between the check and the proposal (two learner adds, each alone within --max-learners).
+	term, err := n.LeaderTerm(ctx)
+	if err != nil {
+		return nil, err
+	}
 	cl := n.Cluster()
 	if ch.Kind == membership.KindAdd {
 		ch.Member.ID = newID(cl)
@@ -117,7 +124,7 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 		// without a leader for a whole election timeout; the new leader then removes us.
 		return nil, c.handOff(ctx, cl)
 	}
-	after, err := n.Propose(ctx, ch)
+	after, err := n.Propose(ctx, term, ch)
 	if err != nil {
 		return nil, err
 	}

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"testing"
 )
 
 // ModuleRoot returns the directory of this module's go.mod, found from the working directory,
@@ -52,6 +53,20 @@ func BuildOwn(dir string) error {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
+}
+
+// MainWithOwn is a TestMain body: it builds clusterd and clusterctl into a temporary directory,
+// hands got where they are (or why they could not be built, which only the tests that need
+// them should report), runs the tests and removes the directory.
+func MainWithOwn(m *testing.M, got func(dir string, err error)) int {
+	dir, err := os.MkdirTemp("", "clusterctl-bin-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(dir)
+	got(dir, BuildOwn(dir))
+	return m.Run()
 }
 
 // Etcd holds the paths of the real etcd binaries.
