@@ -209,6 +209,7 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 func (n *Node) handleReady(rd raft.Ready) error {
+	prevTerm := n.term.Load()
 	// The term before the leader: whoever sees this member as leader then sees its term too.
 	if rd.HardState != nil {
 		n.term.Store(rd.HardState.GetTerm())
@@ -278,6 +279,17 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if len(results) > 0 || received {
 		up.Cluster, up.Applied, up.Tombstone = cluster, applied, selfRemoved
 	}
+	// A leader writes to its disk while its followers write to theirs (raft thesis 10.2.1):
+	// its messages carry only entries it has appended, and raft counts the leader's own copy
+	// towards the commit only after Advance, once the write below is done. Other members
+	// must not answer (votes, appends) before their state is durable, nor may a leader whose
+	// term is new in this pass (a lone voter elects itself at once).
+	leading := n.lead.Load() == n.id && (rd.HardState == nil || rd.HardState.GetTerm() == prevTerm)
+	if leading {
+		if err := n.send(rd.Messages); err != nil {
+			return err
+		}
+	}
 	// A pass that only carries messages (heartbeats, read-index answers) has nothing to make
 	// durable: skip the transaction and its fsync.
 	if up.HardState != nil || len(up.Entries) > 0 || up.Snapshot != nil || up.Cluster != nil {
@@ -300,18 +312,11 @@ func (n *Node) handleReady(rd raft.Ready) error {
 			n.lastConf.Store(&logPos{index: e.GetIndex(), term: e.GetTerm()})
 		}
 	}
-	for i, m := range rd.Messages {
-		if m.GetType() == raftpb.MessageType_MsgSnap {
-			fresh, err := n.currentSnapshot(m.GetSnapshot())
-			if err != nil {
-				return err
-			}
-			m = proto.CloneOf(m)
-			m.Snapshot = fresh
-			rd.Messages[i] = m
+	if !leading {
+		if err := n.send(rd.Messages); err != nil {
+			return err
 		}
 	}
-	n.cfg.Transport.Send(rd.Messages)
 
 	for _, r := range results {
 		if r.entry.GetType() == raftpb.EntryConfChange {
@@ -355,6 +360,23 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if selfRemoved {
 		n.markRemoved()
 	}
+	return nil
+}
+
+// send hands messages to the transport, each snapshot rewritten to the applied membership.
+func (n *Node) send(msgs []*raftpb.Message) error {
+	for i, m := range msgs {
+		if m.GetType() == raftpb.MessageType_MsgSnap {
+			fresh, err := n.currentSnapshot(m.GetSnapshot())
+			if err != nil {
+				return err
+			}
+			m = proto.CloneOf(m)
+			m.Snapshot = fresh
+			msgs[i] = m
+		}
+	}
+	n.cfg.Transport.Send(msgs)
 	return nil
 }
 
