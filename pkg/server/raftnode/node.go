@@ -728,6 +728,22 @@ func (n *Node) markRemoved() { n.rmOnce.Do(func() { close(n.removed) }) }
 // Step hands a message from a peer to raft.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error { return n.raft.Step(ctx, m) }
 
+// PeerStarted is told that a peer has just started. A leader treats it as the peer's answer to
+// a heartbeat, which is what raft waits for before it sends a peer it could not reach its next
+// append: the peer is reached now instead of at the next heartbeat. Only a leader of the term
+// steps it; raft ignores it anywhere else, and it carries no read-index context.
+func (n *Node) PeerStarted(id uint64) {
+	if n.lead.Load() != n.id || id == n.id {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = n.raft.Step(ctx, &raftpb.Message{
+		Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id),
+		Term: proto.Uint64(n.term.Load()),
+	})
+}
+
 // ReportUnreachable tells raft a peer could not be reached.
 func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
 

@@ -34,6 +34,9 @@ type Handler interface {
 	ReportSnapshot(id uint64, ok bool)
 	MarkRemoved()
 	Cluster() *membership.Cluster
+	// PeerStarted is told that a peer has just started (its Hello), so that a leader reaches
+	// it with its next append now rather than at its next heartbeat.
+	PeerStarted(id uint64)
 }
 
 // Config configures a Transport.
@@ -80,12 +83,17 @@ func (t *Transport) Register(s *grpc.Server) {
 				go t.h.MarkRemoved()
 			})},
 			{MethodName: "Hello", Handler: t.unary(func(n *notice) {
+				if t.h.Cluster().IsRemoved(membership.ID(n.From)) {
+					return
+				}
 				t.mu.Lock()
 				p := t.peers[membership.ID(n.From)]
 				t.mu.Unlock()
 				if p != nil {
 					p.wake()
 				}
+				t.heard(membership.ID(n.From))
+				t.h.PeerStarted(n.From)
 			})},
 		},
 	}, struct{}{})
@@ -96,8 +104,9 @@ func (t *Transport) Register(s *grpc.Server) {
 //     removal from the commit that contains it, but the leader stops sending to it as soon as it
 //     applies that commit, so the member would otherwise find out only when it next campaigns.
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
-//     the sender and reaches it with its next message: a member added while it was not running
-//     yet would otherwise wait out the backoff before the leader's first message.
+//     the sender and, if it leads, sends it an append at once: a member added while it was not
+//     running yet would otherwise wait out the backoff and then the next heartbeat (up to
+//     --heartbeat-interval) before the leader's first message.
 type notice struct {
 	ClusterID uint64 `json:"clusterID"`
 	From      uint64 `json:"from"`

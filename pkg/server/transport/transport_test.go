@@ -20,6 +20,7 @@ import (
 type member struct {
 	mu      sync.Mutex
 	stepped []*raftpb.Message
+	started []uint64 // PeerStarted calls
 	removed chan struct{}
 	once    sync.Once
 	cluster *membership.Cluster
@@ -34,6 +35,11 @@ func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
 func (m *member) ReportUnreachable(uint64)    {}
 func (m *member) ReportSnapshot(uint64, bool) {}
 func (m *member) MarkRemoved()                { m.once.Do(func() { close(m.removed) }) }
+func (m *member) PeerStarted(id uint64) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.started = append(m.started, id)
+}
 func (m *member) Cluster() *membership.Cluster {
 	return m.cluster
 }
@@ -124,6 +130,34 @@ func TestRemovedSenderLearnsIt(t *testing.T) {
 	}
 	if receiver.count() != 0 || receiverTr.HeardWithin(1, time.Minute) {
 		t.Fatal("a refused message must not reach raft nor count as heard")
+	}
+}
+
+// A starting member's greeting reaches its peers' raft side (so a leader can reach it at
+// once) and counts as hearing from it; a removed member's does neither.
+func TestGreet(t *testing.T) {
+	c := membership.NewCluster(7, nil)
+	c.Removed[3] = struct{}{}
+	receiverTr, receiver, url := serve(t, 2, 7, c)
+	peers := membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}})
+	for _, from := range []membership.ID{3, 1} {
+		sender, _, _ := serve(t, from, 7, membership.NewCluster(7, nil))
+		sender.SetPeers(peers)
+		sender.Greet()
+	}
+	waitFor(t, "greeting", func() bool {
+		receiver.mu.Lock()
+		defer receiver.mu.Unlock()
+		return len(receiver.started) > 0
+	})
+	receiver.mu.Lock()
+	started := receiver.started
+	receiver.mu.Unlock()
+	if len(started) != 1 || started[0] != 1 || !receiverTr.HeardWithin(1, time.Second) {
+		t.Fatalf("PeerStarted calls %v, heard from 1: %v; want [1], true", started, receiverTr.HeardWithin(1, time.Second))
+	}
+	if receiverTr.HeardWithin(3, time.Minute) {
+		t.Fatal("a removed member's greeting must not count as heard")
 	}
 }
 
