@@ -71,7 +71,8 @@ import (
 //	    the stdout, stderr and cmp commands, as after exec.
 //	retry [-timeout=D] PROGRAM [ARGS...]
 //	    Run PROGRAM until it exits 0. For real etcd, which refuses membership changes for its
-//	    first 5 s; a clusterd script should not need it.
+//	    first 5 s, and for waiting on a cluster other than the script's (wait-started looks at
+//	    the script's own).
 func commands() map[string]func(ts *testscript.TestScript, neg bool, args []string) {
 	return map[string]func(ts *testscript.TestScript, neg bool, args []string){
 		"cluster":        cmdCluster,
