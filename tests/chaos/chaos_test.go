@@ -74,6 +74,11 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(c.close)
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("slots:\n%s\nthe test's last events (all of them in %s):\n%s", c.describeSlots(), filepath.Join(dir, "events.log"), c.events.last())
+		}
+	})
 	rec := newRecorder()
 	t.Cleanup(rec.close)
 
@@ -115,6 +120,7 @@ func TestChaos(t *testing.T) {
 	}
 	wg.Wait()
 	c.net.healAll()
+	c.events.add("churn and faults over; healing")
 	t.Logf("churn and faults over after %v; healing", *flagDuration)
 
 	final := waitHealed(t, c, rec, 90*time.Second)

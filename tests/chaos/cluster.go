@@ -93,11 +93,23 @@ type cluster struct {
 	latest   *view
 	failures []string
 	stats    map[string]int
+	events   *journal
 	logf     func(format string, args ...any)
+}
+
+// tally counts what happened to slot s, for the report, and journals it. Called with c.mu held.
+func (c *cluster) tally(s *slot, what string) {
+	c.stats[what]++
+	c.events.add("slot %d: %s: %s (%016x)", s.idx, what, s.name, s.id)
 }
 
 func newCluster(cfg settings, seed uint64, logf func(string, ...any)) (*cluster, error) {
 	c := &cluster{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, logf: logf}
+	events, err := newJournal(filepath.Join(cfg.dir, "events.log"))
+	if err != nil {
+		return nil, err
+	}
+	c.events = events
 	c.net = newNetwork(seed, c.livePids)
 	for _, d := range []string{"data", "logs"} {
 		if err := os.MkdirAll(filepath.Join(cfg.dir, d), 0o755); err != nil {
@@ -196,13 +208,13 @@ func (c *cluster) start(s *slot, mode string) error {
 	default:
 		args = append(args, "--initial-cluster-state", "existing")
 	}
-	p, err := startProcess(c.cfg.bin, filepath.Join(c.cfg.dir, "logs", s.name+".log"), s.idx, s.name, mode, args)
+	p, err := startProcess(c.events, c.cfg.bin, filepath.Join(c.cfg.dir, "logs", s.name+".log"), s.idx, s.name, mode, args)
 	if err != nil {
 		return err
 	}
 	s.proc = p
 	c.procs = append(c.procs, p)
-	c.stats["start "+mode]++
+	c.tally(s, "start "+mode)
 	return nil
 }
 
@@ -315,6 +327,9 @@ func (c *cluster) added(s *slot, out output, at time.Time) {
 func (c *cluster) observe(v *view) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	if c.latest == nil || v.leader != c.latest.leader || len(v.members) != len(c.latest.members) {
+		c.events.add("list: leader %016x, %d members", v.leader, len(v.members))
+	}
 	if c.latest == nil || v.callAt.After(c.latest.callAt) {
 		c.latest = v
 	}
@@ -356,7 +371,7 @@ func (c *cluster) reconcile(s *slot, v *view) {
 		if !present || m.ID != s.id {
 			if s.id != 0 && v.callAt.After(s.knownAt) {
 				s.state, s.since = slotRemoved, time.Now()
-				c.stats["removal seen"]++
+				c.tally(s, "removal seen")
 			}
 			if s.state == slotMember {
 				return
@@ -379,7 +394,7 @@ func (c *cluster) reconcile(s *slot, v *view) {
 func (c *cluster) adopt(s *slot, m mem, v *view) {
 	s.state, s.id, s.name, s.url, s.knownAt = slotMember, m.ID, m.Name, m.URL, v.retAt
 	s.dataDir = filepath.Join(c.cfg.dir, "data", s.name)
-	c.stats["adopted"]++
+	c.tally(s, "adopted")
 }
 
 // observeStale takes a serializable list, which any member answers without a leader, and only
@@ -425,7 +440,7 @@ func (c *cluster) keepRunning(s *slot, v *view, linearizable bool) {
 			}
 			return // the list may predate the removal: wait for the next one
 		case code == 1 && p.mode == "join" && benignJoinFailure(tail):
-			c.stats["join refused, retried"]++
+			c.tally(s, "join refused, retried")
 			if strings.Contains(tail, "address already in use") {
 				_ = c.newPorts(s)
 			}
@@ -498,7 +513,7 @@ func (c *cluster) expectGone(s *slot) {
 			if !strings.Contains(tail, removedLine) {
 				c.failLocked("%s exited 3 without the line %q:\n%s", s.name, removedLine, tail)
 			}
-			c.stats["removed member exited 3"]++
+			c.tally(s, "removed member exited 3")
 			if s.rechecks == 0 && c.rnd.IntN(3) == 0 {
 				// Once in a while, start it again on its data dir: it must refuse at once.
 				s.rechecks++
@@ -517,8 +532,8 @@ func (c *cluster) expectGone(s *slot) {
 	if err := os.RemoveAll(s.dataDir); err != nil {
 		c.failLocked("wiping %s: %v", s.dataDir, err)
 	}
+	c.tally(s, "slot wiped")
 	s.state, s.proc, s.id, s.name, s.rechecks = slotFree, nil, 0, "", 0
-	c.stats["slot wiped"]++
 }
 
 func (c *cluster) restartRemoved(s *slot) {
@@ -607,4 +622,30 @@ func (c *cluster) close() {
 			}
 		}
 	}
+	c.events.close()
+}
+
+// describeSlots is every slot's state and process, for a failure message.
+func (c *cluster) describeSlots() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	names := [...]string{"free", "adding", "pending", "member", "removed", "broken"}
+	var b strings.Builder
+	for _, s := range c.slots {
+		proc := "no process"
+		if p := s.proc; p != nil {
+			proc = fmt.Sprintf("pid %d running", p.pid)
+			if p.exited() {
+				proc = fmt.Sprintf("pid %d ended: %s", p.pid, p.status())
+			}
+		}
+		fmt.Fprintf(&b, "slot %d: %s %s (%016x), held %v, %s\n", s.idx, names[s.state], s.name, s.id, s.held, proc)
+	}
+	if v := c.latest; v != nil {
+		fmt.Fprintf(&b, "latest linearizable list, made %s: leader %016x", v.callAt.UTC().Format("15:04:05.000"), v.leader)
+		for _, m := range v.members {
+			fmt.Fprintf(&b, "\n  %s", m)
+		}
+	}
+	return b.String()
 }

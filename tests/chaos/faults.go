@@ -56,9 +56,11 @@ func (f *injector) run(ctx context.Context) {
 			return
 		}
 		kind := faultKinds[f.rnd.IntN(len(faultKinds))]
+		f.c.events.add("fault lane %d: %s begins", f.client, kind)
 		if f.inject(ctx, kind) {
 			f.count(kind)
 		}
+		f.c.events.add("fault lane %d: %s over", f.client, kind)
 	}
 }
 

@@ -53,6 +53,7 @@ type process struct {
 	started time.Time
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the process has exited and its status is known
+	events  *journal
 
 	mu       sync.Mutex
 	killed   bool // the test sent SIGKILL: any status goes
@@ -63,7 +64,7 @@ type process struct {
 	exitedAt time.Time
 }
 
-func startProcess(bin, logPath string, slot int, name, mode string, args []string) (*process, error) {
+func startProcess(events *journal, bin, logPath string, slot int, name, mode string, args []string) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
@@ -79,7 +80,8 @@ func startProcess(bin, logPath string, slot int, name, mode string, args []strin
 		return nil, err
 	}
 	p := &process{slot: slot, name: name, mode: mode, pid: cmd.Process.Pid, logPath: logPath,
-		started: time.Now(), cmd: cmd, done: make(chan struct{})}
+		started: time.Now(), cmd: cmd, done: make(chan struct{}), events: events}
+	events.add("slot %d: %s started (%s), pid %d", slot, name, mode, p.pid)
 	go func() {
 		err := cmd.Wait()
 		logf.Close()
@@ -93,6 +95,7 @@ func startProcess(bin, logPath string, slot int, name, mode string, args []strin
 			}
 		}
 		p.mu.Unlock()
+		events.add("slot %d: %s (pid %d) ended: %s", slot, name, p.pid, p.status())
 		close(p.done)
 	}()
 	return p, nil
@@ -112,6 +115,7 @@ func (p *process) kill() {
 	p.mu.Lock()
 	p.killed = true
 	p.mu.Unlock()
+	p.events.add("slot %d: SIGKILL %s (pid %d)", p.slot, p.name, p.pid)
 	_ = p.cmd.Process.Signal(syscall.SIGKILL)
 	<-p.done
 }
@@ -121,6 +125,7 @@ func (p *process) terminate(within time.Duration) bool {
 	p.mu.Lock()
 	p.termed = true
 	p.mu.Unlock()
+	p.events.add("slot %d: SIGTERM %s (pid %d)", p.slot, p.name, p.pid)
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 	_ = p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -136,6 +141,7 @@ func (p *process) pause() {
 	p.mu.Lock()
 	p.stopped = true
 	p.mu.Unlock()
+	p.events.add("slot %d: SIGSTOP %s (pid %d)", p.slot, p.name, p.pid)
 	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
 }
 
@@ -143,6 +149,7 @@ func (p *process) resume() {
 	p.mu.Lock()
 	p.stopped = false
 	p.mu.Unlock()
+	p.events.add("slot %d: SIGCONT %s (pid %d)", p.slot, p.name, p.pid)
 	_ = p.cmd.Process.Signal(syscall.SIGCONT)
 }
 
