@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/server/storage"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
@@ -101,6 +105,39 @@ func (b *bench) fsyncFloor(ctx context.Context) (samples, error) {
 			return nil, err
 		}
 		if err := syscall.Fdatasync(int(f.Fd())); err != nil {
+			return nil, err
+		}
+		if i >= b.opt.warmup {
+			s = append(s, millis(time.Since(start)))
+		}
+	}
+	return s, nil
+}
+
+// boltFloor commits one transaction per sample, each putting one 200-byte value under a new key,
+// to a new database with the options of a member's: the least one bbolt commit, and so one step
+// of a conf change (leader append, follower append, leader apply), costs here.
+func (b *bench) boltFloor(ctx context.Context) (samples, error) {
+	db, err := bolt.Open(filepath.Join(b.dir, "data", "bolt-floor.db"), 0o600, storage.BoltOptions())
+	if err != nil {
+		return nil, err
+	}
+	defer db.Close()
+	value := make([]byte, 200)
+	var s samples
+	for i := range b.opt.warmup + b.opt.fsyncRuns {
+		if ctx.Err() != nil {
+			return nil, context.Cause(ctx)
+		}
+		start := time.Now()
+		err := db.Update(func(tx *bolt.Tx) error {
+			bk, err := tx.CreateBucketIfNotExists([]byte("floor"))
+			if err != nil {
+				return err
+			}
+			return bk.Put(binary.BigEndian.AppendUint64(nil, uint64(i)), value)
+		})
+		if err != nil {
 			return nil, err
 		}
 		if i >= b.opt.warmup {

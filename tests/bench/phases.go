@@ -29,6 +29,10 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	commits, err := b.boltFloor(ctx)
+	if err != nil {
+		return err
+	}
 	if err := sleepCtx(ctx, time.Until(idleFrom.Add(b.opt.idle))); err != nil {
 		return err
 	}
@@ -96,7 +100,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, pairs: pairs, conf: conf, fsync: fsync, rss: rss,
+		lists: lists, pairs: pairs, conf: conf, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil

@@ -151,6 +151,7 @@ type figures struct {
 	pairs    map[string]samples
 	conf     samples
 	fsync    samples
+	bolt     samples
 	rss      samples
 	ready    samples
 	learners []learnerResult
@@ -224,7 +225,8 @@ func (r *report) fill(f figures) {
 	cc := stat("conf_change", "one conf change in process (pkg/client, leader first)", "ms", f.conf, 2*w, "<= 3x fsync floor")
 	cc.Ratio, cc.RatioTo = ptr(cc.Median/fs.Median), "fsync_floor"
 	cc.Met = ptr(*cc.Ratio <= 3)
-	r.Rows = append(r.Rows, cc, fs)
+	bf := stat("bolt_floor", "bbolt commit floor: one 200-byte Put per transaction", "ms", f.bolt, w, "report")
+	r.Rows = append(r.Rows, cc, fs, bf)
 
 	lr := stat("leader_removal_gap", "leader removal: longest gap between linearizable member lists", "ms", f.gaps, 0, "<= 150 ms")
 	lr.Met = ptr(lr.Max <= 150)

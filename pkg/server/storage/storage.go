@@ -132,12 +132,7 @@ func Open(dir string) (*Store, error) {
 }
 
 func open(dir string) (*Store, error) {
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, &bolt.Options{
-		// A second process on the same data directory must fail rather than wait forever.
-		Timeout:        time.Second,
-		NoFreelistSync: true,
-		FreelistType:   bolt.FreelistMapType,
-	})
+	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, BoltOptions())
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
 	}
@@ -145,6 +140,17 @@ func open(dir string) (*Store, error) {
 		return nil, err
 	}
 	return &Store{db: db}, nil
+}
+
+// BoltOptions are the options of every member.db; exported so that make bench measures a bbolt
+// commit exactly as a member makes one.
+func BoltOptions() *bolt.Options {
+	return &bolt.Options{
+		// A second process on the same data directory must fail rather than wait forever.
+		Timeout:        time.Second,
+		NoFreelistSync: true,
+		FreelistType:   bolt.FreelistMapType,
+	}
 }
 
 // Close closes the database.
