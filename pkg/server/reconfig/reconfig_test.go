@@ -1,0 +1,261 @@
+package reconfig
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/transport"
+)
+
+// memNet carries raft messages between nodes of one process, in order per receiver. A rule may
+// drop a message or hold it until release; rules are checked as each message is delivered.
+type memNet struct {
+	mu    sync.Mutex
+	nodes map[uint64]*raftnode.Node
+	inbox map[uint64]chan *raftpb.Message
+	rule  func(m *raftpb.Message) verdict
+	held  []*raftpb.Message
+}
+
+type verdict int
+
+const (
+	deliver verdict = iota
+	drop
+	hold
+)
+
+func (n *memNet) setRule(r func(m *raftpb.Message) verdict) {
+	n.mu.Lock()
+	n.rule = r
+	n.mu.Unlock()
+}
+
+// release delivers what was held and lets everything through from now on.
+func (n *memNet) release() {
+	n.mu.Lock()
+	held := n.held
+	n.held, n.rule = nil, nil
+	n.mu.Unlock()
+	for _, m := range held {
+		n.inbox[m.GetTo()] <- m
+	}
+}
+
+// endpoint is one node's raftnode.Transport.
+type endpoint struct{ net *memNet }
+
+func (e endpoint) Send(msgs []*raftpb.Message) {
+	for _, m := range msgs {
+		select {
+		case e.net.inbox[m.GetTo()] <- m:
+		default: // a full inbox is a lossy link, which raft copes with
+		}
+	}
+}
+
+func (e endpoint) SetPeers(*membership.Cluster) {}
+
+func (n *memNet) run(ctx context.Context, id uint64) {
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case m := <-n.inbox[id]:
+			n.mu.Lock()
+			v := deliver
+			if n.rule != nil {
+				v = n.rule(m)
+			}
+			if v == hold {
+				n.held = append(n.held, m)
+			}
+			node := n.nodes[id]
+			n.mu.Unlock()
+			if v == deliver {
+				_ = node.Step(ctx, m)
+			}
+		}
+	}
+}
+
+// startNodes runs a three-member cluster of raftnode.Nodes on a memNet, with a coordinator each.
+func startNodes(t *testing.T) (*memNet, map[uint64]*Coordinator) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	var initial []bootstrap.Initial
+	for i, name := range []string{"a", "b", "c"} {
+		initial = append(initial, bootstrap.Initial{Name: name, URLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 1+i)}})
+	}
+	c := bootstrap.NewCluster(initial, "test")
+	net := &memNet{nodes: map[uint64]*raftnode.Node{}, inbox: map[uint64]chan *raftpb.Message{}}
+	coords := map[uint64]*Coordinator{}
+	var wg sync.WaitGroup
+	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
+	for _, in := range initial {
+		dir := filepath.Join(t.TempDir(), in.Name)
+		store, err := bootstrap.Create(dir, in.Name, c)
+		if err != nil {
+			t.Fatal(err)
+		}
+		st, err := store.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		node, err := raftnode.New(raftnode.Config{
+			Store: store, State: st, Transport: endpoint{net}, TickInterval: 10 * time.Millisecond,
+			ElectionTicks: 10, SnapshotCount: 10000, Logger: logger,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		id := uint64(st.MemberID)
+		net.nodes[id], net.inbox[id] = node, make(chan *raftpb.Message, 4096)
+		tr := transport.New(transport.Config{LocalID: st.MemberID, ClusterID: c.ID, Logger: logger})
+		// Strict checks off: this transport never hears from anyone.
+		coords[id] = New(Config{Node: node, Transport: tr, ElectionTimeout: 100 * time.Millisecond, MaxLearners: 1})
+		t.Cleanup(func() { store.Close() })
+	}
+	// Only once every node is in the maps, which are read without the lock from then on.
+	for id, node := range net.nodes {
+		wg.Add(2)
+		go func() { defer wg.Done(); _ = node.Run(ctx) }()
+		go func() { defer wg.Done(); net.run(ctx, id) }()
+	}
+	t.Cleanup(func() { cancel(); wg.Wait() })
+	return net, coords
+}
+
+func waitUntil(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func do(coord *Coordinator, ch membership.Change, within time.Duration) (*Reply, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), within)
+	defer cancel()
+	return coord.Do(ctx, Request{Change: ch})
+}
+
+func isConfChange(m *raftpb.Message) bool {
+	for _, e := range m.GetEntries() {
+		if e.GetType() == raftpb.EntryType_EntryConfChange {
+			return true
+		}
+	}
+	return false
+}
+
+// A new leader checks a change only against a membership that holds everything committed
+// before its term. Here the removal of the only learner is committed by the old leader with
+// one follower, which has it in its log but has not learnt that it is committed when it
+// becomes leader; a learner add sent to it then must not be refused as one learner too many
+// (the chaos test found that: the check ran against the membership before the removal).
+func TestNewLeaderChecksAfterEarlierTerms(t *testing.T) {
+	net, coords := startNodes(t)
+	var lead uint64
+	waitUntil(t, "a leader", func() bool {
+		for id, c := range coords {
+			if c.cfg.Node.Leader() == membership.ID(id) {
+				lead = id
+				return true
+			}
+		}
+		return false
+	})
+	var next, last uint64 // the follower that will lead next, and the other one
+	for id := range coords {
+		switch {
+		case id == lead:
+		case next == 0:
+			next = id
+		default:
+			last = id
+		}
+	}
+	learner := func(name string, port int) membership.Change {
+		return membership.Change{Kind: membership.KindAdd, Member: membership.Member{
+			Name: name, PeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, IsLearner: true,
+		}}
+	}
+	reply, err := do(coords[lead], learner("x", 9), 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := reply.Member.ID
+	for id, c := range coords {
+		waitUntil(t, fmt.Sprintf("%x applies the add", id), func() bool { return c.cfg.Node.Cluster().Member(x) != nil })
+	}
+
+	// The removal reaches next and nobody else; after it, next hears nothing more from the
+	// leader, so it never learns that the removal committed.
+	cutLead := false
+	net.setRule(func(m *raftpb.Message) verdict {
+		switch {
+		case m.GetFrom() != lead:
+			return deliver
+		case m.GetTo() == next && cutLead:
+			return drop
+		case m.GetTo() == next && isConfChange(m):
+			cutLead = true
+			return deliver
+		case m.GetTo() == last && m.GetType() == raftpb.MessageType_MsgApp:
+			return hold
+		}
+		return deliver
+	})
+	if _, err := do(coords[lead], membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: x}}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+
+	// The old leader goes silent; next wins the election (its log is longer than last's), but
+	// what it sends last is held, so it cannot commit anything of its own term.
+	net.setRule(func(m *raftpb.Message) verdict {
+		switch {
+		case m.GetFrom() == lead || m.GetTo() == lead:
+			return drop
+		case m.GetFrom() == next && m.GetType() == raftpb.MessageType_MsgApp:
+			return hold
+		}
+		return deliver
+	})
+	nextNode := coords[next].cfg.Node
+	waitUntil(t, "the follower with the removal leads", func() bool { return nextNode.Leader() == membership.ID(next) })
+	if nextNode.Cluster().Member(x) == nil {
+		t.Fatal("the new leader applied the removal already: the test did not set up what it means to")
+	}
+	_, err = do(coords[next], learner("y", 10), 300*time.Millisecond)
+	if errors.Is(err, membership.ErrTooManyLearners) {
+		t.Fatalf("the new leader checked against a membership without the committed removal: %v", err)
+	}
+	if err == nil {
+		t.Fatal("the new leader made a change before committing an entry of its term")
+	}
+
+	net.release()
+	reply, err = do(coords[next], learner("y", 10), 5*time.Second)
+	if err != nil {
+		t.Fatalf("once the new leader committed, the add must pass: %v", err)
+	}
+	if reply.Cluster.Member(x) != nil || len(reply.Cluster.Learners()) != 1 {
+		t.Fatalf("after the add: %v", reply.Cluster.Members)
+	}
+}
