@@ -11,4 +11,6 @@
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
 //   - A peer's address book only grows from the applied membership; a removed member's peer is
 //     closed and never reopened.
+//   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted) unless the
+//     peer is removed; it never carries a raft message of its own.
 package transport
