@@ -553,8 +553,9 @@ func SnapshotData(c *membership.Cluster) ([]byte, error) { return json.Marshal(c
 // LeaderTerm waits until this member is the leader and its applied membership holds every
 // conf change in its log, and returns its term. Called under ConfLock, the membership then
 // stays as it is until the caller's own change: a check made against it cannot race with a
-// change an earlier leader left in the log, nor with one of this leader's whose proposer gave
-// up waiting. Without a leader elsewhere it returns ErrNotLeader.
+// change an earlier leader left in the log, nor with one of this leader's that is in its log
+// but whose proposer gave up waiting (a proposer waits for seconds; its change reaches the log
+// within one pass of the loop). Without a leader elsewhere it returns ErrNotLeader.
 func (n *Node) LeaderTerm(ctx context.Context) (uint64, error) {
 	if n.lead.Load() != n.id {
 		return 0, ErrNotLeader
