@@ -126,6 +126,9 @@ func TestChaos(t *testing.T) {
 	final := waitHealed(t, c, rec, 90*time.Second)
 	stopRec()
 	<-recDone
+	if final == nil {
+		t.Logf("slots:\n%s\ngoroutines of the members still running (each ended with SIGQUIT):\n%s", c.describeSlots(), c.dumpStacks())
+	}
 
 	report(t, c, rec, &faults)
 	if final != nil {

@@ -625,6 +625,25 @@ func (c *cluster) close() {
 	c.events.close()
 }
 
+// dumpStacks ends every running member with SIGQUIT and returns, for each, its goroutines
+// that run this module's code: what a member that stopped making progress was doing.
+func (c *cluster) dumpStacks() string {
+	c.mu.Lock()
+	var procs []*process
+	for _, s := range c.slots {
+		if s.proc != nil && !s.proc.exited() {
+			procs = append(procs, s.proc)
+		}
+	}
+	c.mu.Unlock()
+	var b strings.Builder
+	for _, p := range procs {
+		p.quit(5 * time.Second)
+		fmt.Fprintf(&b, "%s (pid %d):\n%s\n\n", p.name, p.pid, p.ownGoroutines())
+	}
+	return b.String()
+}
+
 // describeSlots is every slot's state and process, for a failure message.
 func (c *cluster) describeSlots() string {
 	c.mu.Lock()

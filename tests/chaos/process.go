@@ -120,6 +120,67 @@ func (p *process) kill() {
 	<-p.done
 }
 
+// quit makes the process print its goroutines and end (SIGQUIT), for a failure message; after
+// within it is killed.
+func (p *process) quit(within time.Duration) {
+	p.mu.Lock()
+	p.killed = true
+	p.mu.Unlock()
+	p.events.add("slot %d: SIGQUIT %s (pid %d)", p.slot, p.name, p.pid)
+	_ = p.cmd.Process.Signal(syscall.SIGCONT)
+	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	select {
+	case <-p.done:
+	case <-time.After(within):
+		p.kill()
+	}
+}
+
+// ownGoroutines sums up the process's last goroutine dump: one line per goroutine that runs this
+// module's code, its state and its frames in this module, innermost first.
+func (p *process) ownGoroutines() string {
+	b, _ := os.ReadFile(p.logPath)
+	log := string(b)
+	i := strings.LastIndex(log, "SIGQUIT: quit")
+	if i < 0 {
+		return "(no goroutine dump)"
+	}
+	const module = "github.com/clusterctl/clusterctl/"
+	var out []string
+	for _, g := range strings.Split(log[i:], "\n\n") {
+		lines := strings.Split(g, "\n")
+		if !strings.HasPrefix(lines[0], "goroutine ") {
+			continue
+		}
+		state := lines[0]
+		if l, r := strings.Index(state, "["), strings.LastIndex(state, "]"); l >= 0 && r > l {
+			state = state[l : r+1]
+		}
+		var frames []string
+		for j := 1; j+1 < len(lines); j += 2 {
+			fn := lines[j]
+			if !strings.HasPrefix(fn, module) {
+				continue
+			}
+			if k := strings.LastIndex(fn, "("); k > 0 && strings.HasSuffix(fn, ")") {
+				fn = fn[:k] // the arguments
+			}
+			at := strings.TrimSpace(lines[j+1])
+			if k := strings.Index(at, " "); k > 0 {
+				at = at[:k]
+			}
+			frames = append(frames, strings.TrimPrefix(fn, module)+" "+filepath.Base(at))
+		}
+		if len(frames) > 0 {
+			out = append(out, state+" "+strings.Join(frames, " < "))
+		}
+	}
+	if len(out) > 40 {
+		out = append(out[:40], fmt.Sprintf("(%d more in the log)", len(out)-40))
+	}
+	return strings.Join(out, "\n")
+}
+
 // terminate asks the process to stop and waits at most within; after that it is killed.
 func (p *process) terminate(within time.Duration) bool {
 	p.mu.Lock()
