@@ -579,16 +579,22 @@ func (c *cluster) memberOf(idx int) (uint64, string) {
 	return c.slots[idx].id, c.slots[idx].name
 }
 
-// stopAll ends every process: SIGTERM, which must end a running member with status 0.
-func (c *cluster) stopAll(check bool) {
+// running are the slots' processes that have not exited.
+func (c *cluster) running() []*process {
 	c.mu.Lock()
-	var running []*process
+	defer c.mu.Unlock()
+	var out []*process
 	for _, s := range c.slots {
 		if s.proc != nil && !s.proc.exited() {
-			running = append(running, s.proc)
+			out = append(out, s.proc)
 		}
 	}
-	c.mu.Unlock()
+	return out
+}
+
+// stopAll ends every process: SIGTERM, which must end a running member with status 0.
+func (c *cluster) stopAll(check bool) {
+	running := c.running()
 	var wg sync.WaitGroup
 	for _, p := range running {
 		wg.Add(1)
@@ -628,16 +634,8 @@ func (c *cluster) close() {
 // dumpStacks ends every running member with SIGQUIT and returns, for each, its goroutines
 // that run this module's code: what a member that stopped making progress was doing.
 func (c *cluster) dumpStacks() string {
-	c.mu.Lock()
-	var procs []*process
-	for _, s := range c.slots {
-		if s.proc != nil && !s.proc.exited() {
-			procs = append(procs, s.proc)
-		}
-	}
-	c.mu.Unlock()
 	var b strings.Builder
-	for _, p := range procs {
+	for _, p := range c.running() {
 		p.quit(5 * time.Second)
 		fmt.Fprintf(&b, "%s (pid %d):\n%s\n\n", p.name, p.pid, p.ownGoroutines())
 	}

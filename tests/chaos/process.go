@@ -110,25 +110,29 @@ func (p *process) exited() bool {
 	}
 }
 
+// send records what the test does to the process (mark runs under p.mu), journals it and
+// sends sig.
+func (p *process) send(sig syscall.Signal, mark func()) {
+	p.mu.Lock()
+	mark()
+	p.mu.Unlock()
+	names := map[syscall.Signal]string{syscall.SIGKILL: "SIGKILL", syscall.SIGTERM: "SIGTERM",
+		syscall.SIGQUIT: "SIGQUIT", syscall.SIGSTOP: "SIGSTOP", syscall.SIGCONT: "SIGCONT"}
+	p.events.add("slot %d: %s %s (pid %d)", p.slot, names[sig], p.name, p.pid)
+	_ = p.cmd.Process.Signal(sig)
+}
+
 // kill sends SIGKILL and waits for the process to be gone.
 func (p *process) kill() {
-	p.mu.Lock()
-	p.killed = true
-	p.mu.Unlock()
-	p.events.add("slot %d: SIGKILL %s (pid %d)", p.slot, p.name, p.pid)
-	_ = p.cmd.Process.Signal(syscall.SIGKILL)
+	p.send(syscall.SIGKILL, func() { p.killed = true })
 	<-p.done
 }
 
 // quit makes the process print its goroutines and end (SIGQUIT), for a failure message; after
 // within it is killed.
 func (p *process) quit(within time.Duration) {
-	p.mu.Lock()
-	p.killed = true
-	p.mu.Unlock()
-	p.events.add("slot %d: SIGQUIT %s (pid %d)", p.slot, p.name, p.pid)
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Signal(syscall.SIGQUIT)
+	p.resume()
+	p.send(syscall.SIGQUIT, func() { p.killed = true })
 	select {
 	case <-p.done:
 	case <-time.After(within):
@@ -183,12 +187,8 @@ func (p *process) ownGoroutines() string {
 
 // terminate asks the process to stop and waits at most within; after that it is killed.
 func (p *process) terminate(within time.Duration) bool {
-	p.mu.Lock()
-	p.termed = true
-	p.mu.Unlock()
-	p.events.add("slot %d: SIGTERM %s (pid %d)", p.slot, p.name, p.pid)
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-	_ = p.cmd.Process.Signal(syscall.SIGTERM)
+	p.resume()
+	p.send(syscall.SIGTERM, func() { p.termed = true })
 	select {
 	case <-p.done:
 		return true
@@ -198,21 +198,9 @@ func (p *process) terminate(within time.Duration) bool {
 	}
 }
 
-func (p *process) pause() {
-	p.mu.Lock()
-	p.stopped = true
-	p.mu.Unlock()
-	p.events.add("slot %d: SIGSTOP %s (pid %d)", p.slot, p.name, p.pid)
-	_ = p.cmd.Process.Signal(syscall.SIGSTOP)
-}
+func (p *process) pause() { p.send(syscall.SIGSTOP, func() { p.stopped = true }) }
 
-func (p *process) resume() {
-	p.mu.Lock()
-	p.stopped = false
-	p.mu.Unlock()
-	p.events.add("slot %d: SIGCONT %s (pid %d)", p.slot, p.name, p.pid)
-	_ = p.cmd.Process.Signal(syscall.SIGCONT)
-}
+func (p *process) resume() { p.send(syscall.SIGCONT, func() { p.stopped = false }) }
 
 // status is how the process ended, for messages.
 func (p *process) status() string {
