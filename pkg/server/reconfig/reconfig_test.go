@@ -155,6 +155,27 @@ func do(coord *Coordinator, ch membership.Change, within time.Duration) (*Reply,
 	return coord.Do(ctx, Request{Change: ch})
 }
 
+func waitLeader(t *testing.T, coords map[uint64]*Coordinator) uint64 {
+	t.Helper()
+	var lead uint64
+	waitUntil(t, "a leader", func() bool {
+		for id, c := range coords {
+			if c.cfg.Node.Leader() == membership.ID(id) {
+				lead = id
+				return true
+			}
+		}
+		return false
+	})
+	return lead
+}
+
+func learner(name string, port int) membership.Change {
+	return membership.Change{Kind: membership.KindAdd, Member: membership.Member{
+		ID: raftnode.NewMemberID(), Name: name, PeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, IsLearner: true,
+	}}
+}
+
 func isConfChange(m *raftpb.Message) bool {
 	for _, e := range m.GetEntries() {
 		if e.GetType() == raftpb.EntryType_EntryConfChange {
@@ -171,16 +192,7 @@ func isConfChange(m *raftpb.Message) bool {
 // (the chaos test found that: the check ran against the membership before the removal).
 func TestNewLeaderChecksAfterEarlierTerms(t *testing.T) {
 	net, coords := startNodes(t)
-	var lead uint64
-	waitUntil(t, "a leader", func() bool {
-		for id, c := range coords {
-			if c.cfg.Node.Leader() == membership.ID(id) {
-				lead = id
-				return true
-			}
-		}
-		return false
-	})
+	lead := waitLeader(t, coords)
 	var next, last uint64 // the follower that will lead next, and the other one
 	for id := range coords {
 		switch {
@@ -190,11 +202,6 @@ func TestNewLeaderChecksAfterEarlierTerms(t *testing.T) {
 		default:
 			last = id
 		}
-	}
-	learner := func(name string, port int) membership.Change {
-		return membership.Change{Kind: membership.KindAdd, Member: membership.Member{
-			Name: name, PeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", port)}, IsLearner: true,
-		}}
 	}
 	reply, err := do(coords[lead], learner("x", 9), 5*time.Second)
 	if err != nil {
@@ -257,5 +264,75 @@ func TestNewLeaderChecksAfterEarlierTerms(t *testing.T) {
 	}
 	if reply.Cluster.Member(x) != nil || len(reply.Cluster.Learners()) != 1 {
 		t.Fatalf("after the add: %v", reply.Cluster.Members)
+	}
+}
+
+// A conf change that raft turns into an empty entry (another one is still pending) is reported
+// to its proposer as lost, as soon as the empty entry is applied, and is not applied itself; the
+// coordinator never proposes like this (it waits in LeaderTerm), so the test goes to the node.
+func TestEmptiedConfChangeIsLost(t *testing.T) {
+	net, coords := startNodes(t)
+	lead := waitLeader(t, coords)
+	node := coords[lead].cfg.Node
+	term, err := node.LeaderTerm(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Nothing the leader appends reaches a follower until release: both changes stay pending.
+	net.setRule(func(m *raftpb.Message) verdict {
+		if m.GetFrom() == lead && m.GetType() == raftpb.MessageType_MsgApp {
+			return hold
+		}
+		return deliver
+	})
+	first, second := learner("x", 9), learner("y", 10)
+	firstDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := node.Propose(ctx, term, first)
+		firstDone <- err
+	}()
+	waitUntil(t, "the first change in the leader's log", func() bool {
+		net.mu.Lock()
+		defer net.mu.Unlock()
+		for _, m := range net.held {
+			if isConfChange(m) {
+				return true
+			}
+		}
+		return false
+	})
+	secondDone := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := node.Propose(ctx, term, second)
+		secondDone <- err
+	}()
+	// The second proposal has reached raft once an entry after the first is held: raft appends
+	// it, emptied, right away.
+	waitUntil(t, "the second proposal appended", func() bool {
+		net.mu.Lock()
+		defer net.mu.Unlock()
+		var last uint64
+		for _, m := range net.held {
+			for _, e := range m.GetEntries() {
+				last = max(last, e.GetIndex())
+			}
+		}
+		return last > node.Applied()+1
+	})
+	net.release()
+	if err := <-firstDone; err != nil {
+		t.Fatalf("the first change: %v", err)
+	}
+	if err := <-secondDone; !errors.Is(err, raftnode.ErrProposalLost) {
+		t.Fatalf("the emptied change: %v, want %v", err, raftnode.ErrProposalLost)
+	}
+	c := node.Cluster()
+	if c.Member(first.Member.ID) == nil || c.Member(second.Member.ID) != nil {
+		t.Fatalf("after both: first applied %v, second applied %v; want true, false",
+			c.Member(first.Member.ID) != nil, c.Member(second.Member.ID) != nil)
 	}
 }
