@@ -104,11 +104,21 @@ func TestRunbooks(t *testing.T) {
 			for i, b := range bs {
 				out, err := groups.run(work, 3*time.Minute, b)
 				if err != nil {
-					t.Fatalf("block %d of %s failed: %v\n--- block ---\n%s--- output ---\n%s", i+1, filepath.Base(book), err, b, out)
+					t.Fatalf("block %d of %s failed: %v\n--- block ---\n%s--- output ---\n%s%s", i+1, filepath.Base(book), err, b, out, memberLogs(work))
 				}
 			}
 		})
 	}
+}
+
+// memberLogs is the end of each member's log under data/, for a failure message.
+func memberLogs(work string) string {
+	logs, _ := filepath.Glob(filepath.Join(work, "data", "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		fmt.Fprintf(&b, "--- end of %s ---\n%s\n", filepath.Base(l), proc.Tail(l, 8))
+	}
+	return b.String()
 }
 
 // processGroups tracks every process group a runbook starts: a block's background members live
