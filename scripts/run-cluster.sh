@@ -43,7 +43,7 @@ cat <<TXT
 
 A 3-member cluster is running (logs: $data/infra*.log). In another shell:
   bin/clusterctl member list -w table
-  bin/clusterctl member add infra3 --peer-urls=http://127.0.0.1:42380 --learner
+  bin/clusterctl member add infra3 --peer-urls=http://127.0.0.1:12380 --learner
 Ctrl-C stops it; the data stays in $data/.
 TXT
 wait "${pids[@]}"

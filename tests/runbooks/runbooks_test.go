@@ -18,8 +18,9 @@ import (
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
-// The ports scripts/run-cluster.sh uses, which the runbooks name.
-var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "42379", "42380", "52379", "52380"}
+// The ports scripts/run-cluster.sh and the runbooks use; all below the kernel's ephemeral range,
+// so that no outgoing connection of another test can hold one.
+var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "12379", "12380", "12479", "12480"}
 
 // blocks returns the ```sh blocks of a markdown file, in order.
 func blocks(path string) ([]string, error) {
