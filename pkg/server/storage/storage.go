@@ -88,16 +88,39 @@ func Exists(dir string) bool {
 }
 
 // Create makes dir and a database in it for a new member. The first write happens only here,
-// so a refused start leaves no file behind.
+// so a refused start leaves no file behind; and the database is built under a temporary name and
+// renamed into place once complete, so a start killed half-way leaves no member.db either, and
+// the same start can simply run again.
 func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c, joinPeers *membership.Cluster) (*Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, err
 	}
-	s, err := open(dir)
-	if err != nil {
+	tmp := filepath.Join(dir, FileName+".tmp")
+	// Left behind by a start that was killed before the rename: nothing in it was ever used.
+	if err := os.Remove(tmp); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return nil, err
 	}
-	err = s.db.Update(func(tx *bolt.Tx) error {
+	if err := build(tmp, id, snap, hs, c, joinPeers); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := os.Rename(tmp, filepath.Join(dir, FileName)); err != nil {
+		os.Remove(tmp)
+		return nil, err
+	}
+	if err := syncDir(dir); err != nil {
+		return nil, err
+	}
+	return open(dir)
+}
+
+// build writes a complete member database at path.
+func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c, joinPeers *membership.Cluster) error {
+	db, err := bolt.Open(path, 0o600, BoltOptions())
+	if err != nil {
+		return err
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
 		for _, b := range [][]byte{bucketMeta, bucketLog, bucketMembers, bucketRemoved} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
@@ -115,12 +138,20 @@ func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 		}
 		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap), JoinPeers: joinPeers})
 	})
-	if err != nil {
-		s.Close()
-		os.Remove(filepath.Join(dir, FileName))
-		return nil, err
+	if cerr := db.Close(); err == nil {
+		err = cerr
 	}
-	return s, nil
+	return err
+}
+
+// syncDir makes a rename in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
 }
 
 // Open opens the database of an existing member.

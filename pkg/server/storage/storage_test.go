@@ -1,6 +1,8 @@
 package storage
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -65,5 +67,33 @@ func TestSaveLoad(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	if _, err := Open(t.TempDir()); err != ErrNotBootstrapped {
 		t.Fatal(err)
+	}
+}
+
+// A start killed while its database was being written leaves no member.db, only the temporary
+// file, which the same start run again replaces (the chaos test found a member that could never
+// start again: killed half-way through its first start, its member.db held no member).
+func TestCreateKilledHalfWay(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, FileName+".tmp"), []byte("half-written"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if Exists(dir) {
+		t.Fatal("a half-written database must not count as a member's")
+	}
+	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
+	snap := &raftpb.Snapshot{Data: []byte("{}"), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
+	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, snap, &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st, err := s.Load()
+	s.Close()
+	if err != nil || st.MemberID != 1 || st.Name != "a" {
+		t.Fatalf("after the second start: %+v, %v", st, err)
+	}
+	names, _ := filepath.Glob(filepath.Join(dir, "*"))
+	if len(names) != 1 || filepath.Base(names[0]) != FileName {
+		t.Fatalf("the data dir holds %v, want only %s", names, FileName)
 	}
 }
