@@ -407,6 +407,18 @@ func (c *cluster) observeStale(v *view) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, s := range c.slots {
+		// A member that exited 3 has said itself that it is removed (its tombstone is written):
+		// no linearizable list is needed to believe it, and none may come while the removal
+		// left a voter that must start first, such as one added on the URL it freed.
+		if s.state == slotMember && !s.held && s.proc != nil && s.proc.exited() {
+			if code, own := s.proc.ownExit(); own && code == 3 {
+				s.state, s.since = slotRemoved, time.Now()
+				c.tally(s, "removal seen")
+			}
+		}
+		if s.state == slotRemoved && !s.held {
+			c.expectGone(s)
+		}
 		if (s.state == slotPending || s.state == slotFree) && s.proc == nil && !s.held {
 			for _, x := range v.members {
 				if s.owns(x.URL) {
