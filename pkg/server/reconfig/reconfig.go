@@ -110,6 +110,11 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 		reply.Member = *m
 	}
 	if err := c.check(cl, ch, reply); err != nil {
+		if !retryable(err) {
+			if err = c.confirmRefusal(ctx, cl, ch, reply, err); retryable(err) {
+				return nil, err
+			}
+		}
 		if req.DryRun && !retryable(err) {
 			reply.Refusal = err.Error()
 			return reply, nil
@@ -133,6 +138,31 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 		reply.Member = *m
 	}
 	return reply, nil
+}
+
+// confirmRefusal makes a refusal linearizable. A change that is accepted goes through raft, but
+// a refusal is only a read of the membership, and a leader cut off from its cluster keeps
+// believing it leads until its election timeout: it could refuse on a membership the cluster
+// has moved past (a URL that a removal under a newer leader freed). So the refusal stands only
+// if the membership of a linearizable read, which a deposed leader cannot make, gives it too;
+// if that membership would let the change through, the request goes round again.
+func (c *Coordinator) confirmRefusal(ctx context.Context, cl *membership.Cluster, ch membership.Change, reply *Reply, refusal error) error {
+	fresh, err := c.cfg.Node.ReadIndex(ctx)
+	if errors.Is(err, raftnode.ErrStopped) {
+		// Nothing was proposed; whoever forwarded the request may try the next leader.
+		return raftnode.ErrNotLeader
+	}
+	if err != nil {
+		return err
+	}
+	if fresh == cl {
+		return refusal
+	}
+	reply.Cluster = fresh
+	if err := c.check(fresh, ch, reply); err != nil {
+		return err
+	}
+	return raftnode.ErrProposalLost
 }
 
 // check runs every proposal-time check and fills in the quorum reports, which a dry run shows
