@@ -110,7 +110,7 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 		reply.Member = *m
 	}
 	if err := c.check(cl, ch, reply); err != nil {
-		if !retryable(err) {
+		if statesMembership(err) {
 			if err = c.confirmRefusal(ctx, cl, ch, reply, err); retryable(err) {
 				return nil, err
 			}
@@ -138,6 +138,14 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 		reply.Member = *m
 	}
 	return reply, nil
+}
+
+// statesMembership reports refusals that state a fact about the membership (a member exists or
+// not, a URL is taken, a member is a voter). Invalid URLs depend on the request alone, and the
+// quorum refusals change nothing and are answered as the leader sees its peers now.
+func statesMembership(err error) bool {
+	return !retryable(err) && !errors.Is(err, membership.ErrInvalidPeerURLs) &&
+		!errors.Is(err, membership.ErrUnhealthy) && !errors.Is(err, membership.ErrNotEnoughStarted)
 }
 
 // confirmRefusal makes a refusal linearizable. A change that is accepted goes through raft, but
