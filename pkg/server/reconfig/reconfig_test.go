@@ -92,7 +92,9 @@ func (n *memNet) run(ctx context.Context, id uint64) {
 }
 
 // startNodes runs a three-member cluster of raftnode.Nodes on a memNet, with a coordinator each.
-func startNodes(t *testing.T) (*memNet, map[uint64]*Coordinator) {
+// The member named slow, if any, has an election timeout of 10 s instead of 100 ms: cut off, it
+// goes on believing it leads for that long.
+func startNodes(t *testing.T, slow string) (*memNet, map[uint64]*Coordinator) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	var initial []bootstrap.Initial
@@ -114,9 +116,13 @@ func startNodes(t *testing.T) (*memNet, map[uint64]*Coordinator) {
 		if err != nil {
 			t.Fatal(err)
 		}
+		ticks := 10
+		if in.Name == slow {
+			ticks = 1000
+		}
 		node, err := raftnode.New(raftnode.Config{
 			Store: store, State: st, Transport: endpoint{net}, TickInterval: 10 * time.Millisecond,
-			ElectionTicks: 10, SnapshotCount: 10000, Logger: logger,
+			ElectionTicks: ticks, SnapshotCount: 10000, Logger: logger,
 		})
 		if err != nil {
 			t.Fatal(err)
@@ -191,7 +197,7 @@ func isConfChange(m *raftpb.Message) bool {
 // becomes leader; a learner add sent to it then must not be refused as one learner too many
 // (the chaos test found that: the check ran against the membership before the removal).
 func TestNewLeaderChecksAfterEarlierTerms(t *testing.T) {
-	net, coords := startNodes(t)
+	net, coords := startNodes(t, "")
 	lead := waitLeader(t, coords)
 	var next, last uint64 // the follower that will lead next, and the other one
 	for id := range coords {
@@ -271,7 +277,7 @@ func TestNewLeaderChecksAfterEarlierTerms(t *testing.T) {
 // to its proposer as lost, as soon as the empty entry is applied, and is not applied itself; the
 // coordinator never proposes like this (it waits in LeaderTerm), so the test goes to the node.
 func TestEmptiedConfChangeIsLost(t *testing.T) {
-	net, coords := startNodes(t)
+	net, coords := startNodes(t, "")
 	lead := waitLeader(t, coords)
 	node := coords[lead].cfg.Node
 	term, err := node.LeaderTerm(context.Background())
@@ -334,5 +340,67 @@ func TestEmptiedConfChangeIsLost(t *testing.T) {
 	if c.Member(first.Member.ID) == nil || c.Member(second.Member.ID) != nil {
 		t.Fatalf("after both: first applied %v, second applied %v; want true, false",
 			c.Member(first.Member.ID) != nil, c.Member(second.Member.ID) != nil)
+	}
+}
+
+// A leader cut off from its cluster believes it leads until its election timeout. It must not
+// refuse a change on a membership the cluster has moved past: here a newer leader removed the
+// member whose URL an add then asks for, and the cut-off leader still has that member.
+func TestCutOffLeaderDoesNotRefuseOnStaleMembership(t *testing.T) {
+	net, coords := startNodes(t, "a")
+	var slow uint64
+	for id, c := range coords {
+		if c.cfg.Node.Cluster().Members[c.cfg.Node.ID()].Name == "a" {
+			slow = id
+		}
+	}
+	lead := waitLeader(t, coords)
+	if lead != slow {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		err := coords[lead].cfg.Node.TransferLeadership(ctx, membership.ID(slow))
+		cancel()
+		if err != nil {
+			t.Fatalf("handing leadership to the slow member: %v", err)
+		}
+	}
+	x := learner("x", 9)
+	reply, err := do(coords[slow], x, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	xID := reply.Member.ID
+	for id, c := range coords {
+		waitUntil(t, fmt.Sprintf("%x applies the add", id), func() bool { return c.cfg.Node.Cluster().Member(xID) != nil })
+	}
+
+	// Cut the leader off; the other two elect a leader of their own and remove x.
+	net.setRule(func(m *raftpb.Message) verdict {
+		if m.GetFrom() == slow || m.GetTo() == slow {
+			return drop
+		}
+		return deliver
+	})
+	var next uint64
+	waitUntil(t, "a leader among the other two", func() bool {
+		for id, c := range coords {
+			if id != slow && c.cfg.Node.Leader() == membership.ID(id) {
+				next = id
+				return true
+			}
+		}
+		return false
+	})
+	if _, err := do(coords[next], membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: xID}}, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if coords[slow].cfg.Node.Leader() != membership.ID(slow) || coords[slow].cfg.Node.Cluster().Member(xID) == nil {
+		t.Fatal("the cut-off member must still lead, with x in its membership: the test did not set up what it means to")
+	}
+	_, err = do(coords[slow], learner("y", 9), 500*time.Millisecond)
+	if errors.Is(err, membership.ErrPeerURLExists) {
+		t.Fatalf("the cut-off leader refused on a membership the cluster has moved past: %v", err)
+	}
+	if err == nil {
+		t.Fatal("the cut-off leader made a change without its cluster")
 	}
 }
