@@ -182,6 +182,18 @@ func learner(name string, port int) membership.Change {
 	}}
 }
 
+// proposeAsync proposes ch on node in the background; the channel gets Propose's error.
+func proposeAsync(node *raftnode.Node, term uint64, ch membership.Change) <-chan error {
+	done := make(chan error, 1)
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		_, err := node.Propose(ctx, term, ch)
+		done <- err
+	}()
+	return done
+}
+
 func isConfChange(m *raftpb.Message) bool {
 	for _, e := range m.GetEntries() {
 		if e.GetType() == raftpb.EntryType_EntryConfChange {
@@ -292,13 +304,7 @@ func TestEmptiedConfChangeIsLost(t *testing.T) {
 		return deliver
 	})
 	first, second := learner("x", 9), learner("y", 10)
-	firstDone := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := node.Propose(ctx, term, first)
-		firstDone <- err
-	}()
+	firstDone := proposeAsync(node, term, first)
 	waitUntil(t, "the first change in the leader's log", func() bool {
 		net.mu.Lock()
 		defer net.mu.Unlock()
@@ -309,13 +315,7 @@ func TestEmptiedConfChangeIsLost(t *testing.T) {
 		}
 		return false
 	})
-	secondDone := make(chan error, 1)
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		_, err := node.Propose(ctx, term, second)
-		secondDone <- err
-	}()
+	secondDone := proposeAsync(node, term, second)
 	// The second proposal has reached raft once an entry after the first is held: raft appends
 	// it, emptied, right away.
 	waitUntil(t, "the second proposal appended", func() bool {
