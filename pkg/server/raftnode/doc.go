@@ -22,4 +22,7 @@
 //     and only once its applied membership holds every conf change in its log (LeaderTerm),
 //     so raft never silently turns a change into an empty entry; if it ever does, or the proposal is lost to a new leader,
 //     the waiter is told (ErrProposalLost) instead of waiting for a timeout.
+//   - Only the loop writes to the store, and only while Run runs: a removal a peer reports
+//     (MarkRemoved, from any goroutine, even after Run returned) is written as a tombstone by
+//     the loop on its way out, never into a store already closed.
 package raftnode

@@ -111,7 +111,10 @@ type Node struct {
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
 	rmOnce  sync.Once
-	done    chan struct{}
+	// toldRemoved: a peer, not an applied entry, said this member is removed; Run writes the
+	// tombstone then, since only the loop may write to the store and only while it is open.
+	toldRemoved atomic.Bool
+	done        chan struct{}
 }
 
 // restartStorage hands raft the configuration of the applied membership, not the older one
@@ -197,6 +200,12 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-ctx.Done():
 			return nil
 		case <-n.removed:
+			if n.toldRemoved.Load() {
+				if err := n.store.Save(storage.Update{Tombstone: true}); err != nil {
+					// Removed all the same: its peers refuse it whether or not the tombstone is on disk.
+					n.log.Error("writing the removal tombstone", "err", err)
+				}
+			}
 			return ErrRemoved
 		case <-ticker.C:
 			n.raft.Tick()
@@ -716,11 +725,11 @@ func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
 	return nil
 }
 
-// MarkRemoved records that a peer refused this member as removed, and stops it.
+// MarkRemoved records that a peer refused this member as removed, and stops it. It may be
+// called from any goroutine, any number of times, also after Run has returned: it only asks
+// Run to write the tombstone and return.
 func (n *Node) MarkRemoved() {
-	if err := n.store.Save(storage.Update{Tombstone: true}); err != nil {
-		n.log.Error("writing the removal tombstone", "err", err)
-	}
+	n.toldRemoved.Store(true)
 	n.markRemoved()
 }
 

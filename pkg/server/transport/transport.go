@@ -32,6 +32,8 @@ type Handler interface {
 	Step(ctx context.Context, m *raftpb.Message) error
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
+	// MarkRemoved stops the member, which a peer has refused as removed. It must not block:
+	// it is called from request handlers and send loops, possibly after the member stopped.
 	MarkRemoved()
 	Cluster() *membership.Cluster
 	// PeerStarted is told that a peer has just started (its Hello), so that a leader reaches
@@ -80,7 +82,7 @@ func (t *Transport) Register(s *grpc.Server) {
 		Methods: []grpc.MethodDesc{
 			{MethodName: "Removed", Handler: t.unary(func(n *notice) {
 				t.cfg.Logger.Error("a peer reports that this member has been removed from the cluster", "peer", membership.ID(n.From).String())
-				go t.h.MarkRemoved()
+				t.h.MarkRemoved()
 			})},
 			{MethodName: "Hello", Handler: t.unary(func(n *notice) {
 				if t.h.Cluster().IsRemoved(membership.ID(n.From)) {
