@@ -2,7 +2,7 @@
 // against their floors on this machine and reports both, with their ratios, as a table on stdout
 // and as JSON (bench-results/latest.json by default). docs/benchmarks.md explains every figure.
 //
-// It builds bin/clusterd, bin/clusterctl and the floor program (tests/bench/floor), starts a
+// It builds bin/clusterd, bin/clusterctl, the floor program (tests/bench/floor) and peakrss, starts a
 // real 3-member clusterd cluster on 127.0.0.1 with ephemeral ports and data dirs in a fresh
 // directory on disk, and measures:
 //
@@ -11,7 +11,8 @@
 //   - `member add --learner` followed by `member remove`, two processes per pair;
 //   - one membership change through pkg/client in this process, and the append+fdatasync floor of
 //     a 4 KiB record in the same file system;
-//   - the RSS of each idle clusterd, and clusterctl's peak RSS;
+//   - the RSS of each idle clusterd, and the peak RSS of the `member list` processes, read
+//     through tests/bench/peakrss (the bench's own children would report the bench's RSS);
 //   - after filling the log with conf changes (some of them behind a snapshot), how long a new
 //     learner takes from the start of its process until `member promote` succeeds, and the
 //     longest gap between successful linearizable member lists while the leader is removed.

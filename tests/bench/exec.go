@@ -19,7 +19,6 @@ const cliTimeout = 20 * time.Second
 type runResult struct {
 	wall   time.Duration // from just before fork until the process was reaped
 	cpu    time.Duration // user + system time of the process
-	maxRSS float64       // peak resident set, MiB
 	stdout string
 }
 
@@ -94,10 +93,8 @@ func (r *runner) run(ctx context.Context, path string, args ...string) (runResul
 		return runResult{}, fmt.Errorf("no rusage for %s", path)
 	}
 	return runResult{
-		wall: wall,
-		cpu:  time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
-		// Linux reports ru_maxrss in KiB.
-		maxRSS: float64(ru.Maxrss) / 1024,
+		wall:   wall,
+		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 		stdout: readAll(r.out),
 	}, nil
 }

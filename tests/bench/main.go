@@ -22,6 +22,7 @@ import (
 type options struct {
 	warmup        int
 	listRuns      int
+	rssRuns       int
 	changeRuns    int
 	confRuns      int
 	fsyncRuns     int
@@ -45,6 +46,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.SetOutput(stderr)
 	fs.IntVar(&o.warmup, "warmup", 5, "unmeasured runs before each measured series")
 	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
+	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
 	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
@@ -66,7 +68,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	for name, v := range map[string]int{"list-runs": o.listRuns, "change-runs": o.changeRuns,
+	for name, v := range map[string]int{"list-runs": o.listRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
 		"conf-runs": o.confRuns, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
@@ -119,9 +121,9 @@ type bench struct {
 	opt  options
 	log  io.Writer
 	root string // module root
-	dir  string // temporary directory for data dirs, logs and the floor binary
+	dir  string // temporary directory for data dirs, logs, the floor and peakrss
 
-	clusterd, clusterctl, floor, etcdctl string
+	clusterd, clusterctl, floor, peakrss, etcdctl string
 
 	c   *localCluster
 	r   *runner
@@ -186,13 +188,17 @@ func (b *bench) run(ctx context.Context) error {
 	return b.measure(ctx)
 }
 
-// build builds the two binaries where `make build` puts them, and the floor into the temporary
-// directory; etcdctl is used when scripts/build-etcd.sh has built it (or -build-etcd asks for it).
+// build builds the two binaries where `make build` puts them, and the floor and peakrss into
+// the temporary directory; etcdctl is used when scripts/build-etcd.sh has built it (or -build-etcd asks for it).
 func (b *bench) build(ctx context.Context) error {
 	b.clusterd = filepath.Join(b.root, "bin", "clusterd")
 	b.clusterctl = filepath.Join(b.root, "bin", "clusterctl")
 	b.floor = filepath.Join(b.dir, "floor")
-	builds := [][]string{{"build", "-o", b.floor, "./tests/bench/floor"}}
+	b.peakrss = filepath.Join(b.dir, "peakrss")
+	builds := [][]string{
+		{"build", "-o", b.floor, "./tests/bench/floor"},
+		{"build", "-o", b.peakrss, "./tests/bench/peakrss"},
+	}
 	if b.opt.build {
 		builds = append(builds,
 			[]string{"build", "-o", b.clusterd, "./cmd/clusterd"},

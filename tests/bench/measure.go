@@ -195,6 +195,27 @@ func (b *bench) listRuns(ctx context.Context, tools []tool) (map[string][]runRes
 	return res, nil
 }
 
+// peakRuns reads the peak RSS of `member list` processes of each tool, run through peakrss
+// (see its doc: the bench cannot read it for its own children), interleaved as in listRuns.
+func (b *bench) peakRuns(ctx context.Context, tools []tool) (map[string]samples, error) {
+	res := map[string]samples{}
+	for i := range b.opt.rssRuns {
+		for j := range tools {
+			t := tools[(i+j)%len(tools)]
+			r, err := b.r.run(ctx, b.peakrss, append([]string{t.path}, t.args...)...)
+			if err != nil {
+				return nil, err
+			}
+			kib, err := strconv.ParseFloat(strings.TrimSpace(r.stdout), 64)
+			if err != nil {
+				return nil, fmt.Errorf("peakrss %s printed %q", t.key, r.stdout)
+			}
+			res[t.key] = append(res[t.key], kib/1024)
+		}
+	}
+	return res, nil
+}
+
 var addedID = regexp.MustCompile(`Member\s+([0-9a-f]+) added`)
 
 // addRemoveRuns times `member add NAME --peer-urls=URL --learner` followed by `member remove ID`,

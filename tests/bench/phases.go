@@ -59,6 +59,11 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.logf("member list peak RSS: %d runs per program", b.opt.rssRuns)
+	peaks, err := b.peakRuns(ctx, tools)
+	if err != nil {
+		return err
+	}
 
 	b.logf("member add --learner + member remove: %d pairs (+%d warm-up) per CLI", b.opt.changeRuns, b.opt.warmup)
 	pairs, err := b.addRemoveRuns(ctx, clis, eps)
@@ -100,7 +105,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, pairs: pairs, conf: conf, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, peaks: peaks, pairs: pairs, conf: conf, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil
