@@ -79,6 +79,8 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
 	fs.Int("max-learners", 1, "how many learners the cluster may have")
 	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
+	fs.String("listen-metrics-urls", "", "URLs to serve /health on, and /debug/pprof/ with --enable-pprof (none by default)")
+	fs.Bool("enable-pprof", false, "serve Go's runtime profiles under /debug/pprof/ on --listen-metrics-urls")
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("config-file", "", "YAML file with the same keys as the flags")
 	fs.Usage = func() {
@@ -122,7 +124,7 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		nums[k] = n
 	}
 	bools := map[string]bool{}
-	for _, k := range []string{"strict-reconfig-check", "force-new-cluster"} {
+	for _, k := range []string{"strict-reconfig-check", "force-new-cluster", "enable-pprof"} {
 		b, err := castBool(v.GetString(k))
 		if err != nil {
 			return server.Config{}, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
@@ -146,6 +148,8 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		StrictReconfigCheck:      bools["strict-reconfig-check"],
 		ForceNewCluster:          bools["force-new-cluster"],
 		MaxLearners:              int(nums["max-learners"]),
+		ListenMetricsURLs:        list(v.GetString("listen-metrics-urls")),
+		EnablePprof:              bools["enable-pprof"],
 		Logger:                   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil
 }

@@ -33,7 +33,10 @@ type Config struct {
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
 	// forceNewCluster.
 	ForceNewCluster bool
-	Logger          *slog.Logger
+	// ListenMetricsURLs serve /health, and Go's profiles when EnablePprof is set; none by default.
+	ListenMetricsURLs []string
+	EnablePprof       bool
+	Logger            *slog.Logger
 }
 
 // ErrRemoved is returned by Run when this member has been removed from the cluster.
@@ -55,6 +58,14 @@ func (c *Config) validate() ([]bootstrap.Initial, error) {
 	}
 	if c.MaxLearners < 0 {
 		return nil, fmt.Errorf("--max-learners %d: must not be negative", c.MaxLearners)
+	}
+	if c.EnablePprof && len(c.ListenMetricsURLs) == 0 {
+		return nil, errors.New("--enable-pprof needs --listen-metrics-urls: the client URLs speak gRPC only")
+	}
+	if len(c.ListenMetricsURLs) > 0 {
+		if err := checkURLs("--listen-metrics-urls", c.ListenMetricsURLs); err != nil {
+			return nil, err
+		}
 	}
 	for flag, urls := range map[string][]string{
 		"--listen-client-urls": c.ListenClientURLs, "--advertise-client-urls": c.AdvertiseClientURLs,

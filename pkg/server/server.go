@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"net/url"
 	"path/filepath"
 	"sync"
@@ -50,10 +51,17 @@ func (s *Server) Run(ctx context.Context) error {
 		closeAll(peerLs)
 		return err
 	}
+	metricsLs, err := listenAll("--listen-metrics-urls", s.cfg.ListenMetricsURLs)
+	if err != nil {
+		closeAll(peerLs)
+		closeAll(clientLs)
+		return err
+	}
 	o, err := s.open(ctx)
 	if err != nil {
 		closeAll(peerLs)
 		closeAll(clientLs)
+		closeAll(metricsLs)
 		return err
 	}
 	defer o.store.Close()
@@ -70,6 +78,7 @@ func (s *Server) Run(ctx context.Context) error {
 	if err != nil {
 		closeAll(peerLs)
 		closeAll(clientLs)
+		closeAll(metricsLs)
 		return err
 	}
 	tr.Attach(node)
@@ -102,6 +111,11 @@ func (s *Server) Run(ctx context.Context) error {
 	}
 	serve(peerSrv, peerLs)
 	serve(clientSrv, clientLs)
+	metricsSrv := &http.Server{Handler: debugHandler(node, s.cfg.EnablePprof), ReadHeaderTimeout: 5 * time.Second}
+	for _, l := range metricsLs {
+		wg.Add(1)
+		go func() { defer wg.Done(); _ = metricsSrv.Serve(l) }()
+	}
 	// Listening now: peers that backed off from this member while it was down may send again.
 	tr.Greet()
 	wg.Add(3)
@@ -117,6 +131,8 @@ func (s *Server) Run(ctx context.Context) error {
 	runErr := node.Run(runCtx)
 	cancel()
 	healthSrv.Shutdown()
+	// A profile being taken is cut short: it would hold the member up for its whole length.
+	metricsSrv.Close()
 	stopGracefully(clientSrv, time.Second)
 	stopGracefully(peerSrv, time.Second)
 	wg.Wait()
