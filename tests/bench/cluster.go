@@ -23,6 +23,7 @@ type member struct {
 	clientAddr string // 127.0.0.1:PORT
 	peerURL    string
 	dataDir    string
+	metricsURL string // with -profile: where its profiles are served
 	p          *proc.Proc
 	conn       *grpc.ClientConn // for probes, made once per member
 }
@@ -46,6 +47,7 @@ type localCluster struct {
 	bin     string // clusterd
 	dir     string
 	extra   []string // flags every member gets
+	profile bool     // serve profiles (-profile)
 	members []*member
 }
 
@@ -94,10 +96,19 @@ func (c *localCluster) start(m *member, args, env []string) error {
 	if err := os.MkdirAll(filepath.Dir(m.dataDir), 0o755); err != nil {
 		return err
 	}
+	args = append(append([]string{}, args...), c.extra...)
+	if c.profile {
+		ports, err := proc.FreePorts(1)
+		if err != nil {
+			return err
+		}
+		m.metricsURL = "http://127.0.0.1:" + strconv.Itoa(ports[0])
+		args = append(args, "--listen-metrics-urls="+m.metricsURL, "--enable-pprof")
+	}
 	p, err := proc.Start(proc.Spec{
 		Name:   m.name,
 		Path:   c.bin,
-		Args:   append(append([]string{}, args...), c.extra...),
+		Args:   args,
 		Env:    append([]string{"PATH=" + os.Getenv("PATH")}, env...),
 		Dir:    c.dir,
 		Stdout: filepath.Join(c.dir, m.name+".stdout"),

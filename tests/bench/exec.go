@@ -20,6 +20,7 @@ type runResult struct {
 	wall   time.Duration // from just before fork until the process was reaped
 	cpu    time.Duration // user + system time of the process
 	stdout string
+	stderr string
 }
 
 // runner starts CLI processes with an environment of PATH only, so nothing in the caller's
@@ -65,6 +66,11 @@ func readAll(f *os.File) string {
 
 // run runs one process to completion and fails unless it exits 0.
 func (r *runner) run(ctx context.Context, path string, args ...string) (runResult, error) {
+	return r.runEnv(ctx, nil, path, args...)
+}
+
+// runEnv is run with env added to the environment of PATH only.
+func (r *runner) runEnv(ctx context.Context, env []string, path string, args ...string) (runResult, error) {
 	if err := rewind(r.out); err != nil {
 		return runResult{}, err
 	}
@@ -74,7 +80,7 @@ func (r *runner) run(ctx context.Context, path string, args ...string) (runResul
 	ctx, cancel := context.WithTimeout(ctx, cliTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, path, args...)
-	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
+	cmd.Env = append([]string{"PATH=" + os.Getenv("PATH")}, env...)
 	cmd.Stdout = r.out
 	cmd.Stderr = r.errf
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -96,5 +102,6 @@ func (r *runner) run(ctx context.Context, path string, args ...string) (runResul
 		wall:   wall,
 		cpu:    time.Duration(ru.Utime.Nano() + ru.Stime.Nano()),
 		stdout: readAll(r.out),
+		stderr: readAll(r.errf),
 	}, nil
 }

@@ -38,6 +38,8 @@ type options struct {
 	buildEtcd     bool
 	logLevel      string
 	build         bool
+	profile       string
+	profileFor    time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -61,6 +63,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.keep, "keep", false, "keep the data directory and member logs")
 	fs.BoolVar(&o.buildEtcd, "build-etcd", false, "build etcdctl 3.7.1 with scripts/build-etcd.sh if it is not built yet (minutes)")
 	fs.BoolVar(&o.build, "build", true, "build bin/clusterd and bin/clusterctl first (false: use them as they are)")
+	fs.StringVar(&o.profile, "profile", "", "`dir` to write the leader's CPU profile and execution traces of the leader and a follower to, taken during extra conf changes after the measured ones, with a summary of them (empty: no profiling; members then serve no profiles)")
+	fs.DurationVar(&o.profileFor, "profile-for", 5*time.Second, "how long the profiled conf changes run")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "--log-level of every member (their logs are kept with -keep)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
@@ -123,7 +127,7 @@ type bench struct {
 	root string // module root
 	dir  string // temporary directory for data dirs, logs, the floor and peakrss
 
-	clusterd, clusterctl, floor, peakrss, etcdctl string
+	clusterd, clusterctl, floor, gostart, peakrss, etcdctl string
 
 	c   *localCluster
 	r   *runner
@@ -181,37 +185,43 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.c = &localCluster{bin: b.clusterd, dir: b.dir, extra: []string{
+	b.c = &localCluster{bin: b.clusterd, dir: b.dir, profile: b.opt.profile != "", extra: []string{
 		fmt.Sprintf("--snapshot-count=%d", b.opt.snapshotCount),
 		"--log-level=" + b.opt.logLevel,
 	}}
 	return b.measure(ctx)
 }
 
-// build builds the two binaries where `make build` puts them, and the floor and peakrss into
+// build builds the two binaries where `make build` puts them, and the floors and peakrss into
 // the temporary directory; etcdctl is used when scripts/build-etcd.sh has built it (or -build-etcd asks for it).
 func (b *bench) build(ctx context.Context) error {
 	b.clusterd = filepath.Join(b.root, "bin", "clusterd")
 	b.clusterctl = filepath.Join(b.root, "bin", "clusterctl")
 	b.floor = filepath.Join(b.dir, "floor")
 	b.peakrss = filepath.Join(b.dir, "peakrss")
+	b.gostart = filepath.Join(b.dir, "gostart")
 	builds := [][]string{
-		{"build", "-o", b.floor, "./tests/bench/floor"},
-		{"build", "-o", b.peakrss, "./tests/bench/peakrss"},
+		{b.floor, "./tests/bench/floor"},
+		{b.gostart, "./tests/bench/gostart"},
+		{b.peakrss, "./tests/bench/peakrss"},
 	}
 	if b.opt.build {
 		builds = append(builds,
-			[]string{"build", "-o", b.clusterd, "./cmd/clusterd"},
-			[]string{"build", "-o", b.clusterctl, "./cmd/clusterctl"})
+			[]string{b.clusterd, "./cmd/clusterd"},
+			[]string{b.clusterctl, "./cmd/clusterctl"})
 	} else {
 		b.rep.note("bin/clusterd and bin/clusterctl were used as found (-build=false)")
 	}
-	for _, args := range builds {
-		b.logf("go %s", strings.Join(args, " "))
+	for i, outPkg := range builds {
+		// What `make build` does (see BUILD in the Makefile): the floors are built like the
+		// programs they are the floors of.
+		builds[i] = append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o"}, outPkg...)
+		b.logf("CGO_ENABLED=0 go %s", strings.Join(builds[i], " "))
 	}
 	for _, args := range builds {
 		cmd := exec.CommandContext(ctx, "go", args...)
 		cmd.Dir = b.root
+		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
 		if out, err := cmd.CombinedOutput(); err != nil {
 			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 		}

@@ -49,6 +49,7 @@ func (b *bench) measure(ctx context.Context) error {
 	tools := []tool{
 		{key: "clusterctl", path: b.clusterctl, args: []string{"--endpoints=" + eps, "member", "list"}},
 		{key: "floor", path: b.floor, args: []string{boot[0].clientAddr}},
+		{key: "gostart", path: b.gostart},
 	}
 	clis := map[string]string{"clusterctl": b.clusterctl}
 	if b.etcdctl != "" {
@@ -64,6 +65,11 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.logf("member list package initialisation: %d runs per program", b.opt.rssRuns)
+	inits, err := b.initRuns(ctx, tools)
+	if err != nil {
+		return err
+	}
 
 	b.logf("member add --learner + member remove: %d pairs (+%d warm-up) per CLI", b.opt.changeRuns, b.opt.warmup)
 	pairs, err := b.addRemoveRuns(ctx, clis, eps)
@@ -75,6 +81,13 @@ func (b *bench) measure(ctx context.Context) error {
 	conf, err := b.confChangeRuns(ctx)
 	if err != nil {
 		return err
+	}
+
+	if b.opt.profile != "" {
+		b.logf("profiling conf changes for %v into %s", b.opt.profileFor, b.opt.profile)
+		if err := b.profileConfChanges(ctx); err != nil {
+			return err
+		}
 	}
 
 	b.logf("filling the log to %d entries", b.opt.entries)
@@ -105,7 +118,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, peaks: peaks, pairs: pairs, conf: conf, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil

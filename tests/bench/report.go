@@ -149,6 +149,7 @@ func device(dir string) string {
 type figures struct {
 	lists    map[string][]runResult
 	peaks    map[string]samples // peak RSS of member list processes, MiB
+	inits    map[string]initProfile
 	pairs    map[string]samples
 	conf     samples
 	fsync    samples
@@ -194,7 +195,8 @@ func (r *report) fill(f figures) {
 	ratio := stat("member_list_vs_floor", "clusterctl member list / floor (medians)", "x", nil, w, "<= 1.3x")
 	ratio.Runs, ratio.Median, ratio.P99, ratio.Max = len(ctl), list.Median/fl.Median, list.P99/fl.P99, math.NaN()
 	ratio.Met = ptr(ratio.Median <= 1.3)
-	r.Rows = append(r.Rows, list, fl, ratio)
+	start := stat("go_start_wall", "Go program that exits at once, wall (process)", "ms", pick(f.lists["gostart"], wallOf), w, "report")
+	r.Rows = append(r.Rows, list, fl, ratio, start)
 	if haveEtcd {
 		e := stat("etcdctl_member_list_wall", "etcdctl 3.7.1 member list, wall (same cluster)", "ms", pick(etcd, wallOf), w, "report (11 ms vs etcd)")
 		list.Ratio = nil
@@ -209,6 +211,16 @@ func (r *report) fill(f figures) {
 		stat("floor_cpu", "floor, CPU user+sys", "ms", pick(floor, cpuOf), w, "report"))
 	if haveEtcd {
 		r.Rows = append(r.Rows, stat("etcdctl_member_list_cpu", "etcdctl member list, CPU user+sys", "ms", pick(etcd, cpuOf), w, "report"))
+	}
+	for _, t := range []struct{ key, figure string }{
+		{"clusterctl", "clusterctl member list"}, {"floor", "floor"}, {"gostart", "Go program that exits at once"}, {"etcdctl", "etcdctl member list"},
+	} {
+		p, ok := f.inits[t.key]
+		if !ok {
+			continue
+		}
+		r.Rows = append(r.Rows, stat(t.key+"_init", t.figure+", package init, sum (GODEBUG=inittrace=1)", "ms", p.total, 0, "report"))
+		r.note(fmt.Sprintf("package init of %s: %s", t.figure, p.top(6)))
 	}
 
 	ar := stat("add_remove_wall", "clusterctl member add --learner + member remove, wall (2 processes)", "ms", f.pairs["clusterctl"], w, "<= 15 ms")
@@ -238,7 +250,8 @@ func (r *report) fill(f figures) {
 	idle.Met = ptr(idle.Max <= 20)
 	r.Rows = append(r.Rows, idle,
 		stat("member_list_peak_rss", "clusterctl member list peak RSS", "MiB", f.peaks["clusterctl"], 0, "report (etcdctl: 18.9 MiB)"),
-		stat("floor_peak_rss", "floor peak RSS", "MiB", f.peaks["floor"], 0, "report"))
+		stat("floor_peak_rss", "floor peak RSS", "MiB", f.peaks["floor"], 0, "report"),
+		stat("go_start_peak_rss", "Go program that exits at once, peak RSS", "MiB", f.peaks["gostart"], 0, "report"))
 	if haveEtcd {
 		r.Rows = append(r.Rows, stat("etcdctl_peak_rss", "etcdctl member list peak RSS", "MiB", f.peaks["etcdctl"], 0, "report"))
 	}

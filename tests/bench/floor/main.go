@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"runtime"
 	"time"
 
 	"google.golang.org/grpc"
@@ -36,7 +37,13 @@ func (rawCodec) Unmarshal(data []byte, v any) error {
 	return nil
 }
 
-func main() { os.Exit(run(os.Args[1:])) }
+func main() {
+	// As clusterctl does (cmd/clusterctl/main.go): the floor takes every shortcut it takes.
+	if os.Getenv("GOMAXPROCS") == "" {
+		runtime.GOMAXPROCS(1)
+	}
+	os.Exit(run(os.Args[1:]))
+}
 
 func run(args []string) int {
 	if len(args) != 1 {
