@@ -9,4 +9,6 @@
 //   - A restart on an existing data directory ignores the --initial-cluster* flags, except that
 //     --initial-cluster-state=new naming another cluster is refused.
 //   - A data directory holding a tombstone never starts again (ErrRemoved).
+//   - The metrics URLs (/health, and profiles with EnablePprof) only read the member: nothing
+//     served there changes it, and they close with it, cutting a profile in progress short.
 package server
