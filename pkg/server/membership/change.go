@@ -2,6 +2,7 @@ package membership
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 )
 
@@ -129,7 +130,7 @@ func (c *Cluster) Apply(ch Change) (*Cluster, error) {
 	if err := c.Validate(ch); err != nil {
 		return c, err
 	}
-	n := c.Clone()
+	n := c.copyMembers()
 	m := ch.Member
 	switch ch.Kind {
 	case KindAdd:
@@ -138,7 +139,10 @@ func (c *Cluster) Apply(ch Change) (*Cluster, error) {
 		n.Members[m.ID] = added
 	case KindRemove:
 		delete(n.Members, m.ID)
-		n.Removed[m.ID] = struct{}{}
+		removed := make(map[ID]struct{}, len(c.Removed)+1)
+		maps.Copy(removed, c.Removed)
+		removed[m.ID] = struct{}{}
+		n.Removed = removed
 	case KindUpdate:
 		// Only the peer URLs change: the learner flag and everything else stay as they were.
 		n.Members[m.ID].PeerURLs = slices.Clone(m.PeerURLs)

@@ -34,8 +34,8 @@ func (m *Member) clone() *Member {
 	return &c
 }
 
-// Cluster is the whole membership. Treat a Cluster as immutable once shared: Apply returns a
-// new one.
+// Cluster is the whole membership. Treat a Cluster as immutable once shared, its Removed map
+// included (clusters share it): Apply returns a new one.
 type Cluster struct {
 	ID      ID              `json:"clusterID"`
 	Members map[ID]*Member  `json:"members"`
@@ -51,14 +51,13 @@ func NewCluster(id ID, members []*Member) *Cluster {
 	return c
 }
 
-// Clone returns a deep copy.
-func (c *Cluster) Clone() *Cluster {
-	n := &Cluster{ID: c.ID, Members: make(map[ID]*Member, len(c.Members)), Removed: make(map[ID]struct{}, len(c.Removed))}
+// copyMembers returns a copy of c whose members may be changed. The removed set is shared, not
+// copied: it is as large as the cluster's whole history, and Apply replaces it (on a removal)
+// rather than changing it.
+func (c *Cluster) copyMembers() *Cluster {
+	n := &Cluster{ID: c.ID, Members: make(map[ID]*Member, len(c.Members)), Removed: c.Removed}
 	for id, m := range c.Members {
 		n.Members[id] = m.clone()
-	}
-	for id := range c.Removed {
-		n.Removed[id] = struct{}{}
 	}
 	return n
 }

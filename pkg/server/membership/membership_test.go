@@ -91,6 +91,11 @@ func TestApply(t *testing.T) {
 	if rem.Member(4) != nil || !rem.IsRemoved(4) {
 		t.Fatal("remove must forget the member and remember its ID")
 	}
+	// The removed set is shared between clusters, never changed in place.
+	again, _ := rem.Apply(Change{Kind: KindRemove, Member: Member{ID: 3}})
+	if pro.IsRemoved(4) || rem.IsRemoved(3) || !again.IsRemoved(3) || !again.IsRemoved(4) {
+		t.Fatal("a removal changed the removed set of an earlier cluster")
+	}
 	add, _ := rem.Apply(Change{Kind: KindAdd, Member: Member{ID: 7, Name: "n", PeerURLs: []string{"http://127.0.0.1:7380"}, ClientURLs: []string{"x"}, Started: true}})
 	if m := add.Member(7); m.Started || m.ClientURLs != nil || m.Name != "n" {
 		t.Fatalf("an added member is unstarted until it publishes: %+v", m)

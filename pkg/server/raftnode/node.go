@@ -241,6 +241,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 
 	var results []appliedEntry
+	var removed []membership.ID
 	selfRemoved := false
 	lastTerm := n.appliedTerm.Load()
 	for _, e := range rd.CommittedEntries {
@@ -278,15 +279,16 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		} else if p != nil {
 			r.req = p.RequestID
 			cluster, r.err = cluster.Apply(p.Change)
-			if r.err == nil && p.Change.Kind == membership.KindRemove && uint64(p.Change.Member.ID) == n.id {
-				selfRemoved = true
+			if r.err == nil && p.Change.Kind == membership.KindRemove {
+				removed = append(removed, p.Change.Member.ID)
+				selfRemoved = selfRemoved || uint64(p.Change.Member.ID) == n.id
 			}
 		}
 		results = append(results, r)
 		applied, lastTerm = e.GetIndex(), e.GetTerm()
 	}
 	if len(results) > 0 || received {
-		up.Cluster, up.Applied, up.Tombstone = cluster, applied, selfRemoved
+		up.Cluster, up.Removed, up.Applied, up.Tombstone = cluster, removed, applied, selfRemoved
 	}
 	// A leader writes to its disk while its followers write to theirs (raft thesis 10.2.1):
 	// its messages carry only entries it has appended, and raft counts the leader's own copy

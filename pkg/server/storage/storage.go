@@ -6,8 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -71,9 +73,14 @@ type Update struct {
 	Entries      []*raftpb.Entry // replace any stored entries from Entries[0].Index on
 	CompactTo    uint64          // delete entries below this index
 	Applied      uint64          // zero leaves the applied index as it is
-	Cluster      *membership.Cluster
-	Tombstone    bool
-	JoinPeers    *membership.Cluster // written once, when a member joins
+	// Cluster replaces the stored members. The stored removed IDs only grow: a Cluster that
+	// comes with a Snapshot (a new database, a snapshot from the leader) brings its whole removed
+	// set; otherwise only the IDs in Removed, those the applied changes removed, are added, so a
+	// change costs the same however long the cluster's history.
+	Cluster   *membership.Cluster
+	Removed   []membership.ID
+	Tombstone bool
+	JoinPeers *membership.Cluster // written once, when a member joins
 }
 
 // Store is an open member database.
@@ -291,7 +298,11 @@ func save(tx *bolt.Tx, u Update) error {
 		}
 	}
 	if u.Cluster != nil {
-		if err := saveCluster(tx, u.Cluster); err != nil {
+		removed := u.Removed
+		if u.Snapshot != nil {
+			removed = slices.Collect(maps.Keys(u.Cluster.Removed))
+		}
+		if err := saveCluster(tx, u.Cluster, removed); err != nil {
 			return err
 		}
 	}
@@ -335,7 +346,7 @@ func deleteRange(b *bolt.Bucket, from, to uint64) error {
 	return nil
 }
 
-func saveCluster(tx *bolt.Tx, c *membership.Cluster) error {
+func saveCluster(tx *bolt.Tx, c *membership.Cluster, removedIDs []membership.ID) error {
 	members := tx.Bucket(bucketMembers)
 	var stale [][]byte
 	if err := members.ForEach(func(k, _ []byte) error {
@@ -360,18 +371,9 @@ func saveCluster(tx *bolt.Tx, c *membership.Cluster) error {
 			return err
 		}
 	}
-	// Removed IDs only ever grow: write those not stored yet. The bucket is as large as the
-	// cluster's whole history, so it is not rewritten on every change.
 	removed := tx.Bucket(bucketRemoved)
-	if removed.Stats().KeyN == len(c.Removed) {
-		return nil
-	}
-	for id := range c.Removed {
-		k := u64(uint64(id))
-		if removed.Get(k) != nil {
-			continue
-		}
-		if err := removed.Put(k, nil); err != nil {
+	for _, id := range removedIDs {
+		if err := removed.Put(u64(uint64(id)), nil); err != nil {
 			return err
 		}
 	}

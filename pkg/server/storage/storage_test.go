@@ -28,7 +28,7 @@ func TestSaveLoad(t *testing.T) {
 	}
 	// A leader overwrote index 3 on: 4 must go.
 	next, _ := c.Apply(membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 2}})
-	if err := s.Save(Update{Entries: []*raftpb.Entry{entry(3, 3)}, HardState: &raftpb.HardState{Term: proto.Uint64(3), Commit: proto.Uint64(3)}, Applied: 3, Cluster: next, Tombstone: true}); err != nil {
+	if err := s.Save(Update{Entries: []*raftpb.Entry{entry(3, 3)}, HardState: &raftpb.HardState{Term: proto.Uint64(3), Commit: proto.Uint64(3)}, Applied: 3, Cluster: next, Removed: []membership.ID{2}, Tombstone: true}); err != nil {
 		t.Fatal(err)
 	}
 	s.Close()
@@ -56,11 +56,28 @@ func TestSaveLoad(t *testing.T) {
 	if st, _ := s.Load(); len(st.Entries) != 1 || st.Entries[0].GetIndex() != 3 {
 		t.Fatalf("after compaction: %v", st.Entries)
 	}
-	if err := s.Save(Update{ResetLog: true, Snapshot: snap}); err != nil {
+	// A received snapshot brings its whole removed set; otherwise only the IDs listed are added.
+	fromLeader := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}, {ID: 3, PeerURLs: []string{"http://c:1"}}})
+	fromLeader.Removed[5], fromLeader.Removed[6] = struct{}{}, struct{}{}
+	if err := s.Save(Update{ResetLog: true, Snapshot: snap, Cluster: fromLeader, Applied: 7}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := s.Load(); len(st.Entries) != 0 {
+	st, _ = s.Load()
+	if len(st.Entries) != 0 {
 		t.Fatalf("a received snapshot replaces the log: %v", st.Entries)
+	}
+	if !st.Cluster.IsRemoved(2) || !st.Cluster.IsRemoved(5) || !st.Cluster.IsRemoved(6) {
+		t.Fatalf("removed after a snapshot: %v", st.Cluster.Removed)
+	}
+	after, err := st.Cluster.Apply(membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 3}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Update{Cluster: after, Removed: []membership.ID{3}, Applied: 8}); err != nil {
+		t.Fatal(err)
+	}
+	if st, _ := s.Load(); len(st.Cluster.Removed) != 4 || len(st.Cluster.Members) != 1 || !st.Cluster.IsRemoved(3) {
+		t.Fatalf("removed after a removal: %v, members %v", st.Cluster.Removed, st.Cluster.Members)
 	}
 }
 
