@@ -261,6 +261,17 @@ func (b *bench) addRemoveRuns(ctx context.Context, clis map[string]string, eps s
 // confChangeRuns times single membership changes through pkg/client in this process: a learner
 // added, then removed, each a change of its own.
 func (b *bench) confChangeRuns(ctx context.Context) (samples, error) {
+	s, err := b.addRemoveLoop(ctx, b.opt.warmup+b.opt.confRuns, time.Time{})
+	if err != nil {
+		return nil, err
+	}
+	return s[2*b.opt.warmup:], nil
+}
+
+// addRemoveLoop adds a learner and removes it through pkg/client with the leader first, pairs
+// times or until until (when it is not zero), whichever comes first, and returns the time of
+// each change.
+func (b *bench) addRemoveLoop(ctx context.Context, pairs int, until time.Time) (samples, error) {
 	ms, _, err := b.leaderFirst(ctx)
 	if err != nil {
 		return nil, err
@@ -276,7 +287,10 @@ func (b *bench) confChangeRuns(ctx context.Context) (samples, error) {
 	}
 	peer := []string{"http://127.0.0.1:" + strconv.Itoa(ports[0])}
 	var s samples
-	for i := range b.opt.warmup + b.opt.confRuns {
+	for range pairs {
+		if !until.IsZero() && time.Now().After(until) {
+			break
+		}
 		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		start := time.Now()
 		add, err := cl.MemberAdd(cctx, "bench-inproc", peer, true)
@@ -291,9 +305,7 @@ func (b *bench) confChangeRuns(ctx context.Context) (samples, error) {
 		if err != nil {
 			return nil, fmt.Errorf("member remove: %w", err)
 		}
-		if i >= b.opt.warmup {
-			s = append(s, millis(mid.Sub(start)), millis(end.Sub(mid)))
-		}
+		s = append(s, millis(mid.Sub(start)), millis(end.Sub(mid)))
 	}
 	return s, nil
 }

@@ -82,6 +82,14 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.logf("%d learners added and removed, then conf changes again", b.opt.history)
+	if _, err := b.addRemoveLoop(ctx, b.opt.history, time.Time{}); err != nil {
+		return err
+	}
+	confLong, err := b.confChangeRuns(ctx)
+	if err != nil {
+		return err
+	}
 
 	if b.opt.profile != "" {
 		b.logf("profiling conf changes for %v into %s", b.opt.profileFor, b.opt.profile)
@@ -118,7 +126,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil

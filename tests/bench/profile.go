@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"os"
 	"os/exec"
@@ -12,8 +13,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // syscallsOfInterest are the system calls a conf change waits on: the disk (fdatasync of the
@@ -39,16 +38,6 @@ func (b *bench) profileConfChanges(ctx context.Context) error {
 		return err
 	}
 	follower := ms[1]
-	cl, err := newClient(ms)
-	if err != nil {
-		return err
-	}
-	defer cl.Close()
-	ports, err := proc.FreePorts(1)
-	if err != nil {
-		return err
-	}
-	peer := []string{"http://127.0.0.1:" + strconv.Itoa(ports[0])}
 	secs := max(1, int(b.opt.profileFor.Round(time.Second)/time.Second))
 	// during fetches the profiles while the conf change loop fills their window, and returns
 	// how many changes it made.
@@ -57,28 +46,14 @@ func (b *bench) profileConfChanges(ctx context.Context) error {
 		for _, f := range fetches {
 			go func() { errs <- fetch(ctx, f[0], filepath.Join(dir, f[1]), time.Duration(secs+30)*time.Second) }()
 		}
-		changes := 0
-		var loopErr error
 		// The profiles cover secs from their requests, sent just now.
-		for end := time.Now().Add(time.Duration(secs) * time.Second); time.Now().Before(end); {
-			cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-			add, err := cl.MemberAdd(cctx, "bench-profile", peer, true)
-			if err == nil {
-				_, err = cl.MemberRemove(cctx, add.ID)
-			}
-			cancel()
-			if err != nil {
-				loopErr = fmt.Errorf("profiled conf changes: %w", err)
-				break
-			}
-			changes += 2
-		}
+		s, loopErr := b.addRemoveLoop(ctx, math.MaxInt, time.Now().Add(time.Duration(secs)*time.Second))
 		for range fetches {
 			if err := <-errs; err != nil && loopErr == nil {
 				loopErr = err
 			}
 		}
-		return changes, loopErr
+		return len(s), loopErr
 	}
 
 	cpuChanges, err := during([2]string{fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", leader.metricsURL, secs), "leader-cpu.pprof"})

@@ -68,7 +68,7 @@ func newReport(o options, dir, fsType string) *report {
 		},
 		Options: map[string]any{
 			"warmup": o.warmup, "list_runs": o.listRuns, "change_runs": o.changeRuns,
-			"conf_runs": o.confRuns, "fsync_runs": o.fsyncRuns, "cycles": o.cycles,
+			"conf_runs": o.confRuns, "history": o.history, "fsync_runs": o.fsyncRuns, "cycles": o.cycles,
 			"entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 		},
 		Notes: []string{},
@@ -152,6 +152,7 @@ type figures struct {
 	inits    map[string]initProfile
 	pairs    map[string]samples
 	conf     samples
+	confLong samples // after -history removals
 	fsync    samples
 	bolt     samples
 	rss      samples
@@ -238,7 +239,9 @@ func (r *report) fill(f figures) {
 	cc.Ratio, cc.RatioTo = ptr(cc.Median/fs.Median), "fsync_floor"
 	cc.Met = ptr(*cc.Ratio <= 3)
 	bf := stat("bolt_floor", "bbolt commit floor: one 200-byte Put per transaction", "ms", f.bolt, w, "report")
-	r.Rows = append(r.Rows, cc, fs, bf)
+	long := stat("conf_change_long_history", fmt.Sprintf("one conf change, %d removed IDs later", r.Options["history"]), "ms", f.confLong, 2*w, "report")
+	long.Ratio, long.RatioTo = ptr(long.Median/cc.Median), "conf_change"
+	r.Rows = append(r.Rows, cc, long, fs, bf)
 
 	lr := stat("leader_removal_gap", "leader removal: longest gap between linearizable member lists", "ms", f.gaps, 0, "<= 150 ms")
 	lr.Met = ptr(lr.Max <= 150)
