@@ -109,16 +109,18 @@ func Restore(path, dir, name string, initial []Initial, token string) error {
 		// Same peer URLs and token as the old cluster: its old members could talk to the new one.
 		return fmt.Errorf("--initial-cluster-token %q: the new cluster would have the old cluster's ID %s; choose another token", token, c.ID)
 	}
-	for id := range info.Cluster.Removed {
+	var removed []membership.ID
+	for id := range info.Cluster.Removed.All() {
 		if c.Member(id) == nil {
-			c.Removed[id] = struct{}{}
+			removed = append(removed, id)
 		}
 	}
 	for id := range info.Cluster.Members {
 		if c.Member(id) == nil {
-			c.Removed[id] = struct{}{}
+			removed = append(removed, id)
 		}
 	}
+	c.Removed = membership.NewIDSet(removed...)
 	st, err := Create(dir, name, c)
 	if err != nil {
 		return err

@@ -2,7 +2,6 @@ package membership
 
 import (
 	"fmt"
-	"maps"
 	"slices"
 )
 
@@ -139,10 +138,7 @@ func (c *Cluster) Apply(ch Change) (*Cluster, error) {
 		n.Members[m.ID] = added
 	case KindRemove:
 		delete(n.Members, m.ID)
-		removed := make(map[ID]struct{}, len(c.Removed)+1)
-		maps.Copy(removed, c.Removed)
-		removed[m.ID] = struct{}{}
-		n.Removed = removed
+		n.Removed = c.Removed.With(m.ID)
 	case KindUpdate:
 		// Only the peer URLs change: the learner flag and everything else stay as they were.
 		n.Members[m.ID].PeerURLs = slices.Clone(m.PeerURLs)

@@ -5,7 +5,8 @@
 //   - Validate and Apply are pure and deterministic: every member applying the same entry on the
 //     same Cluster reaches the same result, so they may only look at replicated data (never at a
 //     member's local flags or clock).
-//   - An ID, once removed, is in Removed forever and never becomes a member again.
+//   - An ID, once removed, is in Removed forever and never becomes a member again. Removed is an
+//     IDSet, which never changes once made, so memberships of every age share it.
 //   - No two members share a peer URL.
 //   - Apply of a change that Validate refuses leaves the Cluster unchanged.
 //

@@ -34,26 +34,25 @@ func (m *Member) clone() *Member {
 	return &c
 }
 
-// Cluster is the whole membership. Treat a Cluster as immutable once shared, its Removed map
-// included (clusters share it): Apply returns a new one.
+// Cluster is the whole membership. Treat a Cluster as immutable once shared: Apply returns a
+// new one.
 type Cluster struct {
-	ID      ID              `json:"clusterID"`
-	Members map[ID]*Member  `json:"members"`
-	Removed map[ID]struct{} `json:"removed,omitempty"`
+	ID      ID             `json:"clusterID"`
+	Members map[ID]*Member `json:"members"`
+	Removed IDSet          `json:"removed,omitzero"`
 }
 
 // NewCluster returns a cluster with the given members, as a bootstrap writes it.
 func NewCluster(id ID, members []*Member) *Cluster {
-	c := &Cluster{ID: id, Members: map[ID]*Member{}, Removed: map[ID]struct{}{}}
+	c := &Cluster{ID: id, Members: map[ID]*Member{}}
 	for _, m := range members {
 		c.Members[m.ID] = m.clone()
 	}
 	return c
 }
 
-// copyMembers returns a copy of c whose members may be changed. The removed set is shared, not
-// copied: it is as large as the cluster's whole history, and Apply replaces it (on a removal)
-// rather than changing it.
+// copyMembers returns a copy of c whose members may be changed; the removed set, which never
+// changes, is shared.
 func (c *Cluster) copyMembers() *Cluster {
 	n := &Cluster{ID: c.ID, Members: make(map[ID]*Member, len(c.Members)), Removed: c.Removed}
 	for id, m := range c.Members {
@@ -72,8 +71,7 @@ func (c *Cluster) Member(id ID) *Member {
 
 // IsRemoved reports whether id was a member once and has been removed.
 func (c *Cluster) IsRemoved(id ID) bool {
-	_, ok := c.Removed[id]
-	return ok
+	return c.Removed.Has(id)
 }
 
 // List returns copies of the members sorted by ID, so every listing is in a stable order.

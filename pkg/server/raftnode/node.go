@@ -552,9 +552,6 @@ func decodeSnapshot(s *raftpb.Snapshot) (*membership.Cluster, error) {
 	if err := json.Unmarshal(s.GetData(), c); err != nil {
 		return nil, fmt.Errorf("snapshot at %d: %w", s.GetMetadata().GetIndex(), err)
 	}
-	if c.Removed == nil {
-		c.Removed = map[membership.ID]struct{}{}
-	}
 	return c, nil
 }
 

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -300,7 +299,7 @@ func save(tx *bolt.Tx, u Update) error {
 	if u.Cluster != nil {
 		removed := u.Removed
 		if u.Snapshot != nil {
-			removed = slices.Collect(maps.Keys(u.Cluster.Removed))
+			removed = slices.Collect(u.Cluster.Removed.All())
 		}
 		if err := saveCluster(tx, u.Cluster, removed); err != nil {
 			return err
@@ -393,10 +392,12 @@ func loadCluster(tx *bolt.Tx, clusterID membership.ID) (*membership.Cluster, err
 	if err != nil {
 		return nil, err
 	}
+	var removed []membership.ID
 	err = tx.Bucket(bucketRemoved).ForEach(func(k, _ []byte) error {
-		c.Removed[membership.ID(binary.BigEndian.Uint64(k))] = struct{}{}
+		removed = append(removed, membership.ID(binary.BigEndian.Uint64(k)))
 		return nil
 	})
+	c.Removed = membership.NewIDSet(removed...)
 	return c, err
 }
 

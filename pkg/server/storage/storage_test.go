@@ -58,7 +58,7 @@ func TestSaveLoad(t *testing.T) {
 	}
 	// A received snapshot brings its whole removed set; otherwise only the IDs listed are added.
 	fromLeader := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}, {ID: 3, PeerURLs: []string{"http://c:1"}}})
-	fromLeader.Removed[5], fromLeader.Removed[6] = struct{}{}, struct{}{}
+	fromLeader.Removed = membership.NewIDSet(5, 6)
 	if err := s.Save(Update{ResetLog: true, Snapshot: snap, Cluster: fromLeader, Applied: 7}); err != nil {
 		t.Fatal(err)
 	}
@@ -76,7 +76,7 @@ func TestSaveLoad(t *testing.T) {
 	if err := s.Save(Update{Cluster: after, Removed: []membership.ID{3}, Applied: 8}); err != nil {
 		t.Fatal(err)
 	}
-	if st, _ := s.Load(); len(st.Cluster.Removed) != 4 || len(st.Cluster.Members) != 1 || !st.Cluster.IsRemoved(3) {
+	if st, _ := s.Load(); st.Cluster.Removed.Len() != 4 || len(st.Cluster.Members) != 1 || !st.Cluster.IsRemoved(3) {
 		t.Fatalf("removed after a removal: %v, members %v", st.Cluster.Removed, st.Cluster.Members)
 	}
 }

@@ -235,8 +235,9 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 		t.peers[id] = p
 		go p.run()
 	}
-	for id := range c.Removed {
-		if p, ok := t.peers[id]; ok {
+	// The peers, not the removed IDs: those are as many as the cluster's whole history.
+	for id, p := range t.peers {
+		if c.IsRemoved(id) {
 			p.close()
 			delete(t.peers, id)
 			urls, _ := p.address()

@@ -97,7 +97,7 @@ func TestDelivers(t *testing.T) {
 // A message from another cluster, from a removed member, or for another member is refused.
 func TestCheck(t *testing.T) {
 	removed := membership.NewCluster(7, nil)
-	removed.Removed[1] = struct{}{}
+	removed.Removed = membership.NewIDSet(1)
 	tr := New(Config{LocalID: 2, ClusterID: 7})
 	tr.Attach(&member{cluster: removed})
 	for _, tt := range []struct {
@@ -118,7 +118,7 @@ func TestCheck(t *testing.T) {
 // A sender refused as removed learns it, and its message never reaches raft.
 func TestRemovedSenderLearnsIt(t *testing.T) {
 	removed := membership.NewCluster(7, nil)
-	removed.Removed[1] = struct{}{}
+	removed.Removed = membership.NewIDSet(1)
 	receiverTr, receiver, url := serve(t, 2, 7, removed)
 	sender, senderH, _ := serve(t, 1, 7, membership.NewCluster(7, nil))
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
@@ -137,7 +137,7 @@ func TestRemovedSenderLearnsIt(t *testing.T) {
 // once) and counts as hearing from it; a removed member's does neither.
 func TestGreet(t *testing.T) {
 	c := membership.NewCluster(7, nil)
-	c.Removed[3] = struct{}{}
+	c.Removed = membership.NewIDSet(3)
 	receiverTr, receiver, url := serve(t, 2, 7, c)
 	peers := membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}})
 	for _, from := range []membership.ID{3, 1} {
