@@ -19,7 +19,7 @@ import (
 // bbolt commits, their page writes) and the peer and client connections.
 var syscallsOfInterest = []string{"syscall.Fdatasync", "syscall.pwrite", "syscall.write", "syscall.read"}
 
-// profileConfChanges runs the in-process conf change loop of confChangeRuns twice for
+// profileConfChanges runs the in-process conf change loop (addRemoveLoop) twice for
 // -profile-for: first while the leader records a CPU profile, then while the leader and a
 // follower record execution traces (apart, since tracing costs CPU the profile would show).
 // It writes them to -profile and summarises them per change: the leader's CPU time and the
