@@ -61,6 +61,11 @@ func (c *Cluster) copyMembers() *Cluster {
 	return n
 }
 
+// WithoutRemoved returns c without its removed IDs, for an answer that lists the members only.
+func (c *Cluster) WithoutRemoved() *Cluster {
+	return &Cluster{ID: c.ID, Members: c.Members}
+}
+
 // Member returns a copy of the member with that ID, or nil.
 func (c *Cluster) Member(id ID) *Member {
 	if m, ok := c.Members[id]; ok {

@@ -48,6 +48,9 @@ func (c *Coordinator) Register(s *grpc.Server) {
 				if err != nil {
 					return nil, toStatus(err)
 				}
+				// The caller answers its client with the members; the removed IDs, as many as the
+				// cluster's whole history, would cost every forwarded change their encoding.
+				reply.Cluster = reply.Cluster.WithoutRemoved()
 				return reply, nil
 			}},
 			{MethodName: "Membership", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
