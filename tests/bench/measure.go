@@ -258,23 +258,34 @@ func (b *bench) addRemoveRuns(ctx context.Context, clis map[string]string, eps s
 	return res, nil
 }
 
+// route is the member a client in this process sends its changes to.
+type route int
+
+const (
+	viaLeader   route = iota // the member that decides: no forwarding hop
+	viaFollower              // what clusterctl does when its first endpoint is not the leader
+)
+
 // confChangeRuns times single membership changes through pkg/client in this process: a learner
 // added, then removed, each a change of its own.
-func (b *bench) confChangeRuns(ctx context.Context) (samples, error) {
-	s, err := b.addRemoveLoop(ctx, b.opt.warmup+b.opt.confRuns, time.Time{})
+func (b *bench) confChangeRuns(ctx context.Context, via route) (samples, error) {
+	s, err := b.addRemoveLoop(ctx, via, b.opt.warmup+b.opt.confRuns, time.Time{})
 	if err != nil {
 		return nil, err
 	}
 	return s[2*b.opt.warmup:], nil
 }
 
-// addRemoveLoop adds a learner and removes it through pkg/client with the leader first, pairs
-// times or until until (when it is not zero), whichever comes first, and returns the time of
-// each change.
-func (b *bench) addRemoveLoop(ctx context.Context, pairs int, until time.Time) (samples, error) {
+// addRemoveLoop adds a learner and removes it through pkg/client, sent via the leader or a
+// follower, pairs times or until until (when it is not zero), whichever comes first, and
+// returns the time of each change.
+func (b *bench) addRemoveLoop(ctx context.Context, via route, pairs int, until time.Time) (samples, error) {
 	ms, _, err := b.leaderFirst(ctx)
 	if err != nil {
 		return nil, err
+	}
+	if via == viaFollower {
+		ms[0], ms[1] = ms[1], ms[0]
 	}
 	cl, err := newClient(ms)
 	if err != nil {

@@ -79,7 +79,11 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.logf("conf changes in process: %d pairs (+%d warm-up)", b.opt.confRuns, b.opt.warmup)
-	conf, err := b.confChangeRuns(ctx)
+	conf, err := b.confChangeRuns(ctx, viaLeader)
+	if err != nil {
+		return err
+	}
+	confFollower, err := b.confChangeRuns(ctx, viaFollower)
 	if err != nil {
 		return err
 	}
@@ -114,10 +118,14 @@ func (b *bench) measure(ctx context.Context) error {
 	// Last, since they leave thousands of removed IDs behind, which the figures above are not
 	// measured with.
 	b.logf("%d learners added and removed, then conf changes again", b.opt.history)
-	if _, err := b.addRemoveLoop(ctx, b.opt.history, time.Time{}); err != nil {
+	if _, err := b.addRemoveLoop(ctx, viaLeader, b.opt.history, time.Time{}); err != nil {
 		return err
 	}
-	confLong, err := b.confChangeRuns(ctx)
+	confLong, err := b.confChangeRuns(ctx, viaLeader)
+	if err != nil {
+		return err
+	}
+	confLongFollower, err := b.confChangeRuns(ctx, viaFollower)
 	if err != nil {
 		return err
 	}
@@ -129,7 +137,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confFollower: confFollower, confLong: confLong, confLongFollower: confLongFollower, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil

@@ -47,7 +47,7 @@ func (b *bench) profileConfChanges(ctx context.Context) error {
 			go func() { errs <- fetch(ctx, f[0], filepath.Join(dir, f[1]), time.Duration(secs+30)*time.Second) }()
 		}
 		// The profiles cover secs from their requests, sent just now.
-		s, loopErr := b.addRemoveLoop(ctx, math.MaxInt, time.Now().Add(time.Duration(secs)*time.Second))
+		s, loopErr := b.addRemoveLoop(ctx, viaLeader, math.MaxInt, time.Now().Add(time.Duration(secs)*time.Second))
 		for range fetches {
 			if err := <-errs; err != nil && loopErr == nil {
 				loopErr = err

@@ -147,20 +147,22 @@ func device(dir string) string {
 
 // figures are the raw measurements of one run.
 type figures struct {
-	lists    map[string][]runResult
-	peaks    map[string]samples // peak RSS of member list processes, MiB
-	inits    map[string]initProfile
-	pairs    map[string]samples
-	conf     samples
-	confLong samples // after -history removals
-	fsync    samples
-	bolt     samples
-	rss      samples
-	ready    samples
-	learners []learnerResult
-	gaps     samples
-	removals []removalResult
-	fill     fillResult
+	lists            map[string][]runResult
+	peaks            map[string]samples // peak RSS of member list processes, MiB
+	inits            map[string]initProfile
+	pairs            map[string]samples
+	conf             samples
+	confFollower     samples // the same sent to a follower
+	confLong         samples // after -history removals
+	confLongFollower samples
+	fsync            samples
+	bolt             samples
+	rss              samples
+	ready            samples
+	learners         []learnerResult
+	gaps             samples
+	removals         []removalResult
+	fill             fillResult
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -239,9 +241,12 @@ func (r *report) fill(f figures) {
 	cc.Ratio, cc.RatioTo = ptr(cc.Median/fs.Median), "fsync_floor"
 	cc.Met = ptr(*cc.Ratio <= 3)
 	bf := stat("bolt_floor", "bbolt commit floor: one 200-byte Put per transaction", "ms", f.bolt, w, "report")
+	fol := stat("conf_change_follower", "one conf change sent to a follower (forwarded)", "ms", f.confFollower, 2*w, "report")
 	long := stat("conf_change_long_history", fmt.Sprintf("one conf change, %d removed IDs later", r.Options["history"]), "ms", f.confLong, 2*w, "report")
 	long.Ratio, long.RatioTo = ptr(long.Median/cc.Median), "conf_change"
-	r.Rows = append(r.Rows, cc, long, fs, bf)
+	longFol := stat("conf_change_follower_long_history", fmt.Sprintf("one conf change sent to a follower, %d removed IDs later", r.Options["history"]), "ms", f.confLongFollower, 2*w, "report")
+	longFol.Ratio, longFol.RatioTo = ptr(longFol.Median/fol.Median), "conf_change_follower"
+	r.Rows = append(r.Rows, cc, fol, long, longFol, fs, bf)
 
 	lr := stat("leader_removal_gap", "leader removal: longest gap between linearizable member lists", "ms", f.gaps, 0, "<= 150 ms")
 	lr.Met = ptr(lr.Max <= 150)
