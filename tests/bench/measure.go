@@ -266,14 +266,18 @@ const (
 	viaFollower              // what clusterctl does when its first endpoint is not the leader
 )
 
-// confChangeRuns times single membership changes through pkg/client in this process: a learner
-// added, then removed, each a change of its own.
-func (b *bench) confChangeRuns(ctx context.Context, via route) (samples, error) {
-	s, err := b.addRemoveLoop(ctx, via, b.opt.warmup+b.opt.confRuns, time.Time{})
-	if err != nil {
-		return nil, err
+// confChangeRuns times single membership changes through pkg/client in this process, sent to the
+// leader and then to a follower: a learner added, then removed, each a change of its own.
+func (b *bench) confChangeRuns(ctx context.Context) (map[route]samples, error) {
+	res := map[route]samples{}
+	for _, via := range []route{viaLeader, viaFollower} {
+		s, err := b.addRemoveLoop(ctx, via, b.opt.warmup+b.opt.confRuns, time.Time{})
+		if err != nil {
+			return nil, err
+		}
+		res[via] = s[2*b.opt.warmup:]
 	}
-	return s[2*b.opt.warmup:], nil
+	return res, nil
 }
 
 // addRemoveLoop adds a learner and removes it through pkg/client, sent via the leader or a

@@ -79,11 +79,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.logf("conf changes in process: %d pairs (+%d warm-up)", b.opt.confRuns, b.opt.warmup)
-	conf, err := b.confChangeRuns(ctx, viaLeader)
-	if err != nil {
-		return err
-	}
-	confFollower, err := b.confChangeRuns(ctx, viaFollower)
+	conf, err := b.confChangeRuns(ctx)
 	if err != nil {
 		return err
 	}
@@ -121,11 +117,7 @@ func (b *bench) measure(ctx context.Context) error {
 	if _, err := b.addRemoveLoop(ctx, viaLeader, b.opt.history, time.Time{}); err != nil {
 		return err
 	}
-	confLong, err := b.confChangeRuns(ctx, viaLeader)
-	if err != nil {
-		return err
-	}
-	confLongFollower, err := b.confChangeRuns(ctx, viaFollower)
+	confLong, err := b.confChangeRuns(ctx)
 	if err != nil {
 		return err
 	}
@@ -137,7 +129,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confFollower: confFollower, confLong: confLong, confLongFollower: confLongFollower, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil

@@ -147,22 +147,20 @@ func device(dir string) string {
 
 // figures are the raw measurements of one run.
 type figures struct {
-	lists            map[string][]runResult
-	peaks            map[string]samples // peak RSS of member list processes, MiB
-	inits            map[string]initProfile
-	pairs            map[string]samples
-	conf             samples
-	confFollower     samples // the same sent to a follower
-	confLong         samples // after -history removals
-	confLongFollower samples
-	fsync            samples
-	bolt             samples
-	rss              samples
-	ready            samples
-	learners         []learnerResult
-	gaps             samples
-	removals         []removalResult
-	fill             fillResult
+	lists    map[string][]runResult
+	peaks    map[string]samples // peak RSS of member list processes, MiB
+	inits    map[string]initProfile
+	pairs    map[string]samples
+	conf     map[route]samples
+	confLong map[route]samples // after -history removals
+	fsync    samples
+	bolt     samples
+	rss      samples
+	ready    samples
+	learners []learnerResult
+	gaps     samples
+	removals []removalResult
+	fill     fillResult
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -237,14 +235,14 @@ func (r *report) fill(f figures) {
 	}
 
 	fs := stat("fsync_floor", "fsync floor: append 4 KiB + fdatasync", "ms", f.fsync, w, "report")
-	cc := stat("conf_change", "one conf change in process (pkg/client, leader first)", "ms", f.conf, 2*w, "<= 3x fsync floor")
+	cc := stat("conf_change", "one conf change in process (pkg/client, leader first)", "ms", f.conf[viaLeader], 2*w, "<= 3x fsync floor")
 	cc.Ratio, cc.RatioTo = ptr(cc.Median/fs.Median), "fsync_floor"
 	cc.Met = ptr(*cc.Ratio <= 3)
 	bf := stat("bolt_floor", "bbolt commit floor: one 200-byte Put per transaction", "ms", f.bolt, w, "report")
-	fol := stat("conf_change_follower", "one conf change sent to a follower (forwarded)", "ms", f.confFollower, 2*w, "report")
-	long := stat("conf_change_long_history", fmt.Sprintf("one conf change, %d removed IDs later", r.Options["history"]), "ms", f.confLong, 2*w, "report")
+	fol := stat("conf_change_follower", "one conf change sent to a follower (forwarded)", "ms", f.conf[viaFollower], 2*w, "report")
+	long := stat("conf_change_long_history", fmt.Sprintf("one conf change, %d removed IDs later", r.Options["history"]), "ms", f.confLong[viaLeader], 2*w, "report")
 	long.Ratio, long.RatioTo = ptr(long.Median/cc.Median), "conf_change"
-	longFol := stat("conf_change_follower_long_history", fmt.Sprintf("one conf change sent to a follower, %d removed IDs later", r.Options["history"]), "ms", f.confLongFollower, 2*w, "report")
+	longFol := stat("conf_change_follower_long_history", fmt.Sprintf("one conf change sent to a follower, %d removed IDs later", r.Options["history"]), "ms", f.confLong[viaFollower], 2*w, "report")
 	longFol.Ratio, longFol.RatioTo = ptr(longFol.Median/fol.Median), "conf_change_follower"
 	r.Rows = append(r.Rows, cc, fol, long, longFol, fs, bf)
 
