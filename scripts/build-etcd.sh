@@ -22,11 +22,16 @@ etcd=$cache/etcd
 etcdctl=$cache/etcdctl
 
 # built reports whether both binaries are present and are the pinned release; a half-written or
-# older cache is rebuilt rather than trusted.
+# older cache is rebuilt rather than trusted. Each binary's output is read whole before it is
+# matched: piped into `grep -q`, which stops reading at the first match, a binary still writing
+# its later lines dies of SIGPIPE, and pipefail then reports a good build as a bad one.
 built() {
+	local etcd_says etcdctl_says
 	[ -x "$etcd" ] && [ -x "$etcdctl" ] &&
-		"$etcd" --version 2>/dev/null | grep -q "^etcd Version: ${version#v}\$" &&
-		"$etcdctl" version 2>/dev/null | grep -q "^etcdctl version: ${version#v}\$"
+		etcd_says=$("$etcd" --version 2>/dev/null) &&
+		etcdctl_says=$("$etcdctl" version 2>/dev/null) &&
+		grep -qx "etcd Version: ${version#v}" <<<"$etcd_says" &&
+		grep -qx "etcdctl version: ${version#v}" <<<"$etcdctl_says"
 }
 
 if ! built; then
