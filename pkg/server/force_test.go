@@ -2,7 +2,9 @@ package server
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,8 +12,12 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/storage"
 )
 
@@ -110,5 +116,53 @@ func TestRestartRefusals(t *testing.T) {
 	}
 	// Without a --initial-cluster of its own the flags' defaults are not compared: it restarts.
 	m.start(t, m.config("default=http://127.0.0.1:2380", "new", nil))
+	waitMembers(t, m, 1, true)
+}
+
+// A removal committed but not yet applied when the majority was lost, and proposed in an earlier
+// term than the one it was appended in, is never applied (raftnode: a stale proposal). Forcing a
+// new cluster must not count it when it decides whom to remove, or the removed member would stay a
+// voter of the new cluster, which could then never elect a leader.
+func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
+	ms := []*member{newMember(t, "m0"), newMember(t, "m1"), newMember(t, "m2")}
+	var initial []bootstrap.Initial
+	for _, m := range ms {
+		initial = append(initial, bootstrap.Initial{Name: m.name, URLs: []string{m.peerURL}})
+	}
+	c := bootstrap.NewCluster(initial, "test")
+	var victim membership.ID
+	for id, m := range c.Members {
+		if m.Name == "m1" {
+			victim = id
+		}
+	}
+	st, err := bootstrap.Create(ms[0].dir, "m0", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The proposal's encoding is stored in the log: this is what raftnode writes for a removal
+	// checked in term 2; the entry holding it was appended in term 3.
+	change, err := json.Marshal(membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: victim}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cc, err := proto.Marshal(&raftpb.ConfChange{Type: raftpb.ConfChangeType_ConfChangeRemoveNode.Enum(),
+		NodeId: proto.Uint64(uint64(victim)), Context: fmt.Appendf(nil, `{"requestID":7,"term":2,"change":%s}`, change)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(2), Term: proto.Uint64(3), Data: cc}
+	if _, ok := raftnode.ChangeOf(stale); ok {
+		t.Fatal("ChangeOf took a stale proposal for a change")
+	}
+	hs := &raftpb.HardState{Term: proto.Uint64(3), Commit: proto.Uint64(2)}
+	if err := st.Save(storage.Update{HardState: hs, Entries: []*raftpb.Entry{stale}}); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	m := ms[0]
+	m.start(t, m.config("m0="+m.peerURL, "new", func(c *Config) { c.ForceNewCluster = true }))
+	// Only a one-voter cluster elects itself and answers a linearizable list.
 	waitMembers(t, m, 1, true)
 }

@@ -248,35 +248,21 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		if e.GetIndex() <= applied {
 			continue
 		}
-		var p *proposal
-		var err error
 		r := appliedEntry{entry: e}
-		switch e.GetType() {
-		case raftpb.EntryConfChange:
-			cc := &raftpb.ConfChange{}
-			if err = proto.Unmarshal(e.GetData(), cc); err == nil {
-				p, err = decodeProposal(cc.GetContext())
-			}
-		case raftpb.EntryNormal:
-			if len(e.GetData()) == 0 {
-				// A leader's first entry of its term, or, later in the term, a conf change that raft
-				// refused to append and emptied: nothing to apply, but its proposer must hear.
-				if e.GetTerm() == lastTerm {
-					r.err = ErrProposalLost
-				}
-				break
-			}
-			p, err = decodeProposal(e.GetData())
-		default:
-			err = fmt.Errorf("unexpected entry type %v", e.GetType())
-		}
+		p, err := proposalOf(e)
 		if err != nil {
 			return fmt.Errorf("entry %d: %w", e.GetIndex(), err)
 		}
-		if p != nil && p.Term != 0 && p.Term != e.GetTerm() {
-			// Deterministic on every member and on replay: the entry's term is in the log.
+		switch {
+		case p == nil:
+			// A leader's first entry of its term, or, later in the term, a conf change that raft
+			// refused to append and emptied: nothing to apply, but its proposer must hear.
+			if e.GetType() == raftpb.EntryNormal && e.GetTerm() == lastTerm {
+				r.err = ErrProposalLost
+			}
+		case p.stale(e):
 			r.req, r.err = p.RequestID, ErrProposalLost
-		} else if p != nil {
+		default:
 			r.req = p.RequestID
 			cluster, r.err = cluster.Apply(p.Change)
 			if r.err == nil && p.Change.Kind == membership.KindRemove {
@@ -503,24 +489,46 @@ func (n *Node) currentSnapshot(old *raftpb.Snapshot) (*raftpb.Snapshot, error) {
 	}}, nil
 }
 
-// ChangeOf returns the membership change an entry carries, if any.
+// ChangeOf returns the membership change applying the entry attempts, if any: the rules the
+// Ready loop applies by, for code that replays a log without it (forcing a new cluster).
 func ChangeOf(e *raftpb.Entry) (membership.Change, bool) {
-	data := e.GetData()
-	if e.GetType() == raftpb.EntryConfChange {
-		cc := &raftpb.ConfChange{}
-		if proto.Unmarshal(data, cc) != nil {
-			return membership.Change{}, false
-		}
-		data = cc.GetContext()
-	}
-	if len(data) == 0 {
-		return membership.Change{}, false
-	}
-	p, err := decodeProposal(data)
-	if err != nil {
+	p, err := proposalOf(e)
+	if err != nil || p == nil || p.stale(e) {
 		return membership.Change{}, false
 	}
 	return p.Change, true
+}
+
+// proposalOf decodes the proposal an entry carries: nil for a normal entry with none (a
+// leader's empty entry, or a conf change raft emptied).
+func proposalOf(e *raftpb.Entry) (*proposal, error) {
+	data := e.GetData()
+	switch e.GetType() {
+	case raftpb.EntryConfChange:
+		cc := &raftpb.ConfChange{}
+		if err := proto.Unmarshal(data, cc); err != nil {
+			return nil, err
+		}
+		if data = cc.GetContext(); len(data) == 0 {
+			// Every conf change this package makes carries its proposal, and raft would apply
+			// one without it to its configuration but not to the membership.
+			return nil, errors.New("conf change without a proposal")
+		}
+	case raftpb.EntryNormal:
+	default:
+		return nil, fmt.Errorf("unexpected entry type %v", e.GetType())
+	}
+	if len(data) == 0 {
+		return nil, nil
+	}
+	return decodeProposal(data)
+}
+
+// stale reports whether the proposal was appended in another term than the one its change was
+// checked in; such a change is never applied. Deterministic on every member and on replay:
+// the entry's term is in the log.
+func (p *proposal) stale(e *raftpb.Entry) bool {
+	return p.Term != 0 && p.Term != e.GetTerm()
 }
 
 // RemovalEntry is the conf-change entry that removes id, as a proposal would have made it.
