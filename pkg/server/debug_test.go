@@ -1,11 +1,16 @@
 package server
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net/http"
 	"testing"
 	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 )
 
 func get(url string) (int, string, error) {
@@ -34,6 +39,32 @@ func wantGet(t *testing.T, url string, code int, body string) {
 	})
 }
 
+// wantHealth waits until the member's standard gRPC health service, on its client URL, reports
+// want for the whole server (service "").
+func wantHealth(t *testing.T, m *member, want healthpb.HealthCheckResponse_ServingStatus) {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+m.clientURL[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	h := healthpb.NewHealthClient(conn)
+	eventually(t, 10*time.Second, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		r, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
+		if err != nil {
+			return err
+		}
+		if r.GetStatus() != want {
+			return errors.New(m.name + ": " + r.GetStatus().String())
+		}
+		return nil
+	})
+}
+
+// The health of a member, served two ways: etcd's /health on the metrics URLs, and the standard
+// gRPC health service on the client URLs; both say whether the member knows a leader.
 func TestMetricsURLs(t *testing.T) {
 	metrics := map[string]string{}
 	ms := startCluster(t, 2, func(c *Config) {
@@ -43,6 +74,7 @@ func TestMetricsURLs(t *testing.T) {
 	})
 	for _, m := range ms {
 		wantGet(t, metrics[m.name]+"/health", http.StatusOK, "{\"health\":\"true\",\"reason\":\"\"}\n")
+		wantHealth(t, m, healthpb.HealthCheckResponse_SERVING)
 	}
 	wantGet(t, metrics["m0"]+"/debug/pprof/cmdline", http.StatusOK, "")
 	wantGet(t, metrics["m1"]+"/debug/pprof/cmdline", http.StatusNotFound, "")
@@ -52,4 +84,5 @@ func TestMetricsURLs(t *testing.T) {
 		t.Fatal(err)
 	}
 	wantGet(t, metrics["m0"]+"/health", http.StatusServiceUnavailable, "{\"health\":\"false\",\"reason\":\"RAFT NO LEADER\"}\n")
+	wantHealth(t, ms[0], healthpb.HealthCheckResponse_NOT_SERVING)
 }
