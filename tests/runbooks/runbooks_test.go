@@ -47,14 +47,16 @@ func blocks(path string) ([]string, error) {
 	return out, sc.Err()
 }
 
-func TestRunbooks(t *testing.T) {
+// localEndpoints are the client URLs of the cluster scripts/run-cluster.sh starts.
+const localEndpoints = "127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379"
+
+// workspace lays out a directory like the repository after make build: bin/ with both binaries,
+// scripts/run-cluster.sh. It refuses to start while something holds the ports of make run.
+func workspace(t *testing.T) string {
+	t.Helper()
 	root, err := cluster.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
-	}
-	books, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
-	if err != nil || len(books) == 0 {
-		t.Fatalf("no runbooks found: %v", err)
 	}
 	for _, p := range fixedPorts {
 		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, 100*time.Millisecond); err == nil {
@@ -76,6 +78,40 @@ func TestRunbooks(t *testing.T) {
 	if err := os.WriteFile(filepath.Join(work, "scripts", "run-cluster.sh"), script, 0o755); err != nil {
 		t.Fatal(err)
 	}
+	return work
+}
+
+// waitLocal waits until the local cluster lists its three members as started, and returns the
+// list.
+func waitLocal(t *testing.T, work string) string {
+	t.Helper()
+	var list string
+	err := proc.Poll(30*time.Second, "the local cluster answers", func() (bool, error) {
+		cmd := exec.Command("bin/clusterctl", "--endpoints="+localEndpoints, "member", "list")
+		cmd.Dir = work
+		out, err := cmd.CombinedOutput()
+		if err == nil && bytes.Count(out, []byte(", started, ")) == 3 {
+			list = string(out)
+			return true, nil
+		}
+		return false, fmt.Errorf("%v: %s", err, out)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return list
+}
+
+func TestRunbooks(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	books, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
+	if err != nil || len(books) == 0 {
+		t.Fatalf("no runbooks found: %v", err)
+	}
+	work := workspace(t)
 	for _, book := range books {
 		t.Run(strings.TrimSuffix(filepath.Base(book), ".md"), func(t *testing.T) {
 			bs, err := blocks(book)
@@ -90,18 +126,7 @@ func TestRunbooks(t *testing.T) {
 			if _, err := groups.start(work, "scripts/run-cluster.sh"); err != nil {
 				t.Fatal(err)
 			}
-			err = proc.Poll(30*time.Second, "the local cluster answers", func() (bool, error) {
-				cmd := exec.Command("bin/clusterctl", "--endpoints=127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379", "member", "list")
-				cmd.Dir = work
-				out, err := cmd.CombinedOutput()
-				if err == nil && bytes.Count(out, []byte(", started, ")) == 3 {
-					return true, nil
-				}
-				return false, fmt.Errorf("%v: %s", err, out)
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
+			waitLocal(t, work)
 			for i, b := range bs {
 				out, err := groups.run(work, 3*time.Minute, b)
 				if err != nil {
@@ -109,6 +134,63 @@ func TestRunbooks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// make run's promise (README): Ctrl-C stops the members and keeps their data, and running it
+// again restarts the same cluster.
+func TestRunClusterCtrlCKeepsData(t *testing.T) {
+	work := workspace(t)
+	groups := &processGroups{}
+	defer groups.kill()
+	run := func() (pgid int, exited chan error) {
+		cmd := exec.Command("scripts/run-cluster.sh")
+		cmd.Dir = work
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		groups.pgids = append(groups.pgids, cmd.Process.Pid)
+		exited = make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return cmd.Process.Pid, exited
+	}
+
+	pgid, exited := run()
+	waitLocal(t, work)
+	// Something only the data can remember: a new cluster from the same flags would have the
+	// same member IDs, but not this learner.
+	add := exec.Command("bin/clusterctl", "--endpoints="+localEndpoints, "member", "add", "infra3", "--peer-urls=http://127.0.0.1:12380", "--learner")
+	add.Dir = work
+	if out, err := add.CombinedOutput(); err != nil {
+		t.Fatalf("member add: %v\n%s", err, out)
+	}
+	before := waitLocal(t, work)
+	if !strings.Contains(before, ", unstarted, ") {
+		t.Fatalf("the learner is not listed:\n%s", before)
+	}
+	// A terminal's Ctrl-C signals the whole foreground process group: the script and members.
+	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run-cluster.sh after Ctrl-C: %v\n%s", err, memberLogs(work))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run-cluster.sh did not stop within 30s of Ctrl-C\n%s", memberLogs(work))
+	}
+	err := proc.Poll(10*time.Second, "the members exit", func() (bool, error) {
+		return syscall.Kill(-pgid, 0) != nil, nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	run()
+	if after := waitLocal(t, work); after != before {
+		t.Fatalf("the restarted cluster is not the same:\n--- before ---\n%s--- after ---\n%s", before, after)
 	}
 }
 
