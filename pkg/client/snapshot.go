@@ -147,7 +147,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 	if ctx.Err() != nil && !errors.As(err, &ce) {
 		// Interrupted or out of time once connected: whatever the stream said last, that is
 		// the reason. Not connecting at all stays a ConnectError: nothing was received.
-		return nil, fmt.Errorf("snapshot save interrupted: %w", ctx.Err())
+		return nil, fmt.Errorf("snapshot save interrupted: %w", context.Cause(ctx))
 	}
 	if err != nil {
 		return nil, err

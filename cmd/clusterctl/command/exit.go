@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"syscall"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
@@ -26,7 +27,16 @@ const (
 	exitNoDryRun         = 18
 	exitCorruptSnapshot  = 19
 	exitBadArgs          = 128
+	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
+	exitSignalBase = 128
 )
+
+// interruptedError is a signal that stopped a command which cleans up after itself rather than
+// dying of it. It exits as the shell reports a process that signal killed, 128 + its number, so
+// a script sees the code it would have without the clean-up.
+type interruptedError struct{ sig syscall.Signal }
+
+func (e *interruptedError) Error() string { return "signal " + e.sig.String() }
 
 // usageError is a problem with the command line; nothing was sent.
 type usageError struct{ err error }
@@ -61,9 +71,12 @@ func exitCode(err error) int {
 		ambiguous *client.AmbiguousNameError
 		noDryRun  *client.DryRunUnsupportedError
 	)
+	var interrupted *interruptedError
 	switch {
 	case err == nil:
 		return exitOK
+	case errors.As(err, &interrupted):
+		return exitSignalBase + int(interrupted.sig)
 	case errors.As(err, &usage):
 		return exitBadArgs
 	case errors.As(err, &connect):

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"syscall"
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -45,6 +46,8 @@ func TestExitCode(t *testing.T) {
 		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},
 		{"another server error", server(codes.Unimplemented, "unknown service etcdserverpb.Cluster"), 1},
 		{"wrapped", fmt.Errorf("promote: %w", client.ErrLearnerNotReady), 13},
+		{"save interrupted by SIGINT", fmt.Errorf("snapshot save interrupted: %w", &interruptedError{syscall.SIGINT}), 130},
+		{"save interrupted by SIGTERM", fmt.Errorf("snapshot save interrupted: %w", &interruptedError{syscall.SIGTERM}), 143},
 	}
 	for _, tt := range tests {
 		if got := exitCode(tt.err); got != tt.want {

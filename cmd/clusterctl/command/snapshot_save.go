@@ -24,7 +24,7 @@ func newSnapshotSaveCmd(g *Globals) *cobra.Command {
 		Long: `Stream a consistent snapshot from the first endpoint that answers into FILE. The bytes go to
 FILE.part beside FILE; FILE appears only once the snapshot's SHA-256 matched and it was synced.
 A failed or interrupted save (SIGINT, SIGTERM, --command-timeout) removes FILE.part and leaves no
-FILE. An existing FILE is refused before anything is sent.`,
+FILE; a signal ends it with the shell's code for that signal (130, 143). An existing FILE is refused before anything is sent.`,
 		Example: `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 snapshot save backup.db`,
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
@@ -44,11 +44,21 @@ func (o *snapshotSaveOptions) run(ctx context.Context) error {
 		return &usageError{fmt.Errorf("%s already exists: choose another file, or remove it first", o.Path)}
 	}
 	// The save must clean up after itself when interrupted, so the signal ends the context
-	// rather than the process.
-	ctx, stop := signal.NotifyContext(ctx, os.Interrupt, syscall.SIGTERM)
+	// rather than the process, and says which signal it was for the exit code.
+	ctx, cancel := context.WithCancelCause(ctx)
+	defer cancel(nil)
+	signals := make(chan os.Signal, 1)
+	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
+	defer signal.Stop(signals)
+	go func() {
+		select {
+		case s := <-signals:
+			cancel(&interruptedError{s.(syscall.Signal)})
+		case <-ctx.Done():
+		}
+	}()
+	ctx, stop := o.withTimeout(ctx)
 	defer stop()
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
 	r, err := o.Client.SaveSnapshot(ctx, o.Path)
 	if err != nil {
 		return err

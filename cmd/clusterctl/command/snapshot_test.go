@@ -2,11 +2,18 @@ package command
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
 
 	"github.com/clusterctl/clusterctl/pkg/printer"
 )
@@ -223,6 +230,74 @@ func TestSnapshotSaveDeadEndpoint(t *testing.T) {
 	for _, p := range []string{file, file + ".part"} {
 		if _, err := os.Lstat(p); !os.IsNotExist(err) {
 			t.Errorf("%s: %v", p, err)
+		}
+	}
+}
+
+// stallingMaintenance sends the first part of a snapshot, says so, and then sends nothing more
+// until the client goes away.
+type stallingMaintenance struct {
+	pb.UnimplementedMaintenanceServer
+	sent chan struct{}
+}
+
+func (s *stallingMaintenance) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
+	if err := stream.Send(&pb.SnapshotResponse{RemainingBytes: 1 << 20, Blob: make([]byte, 1<<16)}); err != nil {
+		return err
+	}
+	close(s.sent)
+	<-stream.Context().Done()
+	return stream.Context().Err()
+}
+
+// Ctrl-C during a save: the process does not die of the signal but removes what it wrote, says
+// so in one line, and exits with the code the shell gives a process SIGINT killed.
+func TestSnapshotSaveInterruptedBySignal(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &stallingMaintenance{sent: make(chan struct{})}
+	s := grpc.NewServer()
+	pb.RegisterMaintenanceServer(s, m)
+	go s.Serve(l)
+	defer s.Stop()
+
+	path := filepath.Join(t.TempDir(), "backup.db")
+	type result struct {
+		stdout, stderr string
+		code           int
+	}
+	done := make(chan result, 1)
+	go func() {
+		o, e, c := runArgs("--endpoints="+l.Addr().String(), "snapshot", "save", path)
+		done <- result{o, e, c}
+	}()
+	select {
+	case <-m.sent:
+	case r := <-done:
+		t.Fatalf("save ended before the stream started: %+v", r)
+	}
+	// The handler is in place before anything is received, so before the .part file exists.
+	waitFor(t, func() error {
+		_, err := os.Stat(path + ".part")
+		return err
+	})
+	if err := syscall.Kill(os.Getpid(), syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	var r result
+	select {
+	case r = <-done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("save did not stop within 10s of SIGINT")
+	}
+	if r.code != 130 || r.stdout != "" || r.stderr != "Error: snapshot save interrupted: signal interrupt\n" {
+		t.Errorf("got exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+	}
+	for _, p := range []string{path, path + ".part"} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it gone", p, err)
 		}
 	}
 }
