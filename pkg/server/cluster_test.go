@@ -278,8 +278,13 @@ func TestAddJoinPromoteRemove(t *testing.T) {
 }
 
 // Removing the leader hands leadership over first; the rest keep answering.
+// Removing the leader: it hands leadership to another voter first, so the cluster has a leader
+// the moment the removal is answered rather than after an election timeout.
 func TestRemoveLeader(t *testing.T) {
-	ms := startCluster(t, 3, nil)
+	// Long enough that a leaderless cluster shows: without the hand-off the others would wait
+	// at least this long before electing a new leader.
+	const electionTimeout = time.Second
+	ms := startCluster(t, 3, func(c *Config) { c.ElectionTimeout = electionTimeout })
 	resp, err := list(ms[0].client(t), true)
 	if err != nil {
 		t.Fatal(err)
@@ -301,6 +306,12 @@ func TestRemoveLeader(t *testing.T) {
 	defer cancel()
 	if _, err := other.client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: lead}); err != nil {
 		t.Fatal(err)
+	}
+	// A linearizable read needs a leader; half an election timeout is plenty with one.
+	rctx, rcancel := context.WithTimeout(context.Background(), electionTimeout/2)
+	defer rcancel()
+	if _, err := other.client(t).MemberList(rctx, &pb.MemberListRequest{Linearizable: true}); err != nil {
+		t.Fatalf("no leader right after the leader's removal: %v", err)
 	}
 	if err := leader.exited(t, 10*time.Second); !errors.Is(err, ErrRemoved) {
 		t.Fatalf("removed leader: %v", err)
