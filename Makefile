@@ -23,12 +23,12 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# The server packages run under the race detector; everything else, end-to-end and interop
-# tests included, runs once without it. Packages run one at a time (-p 1): the process tests
+# The server, client and command packages run under the race detector; everything else,
+# end-to-end and interop tests included, runs once without it. Packages run one at a time (-p 1): the process tests
 # each start clusters, and the runbook tests need the fixed ports of make run, which another
 # package's ephemeral ports could otherwise take.
 race:
-	$(GO) test -race -count=1 ./pkg/server/...
+	$(GO) test -race -count=1 ./pkg/... ./cmd/...
 
 unit:
 	$(GO) test -count=1 -p 1 -timeout 30m ./...

@@ -45,7 +45,7 @@ func (o *snapshotSaveOptions) run(ctx context.Context) error {
 	}
 	// The save must clean up after itself when interrupted, so the signal ends the context
 	// rather than the process, and says which signal it was for the exit code.
-	ctx, cancel := context.WithCancelCause(ctx)
+	signalled, cancel := context.WithCancelCause(ctx)
 	defer cancel(nil)
 	signals := make(chan os.Signal, 1)
 	signal.Notify(signals, os.Interrupt, syscall.SIGTERM)
@@ -54,10 +54,10 @@ func (o *snapshotSaveOptions) run(ctx context.Context) error {
 		select {
 		case s := <-signals:
 			cancel(&interruptedError{s.(syscall.Signal)})
-		case <-ctx.Done():
+		case <-signalled.Done():
 		}
 	}()
-	ctx, stop := o.withTimeout(ctx)
+	ctx, stop := o.withTimeout(signalled)
 	defer stop()
 	r, err := o.Client.SaveSnapshot(ctx, o.Path)
 	if err != nil {
