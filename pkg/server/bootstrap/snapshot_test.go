@@ -9,10 +9,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clusterctl/clusterctl/pkg/server/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/storage"
 )
 
 // snapshotFile writes what a member streams for a snapshot: its database, then the SHA-256.
+var oldRemoved = []membership.ID{0x1111, 0x2222}
+
 func snapshotFile(t *testing.T) (string, []Initial) {
 	t.Helper()
 	initial, err := ParseInitialCluster("a=http://127.0.0.1:1,b=http://127.0.0.1:2,b=http://localhost:2")
@@ -20,6 +23,8 @@ func snapshotFile(t *testing.T) (string, []Initial) {
 		t.Fatal(err)
 	}
 	c := NewCluster(initial, "old")
+	// Members the old cluster removed before the snapshot: the new one must remember them too.
+	c.Removed = membership.NewIDSet(oldRemoved...)
 	st, err := Create(filepath.Join(t.TempDir(), "a"), "a", c)
 	if err != nil {
 		t.Fatal(err)
@@ -93,6 +98,11 @@ func TestRestore(t *testing.T) {
 	for id := range old.Cluster.Members {
 		if !state.Cluster.IsRemoved(id) {
 			t.Errorf("old member %s must be remembered as removed", id)
+		}
+	}
+	for _, id := range oldRemoved {
+		if !state.Cluster.IsRemoved(id) {
+			t.Errorf("%s, removed from the old cluster, must be remembered as removed", id)
 		}
 	}
 	if err := Restore(path, dir, "x", initial, "new"); err == nil || !strings.Contains(err.Error(), "is not empty") {
