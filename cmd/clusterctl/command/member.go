@@ -10,7 +10,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// The contract's wording for argument errors (messages.md): scripts match it.
+// The contract's wording for argument errors (docs/commands/member-*.md): scripts match it.
 var (
 	errNoName     = errors.New("member name not provided")
 	errNoPeerURLs = errors.New("member peer urls not provided")

@@ -61,7 +61,7 @@ func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterMaintenanceServer(g, s)
 }
 
-// errorCodes is the one table from errors to gRPC codes (messages.md).
+// errorCodes is the one table from errors to gRPC codes (docs/design.md, Errors on the wire).
 var errorCodes = map[error]codes.Code{
 	membership.ErrIDNotFound:       codes.NotFound,
 	membership.ErrIDExists:         codes.FailedPrecondition,
