@@ -68,6 +68,7 @@ func TestChaos(t *testing.T) {
 		snapshotCount: 8,
 		maxLearners:   1,
 		settle:        10 * time.Second, removalDeadline: 30 * time.Second,
+		cameBackWithin: 30 * time.Second,
 	}
 	c, err := newCluster(cfg, seed, t.Logf)
 	if err != nil {
@@ -100,7 +101,7 @@ func TestChaos(t *testing.T) {
 	recDone := make(chan struct{})
 	go func() {
 		defer close(recDone)
-		reconcileLoop(recCtx, c, rec)
+		reconcileLoop(recCtx, c, rec, seed)
 	}()
 	t.Cleanup(func() { stopRec(); <-recDone })
 
@@ -123,8 +124,13 @@ func TestChaos(t *testing.T) {
 	c.events.add("churn and faults over; healing")
 	t.Logf("churn and faults over after %v; healing", *flagDuration)
 
+	// Restarts whose came-back check the end of the run cut short are checked now, while the
+	// cluster heals.
+	deferredDone := make(chan struct{})
+	go func() { defer close(deferredDone); c.checkDeferred() }()
 	// The clients and the fault lanes are done: the healer takes the next client number.
 	final := waitHealed(t, c, rec, *flagClients+1+*flagLanes, 90*time.Second)
+	<-deferredDone
 	stopRec()
 	<-recDone
 	if final == nil {
@@ -163,9 +169,10 @@ func waitFirstList(t *testing.T, c *cluster, rec *recorder, n int) []mem {
 }
 
 // reconcileLoop lists the membership through a random live member every 200 ms and hands each
-// answer to the cluster, in order: one list at a time, so each is newer than the last.
-func reconcileLoop(ctx context.Context, c *cluster, rec *recorder) {
-	rnd := rand.New(rand.NewPCG(uint64(time.Now().UnixNano()), 1))
+// answer to the cluster, in order: one list at a time, so each is newer than the last. Its
+// choices are a stream of the run's seed, like every other choice of the test.
+func reconcileLoop(ctx context.Context, c *cluster, rec *recorder, seed uint64) {
+	rnd := rand.New(rand.NewPCG(seed, 0x6c69737473)) // "lists"
 	for ctx.Err() == nil {
 		addrs := c.liveClients()
 		if len(addrs) > 0 {
@@ -230,11 +237,11 @@ func churn(ctx context.Context, c *cluster, rec *recorder, client int, rnd *rand
 				continue
 			}
 			in := input{Kind: opAdd, Name: s.name, URL: s.url, Learner: rnd.IntN(3) == 0}
-			out, _, sent := rec.do(ctx, client, addr, in, timeout)
+			out, after, sent := rec.do(ctx, client, addr, in, timeout)
 			if !sent {
 				out = output{Err: "not sent"}
 			}
-			c.added(s, out, time.Now())
+			c.added(s, out, after, time.Now())
 		case r < 43:
 			var cands []mem
 			cands = append(cands, learners...)
@@ -424,7 +431,7 @@ func checkHistory(t *testing.T, rec *recorder, initial []mem, cfg settings, dir 
 	unexpected := slices.Clone(rec.unexpected)
 	rec.mu.Unlock()
 	for _, u := range unexpected {
-		t.Errorf("an error outside docs/messages.md: %s", u)
+		t.Errorf("an error that neither docs/exit-codes.md nor the error tables of docs/commands/member-*.md list: %s", u)
 	}
 	ops, problems := operations(history)
 	for _, p := range problems {
@@ -494,4 +501,27 @@ func report(t *testing.T, c *cluster, rec *recorder, faults *sync.Map) {
 	t.Logf("operations recorded: %d\n%s", ops, strings.Join(lines, "\n"))
 	t.Logf("faults and processes:\n%s\n  proxy: %d connections, %d cut, %d from an unknown source",
 		strings.Join(fl, "\n"), c.net.accepted.Load(), c.net.cut.Load(), c.net.unknownSource.Load())
+	t.Logf("%s", cameBackReport(c))
+}
+
+// cameBackReport is the came-back checks of members restarted after kill -9, checked, skipped
+// (and why) and failed, so that a run whose checks were mostly skipped shows it.
+func cameBackReport(c *cluster) string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var outcomes []string
+	total, done, skipped := 0, 0, 0
+	for k, n := range c.cameBack {
+		outcomes = append(outcomes, fmt.Sprintf("  %-70s %d", k, n))
+		total += n
+		switch {
+		case strings.HasPrefix(k, "checked:"):
+			done += n
+		case strings.HasPrefix(k, "skipped:"), strings.HasPrefix(k, "not restarted:"):
+			skipped += n
+		}
+	}
+	sort.Strings(outcomes)
+	return fmt.Sprintf("restarted members came back: %d restarts, %d checked, %d skipped, %d failed (%d of them after the faults ended)\n%s",
+		total, done, skipped, total-done-skipped, c.cameBackAfterRun, strings.Join(outcomes, "\n"))
 }

@@ -82,8 +82,10 @@ func (r *recorder) close() {
 	}
 }
 
-// do makes one call against the member at addr and records it. sent is false when the call
-// never left the client (no connection could be made): such a call is not part of the history.
+// do makes one call against the member at addr and records it. v is the membership a list
+// returned, or the configuration after the add that an accepted add returned. sent is false
+// when the call never left the client (no connection could be made): such a call is not part
+// of the history.
 func (r *recorder) do(ctx context.Context, client int, addr string, in input, timeout time.Duration) (out output, v *view, sent bool) {
 	cl, err := r.conn(addr)
 	if err != nil {
@@ -101,6 +103,9 @@ func (r *recorder) do(ctx context.Context, client int, addr string, in input, ti
 			&pb.MemberAddRequest{PeerURLs: []string{in.URL}, IsLearner: in.Learner}, hdr)
 		if err == nil {
 			out.ID = resp.GetMember().GetID()
+			// What member add prints its environment from. A header that cannot be read only
+			// costs that; the lists check the header.
+			v, _ = toView(&pb.MemberListResponse{Header: resp.GetHeader(), Members: resp.GetMembers()}, header)
 		}
 	case opRemove:
 		_, err = cl.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: in.ID}, hdr)
@@ -158,9 +163,9 @@ func (r *recorder) count(in input, out output) {
 	r.mu.Unlock()
 }
 
-// classify turns an error into the call's output. A refusal of messages.md is definite, except
-// "request timed out"; a deadline or a lost connection leaves the outcome unknown; a call that
-// failed while dialing was never sent.
+// classify turns an error into the call's output. A documented refusal (see known in model.go)
+// is definite, except "request timed out"; a deadline or a lost connection leaves the outcome
+// unknown; a call that failed while dialing was never sent.
 func (r *recorder) classify(in input, err error) (output, bool) {
 	st, _ := status.FromError(err)
 	msg := st.Message()

@@ -5,7 +5,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -25,6 +24,10 @@ type settings struct {
 	settle time.Duration
 	// removalDeadline is how long a removed member may take to stop by itself.
 	removalDeadline time.Duration
+	// cameBackWithin is how long a member restarted after kill -9 may take to answer Status,
+	// which it answers from its own state, leader or not, once it has opened its data dir: well
+	// under a second, so the bound is for a loaded machine and a -race build.
+	cameBackWithin time.Duration
 }
 
 type slotState int
@@ -52,8 +55,9 @@ type slot struct {
 	knownAt  time.Time // when the test learned id: a list called after it must show id
 	since    time.Time // slotPending: when the add returned; slotRemoved: when the removal was seen
 	dataDir  string
-	initial  string // --initial-cluster of the member's first start
+	initial  string // --initial-cluster of the member's first start (its ETCD_INITIAL_CLUSTER if it joined)
 	url      string // the peer URL it was added with
+	printed  string // what `member add -w env` printed for the add, if the test saw its answer
 	proc     *process
 	held     bool // a fault owns the process: the reconciler leaves it alone
 	rechecks int  // restarts of a removed member's data dir, to see it refuse again
@@ -94,7 +98,12 @@ type cluster struct {
 	failures []string
 	stats    map[string]int
 	events   *journal
-	logf     func(format string, args ...any)
+	// The came-back checks of restarted members (faults.go): outcomes, the checks the end of
+	// the run cut short, and how many of those the heal phase made.
+	cameBack         map[string]int
+	deferred         []comeback
+	cameBackAfterRun int
+	logf             func(format string, args ...any)
 }
 
 // tally counts what happened to slot s, for the report, and journals it. Called with c.mu held.
@@ -104,7 +113,7 @@ func (c *cluster) tally(s *slot, what string) {
 }
 
 func newCluster(cfg settings, seed uint64, logf func(string, ...any)) (*cluster, error) {
-	c := &cluster{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, logf: logf}
+	c := &cluster{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, cameBack: map[string]int{}, logf: logf}
 	events, err := newJournal(filepath.Join(cfg.dir, "events.log"))
 	if err != nil {
 		return nil, err
@@ -186,29 +195,31 @@ func (c *cluster) slotOf(url string) *slot {
 	return nil
 }
 
-// start runs clusterd for slot s; mode is new, join or restart. Called with c.mu held.
-func (c *cluster) start(s *slot, mode string) error {
+// start runs clusterd for slot s; mode is new, join or restart. A join gets env, the phase-two
+// environment as `member add -w env` printed it (see joinEnv), and none of the four flags it
+// sets: a flag would win over the variable and the printed lines would prove nothing. Called
+// with c.mu held.
+func (c *cluster) start(s *slot, mode string, env []string) error {
 	args := []string{
-		"--name", s.name,
 		"--data-dir", s.dataDir,
 		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", s.client),
 		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", s.client),
 		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", s.peer),
-		"--initial-advertise-peer-urls", s.url,
-		"--initial-cluster", s.initial,
 		"--initial-cluster-token", "chaos",
 		"--heartbeat-interval", fmt.Sprint(c.cfg.heartbeat.Milliseconds()),
 		"--election-timeout", fmt.Sprint(c.cfg.election.Milliseconds()),
 		"--snapshot-count", fmt.Sprint(c.cfg.snapshotCount),
 		"--max-learners", fmt.Sprint(c.cfg.maxLearners),
 	}
-	switch mode {
-	case "new":
-		args = append(args, "--initial-cluster-state", "new")
-	default:
-		args = append(args, "--initial-cluster-state", "existing")
+	if mode != "join" {
+		state := "existing"
+		if mode == "new" {
+			state = "new"
+		}
+		args = append(args, "--name", s.name, "--initial-advertise-peer-urls", s.url,
+			"--initial-cluster", s.initial, "--initial-cluster-state", state)
 	}
-	p, err := startProcess(c.events, c.cfg.bin, filepath.Join(c.cfg.dir, "logs", s.name+".log"), s.idx, s.name, mode, args)
+	p, err := startProcess(c.events, c.cfg.bin, filepath.Join(c.cfg.dir, "logs", s.name+".log"), s.idx, s.name, mode, args, env)
 	if err != nil {
 		return err
 	}
@@ -232,7 +243,7 @@ func (c *cluster) bootstrap(n int) error {
 	for i := 0; i < n; i++ {
 		s := c.slots[i]
 		s.initial, s.state = strings.Join(initial, ","), slotMember
-		if err := c.start(s, "new"); err != nil {
+		if err := c.start(s, "new", nil); err != nil {
 			return err
 		}
 	}
@@ -290,7 +301,7 @@ func (c *cluster) reserve(rnd *rand.Rand) *slot {
 	}
 	s := free[rnd.IntN(len(free))]
 	s.gen++
-	s.state, s.name, s.id = slotAdding, fmt.Sprintf("m%d-%d", s.idx, s.gen), 0
+	s.state, s.name, s.id, s.printed = slotAdding, fmt.Sprintf("m%d-%d", s.idx, s.gen), 0, ""
 	s.url = s.urls()[rnd.IntN(2)]
 	s.dataDir = filepath.Join(c.cfg.dir, "data", s.name)
 	return s
@@ -308,8 +319,10 @@ func (c *cluster) urlInLatest(s *slot) bool {
 	return false
 }
 
-// added is the outcome of an add reserved with reserve.
-func (c *cluster) added(s *slot, out output, at time.Time) {
+// added is the outcome of an add reserved with reserve; after is the configuration the answer
+// carried, if it could be read. From it the test prints the phase-two environment the way
+// `clusterctl member add -w env` would have printed it for this answer.
+func (c *cluster) added(s *slot, out output, after *view, at time.Time) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
@@ -319,6 +332,20 @@ func (c *cluster) added(s *slot, out output, at time.Time) {
 		s.state, s.name = slotFree, ""
 	default:
 		s.state, s.id, s.knownAt = slotMember, out.ID, at
+		if after == nil {
+			return
+		}
+		r := addResult(after, out.ID, s.name)
+		if r == nil {
+			c.failLocked("the answer to the add of %s (%016x) does not list it: %v", s.name, out.ID, after.members)
+			return
+		}
+		printed, err := printEnv(r)
+		if err != nil {
+			c.failLocked("printing the environment of %s: %v", s.name, err)
+			return
+		}
+		s.printed = printed
 	}
 }
 
@@ -392,7 +419,8 @@ func (c *cluster) reconcile(s *slot, v *view) {
 }
 
 func (c *cluster) adopt(s *slot, m mem, v *view) {
-	s.state, s.id, s.name, s.url, s.knownAt = slotMember, m.ID, m.Name, m.URL, v.retAt
+	// No add of this slot was answered with this member: nothing was printed for it.
+	s.state, s.id, s.name, s.url, s.knownAt, s.printed = slotMember, m.ID, m.Name, m.URL, v.retAt, ""
 	s.dataDir = filepath.Join(c.cfg.dir, "data", s.name)
 	c.tally(s, "adopted")
 }
@@ -465,27 +493,65 @@ func (c *cluster) keepRunning(s *slot, v *view, linearizable bool) {
 		}
 	}
 	mode := "restart"
+	var env []string
 	if !exists(s.dataDir) {
 		mode = "join"
-		var parts []string
-		for _, x := range v.members {
-			parts = append(parts, x.Name+"="+x.URL)
+		var err error
+		if env, err = c.joinEnv(s, v); err != nil {
+			c.failLocked("the phase-two environment of %s (%016x): %v", s.name, s.id, err)
+			s.state = slotBroken
+			return
 		}
-		sort.Strings(parts)
-		s.initial = strings.Join(parts, ",")
 	}
-	if err := c.start(s, mode); err != nil {
+	if err := c.start(s, mode, env); err != nil {
 		c.failLocked("starting %s: %v", s.name, err)
 		s.state = slotBroken
 	}
 }
 
+// joinEnv is the environment of slot s's phase-two start, from the lines `member add -w env`
+// prints: the very lines printed for the add when the membership is still the one its answer
+// carried, and otherwise (another change since, or an add of unknown outcome that printed
+// nothing) the lines it prints for the membership v of now, as an operator who ran member add
+// again would get them. That environment is only valid for the membership it was printed for,
+// in etcd as in clusterd. Called with c.mu held.
+func (c *cluster) joinEnv(s *slot, v *view) ([]string, error) {
+	r := addResult(v, s.id, s.name)
+	if r == nil {
+		return nil, fmt.Errorf("the list it would be printed from does not have it")
+	}
+	now, err := printEnv(r)
+	if err != nil {
+		return nil, err
+	}
+	switch {
+	case s.printed == "":
+		c.tally(s, "join env: printed from the membership at start (no add answer seen)")
+	case s.printed == now:
+		c.tally(s, "join env: as printed for the add")
+	default:
+		c.tally(s, "join env: printed again (membership changed since the add)")
+		c.events.add("slot %d: env printed for the add %q, for the membership now %q", s.idx, s.printed, now)
+	}
+	env, err := parseEnv(now)
+	if err != nil {
+		return nil, fmt.Errorf("reading back what the printer printed: %v", err)
+	}
+	if got := envValue(env, "ETCD_NAME"); got != s.name {
+		return nil, fmt.Errorf("ETCD_NAME is %q, the add named it %q", got, s.name)
+	}
+	// A restart on the data dir this join writes keeps passing the same --initial-cluster.
+	s.initial = envValue(env, "ETCD_INITIAL_CLUSTER")
+	return env, nil
+}
+
 // benignJoinFailure is a phase-two start refused because the membership changed between the
-// list it was built from and the start: the test tries again with a newer list. An update that
-// moved the member to its other peer URL after that list makes its own --initial-cluster entry
-// disagree with --initial-advertise-peer-urls, which clusterd refuses before anything else.
+// list its environment was printed from and the start (an update that moved a member to its
+// other peer URL, say): the test tries again with a newer list. The environment itself is
+// printed from one list, so its ETCD_INITIAL_CLUSTER entry for the member always agrees with
+// ETCD_INITIAL_ADVERTISE_PEER_URLS: clusterd refusing that pair is a failure, not retried.
 func benignJoinFailure(log string) bool {
-	for _, s := range []string{"assign ids error", "cannot reach any member", "address already in use", "but --initial-advertise-peer-urls is"} {
+	for _, s := range []string{"assign ids error", "cannot reach any member", "address already in use"} {
 		if strings.Contains(log, s) {
 			return true
 		}
@@ -550,7 +616,7 @@ func (c *cluster) expectGone(s *slot) {
 
 func (c *cluster) restartRemoved(s *slot) {
 	s.since = time.Now()
-	if err := c.start(s, "restart"); err != nil {
+	if err := c.start(s, "restart", nil); err != nil {
 		c.failLocked("restarting removed %s: %v", s.name, err)
 		s.state = slotBroken
 	}
@@ -575,7 +641,7 @@ func (c *cluster) release(idx int, restart bool) *process {
 	s := c.slots[idx]
 	s.held = false
 	if restart && (s.proc == nil || s.proc.exited()) && exists(s.dataDir) {
-		if err := c.start(s, "restart"); err != nil {
+		if err := c.start(s, "restart", nil); err != nil {
 			c.failLocked("restarting %s: %v", s.name, err)
 			s.state = slotBroken
 			return nil

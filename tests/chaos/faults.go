@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -195,10 +196,11 @@ func (f *injector) network(ctx context.Context, rules map[link]rule, lo, hi time
 // on their data dirs and checks that each came back as itself with at least what it had applied.
 func (f *injector) killRestart(ctx context.Context, idxs []int) bool {
 	type before struct {
-		idx     int
-		id      uint64
-		applied uint64
-		p       *process
+		idx      int
+		id       uint64
+		applied  uint64
+		baseline bool // applied was read from the member itself before the kill
+		p        *process
 	}
 	var held []before
 	for _, idx := range idxs {
@@ -208,8 +210,8 @@ func (f *injector) killRestart(ctx context.Context, idxs []int) bool {
 		}
 		id, _ := f.c.memberOf(idx)
 		b := before{idx: idx, id: id, p: p}
-		if st, err := memberStatus(ctx, f.c.clientAddr(idx), 500*time.Millisecond); err == nil {
-			b.applied = st.GetRaftAppliedIndex()
+		if st, err := memberStatus(ctx, f.c.clientAddr(idx), time.Second); err == nil {
+			b.applied, b.baseline = st.GetRaftAppliedIndex(), true
 			if got := st.GetHeader().GetMemberId(); got != id && id != 0 {
 				f.c.fail("slot %d: member reports ID %016x, the test knows it as %016x", idx, got, id)
 			}
@@ -225,33 +227,151 @@ func (f *injector) killRestart(ctx context.Context, idxs []int) bool {
 	sleep(ctx, between(f.rnd, 0, 1500*time.Millisecond))
 	for _, b := range held {
 		np := f.c.release(b.idx, true)
-		if np == nil || np == b.p {
+		if np == nil {
+			continue // the restart failed, and said so
+		}
+		if np == b.p {
+			f.c.countCameBack("not restarted: killed before its join wrote a data dir (it joins again)")
 			continue
 		}
-		f.checkCameBack(ctx, b.idx, np, b.id, b.applied)
+		cb := comeback{idx: b.idx, id: b.id, proc: np, applied: b.applied, baseline: b.baseline}
+		if !f.c.checkCameBack(ctx, cb, time.Now()) {
+			f.c.deferCameBack(cb)
+		}
 	}
 	return true
 }
 
-// checkCameBack waits until a restarted member answers Status and checks that it is the same
-// member with its data: same ID, applied index not behind what it had before the kill.
-func (f *injector) checkCameBack(ctx context.Context, idx int, p *process, id, applied uint64) {
-	deadline := time.Now().Add(15 * time.Second)
-	for time.Now().Before(deadline) && ctx.Err() == nil && !p.exited() {
-		st, err := memberStatus(ctx, f.c.clientAddr(idx), 500*time.Millisecond)
-		if err != nil {
-			sleep(ctx, 50*time.Millisecond)
-			continue
+// comeback is a member restarted on its data dir after kill -9, to check that it came back.
+type comeback struct {
+	idx      int
+	id       uint64
+	proc     *process // the restarted process
+	applied  uint64   // its applied index before the kill, if baseline
+	baseline bool
+}
+
+// checkCameBack waits until the restarted member answers Status and checks that it is the same
+// member with its data: same ID, applied index not behind what it had before the kill (when
+// that was read). A member that stays silent for cfg.cameBackWithin after from fails the test,
+// unless a later fault or client made it silent (see excuse). It returns false when ctx ended
+// first: the check is then made in the heal phase (checkDeferred).
+func (c *cluster) checkCameBack(ctx context.Context, cb comeback, from time.Time) bool {
+	deadline := from.Add(c.cfg.cameBackWithin)
+	for time.Now().Before(deadline) {
+		if cb.proc.exited() {
+			c.countCameBack("skipped: " + exitReason(cb.proc))
+			return true
 		}
-		if got := st.GetHeader().GetMemberId(); got != id {
-			f.c.fail("%s came back after kill -9 as %016x, not %016x", p.name, got, id)
+		st, err := memberStatus(ctx, c.clientAddr(cb.idx), time.Second)
+		if err == nil {
+			c.judgeCameBack(cb, st)
+			return true
 		}
-		if st.GetRaftAppliedIndex() < applied {
-			f.c.fail("%s came back after kill -9 with applied index %d, had %d", p.name, st.GetRaftAppliedIndex(), applied)
+		if ctx.Err() != nil {
+			return false
 		}
-		f.count("restart checked")
+		sleep(ctx, 100*time.Millisecond)
+	}
+	if ctx.Err() != nil {
+		return false
+	}
+	if why := c.excuse(cb); why != "" {
+		c.countCameBack("skipped: " + why)
+		return true
+	}
+	c.countCameBack("FAILED: no Status answer")
+	c.fail("%s (%016x) was restarted after kill -9 and has not answered Status within %v, while running, not paused and still a member:\n%s",
+		cb.proc.name, cb.id, c.cfg.cameBackWithin, cb.proc.logTail(5))
+	return true
+}
+
+// judgeCameBack checks a restarted member's first Status answer.
+func (c *cluster) judgeCameBack(cb comeback, st *pb.StatusResponse) {
+	if got := st.GetHeader().GetMemberId(); cb.id != 0 && got != cb.id {
+		if cb.proc.exited() {
+			// Another process answered on the slot's port after this one ended.
+			c.countCameBack("skipped: " + exitReason(cb.proc))
+			return
+		}
+		c.countCameBack("FAILED: another member ID")
+		c.fail("%s came back after kill -9 as %016x, not %016x", cb.proc.name, got, cb.id)
 		return
 	}
+	if !cb.baseline {
+		c.countCameBack("checked: same ID (no applied index before the kill: Status failed then)")
+		return
+	}
+	if st.GetRaftAppliedIndex() < cb.applied {
+		c.countCameBack("FAILED: applied index behind")
+		c.fail("%s came back after kill -9 with applied index %d, had %d", cb.proc.name, st.GetRaftAppliedIndex(), cb.applied)
+		return
+	}
+	c.countCameBack("checked: same ID, applied index not behind")
+}
+
+// excuse is why a restarted member that has not answered may legitimately be silent: it ended,
+// a later fault paused it, or it was removed since (by a client, or by "remove leader" while
+// partitioned), which ends it. Status needs no leader, so a cluster without quorum excuses
+// nothing. "" when nothing excuses it.
+func (c *cluster) excuse(cb comeback) string {
+	if cb.proc.exited() {
+		return exitReason(cb.proc)
+	}
+	if cb.proc.pauseCount() > 0 {
+		return "paused by another fault since its restart"
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	switch s := c.slots[cb.idx]; {
+	case s.state == slotBroken:
+		return "its slot failed otherwise (reported on its own)"
+	case s.state != slotMember || s.id != cb.id:
+		return "removed from the membership since its restart"
+	}
+	return ""
+}
+
+// exitReason is why a restarted member ended before it could be checked.
+func exitReason(p *process) string {
+	switch code, own := p.ownExit(); {
+	case !own:
+		return "killed again by another fault"
+	case code == 3:
+		return "removed since (it exited 3)"
+	default:
+		// The reconciler judges a member that stopped by itself (keepRunning).
+		return fmt.Sprintf("exited by itself with status %d", code)
+	}
+}
+
+// countCameBack counts an outcome of the came-back checks, for the report.
+func (c *cluster) countCameBack(outcome string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.cameBack[outcome]++
+}
+
+// deferCameBack keeps a check that the end of the run cut short, for checkDeferred.
+func (c *cluster) deferCameBack(cb comeback) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.deferred = append(c.deferred, cb)
+}
+
+// checkDeferred makes, after the faults, the checks the end of the run cut short, each with a
+// whole cfg.cameBackWithin from now: restarts close to the end are checked like any other.
+func (c *cluster) checkDeferred() {
+	c.mu.Lock()
+	cbs := c.deferred
+	c.deferred, c.cameBackAfterRun = nil, len(cbs)
+	c.mu.Unlock()
+	var wg sync.WaitGroup
+	for _, cb := range cbs {
+		wg.Add(1)
+		go func() { defer wg.Done(); c.checkCameBack(context.Background(), cb, time.Now()) }()
+	}
+	wg.Wait()
 }
 
 func (c *cluster) clientAddr(idx int) string {

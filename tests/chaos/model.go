@@ -25,9 +25,10 @@ func (k opKind) String() string {
 	return [...]string{"add", "remove", "update", "promote", "list"}[k]
 }
 
-// The refusals of docs/messages.md the model knows. A refusal that depends only on the
-// membership is accepted only where the membership makes it right; the others depend on the
-// running cluster (which members are up, whether there is a leader) and change nothing.
+// The refusals the model knows, as docs/design.md ("Errors on the wire") lists them. A refusal
+// that depends only on the membership is accepted only where the membership makes it right; the
+// others depend on the running cluster (which members are up, whether there is a leader) and
+// change nothing.
 const (
 	errNotFound     = "etcdserver: member not found"
 	errIDExists     = "etcdserver: member ID already exist"

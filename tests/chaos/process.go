@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -59,22 +60,26 @@ type process struct {
 	killed   bool // the test sent SIGKILL: any status goes
 	termed   bool // the test sent SIGTERM: status 0 expected
 	stopped  bool // SIGSTOP sent and no SIGCONT yet
+	pauses   int  // SIGSTOPs sent
 	exitCode int  // -1 when a signal ended it
 	signal   syscall.Signal
 	exitedAt time.Time
 }
 
-func startProcess(events *journal, bin, logPath string, slot int, name, mode string, args []string) (*process, error) {
+// startProcess starts clusterd with args and, on top of the test's own environment, env
+// (KEY=value entries, which win over an inherited variable of the same name).
+func startProcess(events *journal, bin, logPath string, slot int, name, mode string, args, env []string) (*process, error) {
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
 	cmd := exec.Command(bin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	// Its own process group, so that a Ctrl-C of the test run reaches the test, which then
 	// stops its members in order, and not the members directly.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	fmt.Fprintf(logf, "### %s clusterd %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(args, " "))
+	fmt.Fprintf(logf, "### %s %s\n", time.Now().Format(time.RFC3339Nano), strings.Join(append(append(slices.Clone(env), "clusterd"), args...), " "))
 	if err := cmd.Start(); err != nil {
 		logf.Close()
 		return nil, err
@@ -198,7 +203,14 @@ func (p *process) terminate(within time.Duration) bool {
 	}
 }
 
-func (p *process) pause() { p.send(syscall.SIGSTOP, func() { p.stopped = true }) }
+func (p *process) pause() { p.send(syscall.SIGSTOP, func() { p.stopped, p.pauses = true, p.pauses+1 }) }
+
+// pauseCount is how many times the test has paused the process.
+func (p *process) pauseCount() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.pauses
+}
 
 func (p *process) resume() { p.send(syscall.SIGCONT, func() { p.stopped = false }) }
 
