@@ -89,47 +89,34 @@ func TestCameBackCheck(t *testing.T) {
 			t.Errorf("%d checks made after the run, want 1", c.cameBackAfterRun)
 		}
 	})
-	t.Run("paused", func(t *testing.T) {
-		c, cb := newCase(t)
-		cb.proc.pause()
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "skipped: paused by another fault since its restart", 0)
-	})
-	t.Run("removed", func(t *testing.T) {
-		c, cb := newCase(t)
-		c.slots[0].state = slotRemoved
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "skipped: removed from the membership since its restart", 0)
-	})
-	t.Run("killed again", func(t *testing.T) {
-		c, cb := newCase(t)
-		cb.proc.kill()
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "skipped: killed again by another fault", 0)
-	})
-	t.Run("came back", func(t *testing.T) {
-		c, cb := newCase(t)
-		answer(t, c, &fakeStatus{id: id, applied: 5})
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "checked: same ID, applied index not behind", 0)
-	})
-	t.Run("came back, no baseline", func(t *testing.T) {
-		c, cb := newCase(t)
-		answer(t, c, &fakeStatus{id: id, applied: 1})
-		cb.applied, cb.baseline = 0, false
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "checked: same ID (no applied index before the kill: Status failed then)", 0)
-	})
-	t.Run("came back behind", func(t *testing.T) {
-		c, cb := newCase(t)
-		answer(t, c, &fakeStatus{id: id, applied: 4})
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "FAILED: applied index behind", 1)
-	})
-	t.Run("came back as another member", func(t *testing.T) {
-		c, cb := newCase(t)
-		answer(t, c, &fakeStatus{id: id + 1, applied: 5})
-		c.checkCameBack(context.Background(), cb, time.Now())
-		only(t, c, "FAILED: another member ID", 1)
-	})
+	for _, tc := range []struct {
+		name     string
+		setup    func(t *testing.T, c *cluster, cb *comeback)
+		outcome  string
+		failures int
+	}{
+		{"paused", func(_ *testing.T, _ *cluster, cb *comeback) { cb.proc.pause() },
+			"skipped: paused by another fault since its restart", 0},
+		{"removed", func(_ *testing.T, c *cluster, _ *comeback) { c.slots[0].state = slotRemoved },
+			"skipped: removed from the membership since its restart", 0},
+		{"killed again", func(_ *testing.T, _ *cluster, cb *comeback) { cb.proc.kill() },
+			"skipped: killed again by another fault", 0},
+		{"came back", func(t *testing.T, c *cluster, _ *comeback) { answer(t, c, &fakeStatus{id: id, applied: 5}) },
+			"checked: same ID, applied index not behind", 0},
+		{"came back, no baseline", func(t *testing.T, c *cluster, cb *comeback) {
+			answer(t, c, &fakeStatus{id: id, applied: 1})
+			cb.applied, cb.baseline = 0, false
+		}, "checked: same ID (no applied index before the kill: Status failed then)", 0},
+		{"came back behind", func(t *testing.T, c *cluster, _ *comeback) { answer(t, c, &fakeStatus{id: id, applied: 4}) },
+			"FAILED: applied index behind", 1},
+		{"came back as another member", func(t *testing.T, c *cluster, _ *comeback) { answer(t, c, &fakeStatus{id: id + 1, applied: 5}) },
+			"FAILED: another member ID", 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			c, cb := newCase(t)
+			tc.setup(t, c, &cb)
+			c.checkCameBack(context.Background(), cb, time.Now())
+			only(t, c, tc.outcome, tc.failures)
+		})
+	}
 }
