@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -261,6 +262,44 @@ func runGolden(t *testing.T, tests []goldenCase) {
 				}
 				golden(t, filepath.Join("testdata", tt.name+"."+string(f)+".golden"), b.Bytes())
 			})
+		}
+	}
+}
+
+// The environment block read back by real shells, the way docs/output.md tells operators to use
+// it (eval, and set -a with the dot command), gives back every value exactly, whatever
+// characters a name holds.
+func TestEnvThroughShells(t *testing.T) {
+	r := addResult(false)
+	r.Member.Name = `a"b$c` + "`d`" + `\e 'f' g*`
+	r.Members[0].Name = r.Member.Name
+	var b bytes.Buffer
+	if err := envAdd(&b, r); err != nil {
+		t.Fatal(err)
+	}
+	env := filepath.Join(t.TempDir(), "member.env")
+	if err := os.WriteFile(env, b.Bytes(), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	var want strings.Builder
+	for _, kv := range newEnvironment(r) {
+		want.WriteString(kv.value + "\x00")
+	}
+	const show = `; printf '%s\0' "$ETCD_NAME" "$ETCD_INITIAL_CLUSTER" "$ETCD_INITIAL_ADVERTISE_PEER_URLS" "$ETCD_INITIAL_CLUSTER_STATE"`
+	for _, shell := range []string{"sh", "bash"} {
+		path, err := exec.LookPath(shell)
+		if err != nil {
+			t.Logf("no %s: %v", shell, err)
+			continue
+		}
+		for _, use := range []string{`eval "$(cat "$1")"`, `set -a; . "$1"; set +a`} {
+			out, err := exec.Command(path, "-c", use+show, shell, env).Output()
+			if err != nil {
+				t.Fatalf("%s -c %q: %v", shell, use, err)
+			}
+			if string(out) != want.String() {
+				t.Errorf("%s, %s:\n got %q\nwant %q", shell, use, out, want.String())
+			}
 		}
 	}
 }
