@@ -18,11 +18,12 @@ type initProfile struct {
 	packages map[string]samples // ms per process, by package
 }
 
-// initRuns runs each tool b.opt.rssRuns times with GODEBUG=inittrace=1, interleaved as in
-// listRuns.
+// initRuns runs each tool b.opt.rssRuns times with GODEBUG=inittrace=1, interleaved and warmed
+// up as in listRuns. The warm-up runs are parsed too, so a program that prints no trace fails
+// at once, but not kept.
 func (b *bench) initRuns(ctx context.Context, tools []tool) (map[string]initProfile, error) {
 	res := map[string]initProfile{}
-	for i := range b.opt.rssRuns {
+	for i := range b.opt.warmup + b.opt.rssRuns {
 		for j := range tools {
 			t := tools[(i+j)%len(tools)]
 			r, err := b.r.runEnv(ctx, []string{"GODEBUG=inittrace=1"}, t.path, t.args...)
@@ -32,6 +33,9 @@ func (b *bench) initRuns(ctx context.Context, tools []tool) (map[string]initProf
 			total, per, err := parseInitTrace(r.stderr)
 			if err != nil {
 				return nil, fmt.Errorf("%s: %w", t.key, err)
+			}
+			if i < b.opt.warmup {
+				continue
 			}
 			p, ok := res[t.key]
 			if !ok {

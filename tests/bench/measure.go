@@ -196,10 +196,11 @@ func (b *bench) listRuns(ctx context.Context, tools []tool) (map[string][]runRes
 }
 
 // peakRuns reads the peak RSS of `member list` processes of each tool, run through peakrss
-// (see its doc: the bench cannot read it for its own children), interleaved as in listRuns.
+// (see its doc: the bench cannot read it for its own children), interleaved and warmed up as in
+// listRuns.
 func (b *bench) peakRuns(ctx context.Context, tools []tool) (map[string]samples, error) {
 	res := map[string]samples{}
-	for i := range b.opt.rssRuns {
+	for i := range b.opt.warmup + b.opt.rssRuns {
 		for j := range tools {
 			t := tools[(i+j)%len(tools)]
 			r, err := b.r.run(ctx, b.peakrss, append([]string{t.path}, t.args...)...)
@@ -210,7 +211,9 @@ func (b *bench) peakRuns(ctx context.Context, tools []tool) (map[string]samples,
 			if err != nil {
 				return nil, fmt.Errorf("peakrss %s printed %q", t.key, r.stdout)
 			}
-			res[t.key] = append(res[t.key], kib/1024)
+			if i >= b.opt.warmup {
+				res[t.key] = append(res[t.key], kib/1024)
+			}
 		}
 	}
 	return res, nil
@@ -496,7 +499,10 @@ func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, e
 type removalResult struct {
 	LongestGapMS float64 `json:"longest_gap_ms"`
 	Successes    int     `json:"successes"`
-	Failures     int     `json:"failures"`
+	// SuccessesAfter counts the lists that succeeded after the removal was answered: without
+	// one the gap has no end and the run fails.
+	SuccessesAfter int `json:"successes_after_removal"`
+	Failures       int `json:"failures"`
 	// GapFromMS is when the longest gap began, relative to the start of the removal request.
 	GapFromMS  float64 `json:"gap_from_ms"`
 	RemoveMS   float64 `json:"remove_ms"` // how long MemberRemove of the leader took
@@ -504,9 +510,38 @@ type removalResult struct {
 	FirstError string  `json:"first_error,omitempty"`
 }
 
+// longestGap returns the longest stretch of [begin, end] in which the reader had no successful
+// list, and when it began. ok are the times successful lists returned, in order. The stretches
+// are begin to the first success, each success to the next, and the last success to end: a
+// reader that stops getting answers goes without them until the loop ends, and leaving out that
+// trailing stretch would report only the gaps before it. It fails unless a list succeeded after
+// answered, when the removal was answered: otherwise the cluster was never seen serving again
+// and no gap measured so far says how long it took.
+func longestGap(begin time.Time, ok []time.Time, answered, end time.Time) (gap time.Duration, from time.Time, err error) {
+	prev := begin
+	after := 0
+	for _, t := range ok {
+		if d := t.Sub(prev); d > gap {
+			gap, from = d, prev
+		}
+		if t.After(answered) {
+			after++
+		}
+		prev = t
+	}
+	if d := end.Sub(prev); d > gap {
+		gap, from = d, prev
+	}
+	if after == 0 {
+		return gap, from, fmt.Errorf("no member list succeeded after the removal was answered (%d before it; %v from the last success to the end of the loop)",
+			len(ok), end.Sub(prev).Round(time.Millisecond))
+	}
+	return gap, from, nil
+}
+
 // leaderRemoval removes the leader while one client with every running member's endpoint (the
 // leader's first, so it has to move on) lists the members linearizably in a loop, and returns
-// the longest time between two successful lists.
+// the longest time without a successful list (see longestGap).
 func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	ms, leader, err := b.leaderFirst(ctx)
 	if err != nil {
@@ -524,21 +559,21 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	defer reader.Close()
 	stop := make(chan struct{})
 	type outcome struct {
-		at    []time.Time
-		err   int
-		first error
+		begin, end time.Time   // when the loop started and stopped listing
+		ok         []time.Time // when each successful list returned
+		failures   int
+		first      error
 	}
 	done := make(chan outcome, 1)
 	go func() {
-		var o outcome
-		o.at = append(o.at, time.Now())
+		o := outcome{begin: time.Now()}
 		// Bounded by time and count: at most 20 s and 200,000 lists.
-		until := time.Now().Add(20 * time.Second)
+		until := o.begin.Add(20 * time.Second)
+	loop:
 		for range 200000 {
 			select {
 			case <-stop:
-				done <- o
-				return
+				break loop
 			default:
 			}
 			if time.Now().After(until) {
@@ -548,15 +583,15 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 			_, err := reader.MemberList(cctx, true)
 			cancel()
 			if err == nil {
-				o.at = append(o.at, time.Now())
+				o.ok = append(o.ok, time.Now())
 			} else {
-				if o.err == 0 {
+				if o.failures == 0 {
 					o.first = err
 				}
-				o.err++
+				o.failures++
 			}
 		}
-		<-stop
+		o.end = time.Now()
 		done <- o
 	}()
 	finish := func() outcome { close(stop); return <-done }
@@ -572,13 +607,13 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	rmStart := time.Now()
 	_, err = remover.MemberRemove(cctx, leaderID)
-	rmTook := time.Since(rmStart)
+	answered := time.Now()
 	cancel()
 	if err != nil {
 		finish()
 		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.name, err)
 	}
-	res := removalResult{RemoveMS: millis(rmTook)}
+	res := removalResult{RemoveMS: millis(answered.Sub(rmStart))}
 	e, werr := leader.p.Wait(10 * time.Second)
 	if werr != nil {
 		res.ExitStatus = "still running 10s after its removal"
@@ -593,17 +628,19 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	// still seen.
 	time.Sleep(500 * time.Millisecond)
 	o := finish()
-	res.Successes, res.Failures = len(o.at)-1, o.err
+	res.Successes, res.Failures = len(o.ok), o.failures
+	for _, t := range o.ok {
+		if t.After(answered) {
+			res.SuccessesAfter++
+		}
+	}
 	if o.first != nil {
 		res.FirstError = o.first.Error()
 	}
-	for i := 1; i < len(o.at); i++ {
-		if g := millis(o.at[i].Sub(o.at[i-1])); g > res.LongestGapMS {
-			res.LongestGapMS, res.GapFromMS = g, millis(o.at[i-1].Sub(rmStart))
-		}
-	}
-	if res.Successes == 0 {
-		return res, errors.New("no member list succeeded during the leader removal")
+	gap, from, err := longestGap(o.begin, o.ok, answered, o.end)
+	res.LongestGapMS, res.GapFromMS = millis(gap), millis(from.Sub(rmStart))
+	if err != nil {
+		return res, fmt.Errorf("leader removal of %s: %w", leader.name, err)
 	}
 	return res, nil
 }

@@ -61,12 +61,12 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.logf("member list peak RSS: %d runs per program", b.opt.rssRuns)
+	b.logf("member list peak RSS: %d runs (+%d warm-up) per program", b.opt.rssRuns, b.opt.warmup)
 	peaks, err := b.peakRuns(ctx, tools)
 	if err != nil {
 		return err
 	}
-	b.logf("member list package initialisation: %d runs per program", b.opt.rssRuns)
+	b.logf("member list package initialisation: %d runs (+%d warm-up) per program", b.opt.rssRuns, b.opt.warmup)
 	inits, err := b.initRuns(ctx, tools)
 	if err != nil {
 		return err
@@ -95,18 +95,27 @@ func (b *bench) measure(ctx context.Context) error {
 	var learners []learnerResult
 	var gaps samples
 	var removals []removalResult
-	for k := range b.opt.cycles {
-		b.logf("cycle %d/%d: learner ready, leader removal", k+1, b.opt.cycles)
+	warm := b.opt.cycleWarmup()
+	for k := range warm + b.opt.cycles {
+		if k < warm {
+			b.logf("warm-up cycle %d/%d: learner ready, leader removal (not counted)", k+1, warm)
+		} else {
+			b.logf("cycle %d/%d: learner ready, leader removal", k-warm+1, b.opt.cycles)
+		}
 		v, err := b.learnerReady(ctx, fmt.Sprintf("learner%d", k))
 		if err != nil {
 			return err
 		}
-		ready = append(ready, v.ReadyMS)
-		learners = append(learners, v)
 		rr, err := b.leaderRemoval(ctx)
 		if err != nil {
 			return err
 		}
+		if k < warm {
+			b.logf("warm-up cycle: learner ready %.1f ms, leader removal gap %.1f ms", v.ReadyMS, rr.LongestGapMS)
+			continue
+		}
+		ready = append(ready, v.ReadyMS)
+		learners = append(learners, v)
 		removals = append(removals, rr)
 		gaps = append(gaps, rr.LongestGapMS)
 	}

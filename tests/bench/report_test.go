@@ -1,0 +1,132 @@
+package main
+
+import (
+	"encoding/json"
+	"math"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+// testFigures are made-up measurements of every row, etcdctl included.
+func testFigures() figures {
+	list := func(wall, cpu float64) []runResult {
+		var rs []runResult
+		for i := range 10 {
+			d := time.Duration(float64(time.Millisecond) * (wall + float64(i)/10))
+			rs = append(rs, runResult{wall: d, cpu: time.Duration(float64(time.Millisecond) * cpu)})
+		}
+		return rs
+	}
+	return figures{
+		lists: map[string][]runResult{"clusterctl": list(5, 4), "floor": list(4, 3), "gostart": list(1, 0.5), "etcdctl": list(10, 9)},
+		peaks: map[string]samples{"clusterctl": {11.5, 12}, "floor": {9.6}, "gostart": {2.1}, "etcdctl": {17}},
+		inits: map[string]initProfile{
+			"clusterctl": {total: samples{1.5, 1.6}, packages: map[string]samples{"google.golang.org/grpc": {0.2, 0.3}}},
+		},
+		pairs:    map[string]samples{"clusterctl": {13, 14, 15}, "etcdctl": {22, 23}},
+		conf:     map[route]samples{viaLeader: {1.8, 1.9}, viaFollower: {2.6}},
+		confLong: map[route]samples{viaLeader: {1.7}, viaFollower: {2.0}},
+		fsync:    samples{0.1, 0.12},
+		bolt:     samples{0.15},
+		rss:      samples{17, 17.01, 16.9},
+		ready:    samples{25.3, 27.4},
+		learners: []learnerResult{{Name: "learner1", ReadyMS: 25.3, Attempts: 4}},
+		gaps:     samples{6.8, 24.1},
+		removals: []removalResult{{LongestGapMS: 24.1, Successes: 1000, SuccessesAfter: 400, RemoveMS: 22}},
+		fill:     fillResult{Changes: 9601, RaftIndex: 10036, Seconds: 16.5},
+	}
+}
+
+func TestWriteJSON(t *testing.T) {
+	o, err := parseFlags([]string{"-warmup=3", "-rss-runs=7"}, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := newReport(o, t.TempDir(), "ext4")
+	r.fill(testFigures())
+	path := filepath.Join(t.TempDir(), "sub", "latest.json") // writeJSON makes the directory
+	if err := r.writeJSON(path); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	// What scripts read, by name: decoded without the program's own types.
+	var raw map[string]any
+	if err := json.Unmarshal(b, &raw); err != nil {
+		t.Fatal(err)
+	}
+	for _, k := range []string{"time", "machine", "options", "rows", "learners", "leader_removals", "log_fill", "notes"} {
+		if _, ok := raw[k]; !ok {
+			t.Errorf("no %q in the JSON", k)
+		}
+	}
+	if m := raw["machine"].(map[string]any); m["file_system"] != "ext4" || m["cpus"].(float64) < 1 || m["go_version"] == "" {
+		t.Errorf("machine: %v", m)
+	}
+	if opts := raw["options"].(map[string]any); opts["rss_runs"] != 7.0 || opts["warmup"] != 3.0 || opts["cycle_warmup"] != 1.0 || opts["idle_s"] != 10.0 {
+		t.Errorf("options: %v", opts)
+	}
+	units := map[string]string{"member_list_wall": "ms", "member_list_vs_floor": "x", "member_list_vs_etcdctl": "x",
+		"clusterctl_init": "ms", "fsync_floor": "ms", "leader_removal_gap": "ms", "learner_ready": "ms",
+		"idle_rss": "MiB", "member_list_peak_rss": "MiB"}
+	rows := map[string]map[string]any{}
+	for _, x := range raw["rows"].([]any) {
+		row := x.(map[string]any)
+		for _, k := range []string{"key", "figure", "unit", "runs", "warmup", "median", "p99", "max", "target"} {
+			if _, ok := row[k]; !ok {
+				t.Errorf("row %v: no %q", row["key"], k)
+			}
+		}
+		rows[row["key"].(string)] = row
+	}
+	for key, unit := range units {
+		if rows[key] == nil || rows[key]["unit"] != unit {
+			t.Errorf("row %s: %v, want unit %s", key, rows[key], unit)
+		}
+	}
+	// A ratio has no max: NaN in the program, null in the JSON, which has no NaN.
+	if v, ok := rows["member_list_vs_floor"]["max"]; !ok || v != nil {
+		t.Errorf("member_list_vs_floor max: %v (present %v), want null", v, ok)
+	}
+	// Each series states its warm-up; the cycles have one warm-up cycle, idle RSS none.
+	for key, w := range map[string]float64{"member_list_wall": 3, "member_list_peak_rss": 3, "clusterctl_init": 3,
+		"conf_change": 6, "leader_removal_gap": 1, "learner_ready": 1, "idle_rss": 0} {
+		if rows[key]["warmup"] != w {
+			t.Errorf("row %s: warm-up %v, want %v", key, rows[key]["warmup"], w)
+		}
+	}
+
+	// Round trip: every value reads back as the program had it.
+	var back struct {
+		Rows     []row           `json:"rows"`
+		Removals []removalResult `json:"leader_removals"`
+		Fill     fillResult      `json:"log_fill"`
+	}
+	if err := json.Unmarshal(b, &back); err != nil {
+		t.Fatal(err)
+	}
+	if len(back.Rows) != len(r.Rows) {
+		t.Fatalf("%d rows read back, %d written", len(back.Rows), len(r.Rows))
+	}
+	same := func(a, b float64) bool { return a == b || math.IsNaN(a) && b == 0 } // null reads back as 0
+	for i, want := range r.Rows {
+		got := back.Rows[i]
+		if got.Key != want.Key || got.Unit != want.Unit || got.Runs != want.Runs || got.Warmup != want.Warmup ||
+			!same(want.Median, got.Median) || !same(want.P99, got.P99) || !same(want.Max, got.Max) ||
+			(want.Ratio == nil) != (got.Ratio == nil) || want.Ratio != nil && *want.Ratio != *got.Ratio ||
+			(want.Met == nil) != (got.Met == nil) || want.Met != nil && *want.Met != *got.Met {
+			t.Errorf("row %d read back as %+v, written %+v", i, got, want)
+		}
+	}
+	if len(back.Removals) != 1 || back.Removals[0] != r.Removals[0] || back.Fill != *r.Fill {
+		t.Errorf("removals %+v, fill %+v read back; written %+v, %+v", back.Removals, back.Fill, r.Removals, *r.Fill)
+	}
+	if g := rows["leader_removal_gap"]; g["max"] != 24.1 || g["runs"] != 2.0 {
+		t.Errorf("leader_removal_gap: %v", g)
+	}
+}
