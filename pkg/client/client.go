@@ -177,13 +177,19 @@ func dialFirst(ctx context.Context, eps []string, silent string) (*grpc.ClientCo
 		reasons[i] = silent
 	}
 	started, pending := 0, 0
-	stagger := time.NewTimer(staggerDelay)
+	// A dial timeout shorter than staggerDelay per endpoint is shared out instead, so that a
+	// silent endpoint cannot keep the later ones from being tried at all.
+	delay := staggerDelay
+	if d, ok := ctx.Deadline(); ok {
+		delay = min(delay, time.Until(d)/time.Duration(len(eps)))
+	}
+	stagger := time.NewTimer(delay)
 	defer stagger.Stop()
 	start := func() {
 		go func(i int) { results <- dial(ctx, i, eps[i]) }(started)
 		started++
 		pending++
-		stagger.Reset(staggerDelay)
+		stagger.Reset(delay)
 	}
 	start()
 	// Every pass starts an attempt, collects one, or ends, so there are at most 2*len(eps).
