@@ -3,9 +3,11 @@ package client
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"reflect"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -183,6 +185,108 @@ func TestSilentEndpointFailsWithinDialTimeout(t *testing.T) {
 	}
 	if d := time.Since(start); d > time.Second {
 		t.Errorf("took %s with a 300ms dial timeout", d)
+	}
+}
+
+// silentListener is a loopback address that accepts connections and never writes to them: a
+// TCP peer that never speaks HTTP/2, as a hung process or a server that is not gRPC would be.
+func silentListener(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var (
+		mu    sync.Mutex
+		conns []net.Conn
+	)
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		l.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return l.Addr().String()
+}
+
+// TestTwoSilentEndpoints: both endpoints accept and never answer. The call fails once the dial
+// timeout is over, not later, and the error names both endpoints with why each failed, also
+// when the dial timeout is shorter than the delay before the next endpoint is tried.
+func TestTwoSilentEndpoints(t *testing.T) {
+	for _, timeout := range []time.Duration{200 * time.Millisecond, time.Second} {
+		t.Run(timeout.String(), func(t *testing.T) {
+			a, b := silentListener(t), silentListener(t)
+			c, err := New(Config{Endpoints: []string{a, b}, DialTimeout: timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			start := time.Now()
+			_, err = c.MemberList(context.Background(), true)
+			elapsed := time.Since(start)
+			var ce *ConnectError
+			if !errors.As(err, &ce) {
+				t.Fatalf("got %v, want a *ConnectError", err)
+			}
+			want := fmt.Sprintf("no endpoint answered: %s (no answer within %s), %s (no answer within %s)", a, timeout, b, timeout)
+			if err.Error() != want {
+				t.Errorf("got  %q\nwant %q", err, want)
+			}
+			// Generous: only a wait well past the dial timeout is wrong.
+			if elapsed > timeout+2*time.Second {
+				t.Errorf("took %s with a %s dial timeout", elapsed, timeout)
+			}
+		})
+	}
+}
+
+// TestSilentEndpointIsSkipped: a live endpoint after a silent one answers, within the dial
+// timeout, reads and changes alike.
+func TestSilentEndpointIsSkipped(t *testing.T) {
+	for _, timeout := range []time.Duration{200 * time.Millisecond, time.Second} {
+		t.Run(timeout.String(), func(t *testing.T) {
+			f := &fakeServer{}
+			c, err := New(Config{Endpoints: []string{silentListener(t), serve(t, f)}, DialTimeout: timeout})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			if _, err := c.MemberList(context.Background(), true); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := c.MemberAdd(context.Background(), "infra3", []string{"http://127.0.0.1:42380"}, true); err != nil {
+				t.Fatal(err)
+			}
+			if n := f.calls.Load(); n != 2 {
+				t.Errorf("the live endpoint answered %d requests, want 2", n)
+			}
+		})
+	}
+}
+
+// TestDeadThenLiveEndpointChange: a change, which is never sent twice, still goes to a live
+// endpoint after a refused one, since nothing was sent to the refused one.
+func TestDeadThenLiveEndpointChange(t *testing.T) {
+	f := &fakeServer{}
+	c := newClient(t, deadAddr(t), serve(t, f))
+	if _, err := c.MemberAdd(context.Background(), "infra3", []string{"http://127.0.0.1:42380"}, true); err != nil {
+		t.Fatal(err)
+	}
+	if n := f.calls.Load(); n != 1 {
+		t.Errorf("the live endpoint answered %d requests, want 1", n)
 	}
 }
 

@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/json"
 	"fmt"
 	"path/filepath"
 	"regexp"
@@ -110,4 +111,121 @@ func TestClusterctlManagesEtcd(t *testing.T) {
 	if r.code != 11 || r.stderr != "Error: etcdserver: Peer URLs already exists\n" {
 		t.Errorf("add with a used peer URL: %v; want exit 11 and the one line", r)
 	}
+}
+
+// TestClusterctlListTableMarksEtcdLeader: real etcd's member list says nothing about the leader,
+// so clusterctl asks the Status of the member that answered. The table's IS LEADER column must
+// mark exactly one member, the one etcd itself names as leader (etcdctl endpoint status), whichever
+// member clusterctl asks: every endpoint, or one follower alone.
+func TestClusterctlListTableMarksEtcdLeader(t *testing.T) {
+	needBinaries(t)
+	c := startCluster(t, etcd.Etcd)
+	ctl := filepath.Join(binDir, "clusterctl")
+	all := cluster.Endpoints(c.Members())
+	leaderEP, leaderID := etcdLeader(t, all)
+
+	endpoints := []string{all}
+	for _, m := range c.Members() {
+		// each member alone: the leader answers for itself, a follower names whom it follows
+		endpoints = append(endpoints, m.ClientAddr)
+	}
+	for _, eps := range endpoints {
+		r := runCLI(t, ctl, "--endpoints="+eps, "member", "list", "-w", "table")
+		if r.code != 0 || r.stderr != "" {
+			t.Fatalf("member list -w table against %s: %v", eps, r)
+		}
+		header, rows := parseTable(t, r.stdout)
+		want := []string{"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER", "IS LEADER"}
+		if strings.Join(header, "|") != strings.Join(want, "|") {
+			t.Fatalf("against %s: columns %q, want %q", eps, header, want)
+		}
+		if len(rows) != 3 {
+			t.Fatalf("against %s: %d rows, want 3:\n%s", eps, len(rows), r.stdout)
+		}
+		leaders := 0
+		for _, row := range rows {
+			m, err := c.Member(row[2])
+			if err != nil {
+				t.Fatalf("against %s: row %q: %v", eps, row, err)
+			}
+			id := fmt.Sprintf("%016x", mustID(t, c, m.Name))
+			wantRow := []string{id, "started", m.Name, m.PeerURL, m.ClientURL(), "false", fmt.Sprint(id == fmt.Sprintf("%016x", leaderID))}
+			if strings.Join(row, "|") != strings.Join(wantRow, "|") {
+				t.Errorf("against %s: row %q, want %q (etcd's leader is %016x, at %s)", eps, row, wantRow, leaderID, leaderEP)
+			}
+			if row[6] == "true" {
+				leaders++
+			}
+		}
+		if leaders != 1 {
+			t.Errorf("against %s: %d members marked leader, want exactly 1:\n%s", eps, leaders, r.stdout)
+		}
+	}
+	// The leader did not move while the tables were printed, or the comparison meant nothing.
+	if _, after := etcdLeader(t, all); after != leaderID {
+		t.Fatalf("etcd's leader changed during the test, from %016x to %016x", leaderID, after)
+	}
+}
+
+// etcdLeader asks every member through etcdctl endpoint status which member leads, checks they
+// all agree, and returns the leader's client address and ID.
+func etcdLeader(t *testing.T, endpoints string) (string, uint64) {
+	t.Helper()
+	r := runCLI(t, etcd.Etcdctl, "--endpoints="+endpoints, "endpoint", "status", "-w", "json")
+	if r.code != 0 {
+		t.Fatalf("etcdctl endpoint status: %v", r)
+	}
+	var statuses []struct {
+		Endpoint string
+		Status   struct {
+			Header struct {
+				MemberID uint64 `json:"member_id"`
+			} `json:"header"`
+			Leader uint64 `json:"leader"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &statuses); err != nil {
+		t.Fatalf("etcdctl endpoint status -w json: %v\n%s", err, r.stdout)
+	}
+	if n := len(strings.Split(endpoints, ",")); len(statuses) != n {
+		t.Fatalf("etcdctl endpoint status: %d answers, want %d:\n%s", len(statuses), n, r.stdout)
+	}
+	var leader uint64
+	at := ""
+	for _, st := range statuses {
+		if st.Status.Leader == 0 || (leader != 0 && st.Status.Leader != leader) {
+			t.Fatalf("etcd's members do not agree on a leader:\n%s", r.stdout)
+		}
+		leader = st.Status.Leader
+		if st.Status.Header.MemberID == leader {
+			at = st.Endpoint
+		}
+	}
+	if at == "" {
+		t.Fatalf("etcd's leader %016x is not among the endpoints:\n%s", leader, r.stdout)
+	}
+	return at, leader
+}
+
+// parseTable reads clusterctl's ASCII table: the header's cells and each row's, trimmed.
+func parseTable(t *testing.T, out string) (header []string, rows [][]string) {
+	t.Helper()
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if strings.HasPrefix(line, "+") {
+			continue
+		}
+		if !strings.HasPrefix(line, "|") || !strings.HasSuffix(line, "|") {
+			t.Fatalf("not a table line: %q in\n%s", line, out)
+		}
+		cells := strings.Split(strings.Trim(line, "|"), "|")
+		for i := range cells {
+			cells[i] = strings.TrimSpace(cells[i])
+		}
+		if header == nil {
+			header = cells
+		} else {
+			rows = append(rows, cells)
+		}
+	}
+	return header, rows
 }

@@ -5,9 +5,11 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestMain(m *testing.M) {
@@ -159,5 +161,174 @@ func TestHelpGoesToStdout(t *testing.T) {
 	stdout, stderr, code := runArgs("member", "add", "--help")
 	if code != 0 || stderr != "" || !strings.Contains(stdout, "--peer-urls") {
 		t.Errorf("exit %d, stderr %q", code, stderr)
+	}
+}
+
+// silentAddr is a loopback address that completes TCP handshakes (the listen backlog) but never
+// speaks HTTP/2: reachable, yet no gRPC server ever answers, so connecting takes the whole limit.
+func silentAddr(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	return l.Addr().String()
+}
+
+// noSettingsFromEnv clears every CLUSTERCTL_* setting for the test, so that the developer's
+// environment cannot change what is checked: viper takes an empty variable as unset.
+func noSettingsFromEnv(t *testing.T) {
+	t.Helper()
+	for _, k := range []string{"CLUSTERCTL_ENDPOINTS", "CLUSTERCTL_DIAL_TIMEOUT", "CLUSTERCTL_COMMAND_TIMEOUT", "CLUSTERCTL_WRITE_OUT", "CLUSTERCTL_CONFIG_FILE"} {
+		t.Setenv(k, "")
+	}
+}
+
+func writeConfig(t *testing.T, name, content string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(path, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+var noAnswerWithin = regexp.MustCompile(`^Error: no endpoint answered: (\S+) \(no answer within ([^)]+)\)\n$`)
+
+// connectLimit runs member list with args against endpoints that never answer and returns the
+// endpoint the error names and the time connecting was given: --dial-timeout, or what was left
+// of --command-timeout when that was shorter. The run takes that long.
+func connectLimit(t *testing.T, args ...string) (string, time.Duration) {
+	t.Helper()
+	stdout, stderr, code := runArgs(append(args, "member", "list")...)
+	m := noAnswerWithin.FindStringSubmatch(stderr)
+	if code != 2 || stdout != "" || m == nil {
+		t.Fatalf("%v: exit %d, stdout %q, stderr %q; want 2 and one \"no answer within\" line", args, code, stdout, stderr)
+	}
+	d, err := time.ParseDuration(m[2])
+	if err != nil {
+		t.Fatalf("%v: %q: %v", args, stderr, err)
+	}
+	return m[1], d
+}
+
+// checkDialTimeout checks that connecting was given exactly want, the dial timeout.
+func checkDialTimeout(t *testing.T, what string, want time.Duration, args ...string) {
+	t.Helper()
+	if _, got := connectLimit(t, args...); got != want {
+		t.Errorf("%s: connecting was given %s, want the dial timeout %s", what, got, want)
+	}
+}
+
+// checkCommandTimeout checks that connecting was given what was left of a command timeout of
+// want: a little less than want, far more than any other timeout the test sets.
+func checkCommandTimeout(t *testing.T, what string, want time.Duration, args ...string) {
+	t.Helper()
+	if _, got := connectLimit(t, args...); got > want || got <= want-150*time.Millisecond {
+		t.Errorf("%s: connecting was given %s, want what is left of a command timeout of %s", what, got, want)
+	}
+}
+
+// TestDialTimeoutPrecedence checks --dial-timeout from the file, CLUSTERCTL_DIAL_TIMEOUT and the
+// flag, each winning over the ones before it, through the time the error says connecting had.
+func TestDialTimeoutPrecedence(t *testing.T) {
+	noSettingsFromEnv(t)
+	silent := silentAddr(t)
+	config := writeConfig(t, "clusterctl.yaml", "endpoints: ["+silent+"]\ndial-timeout: 200ms\ncommand-timeout: 1m\n")
+	file := "--config-file=" + config
+	checkDialTimeout(t, "file", 200*time.Millisecond, file)
+	t.Setenv("CLUSTERCTL_DIAL_TIMEOUT", "400ms")
+	checkDialTimeout(t, "environment over file", 400*time.Millisecond, file)
+	checkDialTimeout(t, "flag over environment", 600*time.Millisecond, file, "--dial-timeout=600ms")
+	// The default, 2s, is not what any of the above gave; the environment alone applies too.
+	checkDialTimeout(t, "environment alone", 400*time.Millisecond, "--endpoints="+silent)
+}
+
+// TestCommandTimeoutPrecedence does the same for --command-timeout, with a dial timeout longer
+// than any of them, so that the command timeout ends the connection attempt.
+func TestCommandTimeoutPrecedence(t *testing.T) {
+	noSettingsFromEnv(t)
+	silent := silentAddr(t)
+	config := writeConfig(t, "clusterctl.yaml", "endpoints: ["+silent+"]\ndial-timeout: 1m\ncommand-timeout: 200ms\n")
+	file := "--config-file=" + config
+	checkCommandTimeout(t, "file", 200*time.Millisecond, file)
+	t.Setenv("CLUSTERCTL_COMMAND_TIMEOUT", "400ms")
+	checkCommandTimeout(t, "environment over file", 400*time.Millisecond, file)
+	checkCommandTimeout(t, "flag over environment", 600*time.Millisecond, file, "--command-timeout=600ms")
+	checkCommandTimeout(t, "environment alone", 400*time.Millisecond, "--endpoints="+silent, "--dial-timeout=1m")
+	t.Setenv("CLUSTERCTL_COMMAND_TIMEOUT", "5")
+	if _, stderr, code := runArgs(file, "member", "list"); code != 128 || stderr != "Error: --command-timeout: time: missing unit in duration \"5\"\n" {
+		t.Errorf("bare number: exit %d, %q", code, stderr)
+	}
+}
+
+// TestConfigFileFormats reads every global setting from a YAML, a JSON and a TOML file.
+func TestConfigFileFormats(t *testing.T) {
+	silent := silentAddr(t)
+	files := map[string]string{
+		"clusterctl.yaml": "endpoints: [" + silent + "]\ndial-timeout: 200ms\ncommand-timeout: 400ms\nwrite-out: table\n",
+		"clusterctl.json": `{"endpoints": ["` + silent + `"], "dial-timeout": "200ms", "command-timeout": "400ms", "write-out": "table"}`,
+		"clusterctl.toml": "endpoints = [\"" + silent + "\"]\ndial-timeout = \"200ms\"\ncommand-timeout = \"400ms\"\nwrite-out = \"table\"\n",
+	}
+	for name, content := range files {
+		t.Run(filepath.Ext(name)[1:], func(t *testing.T) {
+			noSettingsFromEnv(t)
+			file := "--config-file=" + writeConfig(t, name, content)
+			// endpoints and dial-timeout; table is a format member list prints
+			if ep, d := connectLimit(t, file); ep != silent || d != 200*time.Millisecond {
+				t.Errorf("endpoint %s, connecting given %s; want %s, the dial timeout 200ms", ep, d, silent)
+			}
+			// command-timeout, once the dial timeout is longer
+			checkCommandTimeout(t, "command-timeout", 400*time.Millisecond, file, "--dial-timeout=1m")
+			// write-out: table is refused by member add before anything is sent
+			stdout, stderr, code := runArgs(file, "member", "add", "infra3", "--peer-urls=http://127.0.0.1:1")
+			if want := "Error: output format \"table\" is not supported by member add (supported: simple, json, env)\n"; code != 128 || stdout != "" || stderr != want {
+				t.Errorf("write-out: exit %d, stdout %q, stderr %q; want 128, %q", code, stdout, stderr, want)
+			}
+			// a flag still wins over the file
+			if _, _, code := runArgs(file, "-w", "json", "--endpoints="+deadAddr(t), "member", "add", "infra3", "--peer-urls=http://127.0.0.1:1"); code != 2 {
+				t.Errorf("-w json over the file's table: exit %d, want 2 (sent, nothing listening)", code)
+			}
+		})
+	}
+}
+
+// TestConfigFileFromEnvironment names the file with CLUSTERCTL_CONFIG_FILE; --config-file wins
+// over it.
+func TestConfigFileFromEnvironment(t *testing.T) {
+	noSettingsFromEnv(t)
+	a, b := silentAddr(t), silentAddr(t)
+	fromEnv := writeConfig(t, "env.yaml", "endpoints: ["+a+"]\ndial-timeout: 200ms\n")
+	fromFlag := writeConfig(t, "flag.toml", "endpoints = [\""+b+"\"]\ndial-timeout = \"400ms\"\n")
+	t.Setenv("CLUSTERCTL_CONFIG_FILE", fromEnv)
+	if ep, d := connectLimit(t); ep != a || d != 200*time.Millisecond {
+		t.Errorf("CLUSTERCTL_CONFIG_FILE: endpoint %s, %s; want %s, 200ms", ep, d, a)
+	}
+	if ep, d := connectLimit(t, "--config-file="+fromFlag); ep != b || d != 400*time.Millisecond {
+		t.Errorf("--config-file over CLUSTERCTL_CONFIG_FILE: endpoint %s, %s; want %s, 400ms", ep, d, b)
+	}
+	// the environment's other settings still win over the file it names
+	t.Setenv("CLUSTERCTL_DIAL_TIMEOUT", "300ms")
+	if ep, d := connectLimit(t); ep != a || d != 300*time.Millisecond {
+		t.Errorf("CLUSTERCTL_DIAL_TIMEOUT over the file: endpoint %s, %s; want %s, 300ms", ep, d, a)
+	}
+	t.Setenv("CLUSTERCTL_CONFIG_FILE", "/nonexistent/clusterctl.yaml")
+	if _, stderr, code := runArgs("member", "list"); code != 128 || !strings.HasPrefix(stderr, "Error: config file /nonexistent/clusterctl.yaml: ") || strings.Count(stderr, "\n") != 1 {
+		t.Errorf("missing file named by the environment: exit %d, %q", code, stderr)
+	}
+}
+
+// TestWriteOutFlagOverEnvironment: -w wins over CLUSTERCTL_WRITE_OUT, which wins over the file.
+func TestWriteOutFlagOverEnvironment(t *testing.T) {
+	noSettingsFromEnv(t)
+	dead := deadAddr(t)
+	config := writeConfig(t, "clusterctl.json", `{"endpoints": ["`+dead+`"], "write-out": "json"}`)
+	t.Setenv("CLUSTERCTL_WRITE_OUT", "env")
+	if _, stderr, code := runArgs("--config-file="+config, "member", "list"); code != 128 || !strings.Contains(stderr, `"env"`) {
+		t.Errorf("environment over file: exit %d, %q", code, stderr)
+	}
+	if _, stderr, code := runArgs("--config-file="+config, "-w", "table", "member", "list"); code != 2 || !strings.Contains(stderr, dead) {
+		t.Errorf("flag over environment: exit %d, %q; want 2 (format accepted, nothing listening)", code, stderr)
 	}
 }
