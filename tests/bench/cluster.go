@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
@@ -52,7 +53,7 @@ type localCluster struct {
 }
 
 func newMember(dir, name string) (*member, error) {
-	ports, err := proc.FreePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +99,7 @@ func (c *localCluster) start(m *member, args, env []string) error {
 	}
 	args = append(append([]string{}, args...), c.extra...)
 	if c.profile {
-		ports, err := proc.FreePorts(1)
+		ports, err := freeport.Ports(1)
 		if err != nil {
 			return err
 		}

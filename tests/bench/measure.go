@@ -16,10 +16,10 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/server/storage"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // rpcTimeout bounds one in-process request; on loopback each takes milliseconds.
@@ -225,7 +225,7 @@ var addedID = regexp.MustCompile(`Member\s+([0-9a-f]+) added`)
 // two processes per pair, for each CLI in turn. The learner is never started: the pair is what
 // an operator's script pays for the two commands.
 func (b *bench) addRemoveRuns(ctx context.Context, clis map[string]string, eps string) (map[string]samples, error) {
-	ports, err := proc.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
 	}
@@ -299,7 +299,7 @@ func (b *bench) addRemoveLoop(ctx context.Context, via route, pairs int, until t
 		return nil, err
 	}
 	defer cl.Close()
-	ports, err := proc.FreePorts(1)
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return nil, err
 	}
@@ -350,7 +350,7 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 		return fillResult{}, err
 	}
 	defer cl.Close()
-	ports, err := proc.FreePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return fillResult{}, err
 	}

@@ -3,7 +3,6 @@ package chaos
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +11,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/clusterctl/clusterctl/internal/freeport"
 )
 
 // buildClusterd compiles cmd/clusterd once for the run.
@@ -33,15 +34,15 @@ func buildClusterd(dir string, race bool) (string, error) {
 	return bin, nil
 }
 
-// freePort asks the kernel for a free port on 127.0.0.1. Another program may take it before the
-// member binds it; the member then fails to listen and the slot gets new ports.
+// freePort is a port on 127.0.0.1 that no other member or proxy of this run was given. Another
+// program may take it before the member binds it; the member then fails to listen and the slot
+// gets new ports.
 func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		return 0, err
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
+	return ports[0], nil
 }
 
 // process is one run of clusterd.

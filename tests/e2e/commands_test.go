@@ -12,6 +12,7 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
@@ -344,7 +345,7 @@ func cmdPorts(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	n, err := strconv.Atoi(args[0])
 	ts.Check(err)
-	ports, err := proc.FreePorts(n)
+	ports, err := freeport.Ports(n)
 	ts.Check(err)
 	for i, p := range ports {
 		ts.Setenv("PORT"+strconv.Itoa(i), strconv.Itoa(p))

@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/pkg/server"
 )
 
@@ -28,15 +28,12 @@ type testMember struct {
 
 func newTestMember(t *testing.T, name string) *testMember {
 	t.Helper()
-	free := func() string {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer l.Close()
-		return l.Addr().String()
+	ports, err := freeport.Ports(2)
+	if err != nil {
+		t.Fatal(err)
 	}
-	return &testMember{name: name, dir: filepath.Join(t.TempDir(), name), peerURL: "http://" + free(), clientAddr: free()}
+	return &testMember{name: name, dir: filepath.Join(t.TempDir(), name),
+		peerURL: fmt.Sprintf("http://127.0.0.1:%d", ports[0]), clientAddr: fmt.Sprintf("127.0.0.1:%d", ports[1])}
 }
 
 func (m *testMember) start(t *testing.T, initialCluster, state string) {

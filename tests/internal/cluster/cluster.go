@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
@@ -83,7 +84,7 @@ func (c *Cluster) Alloc(name string) (*Member, error) {
 	if name == "" || strings.ContainsAny(name, "=,/ \t\n") {
 		return nil, fmt.Errorf("bad member name %q", name)
 	}
-	ports, err := proc.FreePorts(2)
+	ports, err := freeport.Ports(2)
 	if err != nil {
 		return nil, err
 	}

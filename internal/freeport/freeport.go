@@ -1,4 +1,10 @@
-package proc
+// Package freeport hands out TCP ports on 127.0.0.1 for tests that start servers, in process or
+// as real processes.
+//
+// Invariant: no port is handed out twice in one test binary. The kernel may return a port that
+// was just closed, and two listeners of one test given the same port make one of them answer
+// for the other.
+package freeport
 
 import (
 	"fmt"
@@ -8,8 +14,7 @@ import (
 
 var (
 	portsMu sync.Mutex
-	// handedOut holds every port returned in this test binary: the kernel may return a port that
-	// was just closed, and two members of one test must never be given the same one.
+	// handedOut holds every port returned in this test binary.
 	handedOut = map[int]bool{}
 )
 
@@ -17,10 +22,10 @@ var (
 // few dozen distinct ports is broken, and looping further would hide that.
 const maxPortAttempts = 1000
 
-// FreePorts returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. They are
+// Ports returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. They are
 // found by binding to port 0; all listeners stay open until n are found so the kernel cannot
 // return one twice.
-func FreePorts(n int) ([]int, error) {
+func Ports(n int) ([]int, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
 	var ports []int
