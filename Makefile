@@ -24,9 +24,9 @@ check:
 	$(GO) vet ./...
 
 # The server, client and command packages run under the race detector; everything else,
-# end-to-end and interop tests included, runs once without it. Packages run one at a time (-p 1): the process tests
-# each start clusters, and the runbook tests need the fixed ports of make run, which another
-# package's ephemeral ports could otherwise take.
+# end-to-end and interop tests included, runs once without it. Packages run one at a time
+# (-p 1): the process tests each start clusters, and the runbook tests need the fixed ports of
+# make run, which another package's ephemeral ports could otherwise take.
 race:
 	$(GO) test -race -count=1 ./pkg/... ./cmd/...
 

@@ -64,14 +64,14 @@ var serverExits = []struct {
 // exitCode is the code err ends the process with.
 func exitCode(err error) int {
 	var (
-		usage     *usageError
-		connect   *client.ConnectError
-		unknown   *client.OutcomeUnknownError
-		ignored   *client.DryRunIgnoredError
-		ambiguous *client.AmbiguousNameError
-		noDryRun  *client.DryRunUnsupportedError
+		usage       *usageError
+		connect     *client.ConnectError
+		unknown     *client.OutcomeUnknownError
+		ignored     *client.DryRunIgnoredError
+		ambiguous   *client.AmbiguousNameError
+		noDryRun    *client.DryRunUnsupportedError
+		interrupted *interruptedError
 	)
-	var interrupted *interruptedError
 	switch {
 	case err == nil:
 		return exitOK

@@ -24,7 +24,8 @@ func newSnapshotSaveCmd(g *Globals) *cobra.Command {
 		Long: `Stream a consistent snapshot from the first endpoint that answers into FILE. The bytes go to
 FILE.part beside FILE; FILE appears only once the snapshot's SHA-256 matched and it was synced.
 A failed or interrupted save (SIGINT, SIGTERM, --command-timeout) removes FILE.part and leaves no
-FILE; a signal ends it with the shell's code for that signal (130, 143). An existing FILE is refused before anything is sent.`,
+FILE; a signal ends it with the shell's code for that signal (130, 143). An existing FILE is
+refused before anything is sent.`,
 		Example: `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 snapshot save backup.db`,
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
