@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	harness "github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // envKeys are the variables `clusterctl member add -w env` prints (docs/output.md), in order.
@@ -45,53 +46,24 @@ func printEnv(r *client.AddResult) (string, error) {
 	return b.String(), nil
 }
 
-// parseEnv reads printed KEY="value" lines back as a shell's eval or a systemd EnvironmentFile=
-// would, into KEY=value entries for a process's environment. It insists on exactly the four
-// documented keys, in order, and on the documented quoting (a backslash before \ " $ and `
-// only), so that a printer that strays from docs/output.md fails the run instead of being
-// read leniently.
+// parseEnv reads the printed lines back as the e2e harness does for `member start -env`
+// (harness.ParseEnv: only what a shell's eval and systemd's EnvironmentFile= read alike), into
+// KEY=value entries for a process's environment, and insists on exactly the four documented
+// keys, in order, so that a printer that strays from docs/output.md fails the run.
 func parseEnv(text string) ([]string, error) {
-	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
-	if len(lines) != len(envKeys) {
-		return nil, fmt.Errorf("%d lines, want %d:\n%s", len(lines), len(envKeys), text)
+	env, err := harness.ParseEnv(text)
+	if err != nil {
+		return nil, err
 	}
-	var out []string
-	for i, l := range lines {
-		key, quoted, ok := strings.Cut(l, "=")
-		if !ok || key != envKeys[i] {
-			return nil, fmt.Errorf("line %d is %q, want %s=\"...\"", i+1, l, envKeys[i])
-		}
-		val, err := unquote(quoted)
-		if err != nil {
-			return nil, fmt.Errorf("line %d (%s): %v", i+1, key, err)
-		}
-		out = append(out, key+"="+val)
+	if len(env) != len(envKeys) {
+		return nil, fmt.Errorf("%d variables, want %d:\n%s", len(env), len(envKeys), text)
 	}
-	return out, nil
-}
-
-// unquote undoes the printer's double quoting.
-func unquote(q string) (string, error) {
-	if len(q) < 2 || q[0] != '"' || q[len(q)-1] != '"' {
-		return "", fmt.Errorf("value %s is not in double quotes", q)
-	}
-	var b strings.Builder
-	in := q[1 : len(q)-1]
-	for i := 0; i < len(in); i++ {
-		switch ch := in[i]; ch {
-		case '\\':
-			if i+1 == len(in) || !strings.ContainsRune(`\"$`+"`", rune(in[i+1])) {
-				return "", fmt.Errorf("value %s has a backslash that escapes nothing", q)
-			}
-			i++
-			b.WriteByte(in[i])
-		case '"', '$', '`':
-			return "", fmt.Errorf("value %s has an unescaped %c", q, ch)
-		default:
-			b.WriteByte(ch)
+	for i, kv := range env {
+		if key, _, _ := strings.Cut(kv, "="); key != envKeys[i] {
+			return nil, fmt.Errorf("variable %d is %s, want %s:\n%s", i+1, key, envKeys[i], text)
 		}
 	}
-	return b.String(), nil
+	return env, nil
 }
 
 // envValue is the value of key in entries made by parseEnv.

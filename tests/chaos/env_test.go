@@ -6,13 +6,14 @@ import (
 )
 
 // What the printer prints for a membership must read back as the environment a joining member
-// needs, quoting included, or the chaos run would start members from something else.
+// needs, or the chaos run would start members from something else. (How shells read the quoting
+// back is pkg/printer's TestEnvThroughShells.)
 func TestPrintedEnvReadsBack(t *testing.T) {
-	odd := "http://127.0.0.1:3/\\\"$`" // every character the printer escapes
+	third := "http://127.0.0.1:3"
 	v := &view{members: []mem{
 		{ID: 0xb, Name: "b", URL: "http://127.0.0.1:2"},
 		{ID: 0xa, Name: "a", URL: "http://127.0.0.1:1", Learner: true},
-		{ID: 0xc, URL: odd},
+		{ID: 0xc, URL: third},
 	}, started: map[uint64]bool{0xa: true, 0xb: true}}
 	r := addResult(v, 0xc, "c")
 	if r == nil {
@@ -28,8 +29,8 @@ func TestPrintedEnvReadsBack(t *testing.T) {
 	}
 	want := []string{
 		"ETCD_NAME=c",
-		"ETCD_INITIAL_CLUSTER=a=http://127.0.0.1:1,b=http://127.0.0.1:2,c=" + odd,
-		"ETCD_INITIAL_ADVERTISE_PEER_URLS=" + odd,
+		"ETCD_INITIAL_CLUSTER=a=http://127.0.0.1:1,b=http://127.0.0.1:2,c=" + third,
+		"ETCD_INITIAL_ADVERTISE_PEER_URLS=" + third,
 		"ETCD_INITIAL_CLUSTER_STATE=existing",
 	}
 	if !slices.Equal(env, want) {
@@ -41,6 +42,7 @@ func TestPrintedEnvReadsBack(t *testing.T) {
 	for _, bad := range []string{
 		"ETCD_NAME=\"c\"\n", // too few lines
 		`ETCD_NAME="c` + "\n" + text[len("ETCD_NAME=\"c\"\n"):],  // unterminated quote
+		text[len("ETCD_NAME=\"c\"\n"):] + "ETCD_NAME=\"c\"\n",    // keys out of order
 		"ETCD_NAME=\"c$x\"\n" + text[len("ETCD_NAME=\"c\"\n"):],  // unescaped $
 		"ETCD_NAME=\"c\\n\"\n" + text[len("ETCD_NAME=\"c\"\n"):], // a backslash that escapes nothing
 	} {
