@@ -213,53 +213,41 @@ func connectLimit(t *testing.T, args ...string) (string, time.Duration) {
 	return m[1], d
 }
 
-// checkDialTimeout checks that connecting was given exactly want, the dial timeout.
-func checkDialTimeout(t *testing.T, what string, want time.Duration, args ...string) {
+// connectedWithin checks the time connecting was given: exactly the dial timeout, or what was
+// left of the command timeout, which is less by what the command did before connecting. The
+// values the tests set are 200 ms apart, so that much slack still tells them apart.
+func connectedWithin(t *testing.T, what, setting string, want time.Duration, args ...string) {
 	t.Helper()
-	if _, got := connectLimit(t, args...); got != want {
-		t.Errorf("%s: connecting was given %s, want the dial timeout %s", what, got, want)
+	_, got := connectLimit(t, args...)
+	if setting == "dial-timeout" && got != want || setting == "command-timeout" && (got > want || got <= want-200*time.Millisecond) {
+		t.Errorf("%s: connecting was given %s, want what --%s=%s leaves", what, got, setting, want)
 	}
 }
 
-// checkCommandTimeout checks that connecting was given what was left of a command timeout of
-// want: a little less than want, far more than any other timeout the test sets.
-func checkCommandTimeout(t *testing.T, what string, want time.Duration, args ...string) {
-	t.Helper()
-	if _, got := connectLimit(t, args...); got > want || got <= want-150*time.Millisecond {
-		t.Errorf("%s: connecting was given %s, want what is left of a command timeout of %s", what, got, want)
-	}
-}
-
-// TestDialTimeoutPrecedence checks --dial-timeout from the file, CLUSTERCTL_DIAL_TIMEOUT and the
-// flag, each winning over the ones before it, through the time the error says connecting had.
-func TestDialTimeoutPrecedence(t *testing.T) {
-	noSettingsFromEnv(t)
-	silent := silentAddr(t)
-	config := writeConfig(t, "clusterctl.yaml", "endpoints: ["+silent+"]\ndial-timeout: 200ms\ncommand-timeout: 1m\n")
-	file := "--config-file=" + config
-	checkDialTimeout(t, "file", 200*time.Millisecond, file)
-	t.Setenv("CLUSTERCTL_DIAL_TIMEOUT", "400ms")
-	checkDialTimeout(t, "environment over file", 400*time.Millisecond, file)
-	checkDialTimeout(t, "flag over environment", 600*time.Millisecond, file, "--dial-timeout=600ms")
-	// The default, 2s, is not what any of the above gave; the environment alone applies too.
-	checkDialTimeout(t, "environment alone", 400*time.Millisecond, "--endpoints="+silent)
-}
-
-// TestCommandTimeoutPrecedence does the same for --command-timeout, with a dial timeout longer
-// than any of them, so that the command timeout ends the connection attempt.
-func TestCommandTimeoutPrecedence(t *testing.T) {
-	noSettingsFromEnv(t)
-	silent := silentAddr(t)
-	config := writeConfig(t, "clusterctl.yaml", "endpoints: ["+silent+"]\ndial-timeout: 1m\ncommand-timeout: 200ms\n")
-	file := "--config-file=" + config
-	checkCommandTimeout(t, "file", 200*time.Millisecond, file)
-	t.Setenv("CLUSTERCTL_COMMAND_TIMEOUT", "400ms")
-	checkCommandTimeout(t, "environment over file", 400*time.Millisecond, file)
-	checkCommandTimeout(t, "flag over environment", 600*time.Millisecond, file, "--command-timeout=600ms")
-	checkCommandTimeout(t, "environment alone", 400*time.Millisecond, "--endpoints="+silent, "--dial-timeout=1m")
-	t.Setenv("CLUSTERCTL_COMMAND_TIMEOUT", "5")
-	if _, stderr, code := runArgs(file, "member", "list"); code != 128 || stderr != "Error: --command-timeout: time: missing unit in duration \"5\"\n" {
-		t.Errorf("bare number: exit %d, %q", code, stderr)
+// TestTimeoutPrecedence checks --dial-timeout and --command-timeout from the file, the
+// environment and the flag, each winning over the ones before it, through the time the error
+// says connecting had. For the command timeout the dial timeout is longer than any of them.
+func TestTimeoutPrecedence(t *testing.T) {
+	for _, setting := range []string{"dial-timeout", "command-timeout"} {
+		t.Run(setting, func(t *testing.T) {
+			noSettingsFromEnv(t)
+			silent := silentAddr(t)
+			other := map[string]string{"dial-timeout": "command-timeout", "command-timeout": "dial-timeout"}[setting]
+			config := writeConfig(t, "clusterctl.yaml", "endpoints: ["+silent+"]\n"+setting+": 200ms\n"+other+": 1m\n")
+			file := "--config-file=" + config
+			env := "CLUSTERCTL_" + strings.ToUpper(strings.ReplaceAll(setting, "-", "_"))
+			connectedWithin(t, "file", setting, 200*time.Millisecond, file)
+			t.Setenv(env, "400ms")
+			connectedWithin(t, "environment over file", setting, 400*time.Millisecond, file)
+			connectedWithin(t, "flag over environment", setting, 600*time.Millisecond, file, "--"+setting+"=600ms")
+			// The default is not what any of the above gave; the environment alone applies too.
+			connectedWithin(t, "environment alone", setting, 400*time.Millisecond, "--endpoints="+silent, "--"+other+"=1m")
+			t.Setenv(env, "5")
+			want := "Error: --" + setting + ": time: missing unit in duration \"5\"\n"
+			if _, stderr, code := runArgs(file, "member", "list"); code != 128 || stderr != want {
+				t.Errorf("bare number: exit %d, %q", code, stderr)
+			}
+		})
 	}
 }
 
@@ -280,7 +268,7 @@ func TestConfigFileFormats(t *testing.T) {
 				t.Errorf("endpoint %s, connecting given %s; want %s, the dial timeout 200ms", ep, d, silent)
 			}
 			// command-timeout, once the dial timeout is longer
-			checkCommandTimeout(t, "command-timeout", 400*time.Millisecond, file, "--dial-timeout=1m")
+			connectedWithin(t, "command-timeout", "command-timeout", 400*time.Millisecond, file, "--dial-timeout=1m")
 			// write-out: table is refused by member add before anything is sent
 			stdout, stderr, code := runArgs(file, "member", "add", "infra3", "--peer-urls=http://127.0.0.1:1")
 			if want := "Error: output format \"table\" is not supported by member add (supported: simple, json, env)\n"; code != 128 || stdout != "" || stderr != want {
