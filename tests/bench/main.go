@@ -269,7 +269,12 @@ func checkDisk(dir string) (string, error) {
 	if err := syscall.Statfs(dir, &st); err != nil {
 		return "", err
 	}
-	switch st.Type {
+	return diskKind(dir, int64(st.Type))
+}
+
+// diskKind names the file system of statfs type magic, refusing the in-memory ones.
+func diskKind(dir string, magic int64) (string, error) {
+	switch magic {
 	case tmpfsMagic, ramfsMagic:
 		return "", fmt.Errorf("%s is in memory (tmpfs/ramfs): fsync costs nothing there; pass -dir with a directory on disk", dir)
 	case 0xef53:
@@ -279,5 +284,5 @@ func checkDisk(dir string) (string, error) {
 	case 0x9123683e:
 		return "btrfs", nil
 	}
-	return fmt.Sprintf("statfs type %#x", st.Type), nil
+	return fmt.Sprintf("statfs type %#x", magic), nil
 }

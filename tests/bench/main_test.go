@@ -9,7 +9,8 @@ import (
 )
 
 // mountType returns the file system type of the mount that holds dir, from the kernel's mount
-// table: an account of dir independent of the statfs magic numbers checkDisk reads.
+// table: an account of dir independent of the statfs magic numbers checkDisk reads. Every Linux
+// has the table, and / is mounted, so not finding dir's mount is a failure.
 func mountType(t *testing.T, dir string) string {
 	t.Helper()
 	dir, err := filepath.EvalSymlinks(dir)
@@ -18,7 +19,7 @@ func mountType(t *testing.T, dir string) string {
 	}
 	b, err := os.ReadFile("/proc/self/mountinfo")
 	if err != nil {
-		t.Skipf("no mount table: %v", err)
+		t.Fatal(err)
 	}
 	var best, typ string
 	for _, line := range strings.Split(string(b), "\n") {
@@ -34,41 +35,49 @@ func mountType(t *testing.T, dir string) string {
 		}
 	}
 	if typ == "" {
-		t.Skipf("%s is in no mount of the mount table", dir)
+		t.Fatalf("%s is in no mount of /proc/self/mountinfo", dir)
 	}
 	return typ
 }
 
+// The verdict for each statfs magic: the in-memory file systems refused, disks named.
+func TestDiskKind(t *testing.T) {
+	for _, tc := range []struct {
+		magic int64
+		name  string
+	}{
+		{tmpfsMagic, ""}, {ramfsMagic, ""},
+		{0xef53, "ext4"}, {0x58465342, "xfs"}, {0x9123683e, "btrfs"}, {0x6969, "statfs type 0x6969"},
+	} {
+		name, err := diskKind("d", tc.magic)
+		if inMemory := tc.name == ""; inMemory != (err != nil) || name != tc.name || inMemory && !strings.Contains(err.Error(), "in memory") {
+			t.Errorf("%#x: %q, %v; want %q", tc.magic, name, err, tc.name)
+		}
+	}
+}
+
+// checkDisk on real directories agrees with the mount table: refused exactly where the mount is
+// tmpfs or ramfs (on this machine /dev/shm, a tmpfs), and naming the disks it knows.
 func TestCheckDisk(t *testing.T) {
-	t.Run("tmpfs is refused", func(t *testing.T) {
-		if typ := mountType(t, "/dev/shm"); typ != "tmpfs" {
-			t.Skipf("/dev/shm is %s here, not tmpfs", typ)
-		}
-		if fsType, err := checkDisk("/dev/shm"); err == nil || !strings.Contains(err.Error(), "in memory") {
-			t.Fatalf("checkDisk(/dev/shm) = %q, %v; want an in-memory refusal", fsType, err)
-		}
-	})
-	t.Run("a disk is accepted", func(t *testing.T) {
-		// This package's directory: in the repository, where the bench puts its data dirs.
-		dir, err := os.Getwd()
-		if err != nil {
-			t.Fatal(err)
-		}
+	// This package's directory: in the repository, where the bench puts its data dirs.
+	here, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, dir := range []string{"/dev/shm", here} {
 		typ := mountType(t, dir)
-		if typ == "tmpfs" || typ == "ramfs" {
-			t.Skipf("%s is on %s here", dir, typ)
-		}
 		fsType, err := checkDisk(dir)
-		if err != nil {
-			t.Fatalf("checkDisk(%s) on %s: %v", dir, typ, err)
-		}
-		switch typ {
-		case "ext4", "xfs", "btrfs":
-			if fsType != typ {
-				t.Fatalf("checkDisk(%s) named %q, the mount table %q", dir, fsType, typ)
+		switch {
+		case typ == "tmpfs" || typ == "ramfs":
+			if err == nil || !strings.Contains(err.Error(), "in memory") {
+				t.Errorf("checkDisk(%s) on %s = %q, %v; want an in-memory refusal", dir, typ, fsType, err)
 			}
+		case err != nil:
+			t.Errorf("checkDisk(%s) on %s: %v", dir, typ, err)
+		case (typ == "ext4" || typ == "xfs" || typ == "btrfs") && fsType != typ:
+			t.Errorf("checkDisk(%s) named %q, the mount table %q", dir, fsType, typ)
 		}
-	})
+	}
 }
 
 // TestOptionsInJSON keeps every option that shapes a figure in the JSON, new flags included: each
