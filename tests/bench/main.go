@@ -226,7 +226,7 @@ func (b *bench) build(ctx context.Context) error {
 	for i, outPkg := range builds {
 		// What `make build` does (see BUILD in the Makefile): the floors are built like the
 		// programs they are the floors of.
-		builds[i] = append([]string{"build", "-trimpath", "-ldflags=-s -w", "-o"}, outPkg...)
+		builds[i] = append([]string{"build", "-trimpath", "-tags=" + cluster.BuildTags, "-ldflags=-s -w", "-o"}, outPkg...)
 		b.logf("CGO_ENABLED=0 go %s", strings.Join(builds[i], " "))
 	}
 	for _, args := range builds {

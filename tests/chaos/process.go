@@ -13,12 +13,13 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	harness "github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // buildClusterd compiles cmd/clusterd once for the run.
 func buildClusterd(dir string, race bool) (string, error) {
 	bin := filepath.Join(dir, "clusterd")
-	args := []string{"build", "-o", bin}
+	args := []string{"build", "-tags=" + harness.BuildTags, "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}

@@ -7,8 +7,9 @@
 // parsing, package initialisation, decoding and printing.
 //
 // Guarantees:
-//   - Built and run the way clusterctl is: a static binary built with the flags of `make build`,
-//     one P (GOMAXPROCS 1) unless the environment says otherwise.
+//   - Built and run the way clusterctl is: a static binary built with the flags and build tags
+//     of `make build`, one P (GOMAXPROCS 1) unless the environment says otherwise, and the
+//     connection left to the kernel at exit.
 //   - No generated protobuf code and no logging are linked in: the request is built by hand and
 //     the answer is kept as bytes, so nothing but grpc's own start-up is paid for.
 //   - Exit status 0 only when the member answered; 1 with one line on stderr otherwise.

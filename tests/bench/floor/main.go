@@ -56,7 +56,7 @@ func run(args []string) int {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		return 1
 	}
-	defer cc.Close()
+	// Not closed, as clusterctl leaves its connection to the kernel at exit (command.Main).
 	// The same bound clusterctl's default --command-timeout puts on a request.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()

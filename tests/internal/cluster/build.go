@@ -34,6 +34,10 @@ func ModuleRoot() (string, error) {
 	return "", fmt.Errorf("go.mod of github.com/clusterctl/clusterctl not found above the working directory")
 }
 
+// BuildTags are the build tags `make build` builds the binaries with (TAGS in the Makefile),
+// so that the tests run the binaries as they ship.
+const BuildTags = "grpcnotrace"
+
 // BuildOwn builds clusterd and clusterctl from this module into dir. The race detector is used
 // when the test binary itself was built with it, so `go test -race` also covers the servers.
 func BuildOwn(dir string) error {
@@ -41,7 +45,7 @@ func BuildOwn(dir string) error {
 	if err != nil {
 		return err
 	}
-	args := []string{"build", "-o", dir + string(filepath.Separator)}
+	args := []string{"build", "-tags=" + BuildTags, "-o", dir + string(filepath.Separator)}
 	if raceEnabled {
 		args = append(args, "-race")
 	}
