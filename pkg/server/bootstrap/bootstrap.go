@@ -12,7 +12,6 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/server/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/storage"
 )
 
@@ -108,12 +107,12 @@ func Create(dir, name string, c *membership.Cluster) (*storage.Store, error) {
 	if local == 0 {
 		return nil, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", name)
 	}
-	data, err := raftnode.SnapshotData(c)
+	data, err := storage.SnapshotData(c)
 	if err != nil {
 		return nil, err
 	}
 	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: raftnode.ConfState(c),
+		Index: proto.Uint64(1), Term: proto.Uint64(1), ConfState: storage.ConfState(c),
 	}}
 	hs := &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}
 	return storage.Create(dir, storage.Identity{MemberID: local, ClusterID: c.ID, Name: name}, snap, hs, c, nil)

@@ -159,7 +159,7 @@ func New(cfg Config) (*Node, error) {
 		ID:                        n.id,
 		ElectionTick:              cfg.ElectionTicks,
 		HeartbeatTick:             1,
-		Storage:                   restartStorage{mem, ConfState(st.Cluster)},
+		Storage:                   restartStorage{mem, storage.ConfState(st.Cluster)},
 		Applied:                   st.Applied,
 		MaxSizePerMsg:             1 << 20,
 		MaxInflightMsgs:           256,
@@ -172,18 +172,6 @@ func New(cfg Config) (*Node, error) {
 	})
 	cfg.Transport.SetPeers(st.Cluster)
 	return n, nil
-}
-
-// ConfState is raft's configuration for a membership: its voters and learners.
-func ConfState(c *membership.Cluster) *raftpb.ConfState {
-	cs := &raftpb.ConfState{}
-	for _, id := range c.Voters() {
-		cs.Voters = append(cs.Voters, uint64(id))
-	}
-	for _, id := range c.Learners() {
-		cs.Learners = append(cs.Learners, uint64(id))
-	}
-	return cs
 }
 
 // Run drives the node until ctx ends (nil) or this member is removed (ErrRemoved). A storage
@@ -232,7 +220,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	up := storage.Update{HardState: rd.HardState, Entries: rd.Entries}
 	var received bool
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		c, err := decodeSnapshot(rd.Snapshot)
+		c, err := storage.SnapshotCluster(rd.Snapshot)
 		if err != nil {
 			return err
 		}
@@ -444,11 +432,11 @@ func (n *Node) maybeSnapshot() error {
 		return nil
 	}
 	c := n.cluster.Load()
-	data, err := json.Marshal(c)
+	data, err := storage.SnapshotData(c)
 	if err != nil {
 		return err
 	}
-	snap, err := n.mem.CreateSnapshot(applied, ConfState(c), data)
+	snap, err := n.mem.CreateSnapshot(applied, storage.ConfState(c), data)
 	if err != nil {
 		return err
 	}
@@ -480,12 +468,12 @@ func (n *Node) currentSnapshot(old *raftpb.Snapshot) (*raftpb.Snapshot, error) {
 		return old, nil
 	}
 	c := n.cluster.Load()
-	data, err := SnapshotData(c)
+	data, err := storage.SnapshotData(c)
 	if err != nil {
 		return nil, err
 	}
 	return &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(applied), Term: proto.Uint64(n.appliedTerm.Load()), ConfState: ConfState(c),
+		Index: proto.Uint64(applied), Term: proto.Uint64(n.appliedTerm.Load()), ConfState: storage.ConfState(c),
 	}}, nil
 }
 
@@ -554,17 +542,6 @@ func decodeProposal(data []byte) (*proposal, error) {
 	}
 	return p, nil
 }
-
-func decodeSnapshot(s *raftpb.Snapshot) (*membership.Cluster, error) {
-	c := &membership.Cluster{}
-	if err := json.Unmarshal(s.GetData(), c); err != nil {
-		return nil, fmt.Errorf("snapshot at %d: %w", s.GetMetadata().GetIndex(), err)
-	}
-	return c, nil
-}
-
-// SnapshotData encodes a membership as a snapshot's data, for a bootstrap.
-func SnapshotData(c *membership.Cluster) ([]byte, error) { return json.Marshal(c) }
 
 // LeaderTerm waits until this member is the leader and its applied membership holds every
 // conf change in its log, and returns its term. Called under ConfLock, the membership then
