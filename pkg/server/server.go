@@ -88,10 +88,11 @@ func (s *Server) Run(ctx context.Context) error {
 	})
 	defer coord.Close()
 
-	peerSrv := grpc.NewServer(transport.ServerCodec(), grpc.MaxRecvMsgSize(transport.MaxMessageSize))
+	peerSrv := grpc.NewServer(append(transport.ServerWindow(),
+		transport.ServerCodec(), grpc.MaxRecvMsgSize(transport.MaxMessageSize))...)
 	tr.Register(peerSrv)
 	coord.Register(peerSrv)
-	clientSrv := grpc.NewServer()
+	clientSrv := grpc.NewServer(transport.ServerWindow()...)
 	api.New(api.Config{
 		Node: node, Coordinator: coord, ClusterID: o.state.ClusterID, Store: o.store,
 		DBPath:         filepath.Join(s.cfg.DataDir, storage.FileName),
