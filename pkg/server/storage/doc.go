@@ -8,8 +8,9 @@
 //	members  the applied membership, one JSON value per member ID
 //	removed  every member ID ever removed
 //
-// A raft snapshot's data is the applied membership as JSON (SnapshotData, SnapshotCluster), so a
-// data dir can be written offline (a bootstrap, a snapshot restore) without the raft library.
+// A raft snapshot's data is the applied membership as JSON (SnapshotData, SnapshotCluster); it is
+// defined here so that a data dir can be written offline (a bootstrap, a snapshot restore)
+// without the Ready loop's package.
 //
 // Invariants:
 //   - Save writes everything one Ready produced in a single transaction: the snapshot, the

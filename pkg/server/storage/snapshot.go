@@ -11,7 +11,7 @@ import (
 
 // A raft snapshot's data is the membership as applied at its index, encoded as JSON. It lives
 // here, beside the rest of what a member writes, so that writing a data dir offline (a
-// bootstrap, a restore) needs the storage format and not the raft library.
+// bootstrap, `clusterctl snapshot restore`) needs this package and not the Ready loop's.
 
 // SnapshotData encodes a membership as a snapshot's data.
 func SnapshotData(c *membership.Cluster) ([]byte, error) { return json.Marshal(c) }
