@@ -8,9 +8,10 @@ BIN := bin
 # Static binaries, as etcd releases its own: no cgo, so no dynamic loader and libc to start
 # (about a tenth of a short clusterctl run); paths trimmed; no symbol table or DWARF. Stack
 # traces keep their function names. The grpcnotrace tag keeps grpc from linking
-# golang.org/x/net/trace, which neither binary uses, and with it html/template and net/http's
-# debug pages: a quarter of clusterctl's size, and about a tenth of a short clusterctl run. The
-# tests and tests/bench build with the same flags and tags (tests/internal/cluster.BuildTags).
+# golang.org/x/net/trace, which neither binary uses; the debug pages it registers at start-up
+# kept net/http's server and the templates' execution in both binaries: a quarter of clusterctl's
+# size, and about a tenth of a short clusterctl run. tests/bench builds with these flags and tags,
+# the other tests with these tags (tests/internal/cluster.BuildTags).
 TAGS := grpcnotrace
 BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w
 

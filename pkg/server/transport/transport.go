@@ -308,12 +308,14 @@ func Dial(peerURL string) (*grpc.ClientConn, error) {
 		grpc.WithDefaultCallOptions(CallCodec(), grpc.MaxCallRecvMsgSize(MaxMessageSize)))
 }
 
-// Window is the flow-control window, per stream and per connection, of every connection a
-// member makes or accepts, peers' and clients' alike. It is fixed instead of grpc's default
-// dynamic window: that window's bandwidth estimator pings the other side whenever data arrives,
-// and on this traffic, small raft messages and small answers, the pings and their answers were
-// half of every member's socket writes and reads (docs/benchmarks.md). 1 MiB holds raft's
-// largest append and is more than a LAN's bandwidth times its round trip.
+// Window is the flow-control window, per stream and per connection, of a member's end of every
+// connection it makes or accepts, to peers and from clients. It is fixed instead of grpc's
+// default dynamic window: that window's bandwidth estimator pings the other side whenever data
+// arrives, and on this traffic, small raft messages and small answers, the pings and their
+// answers were half of every member's socket writes and reads (docs/benchmarks.md). A client
+// keeps whatever window it chose (clusterctl and etcdctl keep grpc's), and the member answers its
+// pings. 1 MiB holds raft's largest append and is more than a LAN's bandwidth times its round
+// trip; a larger message still passes, as grpc widens a stream's window to a message being read.
 const Window = 1 << 20
 
 // ServerWindow is Window as options for a gRPC server.

@@ -1,0 +1,167 @@
+// Package h2probe speaks just enough HTTP/2 to make one gRPC call, or to answer one, over a bare
+// connection, and counts the PING frames the other side sends meanwhile. Tests use it to check
+// that a gRPC connection has a fixed flow-control window: grpc's default, dynamic window pings
+// the sender whenever data arrives.
+//
+// Invariants:
+//   - Every frame the other side sends is read in order and answered as HTTP/2 requires
+//     (settings and pings acknowledged), so the other side never waits on the probe.
+//   - Call counts the server's pings until the call's trailers: a server queues the ping for a
+//     request's data before its handler can read that data, so before it can answer. Answer
+//     counts the client's pings until the client ends the connection: a client queues the ping
+//     for the answer's data before the call returns, so before it can close.
+//   - Nothing waits without the connection's deadline, which the caller sets.
+package h2probe
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+
+	"golang.org/x/net/http2"
+	"golang.org/x/net/http2/hpack"
+)
+
+// frame is a gRPC message on the wire: a flag byte, a 4-byte length, the message.
+func frame(msg []byte) []byte {
+	b := make([]byte, 5, 5+len(msg))
+	binary.BigEndian.PutUint32(b[1:], uint32(len(msg)))
+	return append(b, msg...)
+}
+
+func headers(fields ...string) ([]byte, error) {
+	var block bytes.Buffer
+	enc := hpack.NewEncoder(&block)
+	for i := 0; i+1 < len(fields); i += 2 {
+		if err := enc.WriteField(hpack.HeaderField{Name: fields[i], Value: fields[i+1]}); err != nil {
+			return nil, err
+		}
+	}
+	return block.Bytes(), nil
+}
+
+// control answers the frames every HTTP/2 endpoint must answer and reports whether f was a
+// ping from the other side.
+func control(fr *http2.Framer, f http2.Frame) (ping bool, err error) {
+	switch f := f.(type) {
+	case *http2.SettingsFrame:
+		if !f.IsAck() {
+			return false, fr.WriteSettingsAck()
+		}
+	case *http2.PingFrame:
+		if !f.IsAck() {
+			return true, fr.WritePing(true, f.Data)
+		}
+	}
+	return false, nil
+}
+
+// Call makes one unary gRPC call of path with msg (already encoded) on conn, and returns how many
+// pings the server sent before the call's trailers.
+func Call(conn net.Conn, authority, path string, msg []byte) (int, error) {
+	if _, err := io.WriteString(conn, http2.ClientPreface); err != nil {
+		return 0, err
+	}
+	fr := http2.NewFramer(conn, conn)
+	block, err := headers(":method", "POST", ":scheme", "http", ":path", path,
+		":authority", authority, "content-type", "application/grpc", "te", "trailers")
+	if err != nil {
+		return 0, err
+	}
+	if err := fr.WriteSettings(); err != nil {
+		return 0, err
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: 1, BlockFragment: block, EndHeaders: true}); err != nil {
+		return 0, err
+	}
+	if err := fr.WriteData(1, true, frame(msg)); err != nil {
+		return 0, err
+	}
+	pings := 0
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			return pings, fmt.Errorf("reading the answer: %w", err)
+		}
+		ping, err := control(fr, f)
+		if err != nil {
+			return pings, err
+		}
+		if ping {
+			pings++
+		}
+		switch f := f.(type) {
+		case *http2.HeadersFrame:
+			if f.StreamEnded() {
+				return pings, nil
+			}
+		case *http2.GoAwayFrame:
+			return pings, fmt.Errorf("the server ended the connection: %v", f.ErrCode)
+		}
+	}
+}
+
+// Answer serves one gRPC call on conn with msg (already encoded) as its answer, and returns how
+// many pings the client sent until it ended the connection.
+func Answer(conn net.Conn, msg []byte) (int, error) {
+	preface := make([]byte, len(http2.ClientPreface))
+	if _, err := io.ReadFull(conn, preface); err != nil {
+		return 0, err
+	}
+	if string(preface) != http2.ClientPreface {
+		return 0, errors.New("not an HTTP/2 client")
+	}
+	fr := http2.NewFramer(conn, conn)
+	if err := fr.WriteSettings(); err != nil {
+		return 0, err
+	}
+	pings, answered := 0, false
+	for {
+		f, err := fr.ReadFrame()
+		if err != nil {
+			if answered && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
+				return pings, nil
+			}
+			return pings, err
+		}
+		ping, err := control(fr, f)
+		if err != nil {
+			return pings, err
+		}
+		if ping {
+			pings++
+		}
+		switch f := f.(type) {
+		case *http2.DataFrame:
+			if f.StreamEnded() && !answered {
+				if err := answer(fr, f.StreamID, msg); err != nil {
+					return pings, err
+				}
+				answered = true
+			}
+		case *http2.GoAwayFrame:
+			return pings, nil
+		}
+	}
+}
+
+func answer(fr *http2.Framer, stream uint32, msg []byte) error {
+	head, err := headers(":status", "200", "content-type", "application/grpc")
+	if err != nil {
+		return err
+	}
+	trailers, err := headers("grpc-status", "0")
+	if err != nil {
+		return err
+	}
+	if err := fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: head, EndHeaders: true}); err != nil {
+		return err
+	}
+	if err := fr.WriteData(stream, false, frame(msg)); err != nil {
+		return err
+	}
+	return fr.WriteHeaders(http2.HeadersFrameParam{StreamID: stream, BlockFragment: trailers, EndHeaders: true, EndStream: true})
+}
