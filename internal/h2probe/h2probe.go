@@ -30,20 +30,25 @@ func headers(fields ...string) ([]byte, error) {
 	return block.Bytes(), nil
 }
 
-// control answers the frames every HTTP/2 endpoint must answer and reports whether f was a
-// ping from the other side.
-func control(fr *http2.Framer, f http2.Frame) (ping bool, err error) {
+// next reads the next frame from the other side, answers it where HTTP/2 requires an answer
+// (settings and pings are acknowledged), and counts it in pings if it is a ping.
+func next(fr *http2.Framer, pings *int) (http2.Frame, error) {
+	f, err := fr.ReadFrame()
+	if err != nil {
+		return nil, err
+	}
 	switch f := f.(type) {
 	case *http2.SettingsFrame:
 		if !f.IsAck() {
-			return false, fr.WriteSettingsAck()
+			err = fr.WriteSettingsAck()
 		}
 	case *http2.PingFrame:
 		if !f.IsAck() {
-			return true, fr.WritePing(true, f.Data)
+			*pings++
+			err = fr.WritePing(true, f.Data)
 		}
 	}
-	return false, nil
+	return f, err
 }
 
 // Call makes one unary gRPC call of path with msg (already encoded) on conn, and returns how many
@@ -69,16 +74,9 @@ func Call(conn net.Conn, authority, path string, msg []byte) (int, error) {
 	}
 	pings := 0
 	for {
-		f, err := fr.ReadFrame()
+		f, err := next(fr, &pings)
 		if err != nil {
 			return pings, fmt.Errorf("reading the answer: %w", err)
-		}
-		ping, err := control(fr, f)
-		if err != nil {
-			return pings, err
-		}
-		if ping {
-			pings++
 		}
 		switch f := f.(type) {
 		case *http2.HeadersFrame:
@@ -107,19 +105,12 @@ func Answer(conn net.Conn, msg []byte) (int, error) {
 	}
 	pings, answered := 0, false
 	for {
-		f, err := fr.ReadFrame()
+		f, err := next(fr, &pings)
 		if err != nil {
 			if answered && (errors.Is(err, io.EOF) || errors.Is(err, net.ErrClosed)) {
 				return pings, nil
 			}
 			return pings, err
-		}
-		ping, err := control(fr, f)
-		if err != nil {
-			return pings, err
-		}
-		if ping {
-			pings++
 		}
 		switch f := f.(type) {
 		case *http2.DataFrame:
