@@ -7,8 +7,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 // Config is everything clusterd's flags say, with etcd's names.
@@ -43,7 +43,7 @@ type Config struct {
 var ErrRemoved = errors.New("this member has been permanently removed from the cluster. Exiting.")
 
 // validate checks the flags that do not depend on the data directory.
-func (c *Config) validate() ([]bootstrap.Initial, error) {
+func (c *Config) validate() ([]datadir.Initial, error) {
 	if c.Name == "" {
 		return nil, errors.New("--name must not be empty")
 	}
@@ -75,7 +75,7 @@ func (c *Config) validate() ([]bootstrap.Initial, error) {
 			return nil, err
 		}
 	}
-	initial, err := bootstrap.ParseInitialCluster(c.InitialCluster)
+	initial, err := datadir.ParseInitialCluster(c.InitialCluster)
 	if err != nil {
 		return nil, err
 	}
@@ -103,15 +103,15 @@ func checkURLs(flag string, urls []string) error {
 }
 
 // local finds this member's entry, checking it against --initial-advertise-peer-urls.
-func (c *Config) local(initial []bootstrap.Initial) (bootstrap.Initial, error) {
+func (c *Config) local(initial []datadir.Initial) (datadir.Initial, error) {
 	for _, m := range initial {
 		if m.Name == c.Name {
-			if !bootstrap.SameURLs(m.URLs, c.InitialAdvertisePeerURLs) {
+			if !datadir.SameURLs(m.URLs, c.InitialAdvertisePeerURLs) {
 				return m, fmt.Errorf("--initial-cluster has %s=%s but --initial-advertise-peer-urls is %s",
 					m.Name, strings.Join(m.URLs, ","), strings.Join(c.InitialAdvertisePeerURLs, ","))
 			}
 			return m, nil
 		}
 	}
-	return bootstrap.Initial{}, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
+	return datadir.Initial{}, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
 }

@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 func validConfig() Config {
@@ -72,11 +72,11 @@ func TestLocal(t *testing.T) {
 }
 
 func TestIDsAreDeterministic(t *testing.T) {
-	a := bootstrap.MemberID([]string{"http://b:1", "http://a:1"}, "t")
-	if a != bootstrap.MemberID([]string{"http://a:1", "http://b:1"}, "t") || a == bootstrap.MemberID([]string{"http://a:1", "http://b:1"}, "u") {
+	a := datadir.MemberID([]string{"http://b:1", "http://a:1"}, "t")
+	if a != datadir.MemberID([]string{"http://a:1", "http://b:1"}, "t") || a == datadir.MemberID([]string{"http://a:1", "http://b:1"}, "u") {
 		t.Fatal("member IDs must depend on the sorted URLs and the token only")
 	}
-	if bootstrap.ClusterID([]membership.ID{1, 2}, "t") != bootstrap.ClusterID([]membership.ID{2, 1}, "t") {
+	if datadir.ClusterID([]membership.ID{1, 2}, "t") != datadir.ClusterID([]membership.ID{2, 1}, "t") {
 		t.Fatal("cluster ID must not depend on the order of members")
 	}
 }
@@ -87,7 +87,7 @@ func TestCheckJoin(t *testing.T) {
 		{ID: 2, Name: "b", PeerURLs: []string{"http://127.0.0.1:2"}},
 		{ID: 3, Name: "new", PeerURLs: []string{"http://127.0.0.1:3"}},
 	})
-	parse := func(s string) []bootstrap.Initial { m, _ := bootstrap.ParseInitialCluster(s); return m }
+	parse := func(s string) []datadir.Initial { m, _ := datadir.ParseInitialCluster(s); return m }
 	tests := []struct {
 		name, initial, want string
 	}{

@@ -15,10 +15,10 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // A cluster that lost its majority restarts from one survivor's data, grows back one member
@@ -70,7 +70,7 @@ func TestForceNewClusterRefusals(t *testing.T) {
 	}
 
 	// A removed member's data (tombstone) and a learner's data are refused too.
-	c := bootstrap.NewCluster([]bootstrap.Initial{{Name: "m0", URLs: []string{m.peerURL}}, {Name: "l", URLs: []string{"http://127.0.0.1:1"}}}, "test")
+	c := datadir.NewCluster([]datadir.Initial{{Name: "m0", URLs: []string{m.peerURL}}, {Name: "l", URLs: []string{"http://127.0.0.1:1"}}}, "test")
 	for id, mm := range c.Members {
 		if mm.Name == "l" {
 			c.Members[id].IsLearner = true
@@ -78,7 +78,7 @@ func TestForceNewClusterRefusals(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, want string }{{"m0", "was removed from its cluster"}, {"l", "is a learner"}} {
 		dir := filepath.Join(t.TempDir(), tc.name)
-		st, err := bootstrap.Create(dir, tc.name, c)
+		st, err := datadir.Create(dir, tc.name, c)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -125,18 +125,18 @@ func TestRestartRefusals(t *testing.T) {
 // voter of the new cluster, which could then never elect a leader.
 func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 	ms := []*member{newMember(t, "m0"), newMember(t, "m1"), newMember(t, "m2")}
-	var initial []bootstrap.Initial
+	var initial []datadir.Initial
 	for _, m := range ms {
-		initial = append(initial, bootstrap.Initial{Name: m.name, URLs: []string{m.peerURL}})
+		initial = append(initial, datadir.Initial{Name: m.name, URLs: []string{m.peerURL}})
 	}
-	c := bootstrap.NewCluster(initial, "test")
+	c := datadir.NewCluster(initial, "test")
 	var victim membership.ID
 	for id, m := range c.Members {
 		if m.Name == "m1" {
 			victim = id
 		}
 	}
-	st, err := bootstrap.Create(ms[0].dir, "m0", c)
+	st, err := datadir.Create(ms[0].dir, "m0", c)
 	if err != nil {
 		t.Fatal(err)
 	}

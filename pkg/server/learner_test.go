@@ -10,7 +10,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // startLearner adds a learner through c, starts it, and waits until it is ready to promote.

@@ -15,19 +15,19 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/api"
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // Server is one clusterd member.
 type Server struct {
 	cfg     Config
-	initial []bootstrap.Initial
+	initial []datadir.Initial
 }
 
 // New checks cfg; nothing is written or opened yet.

@@ -18,7 +18,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 

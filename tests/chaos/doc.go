@@ -4,7 +4,7 @@
 // linearizability check of everything the clients saw against a model of the membership.
 //
 // Invariants the test keeps, so that a failure means the server is wrong:
-//   - The model (model.go) follows the rules of pkg/server/membership and docs: a refusal is
+//   - The model (model.go) follows the rules of pkg/membership and docs: a refusal is
 //     accepted only in a state where that refusal is right, a refusal that docs/exit-codes.md
 //     calls "nothing changed" changes nothing, and a call whose outcome is unknown (timed out,
 //     connection lost after sending) may take effect at any point after it was made or never,

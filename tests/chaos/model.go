@@ -180,7 +180,7 @@ func (s *state) without(id uint64) *state {
 	return newState(ms, rm)
 }
 
-// membershipModel is the porcupine model of the membership rules (pkg/server/membership:
+// membershipModel is the porcupine model of the membership rules (pkg/membership:
 // Validate and Apply, plus the learner limit), for a cluster whose members all run with
 // --max-learners=maxLearners and start from initial.
 func membershipModel(initial []mem, maxLearners int) porcupine.Model {

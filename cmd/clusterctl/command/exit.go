@@ -8,7 +8,7 @@ import (
 	"syscall"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
 )
 
 // Exit codes, docs/exit-codes.md. Scripts depend on them: never renumber.
@@ -92,7 +92,7 @@ func exitCode(err error) int {
 		return exitAmbiguousName
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
-	case errors.Is(err, bootstrap.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum):
+	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum):
 		return exitCorruptSnapshot
 	}
 	for _, s := range serverExits {

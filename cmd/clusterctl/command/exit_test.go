@@ -8,7 +8,7 @@ import (
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"google.golang.org/grpc/codes"
 )
 
@@ -40,7 +40,7 @@ func TestExitCode(t *testing.T) {
 		{"learner limit", client.ErrTooManyLearners, 17},
 		{"dry run against etcd", &client.DryRunUnsupportedError{Endpoint: "a:1"}, 18},
 		{"dry run ignored", &client.DryRunIgnoredError{Endpoint: "a:1"}, 14},
-		{"corrupt snapshot file", fmt.Errorf("status: %w", bootstrap.ErrChecksum), 19},
+		{"corrupt snapshot file", fmt.Errorf("status: %w", datadir.ErrChecksum), 19},
 		{"corrupt snapshot received", client.ErrSnapshotChecksum, 19},
 		{"snapshot stream broke", &client.SnapshotStreamError{Endpoint: "a:1", Received: 10, Err: errors.New("EOF")}, 1},
 		{"promote of a voter", client.ErrMemberNotLearner, 1},

@@ -7,7 +7,7 @@ import (
 	"sort"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/spf13/cobra"
 )
 

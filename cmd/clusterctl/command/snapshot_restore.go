@@ -6,8 +6,8 @@ import (
 	"fmt"
 	"os"
 
+	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/printer"
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 	"github.com/spf13/cobra"
 )
 
@@ -24,7 +24,7 @@ type snapshotRestoreOptions struct {
 	PeerURLs       string
 	Token          string
 
-	initial []bootstrap.Initial
+	initial []datadir.Initial
 }
 
 func newSnapshotRestoreCmd(g *Globals) *cobra.Command {
@@ -70,14 +70,14 @@ func (o *snapshotRestoreOptions) validate(args []string) error {
 	case o.Token == "":
 		return errors.New("--initial-cluster-token must not be empty")
 	}
-	if o.initial, err = bootstrap.ParseInitialCluster(o.InitialCluster); err != nil {
+	if o.initial, err = datadir.ParseInitialCluster(o.InitialCluster); err != nil {
 		return err
 	}
 	urls, err := peerURLs(o.PeerURLs)
 	if err != nil {
 		return fmt.Errorf("--initial-advertise-peer-urls: %w", err)
 	}
-	var own *bootstrap.Initial
+	var own *datadir.Initial
 	for i := range o.initial {
 		if o.initial[i].Name == o.Name {
 			own = &o.initial[i]
@@ -86,7 +86,7 @@ func (o *snapshotRestoreOptions) validate(args []string) error {
 	if own == nil {
 		return fmt.Errorf("--name %q is not in --initial-cluster %q", o.Name, o.InitialCluster)
 	}
-	if !bootstrap.SameURLs(own.URLs, urls) {
+	if !datadir.SameURLs(own.URLs, urls) {
 		return fmt.Errorf("--initial-advertise-peer-urls %q differs from %q's URLs in --initial-cluster %q", o.PeerURLs, o.Name, o.InitialCluster)
 	}
 	return o.Printer.Check(printer.SnapshotRestore)
@@ -100,15 +100,15 @@ func (o *snapshotRestoreOptions) run(context.Context) error {
 		return &usageError{fmt.Errorf("--data-dir %q is not empty", o.DataDir)}
 	}
 	// Read first, so a corrupt file and a token clash are refused before the directory exists.
-	info, err := bootstrap.ReadSnapshot(o.Path)
+	info, err := datadir.ReadSnapshot(o.Path)
 	if err != nil {
 		return err
 	}
-	c := bootstrap.NewCluster(o.initial, o.Token)
+	c := datadir.NewCluster(o.initial, o.Token)
 	if c.ID == info.ClusterID {
 		return &usageError{fmt.Errorf("--initial-cluster-token %q: the new cluster would have the old cluster's ID %s; choose another token", o.Token, c.ID)}
 	}
-	if err := bootstrap.Restore(o.Path, o.DataDir, o.Name, o.initial, o.Token); err != nil {
+	if err := datadir.Restore(o.Path, o.DataDir, o.Name, o.initial, o.Token); err != nil {
 		return err
 	}
 	r := &printer.RestoreResult{Path: o.Path, DataDir: o.DataDir, Name: o.Name, ClusterID: uint64(c.ID), Members: clientMembers(c)}

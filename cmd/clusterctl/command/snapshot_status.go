@@ -3,8 +3,8 @@ package command
 import (
 	"context"
 
+	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/printer"
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +38,7 @@ func (o *snapshotStatusOptions) run(context.Context) error {
 	if err := existingFile(o.Path); err != nil {
 		return err
 	}
-	info, err := bootstrap.ReadSnapshot(o.Path)
+	info, err := datadir.ReadSnapshot(o.Path)
 	if err != nil {
 		return err
 	}

@@ -16,11 +16,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // Metadata keys: see docs/wire.md.

@@ -16,8 +16,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 var (

@@ -13,10 +13,10 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 type nowhere struct{}
@@ -46,8 +46,8 @@ func (s *syncBuffer) String() string {
 func startOne(t *testing.T, ctx context.Context, logs *syncBuffer) (node *raftnode.Node, store *storage.Store, dir string, run <-chan error) {
 	t.Helper()
 	dir = filepath.Join(t.TempDir(), "a")
-	c := bootstrap.NewCluster([]bootstrap.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}}, "test")
-	store, err := bootstrap.Create(dir, "a", c)
+	c := datadir.NewCluster([]datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}}, "test")
+	store, err := datadir.Create(dir, "a", c)
 	if err != nil {
 		t.Fatal(err)
 	}

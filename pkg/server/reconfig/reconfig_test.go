@@ -13,8 +13,8 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
@@ -97,18 +97,18 @@ func (n *memNet) run(ctx context.Context, id uint64) {
 func startNodes(t *testing.T, slow string) (*memNet, map[uint64]*Coordinator) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
-	var initial []bootstrap.Initial
+	var initial []datadir.Initial
 	for i, name := range []string{"a", "b", "c"} {
-		initial = append(initial, bootstrap.Initial{Name: name, URLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 1+i)}})
+		initial = append(initial, datadir.Initial{Name: name, URLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 1+i)}})
 	}
-	c := bootstrap.NewCluster(initial, "test")
+	c := datadir.NewCluster(initial, "test")
 	net := &memNet{nodes: map[uint64]*raftnode.Node{}, inbox: map[uint64]chan *raftpb.Message{}}
 	coords := map[uint64]*Coordinator{}
 	var wg sync.WaitGroup
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
 	for _, in := range initial {
 		dir := filepath.Join(t.TempDir(), in.Name)
-		store, err := bootstrap.Create(dir, in.Name, c)
+		store, err := datadir.Create(dir, in.Name, c)
 		if err != nil {
 			t.Fatal(err)
 		}

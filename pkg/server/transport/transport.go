@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 // The refusals a receiver sends back, by their exact text.

@@ -1,4 +1,4 @@
-package bootstrap
+package datadir
 
 import (
 	"crypto/sha256"
@@ -11,8 +11,8 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // Initial is one member of --initial-cluster.

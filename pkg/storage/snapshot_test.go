@@ -11,7 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 func TestSnapshotRoundTrip(t *testing.T) {

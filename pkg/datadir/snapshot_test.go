@@ -1,4 +1,4 @@
-package bootstrap
+package datadir
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // snapshotFile writes what a member streams for a snapshot: its database, then the SHA-256.

@@ -1,4 +1,4 @@
-package bootstrap
+package datadir
 
 import (
 	"bytes"
@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // ErrChecksum is returned for a snapshot file that is corrupt or truncated.

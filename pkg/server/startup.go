@@ -12,11 +12,11 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/server/bootstrap"
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
-	"github.com/clusterctl/clusterctl/pkg/server/storage"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // opened is a member's storage, ready for raftnode, with the peers it should know of before
@@ -75,7 +75,7 @@ func (s *Server) restart() (*opened, error) {
 		return &opened{store: st, state: state, hints: state.Cluster}, nil
 	}
 	if s.cfg.InitialClusterState == "new" && s.cfg.InitialClusterGiven {
-		if want := bootstrap.NewCluster(s.initial, s.cfg.InitialClusterToken); want.ID != state.ClusterID {
+		if want := datadir.NewCluster(s.initial, s.cfg.InitialClusterToken); want.ID != state.ClusterID {
 			st.Close()
 			return nil, fmt.Errorf("member %s has already been bootstrapped", state.MemberID)
 		}
@@ -95,8 +95,8 @@ func (s *Server) restart() (*opened, error) {
 
 // bootstrapNew writes the first state of a member of a new cluster.
 func (s *Server) bootstrapNew() (*opened, error) {
-	c := bootstrap.NewCluster(s.initial, s.cfg.InitialClusterToken)
-	st, err := bootstrap.Create(s.cfg.DataDir, s.cfg.Name, c)
+	c := datadir.NewCluster(s.initial, s.cfg.InitialClusterToken)
+	st, err := datadir.Create(s.cfg.DataDir, s.cfg.Name, c)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
 	}
@@ -115,7 +115,7 @@ func (s *Server) loaded(st *storage.Store, hints *membership.Cluster) (*opened, 
 // join is phase two: the member was added through a running member; it asks the cluster for
 // the committed membership, checks its flags against it, and starts with an empty log that the
 // leader fills with a snapshot.
-func (s *Server) join(ctx context.Context, local bootstrap.Initial) (*opened, error) {
+func (s *Server) join(ctx context.Context, local datadir.Initial) (*opened, error) {
 	info, err := s.fetchMembership(ctx, local)
 	if err != nil {
 		return nil, err
@@ -134,7 +134,7 @@ func (s *Server) join(ctx context.Context, local bootstrap.Initial) (*opened, er
 
 // fetchMembership asks every other member of --initial-cluster at once and keeps the most
 // recent answer.
-func (s *Server) fetchMembership(ctx context.Context, local bootstrap.Initial) (*reconfig.ClusterInfo, error) {
+func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*reconfig.ClusterInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	type answer struct {
@@ -177,7 +177,7 @@ func (s *Server) fetchMembership(ctx context.Context, local bootstrap.Initial) (
 
 // checkJoin compares --initial-cluster with the committed membership and returns this
 // member's ID. The wording of the first part of each message is etcd's.
-func checkJoin(name string, initial []bootstrap.Initial, c *membership.Cluster) (membership.ID, error) {
+func checkJoin(name string, initial []datadir.Initial, c *membership.Cluster) (membership.ID, error) {
 	members := c.List()
 	if len(initial) != len(members) {
 		return 0, fmt.Errorf("the member count is unequal: --initial-cluster has %d (%s), the cluster has %d (%s)",
@@ -187,7 +187,7 @@ func checkJoin(name string, initial []bootstrap.Initial, c *membership.Cluster) 
 	for _, im := range initial {
 		var match *membership.Member
 		for _, m := range members {
-			if bootstrap.SameURLs(m.PeerURLs, im.URLs) {
+			if datadir.SameURLs(m.PeerURLs, im.URLs) {
 				match = m
 			}
 		}
@@ -212,7 +212,7 @@ func checkJoin(name string, initial []bootstrap.Initial, c *membership.Cluster) 
 	return local, nil
 }
 
-func describeInitial(initial []bootstrap.Initial) string {
+func describeInitial(initial []datadir.Initial) string {
 	var parts []string
 	for _, m := range initial {
 		parts = append(parts, m.Name+"="+strings.Join(m.URLs, ","))

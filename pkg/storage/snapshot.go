@@ -6,7 +6,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/clusterctl/clusterctl/pkg/server/membership"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 // A raft snapshot's data is the membership as applied at its index, encoded as JSON. It lives

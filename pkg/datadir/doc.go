@@ -10,4 +10,4 @@
 //   - A snapshot file is a consistent copy of a member's database followed by the SHA-256 of
 //     that copy (etcd's layout); a file whose checksum does not match is never used.
 //   - Restore never writes into a directory that holds anything.
-package bootstrap
+package datadir
