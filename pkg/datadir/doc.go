@@ -1,4 +1,5 @@
-// Package bootstrap writes the first state of a member of a new cluster, from --initial-cluster
+// Package datadir is the offline work on a member's data directory and on snapshot files, shared
+// by clusterd and clusterctl: the first state of a member of a new cluster, from --initial-cluster
 // or from a snapshot file, and reads snapshot files.
 //
 // Invariants:
