@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -63,7 +62,7 @@ func (s *Server) restart() (*opened, error) {
 		return nil, ErrRemoved
 	}
 	if s.cfg.ForceNewCluster {
-		if err := forceNewCluster(st, state); err != nil {
+		if err := raftnode.ForceNewCluster(st, state); err != nil {
 			st.Close()
 			return nil, fmt.Errorf("--force-new-cluster: %w", err)
 		}
@@ -232,51 +231,4 @@ func describeMembers(members []*membership.Member) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(slices.Compact(parts), " ")
-}
-
-// forceNewCluster turns a member's data into a one-member cluster, as etcd does: the log is cut
-// at the commit index (what was not committed may never have been), and conf-change entries
-// that remove every other member, voters and learners alike, are appended and committed. They
-// are applied like any other entry when the member starts, so the membership, the removed IDs
-// and raft's configuration all come from the log, and a restart without the flag changes nothing.
-// The cluster keeps its ID: old members that come back are refused by it as removed members.
-func forceNewCluster(st *storage.Store, state *storage.State) error {
-	hs := state.HardState
-	commit := hs.GetCommit()
-	// The membership as it will be once the committed log is applied.
-	c := state.Cluster
-	for _, e := range state.Entries {
-		if e.GetIndex() > commit {
-			break
-		}
-		if e.GetIndex() <= state.Applied {
-			continue
-		}
-		if ch, ok := raftnode.ChangeOf(e); ok {
-			c, _ = c.Apply(ch)
-		}
-	}
-	self := c.Member(state.MemberID)
-	if self == nil {
-		return errors.New("this member is not in its own cluster's membership")
-	}
-	if self.IsLearner {
-		return errors.New("this member is a learner: a new cluster must start from a voter's data")
-	}
-	last := commit
-	var added []*raftpb.Entry
-	for _, m := range c.List() {
-		if m.ID == state.MemberID {
-			continue
-		}
-		last++
-		e, err := raftnode.RemovalEntry(m.ID, last, hs.GetTerm())
-		if err != nil {
-			return err
-		}
-		added = append(added, e)
-	}
-	newHS := proto.CloneOf(hs)
-	newHS.Commit = proto.Uint64(last)
-	return st.Save(storage.Update{HardState: newHS, TruncateFrom: commit + 1, Entries: added})
 }

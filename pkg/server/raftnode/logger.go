@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
-	"os"
 )
 
 // raftLogger routes raft's own log lines into the member's logger.
@@ -25,11 +24,16 @@ func (r raftLogger) Warningf(format string, v ...any) { r.logf(slog.LevelWarn, f
 func (r raftLogger) Error(v ...any)                   { r.logf(slog.LevelError, "%s", fmt.Sprint(v...)) }
 func (r raftLogger) Errorf(format string, v ...any)   { r.logf(slog.LevelError, format, v...) }
 
-// raft calls Fatal and Panic on a broken invariant of its own; there is no safe way on.
-func (r raftLogger) Fatal(v ...any) { r.Error(v...); os.Exit(1) }
+// raft calls Fatal and Panic on a broken invariant of its own; there is no safe way on. Both
+// panic rather than exit: nothing under pkg/ ends the process, and a panic still stops the
+// member, with the stack of the broken invariant.
+func (r raftLogger) Fatal(v ...any) {
+	r.Error(v...)
+	panic(fmt.Sprint(v...))
+}
 func (r raftLogger) Fatalf(format string, v ...any) {
 	r.Errorf(format, v...)
-	os.Exit(1)
+	panic(fmt.Sprintf(format, v...))
 }
 func (r raftLogger) Panic(v ...any)                 { panic(fmt.Sprint(v...)) }
 func (r raftLogger) Panicf(format string, v ...any) { panic(fmt.Sprintf(format, v...)) }

@@ -179,11 +179,11 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 	if ch.Kind == membership.KindPublish {
 		return cl.Validate(ch)
 	}
-	st := c.cfg.Node.Status()
+	match := c.cfg.Node.Matches()
 	peers := membership.Peers{Leader: c.cfg.Node.ID(), Started: map[membership.ID]bool{}, Connected: map[membership.ID]bool{}}
 	for id, m := range cl.Members {
 		self := id == c.cfg.Node.ID()
-		peers.Started[id] = self || m.Started || st.Progress[uint64(id)].Match > 0
+		peers.Started[id] = self || m.Started || match[id] > 0
 		peers.Connected[id] = self || c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout)
 	}
 	reply.Before, reply.After, _ = cl.CheckQuorum(ch, peers)
@@ -194,9 +194,9 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 		return membership.ErrTooManyLearners
 	}
 	if ch.Kind == membership.KindPromote {
-		leader, learner := st.Progress[uint64(c.cfg.Node.ID())], st.Progress[uint64(ch.Member.ID)]
+		leader, learner := match[c.cfg.Node.ID()], match[ch.Member.ID]
 		// etcd's rule: a learner is ready once it has 90% of the leader's log.
-		if learner.Match == 0 || float64(learner.Match) < 0.9*float64(leader.Match) {
+		if learner == 0 || float64(learner) < 0.9*float64(leader) {
 			return membership.ErrLearnerNotReady
 		}
 	}
@@ -208,7 +208,7 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 }
 
 func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error {
-	st := c.cfg.Node.Status()
+	match := c.cfg.Node.Matches()
 	var best membership.ID
 	var bestMatch uint64
 	for _, id := range cl.Voters() {
@@ -216,8 +216,8 @@ func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error
 		if id == c.cfg.Node.ID() || !c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout) {
 			continue
 		}
-		if st.Progress[uint64(id)].Match >= bestMatch {
-			best, bestMatch = id, st.Progress[uint64(id)].Match
+		if match[id] >= bestMatch {
+			best, bestMatch = id, match[id]
 		}
 	}
 	if best == 0 {

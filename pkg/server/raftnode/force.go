@@ -1,0 +1,62 @@
+package raftnode
+
+import (
+	"errors"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/storage"
+)
+
+// ForceNewCluster turns a member's stored data into a one-member cluster, as etcd does, before
+// the node is built from it: the log is cut at the commit index (what was not committed may never
+// have been), and conf-change entries that remove every other member, voters and learners alike,
+// are appended and committed, in one transaction. They are applied like any other entry when the
+// node runs, so the membership, the removed IDs and raft's configuration all come from the log,
+// and a restart without the flag changes nothing. The cluster keeps its ID: old members that come
+// back are refused by it as removed members.
+//
+// It lives here, not with the start-up decision, because it must replay the log by the same rules
+// as the Ready loop (a stale proposal is not applied) and write entries in the loop's format.
+// state is as loaded from st; load it again afterwards.
+func ForceNewCluster(st *storage.Store, state *storage.State) error {
+	hs := state.HardState
+	commit := hs.GetCommit()
+	// The membership as it will be once the committed log is applied.
+	c := state.Cluster
+	for _, e := range state.Entries {
+		if e.GetIndex() > commit {
+			break
+		}
+		if e.GetIndex() <= state.Applied {
+			continue
+		}
+		if ch, ok := changeOf(e); ok {
+			c, _ = c.Apply(ch)
+		}
+	}
+	self := c.Member(state.MemberID)
+	if self == nil {
+		return errors.New("this member is not in its own cluster's membership")
+	}
+	if self.IsLearner {
+		return errors.New("this member is a learner: a new cluster must start from a voter's data")
+	}
+	last := commit
+	var added []*raftpb.Entry
+	for _, m := range c.List() {
+		if m.ID == state.MemberID {
+			continue
+		}
+		last++
+		e, err := removalEntry(m.ID, last, hs.GetTerm())
+		if err != nil {
+			return err
+		}
+		added = append(added, e)
+	}
+	newHS := proto.CloneOf(hs)
+	newHS.Commit = proto.Uint64(last)
+	return st.Save(storage.Update{HardState: newHS, TruncateFrom: commit + 1, Entries: added})
+}

@@ -1,0 +1,105 @@
+package raftnode
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// proposal is what a membership change entry carries: in the Data of a normal entry, in the
+// Context of a conf change. Stored in the raft log: never rename a JSON tag.
+type proposal struct {
+	RequestID uint64 `json:"requestID"`
+	// Term is the leader term in which the change was checked; zero for changes that no leader
+	// checked (a forced removal). A change appended in another term is not applied: the
+	// membership it was checked against may have moved on since (see Propose).
+	Term   uint64            `json:"term,omitempty"`
+	Change membership.Change `json:"change"`
+}
+
+// changeOf returns the membership change applying the entry attempts, if any: the rules the
+// Ready loop applies by, for ForceNewCluster, which replays a log without it.
+func changeOf(e *raftpb.Entry) (membership.Change, bool) {
+	p, err := proposalOf(e)
+	if err != nil || p == nil || p.stale(e) {
+		return membership.Change{}, false
+	}
+	return p.Change, true
+}
+
+// proposalOf decodes the proposal an entry carries: nil for a normal entry with none (a
+// leader's empty entry, or a conf change raft emptied).
+func proposalOf(e *raftpb.Entry) (*proposal, error) {
+	data := e.GetData()
+	switch e.GetType() {
+	case raftpb.EntryConfChange:
+		cc := &raftpb.ConfChange{}
+		if err := proto.Unmarshal(data, cc); err != nil {
+			return nil, err
+		}
+		if data = cc.GetContext(); len(data) == 0 {
+			// Every conf change this package makes carries its proposal, and raft would apply
+			// one without it to its configuration but not to the membership.
+			return nil, errors.New("conf change without a proposal")
+		}
+	case raftpb.EntryNormal:
+	default:
+		return nil, fmt.Errorf("unexpected entry type %v", e.GetType())
+	}
+	if len(data) == 0 {
+		return nil, nil
+	}
+	return decodeProposal(data)
+}
+
+// stale reports whether the proposal was appended in another term than the one its change was
+// checked in; such a change is never applied. Deterministic on every member and on replay:
+// the entry's term is in the log.
+func (p *proposal) stale(e *raftpb.Entry) bool {
+	return p.Term != 0 && p.Term != e.GetTerm()
+}
+
+// removalEntry is the conf-change entry that removes id, as a proposal would have made it,
+// but checked by no leader (Term zero), for ForceNewCluster.
+func removalEntry(id membership.ID, index, term uint64) (*raftpb.Entry, error) {
+	ch := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: id}}
+	ctx, err := json.Marshal(proposal{Change: ch})
+	if err != nil {
+		return nil, err
+	}
+	data, err := proto.Marshal(&raftpb.ConfChange{
+		Type: confChangeType(ch).Enum(), NodeId: proto.Uint64(uint64(id)), Context: ctx,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term), Data: data}, nil
+}
+
+func decodeProposal(data []byte) (*proposal, error) {
+	p := &proposal{}
+	if err := json.Unmarshal(data, p); err != nil {
+		return nil, err
+	}
+	return p, nil
+}
+
+func confChangeType(ch membership.Change) raftpb.ConfChangeType {
+	switch ch.Kind {
+	case membership.KindAdd:
+		if ch.Member.IsLearner {
+			return raftpb.ConfChangeType_ConfChangeAddLearnerNode
+		}
+		return raftpb.ConfChangeType_ConfChangeAddNode
+	case membership.KindRemove:
+		return raftpb.ConfChangeType_ConfChangeRemoveNode
+	case membership.KindPromote:
+		return raftpb.ConfChangeType_ConfChangeAddNode
+	}
+	return raftpb.ConfChangeType_ConfChangeUpdateNode
+}

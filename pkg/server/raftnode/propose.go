@@ -1,0 +1,215 @@
+package raftnode
+
+import (
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"go.etcd.io/raft/v3"
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// LeaderTerm waits until this member is the leader and its applied membership holds every
+// conf change in its log, and returns its term. Called under ConfLock, the membership then
+// stays as it is until the caller's own change: a check made against it cannot race with a
+// change an earlier leader left in the log, nor with one of this leader's that is in its log
+// but whose proposer gave up waiting (a proposer waits for seconds; its change reaches the log
+// within one pass of the loop). Without a leader elsewhere it returns ErrNotLeader.
+func (n *Node) LeaderTerm(ctx context.Context) (uint64, error) {
+	if n.lead.Load() != n.id {
+		return 0, ErrNotLeader
+	}
+	term := n.term.Load()
+	settled := func() bool {
+		// An applied entry of its own term means every entry of earlier terms is applied; raft
+		// would, until then, also turn a conf change into an empty entry. Conf changes of its
+		// own term it appended itself, and its log keeps them while it leads.
+		if n.appliedTerm.Load() < term {
+			return false
+		}
+		last := n.lastConf.Load()
+		return last == nil || last.term != term || n.applied.Load() >= last.index
+	}
+	if !n.waitFor(ctx, func() bool { return settled() || n.lead.Load() != n.id }) {
+		return 0, n.ctxErr(ctx)
+	}
+	if n.lead.Load() != n.id || n.term.Load() != term {
+		return 0, ErrNotLeader
+	}
+	return term, nil
+}
+
+// Propose makes ch through raft and returns the membership once it is applied. term is what
+// LeaderTerm returned before ch was checked: if leadership moved since, ch is not proposed
+// (ErrNotLeader), and if it moves before ch is appended, ch is not applied (ErrProposalLost).
+// Membership changes other than a publish must be made under ConfLock.
+func (n *Node) Propose(ctx context.Context, term uint64, ch membership.Change) (*membership.Cluster, error) {
+	if n.lead.Load() != n.id || n.term.Load() != term {
+		return nil, ErrNotLeader
+	}
+	req := randomID()
+	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch})
+	if err != nil {
+		return nil, err
+	}
+	w := &waiter{term: term, ch: make(chan result, 1)}
+	n.mu.Lock()
+	n.waiters[req] = w
+	n.mu.Unlock()
+	if ch.Kind == membership.KindPublish {
+		err = n.raft.Propose(ctx, data)
+	} else {
+		err = n.raft.ProposeConfChange(ctx, &raftpb.ConfChange{
+			Type: confChangeType(ch).Enum(), NodeId: proto.Uint64(uint64(ch.Member.ID)), Context: data,
+		})
+	}
+	if err != nil {
+		n.forget(req)
+		if errors.Is(err, raft.ErrProposalDropped) {
+			return nil, ErrProposalLost
+		}
+		return nil, n.ctxErr(ctx)
+	}
+	select {
+	case r := <-w.ch:
+		return r.cluster, r.err
+	case <-ctx.Done():
+		n.forget(req)
+		return nil, ErrTimeout
+	case <-n.done:
+		// The proposal was made before the node stopped: its outcome is unknown.
+		return nil, ErrTimeout
+	}
+}
+
+func (n *Node) forget(req uint64) {
+	n.mu.Lock()
+	delete(n.waiters, req)
+	n.mu.Unlock()
+}
+
+func (n *Node) ctxErr(ctx context.Context) error {
+	select {
+	case <-n.done:
+		return ErrStopped
+	default:
+	}
+	if n.lead.Load() == raft.None {
+		return ErrNoLeader
+	}
+	return ErrTimeout
+}
+
+// ConfLock serialises membership changes on this member: raft cannot have two in flight.
+func (n *Node) ConfLock() func() {
+	n.confMu.Lock()
+	return n.confMu.Unlock
+}
+
+// ReadIndex returns the membership as of a linearizable read: everything committed before the
+// call is in it.
+func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
+	retry := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 2
+	for {
+		if _, err := n.WaitLeader(ctx); err != nil {
+			return nil, err
+		}
+		rctx := binary.BigEndian.AppendUint64(nil, randomID())
+		ch := make(chan uint64, 1)
+		n.mu.Lock()
+		n.reads[string(rctx)] = ch
+		n.mu.Unlock()
+		if err := n.raft.ReadIndex(ctx, rctx); err != nil {
+			n.forgetRead(rctx)
+			return nil, n.ctxErr(ctx)
+		}
+		timer := time.NewTimer(retry)
+		select {
+		case idx := <-ch:
+			timer.Stop()
+			if !n.waitFor(ctx, func() bool { return n.applied.Load() >= idx }) {
+				return nil, n.ctxErr(ctx)
+			}
+			return n.cluster.Load(), nil
+		case <-timer.C:
+			// raft drops a read request silently when leadership moves; ask again.
+			n.forgetRead(rctx)
+		case <-ctx.Done():
+			timer.Stop()
+			n.forgetRead(rctx)
+			return nil, n.ctxErr(ctx)
+		case <-n.done:
+			timer.Stop()
+			return nil, ErrStopped
+		}
+	}
+}
+
+func (n *Node) forgetRead(rctx []byte) {
+	n.mu.Lock()
+	delete(n.reads, string(rctx))
+	n.mu.Unlock()
+}
+
+// TransferLeadership hands leadership to another voter and waits until it has it.
+func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
+	n.raft.TransferLeadership(ctx, n.id, uint64(to))
+	if !n.waitFor(ctx, func() bool { return n.lead.Load() == uint64(to) }) {
+		return n.ctxErr(ctx)
+	}
+	return nil
+}
+
+// WaitLeader returns the leader, waiting for an election if there is none: at most an
+// election timeout, and at most three quarters of what is left of ctx, so that a member
+// without a leader answers ErrNoLeader (nothing was proposed) before its caller gives up.
+func (n *Node) WaitLeader(ctx context.Context) (membership.ID, error) {
+	limit := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	if d, ok := ctx.Deadline(); ok {
+		limit = min(limit, time.Until(d)*3/4)
+	}
+	wctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	if !n.waitFor(wctx, func() bool { return n.lead.Load() != raft.None }) {
+		if ctx.Err() == nil && n.lead.Load() == raft.None {
+			return 0, ErrNoLeader
+		}
+		return 0, n.ctxErr(ctx)
+	}
+	return n.Leader(), nil
+}
+
+// finish answers the proposers of the applied entries, and fails those whose proposals can no
+// longer be applied: once an entry of a later term is applied, every entry of an earlier term
+// that will ever commit has committed.
+func (n *Node) finish(results []appliedEntry, c *membership.Cluster) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, r := range results {
+		if w, ok := n.waiters[r.req]; ok && r.req != 0 {
+			w.ch <- result{cluster: c, err: r.err}
+			delete(n.waiters, r.req)
+		}
+		for id, w := range n.waiters {
+			dropped := r.req == 0 && errors.Is(r.err, ErrProposalLost) && w.term == r.entry.GetTerm()
+			if dropped || w.term < r.entry.GetTerm() {
+				w.ch <- result{err: ErrProposalLost}
+				delete(n.waiters, id)
+			}
+		}
+	}
+}
+
+func (n *Node) failAll(err error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for id, w := range n.waiters {
+		w.ch <- result{err: err}
+		delete(n.waiters, id)
+	}
+}
