@@ -1,6 +1,11 @@
 // Package transport carries raft messages between members over gRPC streams on the peer URLs,
 // and gives the server a codec and dialer for its own peer-to-peer calls.
 //
+// transport.go is the Transport: the receiving end, the notices (Removed, Hello) and the
+// address book; peer.go is the sender to one peer, its queue and its stream; dial.go holds the
+// dial and server options every peer connection shares (backoff, the fixed window, the
+// message size); codec.go is the wire format.
+//
 // Invariants:
 //   - Every message on the wire is an Envelope naming the cluster, the sender and the receiver;
 //     the receiver refuses a message from another cluster (etcdserver: cluster ID mismatch),

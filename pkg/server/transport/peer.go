@@ -1,0 +1,195 @@
+package transport
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"sync"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// peer sends to one remote member over one stream at a time.
+type peer struct {
+	t     *Transport
+	id    membership.ID
+	q     chan *raftpb.Message
+	stop  chan struct{}
+	woken chan struct{} // the peer said hello: stop backing off
+	once  sync.Once
+
+	mu   sync.Mutex
+	urls []string
+	gen  int // bumped when urls change, so the sender reconnects
+}
+
+const queueSize = 4096
+
+func newPeer(t *Transport, id membership.ID, urls []string) *peer {
+	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), urls: urls}
+}
+
+func (p *peer) setURLs(urls []string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if strings.Join(p.urls, ",") != strings.Join(urls, ",") {
+		p.urls, p.gen = urls, p.gen+1
+	}
+}
+
+func (p *peer) address() ([]string, int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.urls, p.gen
+}
+
+func (p *peer) enqueue(m *raftpb.Message) bool {
+	select {
+	case p.q <- m:
+		return true
+	default:
+		return false
+	}
+}
+
+func (p *peer) close() { p.once.Do(func() { close(p.stop) }) }
+
+func (p *peer) wake() {
+	select {
+	case p.woken <- struct{}{}:
+	default:
+	}
+}
+
+// run keeps a stream open to the peer while there is something to send, reconnecting with a
+// short backoff; messages that arrive while it cannot send are dropped and reported.
+func (p *peer) run() {
+	var conn *grpc.ClientConn
+	connGen := -1
+	defer func() {
+		if conn != nil {
+			conn.Close()
+		}
+	}()
+	backoff := 50 * time.Millisecond
+	var logged string
+	next := 0 // which of the peer's URLs to dial: the next one after a failure
+	for {
+		select {
+		case <-p.stop:
+			return
+		case <-p.woken:
+			backoff = 50 * time.Millisecond
+			if conn != nil {
+				conn.ResetConnectBackoff()
+			}
+		case first := <-p.q:
+			urls, gen := p.address()
+			if gen != connGen || conn == nil {
+				if conn != nil {
+					conn.Close()
+					conn = nil
+				}
+				var err error
+				if conn, err = Dial(urls[next%len(urls)]); err != nil {
+					p.t.report(first, false)
+					continue
+				}
+				connGen = gen
+			}
+			err := p.stream(conn, first)
+			if err == nil {
+				backoff = 50 * time.Millisecond
+				continue
+			}
+			if st, ok := status.FromError(err); ok && st.Message() == membership.ErrIDRemoved.Error() {
+				p.t.cfg.Logger.Error("a peer refused this member as removed from the cluster", "peer", p.id.String())
+				p.t.h.MarkRemoved()
+				return
+			}
+			if conn != nil {
+				conn.Close()
+				conn = nil
+			}
+			next++
+			if msg := err.Error(); msg != logged {
+				// One line per kind of failure, not one per retry.
+				p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
+				logged = msg
+			}
+			p.pause(backoff)
+			backoff = min(2*backoff, maxBackoff)
+		}
+	}
+}
+
+// stream sends first and everything queued after it on one stream, until the queue stays
+// empty for a while or sending fails.
+func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	s, err := conn.NewStream(ctx, &raftStreamDesc, raftMethod)
+	if err != nil {
+		p.t.report(first, false)
+		return err
+	}
+	// The receiver answers only by ending the stream, with a status that says why (a refusal,
+	// or its shutdown): watch for it, so that a refusal is seen at once and not at the next send.
+	ended := make(chan error, 1)
+	go func() { ended <- s.RecvMsg(&ack{}) }()
+	idle := time.NewTimer(time.Minute)
+	defer idle.Stop()
+	m := first
+	for {
+		env := &Envelope{ClusterID: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
+		if err := s.SendMsg(env); err != nil {
+			p.t.report(m, false)
+			if errors.Is(err, io.EOF) {
+				err = <-ended
+			}
+			return err
+		}
+		p.t.report(m, true)
+		idle.Reset(time.Minute)
+		select {
+		case m = <-p.q:
+		case err := <-ended:
+			if err == nil || errors.Is(err, io.EOF) {
+				err = errors.New("peer ended the stream")
+			}
+			return err
+		case <-idle.C:
+			s.CloseSend()
+			return nil
+		case <-p.stop:
+			s.CloseSend()
+			return nil
+		}
+	}
+}
+
+// pause waits, dropping and reporting whatever is queued meanwhile, until d passes or the peer
+// says hello.
+func (p *peer) pause(d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	for {
+		select {
+		case m := <-p.q:
+			p.t.report(m, false)
+		case <-t.C:
+			return
+		case <-p.woken:
+			p.wake() // run sees it too and resets the backoff
+			return
+		case <-p.stop:
+			return
+		}
+	}
+}
