@@ -60,8 +60,25 @@ func run(args []string, stderr io.Writer) int {
 }
 
 // parse reads flags, then ETCD_* environment variables, then the config file, in that order
-// of precedence.
+// of precedence, and turns them into the server's Config.
 func parse(args []string, stderr io.Writer) (server.Config, error) {
+	fs := defineFlags(stderr)
+	if err := fs.Parse(args); err != nil {
+		return server.Config{}, err
+	}
+	if fs.NArg() > 0 {
+		return server.Config{}, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
+	}
+	v, err := readSources(fs)
+	if err != nil {
+		return server.Config{}, err
+	}
+	return buildConfig(fs, v, stderr)
+}
+
+// defineFlags declares etcd's flags that clusterd takes, with their defaults: the environment
+// that `clusterctl member add` prints must start a member as it would start etcd.
+func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs := pflag.NewFlagSet("clusterd", pflag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.String("name", "default", "human-readable name for this member")
@@ -86,15 +103,14 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: clusterd [flags]\n\nEvery flag can also be set as ETCD_<FLAG> (upper case, - as _) or in --config-file.\n\n%s", fs.FlagUsages())
 	}
-	if err := fs.Parse(args); err != nil {
-		return server.Config{}, err
-	}
-	if fs.NArg() > 0 {
-		return server.Config{}, fmt.Errorf("unexpected argument %q (flags start with --)", fs.Arg(0))
-	}
+	return fs
+}
+
+// readSources layers the ETCD_* environment and the config file under the parsed flags.
+func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
 	v := viper.New()
 	if err := v.BindPFlags(fs); err != nil {
-		return server.Config{}, err
+		return nil, err
 	}
 	v.SetEnvPrefix("ETCD")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
@@ -103,33 +119,33 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		v.SetConfigFile(f)
 		v.SetConfigType("yaml")
 		if err := v.ReadInConfig(); err != nil {
-			return server.Config{}, fmt.Errorf("--config-file %q: %v", f, err)
+			return nil, fmt.Errorf("--config-file %q: %v", f, err)
 		}
 	}
+	return v, nil
+}
+
+// buildConfig reads every setting from v, refusing a value that does not convert, and builds
+// the server's Config; the logger writes to stderr.
+func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Config, error) {
 	var level slog.Level
 	if err := level.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
 		return server.Config{}, fmt.Errorf("--log-level %q: must be debug, info, warn or error", v.GetString("log-level"))
+	}
+	nums, err := readAll(v, func(k string) (uint64, error) { return castUint(v.Get(k)) },
+		"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners")
+	if err != nil {
+		return server.Config{}, err
+	}
+	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
+		"strict-reconfig-check", "force-new-cluster", "enable-pprof")
+	if err != nil {
+		return server.Config{}, err
 	}
 	name := v.GetString("name")
 	dataDir := v.GetString("data-dir")
 	if dataDir == "" {
 		dataDir = name + ".clusterd"
-	}
-	nums := map[string]uint64{}
-	for _, k := range []string{"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners"} {
-		n, err := castUint(v.Get(k))
-		if err != nil {
-			return server.Config{}, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
-		}
-		nums[k] = n
-	}
-	bools := map[string]bool{}
-	for _, k := range []string{"strict-reconfig-check", "force-new-cluster", "enable-pprof"} {
-		b, err := castBool(v.GetString(k))
-		if err != nil {
-			return server.Config{}, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
-		}
-		bools[k] = b
 	}
 	return server.Config{
 		Name:                     name,
@@ -152,6 +168,20 @@ func parse(args []string, stderr io.Writer) (server.Config, error) {
 		EnablePprof:              bools["enable-pprof"],
 		Logger:                   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil
+}
+
+// readAll converts each setting, by flag name, with cast; the first that does not convert is
+// the error, quoting the value as given.
+func readAll[T any](v *viper.Viper, cast func(key string) (T, error), keys ...string) (map[string]T, error) {
+	out := make(map[string]T, len(keys))
+	for _, k := range keys {
+		x, err := cast(k)
+		if err != nil {
+			return nil, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
+		}
+		out[k] = x
+	}
+	return out, nil
 }
 
 // castUint and castBool read a value that may come from a flag, an environment variable or a

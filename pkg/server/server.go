@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/url"
@@ -40,102 +41,144 @@ func New(cfg Config) (*Server, error) {
 }
 
 // Run starts the member and serves until ctx ends (nil), the member is removed (ErrRemoved),
-// or something fails.
+// or something fails. Its steps: listen, open the data directory, build the member on it,
+// serve, shut down.
 func (s *Server) Run(ctx context.Context) error {
-	peerLs, err := listenAll("--listen-peer-urls", s.cfg.ListenPeerURLs)
-	if err != nil {
-		return err
-	}
-	clientLs, err := listenAll("--listen-client-urls", s.cfg.ListenClientURLs)
-	if err != nil {
-		closeAll(peerLs)
-		return err
-	}
-	metricsLs, err := listenAll("--listen-metrics-urls", s.cfg.ListenMetricsURLs)
-	if err != nil {
-		closeAll(peerLs)
-		closeAll(clientLs)
+	// The listeners come first, so that a port in use is refused before the data directory is
+	// touched. One cleanup for every way out: the servers close their listeners when they
+	// stop, and closing a listener again does nothing.
+	var ls listeners
+	defer ls.close()
+	if err := ls.listen(s.cfg); err != nil {
 		return err
 	}
 	o, err := s.open(ctx)
 	if err != nil {
-		closeAll(peerLs)
-		closeAll(clientLs)
-		closeAll(metricsLs)
 		return err
 	}
-	defer o.store.Close()
+	m := &running{store: o.store, state: o.state}
+	defer m.close()
+	if err := s.build(m, o.hints); err != nil {
+		return err
+	}
+	return s.serve(ctx, &ls, m)
+}
 
-	log := s.cfg.Logger.With("member", o.state.MemberID.String())
-	tr := transport.New(transport.Config{LocalID: o.state.MemberID, ClusterID: o.state.ClusterID, Logger: log})
-	defer tr.Close()
-	tr.SetPeers(o.hints)
+// listeners are the member's sockets, by the flag that names them.
+type listeners struct{ peer, client, metrics []net.Listener }
+
+func (ls *listeners) listen(cfg Config) error {
+	var err error
+	if ls.peer, err = listenAll("--listen-peer-urls", cfg.ListenPeerURLs); err != nil {
+		return err
+	}
+	if ls.client, err = listenAll("--listen-client-urls", cfg.ListenClientURLs); err != nil {
+		return err
+	}
+	ls.metrics, err = listenAll("--listen-metrics-urls", cfg.ListenMetricsURLs)
+	return err
+}
+
+func (ls *listeners) close() {
+	closeAll(ls.peer)
+	closeAll(ls.client)
+	closeAll(ls.metrics)
+}
+
+// running is what runs on a member's opened storage. Its parts are built in order by build, and
+// close closes those that were built, in the reverse order.
+type running struct {
+	store *storage.Store
+	state *storage.State
+	log   *slog.Logger
+
+	tr    *transport.Transport
+	node  *raftnode.Node
+	coord *reconfig.Coordinator
+
+	peerSrv, clientSrv *grpc.Server
+	health             *health.Server
+	metrics            *http.Server
+}
+
+func (m *running) close() {
+	if m.coord != nil {
+		m.coord.Close()
+	}
+	if m.tr != nil {
+		m.tr.Close()
+	}
+	m.store.Close()
+}
+
+// build makes the raft node on the stored state, with the transport it talks through (which
+// knows hints, the peers to reach before the membership names any), the coordinator of
+// membership changes, and the services of the peer, client and metrics ports.
+func (s *Server) build(m *running, hints *membership.Cluster) error {
+	m.log = s.cfg.Logger.With("member", m.state.MemberID.String())
+	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log})
+	m.tr.SetPeers(hints)
 	node, err := raftnode.New(raftnode.Config{
-		Store: o.store, State: o.state, Transport: tr,
+		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
-		SnapshotCount: s.cfg.SnapshotCount, Logger: log,
+		SnapshotCount: s.cfg.SnapshotCount, Logger: m.log,
 	})
 	if err != nil {
-		closeAll(peerLs)
-		closeAll(clientLs)
-		closeAll(metricsLs)
 		return err
 	}
-	tr.Attach(node)
-	coord := reconfig.New(reconfig.Config{
-		Node: node, Transport: tr, ElectionTimeout: s.cfg.ElectionTimeout,
+	m.node = node
+	m.tr.Attach(node)
+	m.coord = reconfig.New(reconfig.Config{
+		Node: node, Transport: m.tr, ElectionTimeout: s.cfg.ElectionTimeout,
 		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners,
 	})
-	defer coord.Close()
 
-	peerSrv := grpc.NewServer(append(transport.ServerWindow(),
+	m.peerSrv = grpc.NewServer(append(transport.ServerWindow(),
 		transport.ServerCodec(), grpc.MaxRecvMsgSize(transport.MaxMessageSize))...)
-	tr.Register(peerSrv)
-	coord.Register(peerSrv)
-	clientSrv := grpc.NewServer(transport.ServerWindow()...)
+	m.tr.Register(m.peerSrv)
+	m.coord.Register(m.peerSrv)
+	m.clientSrv = grpc.NewServer(transport.ServerWindow()...)
 	api.New(api.Config{
-		Node: node, Coordinator: coord, ClusterID: o.state.ClusterID, Store: o.store,
+		Node: node, Coordinator: m.coord, ClusterID: m.state.ClusterID, Store: m.store,
 		DBPath:         filepath.Join(s.cfg.DataDir, storage.FileName),
 		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout,
-	}).Register(clientSrv)
-	healthSrv := health.NewServer()
-	healthpb.RegisterHealthServer(clientSrv, healthSrv)
+	}).Register(m.clientSrv)
+	m.health = health.NewServer()
+	healthpb.RegisterHealthServer(m.clientSrv, m.health)
+	m.metrics = &http.Server{Handler: debugHandler(node, s.cfg.EnablePprof), ReadHeaderTimeout: 5 * time.Second}
+	return nil
+}
 
+// serve runs the member until its raft node stops, then shuts it down: the work beside the
+// node first, then the ports, so that no answer comes from a member that no longer runs.
+func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	serve := func(srv *grpc.Server, ls []net.Listener) {
-		for _, l := range ls {
-			wg.Add(1)
-			go func() { defer wg.Done(); _ = srv.Serve(l) }()
-		}
+	for _, l := range ls.peer {
+		wg.Go(func() { _ = m.peerSrv.Serve(l) })
 	}
-	serve(peerSrv, peerLs)
-	serve(clientSrv, clientLs)
-	metricsSrv := &http.Server{Handler: debugHandler(node, s.cfg.EnablePprof), ReadHeaderTimeout: 5 * time.Second}
-	for _, l := range metricsLs {
-		wg.Add(1)
-		go func() { defer wg.Done(); _ = metricsSrv.Serve(l) }()
+	for _, l := range ls.client {
+		wg.Go(func() { _ = m.clientSrv.Serve(l) })
+	}
+	for _, l := range ls.metrics {
+		wg.Go(func() { _ = m.metrics.Serve(l) })
 	}
 	// Listening now: peers that backed off from this member while it was down may send again.
-	tr.Greet()
-	wg.Add(3)
-	go func() {
-		defer wg.Done()
-		publish(runCtx, coord, o.state.MemberID, o.state.Name, s.cfg.AdvertiseClientURLs)
-	}()
-	go func() { defer wg.Done(); watchRemoval(runCtx, node, tr, s.cfg.ElectionTimeout) }()
-	go func() { defer wg.Done(); watchHealth(runCtx, node, healthSrv, s.cfg.HeartbeatInterval) }()
-	log.Info("clusterd started", "name", s.cfg.Name, "cluster", o.state.ClusterID.String(),
+	m.tr.Greet()
+	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
+	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.cfg.ElectionTimeout) })
+	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
+	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
 
-	runErr := node.Run(runCtx)
+	runErr := m.node.Run(runCtx)
 	cancel()
-	healthSrv.Shutdown()
+	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
-	metricsSrv.Close()
-	stopGracefully(clientSrv, time.Second)
-	stopGracefully(peerSrv, time.Second)
+	m.metrics.Close()
+	stopGracefully(m.clientSrv, time.Second)
+	stopGracefully(m.peerSrv, time.Second)
 	wg.Wait()
 	if errors.Is(runErr, raftnode.ErrRemoved) {
 		return ErrRemoved
