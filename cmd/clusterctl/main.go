@@ -11,7 +11,7 @@ import (
 func main() {
 	// clusterctl makes one request at a time. With a second P the runtime wakes another thread
 	// whenever one of grpc's helper goroutines becomes runnable, which costs a process this
-	// short more than it gains: about a tenth of `member list`'s wall time (docs/benchmarks.md).
+	// short more than it gains: a measurable share of `member list`'s wall time (docs/benchmarks.md).
 	// GOMAXPROCS from the environment still wins.
 	if os.Getenv("GOMAXPROCS") == "" {
 		runtime.GOMAXPROCS(1)

@@ -34,7 +34,8 @@ func (k Kind) String() string {
 	return fmt.Sprintf("kind(%d)", int(k))
 }
 
-// Change is one membership change, as it travels in a raft entry.
+// Change is one membership change, as it travels in a raft entry. Stored in the raft log:
+// never rename a JSON tag.
 type Change struct {
 	Kind Kind `json:"kind"`
 	// Member carries the target's ID and, depending on Kind, the fields that change:

@@ -9,8 +9,11 @@
 //     IDSet, which never changes once made, so memberships of every age share it.
 //   - No two members share a peer URL.
 //   - Apply of a change that Validate refuses leaves the Cluster unchanged.
+//   - Member, Cluster and Change are stored as JSON (bbolt, snapshots, the raft log) and Kind
+//     by number: a JSON tag is never renamed and a Kind never renumbered.
 //
 // Checks that depend on the running cluster (which members are started and connected, whether a
 // learner has caught up, the learner limit of the local configuration) are proposal-time checks:
-// see Quorum in quorum.go, which is pure too but takes raft's view of the peers as input.
+// see Report and CheckQuorum in quorum.go, which are pure too but take raft's view of the peers
+// (Peers) as input.
 package membership

@@ -16,6 +16,9 @@ type ID uint64
 func (id ID) String() string { return fmt.Sprintf("%016x", uint64(id)) }
 
 // Member is one member of the cluster.
+//
+// Stored as JSON in bbolt (the members bucket), in snapshots and in raft entries (Change), and
+// sent between members: never rename a JSON tag.
 type Member struct {
 	ID         ID       `json:"id"`
 	Name       string   `json:"name"`
@@ -36,6 +39,9 @@ func (m *Member) clone() *Member {
 
 // Cluster is the whole membership. Treat a Cluster as immutable once shared: Apply returns a
 // new one.
+//
+// Stored as JSON in snapshots (the data of raft's, and so in snapshot files) and in bbolt (a
+// joining member's peers), and sent between members: never rename a JSON tag.
 type Cluster struct {
 	ID      ID             `json:"clusterID"`
 	Members map[ID]*Member `json:"members"`

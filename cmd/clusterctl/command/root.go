@@ -34,7 +34,7 @@ type Globals struct {
 func Main() int {
 	silenceGRPC()
 	// The connection is left open: the process ends right after, and the kernel closes the
-	// socket. Closing it in grpc first cost 0.1 to 0.25 ms of a 5 ms `member list`
+	// socket. Closing it in grpc first costs a measurable share of a `member list`
 	// (docs/benchmarks.md) and changes nothing for the member, which sees the connection end
 	// either way.
 	code, _ := execute(os.Args[1:], os.Stdout, os.Stderr)
