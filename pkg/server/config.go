@@ -31,7 +31,7 @@ type Config struct {
 	StrictReconfigCheck bool
 	MaxLearners         int
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
-	// forceNewCluster.
+	// raftnode.ForceNewCluster.
 	ForceNewCluster bool
 	// ListenMetricsURLs serve /health, and Go's profiles when EnablePprof is set; none by default.
 	ListenMetricsURLs []string

@@ -1,7 +1,8 @@
 // Package server is clusterd's composition root: it validates a Config, decides how the member
-// starts (a new cluster, joining an existing one, or a restart on its data directory), and wires
-// storage, raftnode, transport, reconfig and api together. Run returns an error; nothing here
-// exits the process.
+// starts (startup.go: a new cluster, joining an existing one, a restart on its data directory,
+// or a forced new cluster from it, whose log raftnode rewrites), and wires storage, raftnode,
+// transport, reconfig and api together (server.go). Run returns an error; nothing here exits
+// the process.
 //
 // Invariants:
 //   - Everything a person can get wrong on the command line is refused before the data

@@ -44,18 +44,22 @@ func (s *Server) open(ctx context.Context) (*opened, error) {
 	return s.join(ctx, local)
 }
 
-func (s *Server) restart() (*opened, error) {
+func (s *Server) restart() (_ *opened, err error) {
 	st, err := storage.Open(s.cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
 	}
+	// The store stays open only for a member that goes on to run.
+	defer func() {
+		if err != nil {
+			st.Close()
+		}
+	}()
 	state, err := st.Load()
 	if err != nil {
-		st.Close()
 		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
 	}
 	if state.Removed {
-		st.Close()
 		if s.cfg.ForceNewCluster {
 			return nil, fmt.Errorf("--force-new-cluster: --data-dir %q belongs to a member that was removed from its cluster; start from another member's data", s.cfg.DataDir)
 		}
@@ -63,11 +67,9 @@ func (s *Server) restart() (*opened, error) {
 	}
 	if s.cfg.ForceNewCluster {
 		if err := raftnode.ForceNewCluster(st, state); err != nil {
-			st.Close()
 			return nil, fmt.Errorf("--force-new-cluster: %w", err)
 		}
 		if state, err = st.Load(); err != nil {
-			st.Close()
 			return nil, err
 		}
 		s.cfg.Logger.Warn("forcing a new cluster: every other member is removed", "member", state.MemberID.String())
@@ -75,7 +77,6 @@ func (s *Server) restart() (*opened, error) {
 	}
 	if s.cfg.InitialClusterState == "new" && s.cfg.InitialClusterGiven {
 		if want := datadir.NewCluster(s.initial, s.cfg.InitialClusterToken); want.ID != state.ClusterID {
-			st.Close()
 			return nil, fmt.Errorf("member %s has already been bootstrapped", state.MemberID)
 		}
 	}
