@@ -261,6 +261,9 @@ func (n *Node) send(msgs []*raftpb.Message) error {
 	return nil
 }
 
+// maybeSnapshot takes a snapshot of the applied membership once SnapshotCount entries have been
+// applied since the last one, and compacts the log behind it: the log, and a restart's replay of
+// it, stay bounded.
 func (n *Node) maybeSnapshot() error {
 	applied := n.applied.Load()
 	if applied-n.snapIndex < n.cfg.SnapshotCount {
