@@ -294,7 +294,6 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 	if err != nil {
 		return fillResult{}, err
 	}
-	leader := ms[0]
 	cl, err := newClient(ms)
 	if err != nil {
 		return fillResult{}, err
@@ -321,7 +320,7 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 	// is read every 200 changes to stop as soon as the log is long enough.
 	for i := 1; i <= b.opt.entries; i++ {
 		if i%200 == 0 {
-			st, err := cluster.Status(leader)
+			st, err := cluster.Status(ms[0]) // the leader
 			if err != nil {
 				return res, err
 			}
@@ -349,7 +348,7 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 		return res, fmt.Errorf("member remove filler: %w", err)
 	}
 	res.Changes++
-	st, err := cluster.Status(leader)
+	st, err := cluster.Status(ms[0]) // the leader
 	if err != nil {
 		return res, err
 	}

@@ -44,7 +44,9 @@ type Member struct {
 // ClientAddr returns the client address in the host:port form --endpoints takes.
 func (m *Member) ClientAddr() string { return strings.TrimPrefix(m.ClientURL, "http://") }
 
-// FreeAddr returns an address on 127.0.0.1 no other member of this test binary is given.
+// FreeAddr returns an address on 127.0.0.1 no other member of this test binary is given. Nothing
+// listens there until a member is started on it, so it also serves as an endpoint that refuses
+// connections.
 func FreeAddr(t testing.TB) string {
 	t.Helper()
 	ports, err := freeport.Ports(1)
@@ -143,18 +145,16 @@ func (m *Member) dial() (*grpc.ClientConn, error) {
 
 // InitialCluster returns name=peerURL of each member, joined by commas.
 func InitialCluster(ms []*Member) string {
-	parts := make([]string, len(ms))
-	for i, m := range ms {
-		parts[i] = m.Name + "=" + m.PeerURL
-	}
-	return strings.Join(parts, ",")
+	return join(ms, func(m *Member) string { return m.Name + "=" + m.PeerURL })
 }
 
 // Endpoints returns the members' client addresses joined by commas, the form --endpoints takes.
-func Endpoints(ms []*Member) string {
+func Endpoints(ms []*Member) string { return join(ms, (*Member).ClientAddr) }
+
+func join(ms []*Member, f func(*Member) string) string {
 	parts := make([]string, len(ms))
 	for i, m := range ms {
-		parts[i] = m.ClientAddr()
+		parts[i] = f(m)
 	}
 	return strings.Join(parts, ",")
 }

@@ -274,12 +274,9 @@ func (c *Cluster) argv(m *Member, args []string) []string {
 
 // Restart starts the member again with the flags and environment of its latest start.
 func (c *Cluster) Restart(name string) error {
-	m, err := c.Member(name)
+	m, err := c.started(name)
 	if err != nil {
 		return err
-	}
-	if m.proc == nil {
-		return fmt.Errorf("member %s was never started", name)
 	}
 	return c.Start(name, m.args, m.env)
 }
