@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -11,6 +11,9 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/clusterctl/clusterctl/pkg/server"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 func get(url string) (int, string, error) {
@@ -27,7 +30,7 @@ func get(url string) (int, string, error) {
 // wantGet waits until url answers code with body (any body when body is empty).
 func wantGet(t *testing.T, url string, code int, body string) {
 	t.Helper()
-	eventually(t, 10*time.Second, func() error {
+	servertest.Eventually(t, 10*time.Second, func() error {
 		c, b, err := get(url)
 		if err != nil {
 			return err
@@ -41,15 +44,15 @@ func wantGet(t *testing.T, url string, code int, body string) {
 
 // wantHealth waits until the member's standard gRPC health service, on its client URL, reports
 // want for the whole server (service "").
-func wantHealth(t *testing.T, m *member, want healthpb.HealthCheckResponse_ServingStatus) {
+func wantHealth(t *testing.T, m *servertest.Member, want healthpb.HealthCheckResponse_ServingStatus) {
 	t.Helper()
-	conn, err := grpc.NewClient("passthrough:///"+m.clientURL[len("http://"):], grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient("passthrough:///"+m.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
 	h := healthpb.NewHealthClient(conn)
-	eventually(t, 10*time.Second, func() error {
+	servertest.Eventually(t, 10*time.Second, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 		defer cancel()
 		r, err := h.Check(ctx, &healthpb.HealthCheckRequest{})
@@ -57,7 +60,7 @@ func wantHealth(t *testing.T, m *member, want healthpb.HealthCheckResponse_Servi
 			return err
 		}
 		if r.GetStatus() != want {
-			return errors.New(m.name + ": " + r.GetStatus().String())
+			return errors.New(m.Name + ": " + r.GetStatus().String())
 		}
 		return nil
 	})
@@ -67,20 +70,20 @@ func wantHealth(t *testing.T, m *member, want healthpb.HealthCheckResponse_Servi
 // gRPC health service on the client URLs; both say whether the member knows a leader.
 func TestMetricsURLs(t *testing.T) {
 	metrics := map[string]string{}
-	ms := startCluster(t, 2, func(c *Config) {
-		u := "http://" + freePort(t)
+	ms := servertest.Start(t, 2, func(c *server.Config) {
+		u := "http://" + servertest.FreeAddr(t)
 		metrics[c.Name] = u
 		c.ListenMetricsURLs, c.EnablePprof = []string{u}, c.Name == "m0"
 	})
 	for _, m := range ms {
-		wantGet(t, metrics[m.name]+"/health", http.StatusOK, "{\"health\":\"true\",\"reason\":\"\"}\n")
+		wantGet(t, metrics[m.Name]+"/health", http.StatusOK, "{\"health\":\"true\",\"reason\":\"\"}\n")
 		wantHealth(t, m, healthpb.HealthCheckResponse_SERVING)
 	}
 	wantGet(t, metrics["m0"]+"/debug/pprof/cmdline", http.StatusOK, "")
 	wantGet(t, metrics["m1"]+"/debug/pprof/cmdline", http.StatusNotFound, "")
 
 	// The other of two voters gone: no leader, and /health says so the way etcd's does.
-	if err := ms[1].stop(); err != nil {
+	if err := ms[1].Stop(); err != nil {
 		t.Fatal(err)
 	}
 	wantGet(t, metrics["m0"]+"/health", http.StatusServiceUnavailable, "{\"health\":\"false\",\"reason\":\"RAFT NO LEADER\"}\n")

@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -17,59 +17,61 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // A cluster that lost its majority restarts from one survivor's data, grows back one member
 // at a time, and the old members are refused when they come back.
 func TestForceNewCluster(t *testing.T) {
-	ms := startCluster(t, 3, nil)
+	ms := servertest.Start(t, 3, nil)
 	ctx, cancel := ctxWithName("l0")
 	defer cancel()
-	if _, err := ms[0].client(t).MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: true}); err != nil {
+	if _, err := ms[0].Client(t).MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: true}); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms {
-		if err := m.stop(); err != nil {
+		if err := m.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	survivor := ms[0]
-	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "new", func(c *Config) { c.ForceNewCluster = true }))
-	waitMembers(t, survivor, 1, true)
+	survivor.Start(t, survivor.Config("x=http://127.0.0.1:1", "new", func(c *server.Config) { c.ForceNewCluster = true }))
+	servertest.WaitMembers(t, survivor, 1, true)
 	// Restarting without the flag keeps the one-member cluster.
-	if err := survivor.stop(); err != nil {
+	if err := survivor.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	survivor.start(t, survivor.config("x=http://127.0.0.1:1", "existing", nil))
-	waitMembers(t, survivor, 1, true)
+	survivor.Start(t, survivor.Config("x=http://127.0.0.1:1", "existing", nil))
+	servertest.WaitMembers(t, survivor, 1, true)
 	// Grow back: a voter added to a one-voter cluster is accepted.
-	n, _, initial := addMember(t, survivor.client(t), "fresh", false)
-	n.start(t, n.config(initial, "existing", nil))
-	waitMembers(t, n, 2, true)
+	n, _, initial := addMember(t, survivor.Client(t), "fresh", false)
+	n.Start(t, n.Config(initial, "existing", nil))
+	servertest.WaitMembers(t, n, 2, true)
 	// An old member started on its data learns it was removed, and stops.
 	old := ms[1]
-	old.start(t, old.config("x=http://127.0.0.1:1", "existing", nil))
-	if err := old.exited(t, 15*time.Second); !errors.Is(err, ErrRemoved) {
+	old.Start(t, old.Config("x=http://127.0.0.1:1", "existing", nil))
+	if err := old.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
 		t.Fatalf("old member: %v", err)
 	}
 }
 
 func TestForceNewClusterRefusals(t *testing.T) {
-	m := newMember(t, "m0")
-	srv, err := New(m.config("m0="+m.peerURL, "new", func(c *Config) { c.ForceNewCluster = true }))
+	m := servertest.NewMember(t, "m0")
+	srv, err := server.New(m.Config("m0="+m.PeerURL, "new", func(c *server.Config) { c.ForceNewCluster = true }))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := srv.Run(t.Context()); err == nil || !strings.Contains(err.Error(), "holds no member") {
 		t.Fatalf("empty data dir: %v", err)
 	}
-	if _, err := os.Stat(m.dir); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("a refused start wrote %s", m.dir)
+	if _, err := os.Stat(m.Dir); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a refused start wrote %s", m.Dir)
 	}
 
 	// A removed member's data (tombstone) and a learner's data are refused too.
-	c := datadir.NewCluster([]datadir.Initial{{Name: "m0", URLs: []string{m.peerURL}}, {Name: "l", URLs: []string{"http://127.0.0.1:1"}}}, "test")
+	c := datadir.NewCluster([]datadir.Initial{{Name: "m0", URLs: []string{m.PeerURL}}, {Name: "l", URLs: []string{"http://127.0.0.1:1"}}}, "test")
 	for id, mm := range c.Members {
 		if mm.Name == "l" {
 			c.Members[id].IsLearner = true
@@ -87,8 +89,8 @@ func TestForceNewClusterRefusals(t *testing.T) {
 			}
 		}
 		st.Close()
-		cfg := m.config("m0="+m.peerURL, "new", func(c *Config) { c.ForceNewCluster = true; c.DataDir = dir; c.Name = tc.name })
-		srv, err := New(cfg)
+		cfg := m.Config("m0="+m.PeerURL, "new", func(c *server.Config) { c.ForceNewCluster = true; c.DataDir = dir; c.Name = tc.name })
+		srv, err := server.New(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -99,12 +101,12 @@ func TestForceNewClusterRefusals(t *testing.T) {
 }
 
 func TestRestartRefusals(t *testing.T) {
-	ms := startCluster(t, 1, nil)
+	ms := servertest.Start(t, 1, nil)
 	m := ms[0]
-	if err := m.stop(); err != nil {
+	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(m.config("m0=http://127.0.0.1:1", "new", func(c *Config) { c.InitialClusterGiven = true }))
+	srv, err := server.New(m.Config("m0=http://127.0.0.1:1", "new", func(c *server.Config) { c.InitialClusterGiven = true }))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -114,8 +116,8 @@ func TestRestartRefusals(t *testing.T) {
 		t.Fatalf("new cluster on another's data: %v", err)
 	}
 	// Without a --initial-cluster of its own the flags' defaults are not compared: it restarts.
-	m.start(t, m.config("default=http://127.0.0.1:2380", "new", nil))
-	waitMembers(t, m, 1, true)
+	m.Start(t, m.Config("default=http://127.0.0.1:2380", "new", nil))
+	servertest.WaitMembers(t, m, 1, true)
 }
 
 // A removal committed but not yet applied when the majority was lost, and proposed in an earlier
@@ -123,10 +125,10 @@ func TestRestartRefusals(t *testing.T) {
 // new cluster must not count it when it decides whom to remove, or the removed member would stay a
 // voter of the new cluster, which could then never elect a leader.
 func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
-	ms := []*member{newMember(t, "m0"), newMember(t, "m1"), newMember(t, "m2")}
+	ms := []*servertest.Member{servertest.NewMember(t, "m0"), servertest.NewMember(t, "m1"), servertest.NewMember(t, "m2")}
 	var initial []datadir.Initial
 	for _, m := range ms {
-		initial = append(initial, datadir.Initial{Name: m.name, URLs: []string{m.peerURL}})
+		initial = append(initial, datadir.Initial{Name: m.Name, URLs: []string{m.PeerURL}})
 	}
 	c := datadir.NewCluster(initial, "test")
 	var victim membership.ID
@@ -135,7 +137,7 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 			victim = id
 		}
 	}
-	st, err := datadir.Create(ms[0].dir, "m0", c)
+	st, err := datadir.Create(ms[0].Dir, "m0", c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -158,7 +160,7 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 	st.Close()
 
 	m := ms[0]
-	m.start(t, m.config("m0="+m.peerURL, "new", func(c *Config) { c.ForceNewCluster = true }))
+	m.Start(t, m.Config("m0="+m.PeerURL, "new", func(c *server.Config) { c.ForceNewCluster = true }))
 	// Only a one-voter cluster elects itself and answers a linearizable list.
-	waitMembers(t, m, 1, true)
+	servertest.WaitMembers(t, m, 1, true)
 }

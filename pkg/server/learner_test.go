@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"context"
@@ -10,15 +10,16 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // startLearner adds a learner through c, starts it, and waits until it is ready to promote.
-func startLearner(t *testing.T, ms []*member, name string) (*member, uint64) {
+func startLearner(t *testing.T, ms []*servertest.Member, name string) (*servertest.Member, uint64) {
 	t.Helper()
-	n, added, initial := addMember(t, ms[0].client(t), name, true)
-	n.start(t, n.config(initial, "existing", nil))
-	waitMembers(t, n, len(added.Members), false)
+	n, added, initial := addMember(t, ms[0].Client(t), name, true)
+	n.Start(t, n.Config(initial, "existing", nil))
+	servertest.WaitMembers(t, n, len(added.Members), false)
 	return n, added.Member.ID
 }
 
@@ -32,7 +33,7 @@ func message(err error) string {
 // Two clients promote the same learner at once: exactly one promotes it, the other is told it
 // is a voter already.
 func TestConcurrentPromote(t *testing.T) {
-	ms := startCluster(t, 3, nil)
+	ms := servertest.Start(t, 3, nil)
 	_, id := startLearner(t, ms, "l")
 	var wg sync.WaitGroup
 	results := make([]string, 2)
@@ -40,16 +41,18 @@ func TestConcurrentPromote(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			eventuallyCtx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			defer cancel()
-			for eventuallyCtx.Err() == nil {
-				_, err := ms[i+1].client(t).MemberPromote(eventuallyCtx, &pb.MemberPromoteRequest{ID: id})
+			c := ms[i+1].Client(t)
+			// Until the learner has caught up, both are told it is not in sync: retry that only.
+			_ = servertest.Poll(10*time.Second, func() error {
+				ctx, cancel := ctxWithName("")
+				defer cancel()
+				_, err := c.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
 				results[i] = message(err)
-				if results[i] != "etcdserver: can only promote a learner member which is in sync with leader" {
-					return
+				if results[i] == "etcdserver: can only promote a learner member which is in sync with leader" {
+					return err
 				}
-				time.Sleep(20 * time.Millisecond)
-			}
+				return nil
+			})
 		}()
 	}
 	wg.Wait()
@@ -72,7 +75,7 @@ func TestConcurrentPromote(t *testing.T) {
 // A promote and a remove of the same learner race: whatever order they are applied in, the
 // learner ends removed and every member agrees.
 func TestPromoteRacesRemove(t *testing.T) {
-	ms := startCluster(t, 3, nil)
+	ms := servertest.Start(t, 3, nil)
 	learner, id := startLearner(t, ms, "l")
 	var wg sync.WaitGroup
 	var promoteErr, removeErr error
@@ -81,13 +84,13 @@ func TestPromoteRacesRemove(t *testing.T) {
 		defer wg.Done()
 		ctx, cancel := ctxWithName("")
 		defer cancel()
-		_, promoteErr = ms[1].client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+		_, promoteErr = ms[1].Client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
 	}()
 	go func() {
 		defer wg.Done()
 		ctx, cancel := ctxWithName("")
 		defer cancel()
-		_, removeErr = ms[2].client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
+		_, removeErr = ms[2].Client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: id})
 	}()
 	wg.Wait()
 	if removeErr != nil {
@@ -96,40 +99,28 @@ func TestPromoteRacesRemove(t *testing.T) {
 	if m := message(promoteErr); m != "" && m != "etcdserver: member not found" && m != "etcdserver: can only promote a learner member which is in sync with leader" {
 		t.Fatalf("promote: %v", promoteErr)
 	}
-	learner.exited(t, 10*time.Second)
+	learner.Exited(t, 10*time.Second)
 	for _, m := range ms {
-		waitMembers(t, m, 3, false)
+		servertest.WaitMembers(t, m, 3, false)
 	}
 }
 
 // A promote sent while leadership moves either happens or is refused with a clear error; it
 // never hangs until its deadline, and all members agree on the outcome.
 func TestPromoteDuringLeaderChange(t *testing.T) {
-	ms := startCluster(t, 3, nil)
+	ms := servertest.Start(t, 3, nil)
 	_, id := startLearner(t, ms, "l")
-	lead := leaderOf(t, ms[0])
-	var leader *member
-	for _, m := range ms {
-		if r, _ := list(m.client(t), false); r.Header.MemberId == lead {
-			leader = m
-		}
-	}
 	// Stopping the leader forces an election while the promote is in flight.
-	var other *member
-	for _, m := range ms {
-		if m != leader {
-			other = m
-		}
-	}
+	leader, other, _ := leaderAndOther(t, ms)
 	done := make(chan error, 1)
 	start := time.Now()
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		_, err := other.client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+		_, err := other.Client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
 		done <- err
 	}()
-	if err := leader.stop(); err != nil {
+	if err := leader.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	err := <-done
@@ -147,7 +138,7 @@ func TestPromoteDuringLeaderChange(t *testing.T) {
 		t.Fatalf("promote during a leader change: %v", err)
 	}
 	unknown := message(err) == "etcdserver: request timed out"
-	r, lerr := list(other.client(t), true)
+	r, lerr := servertest.List(other.Client(t), true)
 	if lerr != nil {
 		t.Fatal(lerr)
 	}
@@ -161,29 +152,29 @@ func TestPromoteDuringLeaderChange(t *testing.T) {
 // A member that joined but was stopped before its first snapshot arrived still reaches its
 // peers after a restart (it keeps the peers it was shown at join time), and catches up.
 func TestRestartBeforeFirstSnapshot(t *testing.T) {
-	ms := startCluster(t, 3, nil)
-	n, _, initial := addMember(t, ms[2].client(t), "late", true)
+	ms := servertest.Start(t, 3, nil)
+	n, _, initial := addMember(t, ms[2].Client(t), "late", true)
 	// Without a quorum there is no leader to send the new member anything.
 	for _, m := range ms[:2] {
-		if err := m.stop(); err != nil {
+		if err := m.Stop(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	n.start(t, n.config(initial, "existing", nil))
-	eventually(t, 10*time.Second, func() error {
+	n.Start(t, n.Config(initial, "existing", nil))
+	servertest.Eventually(t, 10*time.Second, func() error {
 		// Joined: its data directory is written, its log still empty.
-		if !storage.Exists(n.dir) {
+		if !storage.Exists(n.Dir) {
 			return errors.New("not joined yet")
 		}
 		return nil
 	})
-	if err := n.stop(); err != nil {
+	if err := n.Stop(); err != nil {
 		t.Fatal(err)
 	}
 	for _, m := range ms[:2] {
-		m.start(t, m.config("x=http://127.0.0.1:1", "existing", nil))
+		m.Start(t, m.Config("x=http://127.0.0.1:1", "existing", nil))
 	}
 	// Restarted without any --initial-cluster of use: only what it stored can help it.
-	n.start(t, n.config("x=http://127.0.0.1:1", "existing", nil))
-	waitMembers(t, n, 4, false)
+	n.Start(t, n.Config("x=http://127.0.0.1:1", "existing", nil))
+	servertest.WaitMembers(t, n, 4, false)
 }

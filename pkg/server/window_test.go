@@ -1,4 +1,4 @@
-package server
+package server_test
 
 import (
 	"net"
@@ -7,20 +7,21 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/h2probe"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 // A member never pings a client or a peer because data arrived: every connection it accepts has
 // a fixed flow-control window (transport.Window). grpc's dynamic window pings the sender after
 // data arrives, and those pings and their answers were half of the members' socket traffic.
 func TestNoFlowControlPings(t *testing.T) {
-	m := startCluster(t, 1, nil)[0]
+	m := servertest.Start(t, 1, nil)[0]
 	for _, c := range []struct {
 		port, url, path string
 		msg             []byte
 	}{
 		// Registered methods, so that the member reads the request before it answers.
-		{"client", m.clientURL, "/etcdserverpb.Cluster/MemberList", nil},
-		{"peer", m.peerURL, "/clusterd.peer.v1.Members/Membership", []byte("{}")},
+		{"client", m.ClientURL, "/etcdserverpb.Cluster/MemberList", nil},
+		{"peer", m.PeerURL, "/clusterd.peer.v1.Members/Membership", []byte("{}")},
 	} {
 		addr := strings.TrimPrefix(c.url, "http://")
 		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)

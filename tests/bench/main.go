@@ -140,7 +140,7 @@ type bench struct {
 
 	clusterd, clusterctl, floor, gostart, peakrss, etcdctl string
 
-	c   *localCluster
+	c   *cluster.Cluster
 	r   *runner
 	rep *report
 }
@@ -153,7 +153,9 @@ func (b *bench) logf(format string, args ...any) {
 // called on every path out of run.
 func (b *bench) cleanup() {
 	if b.c != nil {
-		b.c.stop()
+		if err := b.c.StopAll(5 * time.Second); err != nil {
+			b.logf("stopping the members: %v", err)
+		}
 	}
 	if b.r != nil {
 		b.r.close()
@@ -196,10 +198,7 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	b.c = &localCluster{bin: b.clusterd, dir: b.dir, profile: b.opt.profile != "", extra: []string{
-		fmt.Sprintf("--snapshot-count=%d", b.opt.snapshotCount),
-		"--log-level=" + b.opt.logLevel,
-	}}
+	b.c = b.newCluster(ctx)
 	return b.measure(ctx)
 }
 
@@ -211,31 +210,18 @@ func (b *bench) build(ctx context.Context) error {
 	b.floor = filepath.Join(b.dir, "floor")
 	b.peakrss = filepath.Join(b.dir, "peakrss")
 	b.gostart = filepath.Join(b.dir, "gostart")
-	builds := [][]string{
-		{b.floor, "./tests/bench/floor"},
-		{b.gostart, "./tests/bench/gostart"},
-		{b.peakrss, "./tests/bench/peakrss"},
+	// What `make build` does (see BUILD in the Makefile): the floors are built like the programs
+	// they are the floors of.
+	if err := (cluster.Build{Dir: b.dir, Release: true, Logf: b.logf,
+		Packages: []string{"./tests/bench/floor", "./tests/bench/gostart", "./tests/bench/peakrss"}}).Run(ctx); err != nil {
+		return err
 	}
 	if b.opt.build {
-		builds = append(builds,
-			[]string{b.clusterd, "./cmd/clusterd"},
-			[]string{b.clusterctl, "./cmd/clusterctl"})
+		if err := (cluster.Build{Dir: filepath.Join(b.root, "bin"), Release: true, Logf: b.logf}).Run(ctx); err != nil {
+			return err
+		}
 	} else {
 		b.rep.note("bin/clusterd and bin/clusterctl were used as found (-build=false)")
-	}
-	for i, outPkg := range builds {
-		// What `make build` does (see BUILD in the Makefile): the floors are built like the
-		// programs they are the floors of.
-		builds[i] = append([]string{"build", "-trimpath", "-tags=" + cluster.BuildTags, "-ldflags=-s -w", "-o"}, outPkg...)
-		b.logf("CGO_ENABLED=0 go %s", strings.Join(builds[i], " "))
-	}
-	for _, args := range builds {
-		cmd := exec.CommandContext(ctx, "go", args...)
-		cmd.Dir = b.root
-		cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
-		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
-		}
 	}
 	cached := filepath.Join(b.root, ".cache", "etcd-v3.7.1", "etcdctl")
 	if _, err := os.Stat(cached); err != nil && !b.opt.buildEtcd {

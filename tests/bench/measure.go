@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -20,72 +21,20 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // rpcTimeout bounds one in-process request; on loopback each takes milliseconds.
 const rpcTimeout = 5 * time.Second
 
-// newClient returns a pkg/client for the given members, in that order.
-func newClient(ms []*member) (*client.Client, error) {
-	eps := make([]string, len(ms))
-	for i, m := range ms {
-		eps[i] = m.clientAddr
-	}
-	return client.New(client.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
-}
-
-// leaderFirst returns the running members with the leader first, so an in-process request goes
-// straight to the member that decides it and the figure holds no forwarding hop.
-func (b *bench) leaderFirst(ctx context.Context) ([]*member, *member, error) {
-	leader, err := b.c.waitLeader(ctx, 10*time.Second)
-	if err != nil {
-		return nil, nil, err
-	}
-	ms := []*member{leader}
-	for _, m := range b.c.running() {
-		if m != leader {
-			ms = append(ms, m)
-		}
-	}
-	return ms, leader, nil
-}
-
-// waitReady waits for a leader and until every member answers a linearizable member list.
-func (b *bench) waitReady(ctx context.Context) error {
-	if _, err := b.c.waitLeader(ctx, 20*time.Second); err != nil {
-		return err
-	}
-	for _, m := range b.c.running() {
-		cl, err := newClient([]*member{m})
-		if err != nil {
-			return err
-		}
-		err = poll(ctx, 10*time.Second, "wait for "+m.name+" to serve member list", func() (bool, error) {
-			cctx, cancel := context.WithTimeout(ctx, time.Second)
-			defer cancel()
-			r, err := cl.MemberList(cctx, true)
-			if err != nil {
-				return false, err
-			}
-			for _, x := range r.Members {
-				if !x.Started {
-					return false, fmt.Errorf("%s is not started yet", x.Name)
-				}
-			}
-			return true, nil
-		})
-		cl.Close()
-		if err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // fsyncFloor appends 4 KiB records to a new file in the data dirs' file system and fdatasyncs
 // after each: the least one durable raft write can cost here. The file grows like an append-only
 // log, so each fdatasync also writes the new size, as it does for a log that is not preallocated.
 func (b *bench) fsyncFloor(ctx context.Context) (samples, error) {
+	// The members' data dirs are there too; the floor does not rely on a member having made it.
+	if err := os.MkdirAll(filepath.Join(b.dir, "data"), 0o755); err != nil {
+		return nil, err
+	}
 	f, err := os.OpenFile(filepath.Join(b.dir, "data", "fsync-floor.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND|os.O_EXCL, 0o644)
 	if err != nil {
 		return nil, err
@@ -287,7 +236,7 @@ func (b *bench) confChangeRuns(ctx context.Context) (map[route]samples, error) {
 // follower, pairs times or until until (when it is not zero), whichever comes first, and
 // returns the time of each change.
 func (b *bench) addRemoveLoop(ctx context.Context, via route, pairs int, until time.Time) (samples, error) {
-	ms, _, err := b.leaderFirst(ctx)
+	ms, _, err := b.leaderFirst()
 	if err != nil {
 		return nil, err
 	}
@@ -341,7 +290,7 @@ type fillResult struct {
 // request per entry, where adding and removing a learner takes two requests for two entries and
 // leaves an ID behind in the removed list each time.
 func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
-	ms, leader, err := b.leaderFirst(ctx)
+	ms, _, err := b.leaderFirst()
 	if err != nil {
 		return fillResult{}, err
 	}
@@ -371,7 +320,7 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 	// is read every 200 changes to stop as soon as the log is long enough.
 	for i := 1; i <= b.opt.entries; i++ {
 		if i%200 == 0 {
-			st, err := leader.status(ctx)
+			st, err := cluster.Status(ms[0]) // the leader
 			if err != nil {
 				return res, err
 			}
@@ -399,7 +348,7 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 		return res, fmt.Errorf("member remove filler: %w", err)
 	}
 	res.Changes++
-	st, err := leader.status(ctx)
+	st, err := cluster.Status(ms[0]) // the leader
 	if err != nil {
 		return res, err
 	}
@@ -421,16 +370,16 @@ type learnerResult struct {
 // The figure runs from just before the process is started until the promote succeeded.
 func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, error) {
 	res := learnerResult{Name: name}
-	ms, _, err := b.leaderFirst(ctx)
+	ms, _, err := b.leaderFirst()
 	if err != nil {
 		return res, err
 	}
-	m, err := newMember(b.dir, name)
+	m, err := b.c.Alloc(name)
 	if err != nil {
 		return res, err
 	}
-	out, err := b.r.run(ctx, b.clusterctl, "--endpoints="+endpoints(ms), "member", "add", name,
-		"--peer-urls="+m.peerURL, "--learner", "-w", "env")
+	out, err := b.r.run(ctx, b.clusterctl, "--endpoints="+cluster.Endpoints(ms), "member", "add", name,
+		"--peer-urls="+m.PeerURL, "--learner", "-w", "env")
 	if err != nil {
 		return res, err
 	}
@@ -451,26 +400,28 @@ func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, e
 	}
 	var id uint64
 	for _, x := range list.Members {
-		if slices.Contains(x.PeerURLs, m.peerURL) {
+		if slices.Contains(x.PeerURLs, m.PeerURL) {
 			id = x.ID
 		}
 	}
 	if id == 0 {
-		return res, fmt.Errorf("%s (%s) is not in the member list after member add", name, m.peerURL)
+		return res, fmt.Errorf("%s (%s) is not in the member list after member add", name, m.PeerURL)
 	}
 	start := time.Now()
 	res.StartedAt = start.UTC().Format(time.RFC3339Nano)
-	if err := b.c.start(m, m.listenArgs(), env); err != nil {
+	if err := b.c.Start(name, m.ListenArgs(), env); err != nil {
 		return res, err
 	}
 	const promoteInterval = 2 * time.Millisecond
 	deadline := start.Add(30 * time.Second)
 	var last error
-	// Bounded by the deadline and, since every attempt waits promoteInterval, by a count.
+	// Bounded by the deadline and, since every attempt waits promoteInterval, by a count. The
+	// fixed pace is part of the figure, whose resolution it sets: a growing interval, as a
+	// condition wait would use, would add up to its own length to the time measured.
 	for attempt := 0; attempt < int(30*time.Second/promoteInterval); attempt++ {
-		if !m.running() {
-			e, _ := m.p.Wait(0)
-			return res, fmt.Errorf("learner %s exited (%v): %s", name, e, m.p.StderrTail(10))
+		if !m.Running() {
+			e, _ := b.c.WaitExit(name, 0)
+			return res, fmt.Errorf("learner %s exited (%v): %s", name, e, proc.Tail(m.Stderr, 10))
 		}
 		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		_, err := cl.MemberPromote(cctx, id)
@@ -539,19 +490,22 @@ func longestGap(begin time.Time, ok []time.Time, answered, end time.Time) (gap t
 	return gap, from, nil
 }
 
+// The windows in which leaderRemoval's reader is watched before the removal and after the
+// cluster serves again.
+const (
+	baselineWindow = 300 * time.Millisecond
+	tailWindow     = 500 * time.Millisecond
+)
+
 // leaderRemoval removes the leader while one client with every running member's endpoint (the
 // leader's first, so it has to move on) lists the members linearizably in a loop, and returns
 // the longest time without a successful list (see longestGap).
 func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
-	ms, leader, err := b.leaderFirst(ctx)
+	ms, leaderID, err := b.leaderFirst()
 	if err != nil {
 		return removalResult{}, err
 	}
-	st, err := leader.status(ctx)
-	if err != nil {
-		return removalResult{}, err
-	}
-	leaderID := st.GetHeader().GetMemberId()
+	leader := ms[0]
 	reader, err := newClient(ms)
 	if err != nil {
 		return removalResult{}, err
@@ -565,6 +519,7 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 		first      error
 	}
 	done := make(chan outcome, 1)
+	var lastOK atomic.Int64 // UnixNano of the latest successful list, for the wait below
 	go func() {
 		o := outcome{begin: time.Now()}
 		// Bounded by time and count: at most 20 s and 200,000 lists.
@@ -583,7 +538,9 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 			_, err := reader.MemberList(cctx, true)
 			cancel()
 			if err == nil {
-				o.ok = append(o.ok, time.Now())
+				now := time.Now()
+				o.ok = append(o.ok, now)
+				lastOK.Store(now.UnixNano())
 			} else {
 				if o.failures == 0 {
 					o.first = err
@@ -596,8 +553,12 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	}()
 	finish := func() outcome { close(stop); return <-done }
 
-	// A baseline of successes before the removal shows the loop's own pace.
-	time.Sleep(300 * time.Millisecond)
+	// A baseline of successes before the removal shows the loop's own pace: this window is part
+	// of what is measured, not a wait for anything.
+	if err := sleepCtx(ctx, baselineWindow); err != nil {
+		finish()
+		return removalResult{}, err
+	}
 	remover, err := newClient(ms)
 	if err != nil {
 		finish()
@@ -611,22 +572,33 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	cancel()
 	if err != nil {
 		finish()
-		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.name, err)
+		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.Name, err)
 	}
 	res := removalResult{RemoveMS: millis(answered.Sub(rmStart))}
-	e, werr := leader.p.Wait(10 * time.Second)
+	e, werr := b.c.WaitExit(leader.Name, 10*time.Second)
 	if werr != nil {
 		res.ExitStatus = "still running 10s after its removal"
 	} else {
 		res.ExitStatus = e.String()
 	}
-	if _, err := b.c.waitLeader(ctx, 10*time.Second); err != nil {
+	if _, _, err := b.c.WaitLeader(10 * time.Second); err != nil {
 		finish()
 		return res, err
 	}
-	// The reader keeps going a while after a new leader is known, so a gap that ends late is
-	// still seen.
-	time.Sleep(500 * time.Millisecond)
+	// The gap that began with the removal ends with the reader's first list after it.
+	leaderKnown := time.Now()
+	err = proc.PollContext(ctx, 10*time.Second, "wait for the reader to list the members again", func() (bool, error) {
+		return lastOK.Load() > leaderKnown.UnixNano(), nil
+	})
+	if err != nil {
+		finish()
+		return res, err
+	}
+	// The reader then keeps going for a measured window, so a later gap is still seen.
+	if err := sleepCtx(ctx, tailWindow); err != nil {
+		finish()
+		return res, err
+	}
 	o := finish()
 	res.Successes, res.Failures = len(o.ok), o.failures
 	for _, t := range o.ok {
@@ -640,7 +612,7 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	gap, from, err := longestGap(o.begin, o.ok, answered, o.end)
 	res.LongestGapMS, res.GapFromMS = millis(gap), millis(from.Sub(rmStart))
 	if err != nil {
-		return res, fmt.Errorf("leader removal of %s: %w", leader.name, err)
+		return res, fmt.Errorf("leader removal of %s: %w", leader.Name, err)
 	}
 	return res, nil
 }

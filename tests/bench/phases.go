@@ -4,6 +4,8 @@ import (
 	"context"
 	"fmt"
 	"time"
+
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // measure runs every measurement in an order that needs no member to be restarted: the figures
@@ -13,14 +15,14 @@ import (
 // profiles.
 func (b *bench) measure(ctx context.Context) error {
 	b.logf("starting 3 members in %s", b.dir)
-	if err := b.c.bootstrap(3); err != nil {
+	if _, err := b.c.Bootstrap(3, nil); err != nil {
 		return err
 	}
 	if err := b.waitReady(ctx); err != nil {
 		return err
 	}
-	boot := b.c.running()
-	eps := endpoints(boot)
+	boot := b.c.Running()
+	eps := cluster.Endpoints(boot)
 
 	// Idle memory: the fsync floor runs in this process during the idle time, which the members
 	// do not see; they only exchange heartbeats.
@@ -39,7 +41,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	var rss samples
 	for _, m := range boot {
-		v, err := vmRSS(m.p.Pid())
+		v, err := vmRSS(m.Pid())
 		if err != nil {
 			return err
 		}
@@ -49,7 +51,7 @@ func (b *bench) measure(ctx context.Context) error {
 	b.logf("member list: %d runs (+%d warm-up) per program", b.opt.listRuns, b.opt.warmup)
 	tools := []tool{
 		{key: "clusterctl", path: b.clusterctl, args: []string{"--endpoints=" + eps, "member", "list"}},
-		{key: "floor", path: b.floor, args: []string{boot[0].clientAddr}},
+		{key: "floor", path: b.floor, args: []string{boot[0].ClientAddr}},
 		{key: "gostart", path: b.gostart},
 	}
 	clis := map[string]string{"clusterctl": b.clusterctl}

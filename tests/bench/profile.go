@@ -33,11 +33,11 @@ func (b *bench) profileConfChanges(ctx context.Context) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	ms, leader, err := b.leaderFirst(ctx)
+	ms, _, err := b.leaderFirst()
 	if err != nil {
 		return err
 	}
-	follower := ms[1]
+	leader, follower := ms[0], ms[1]
 	secs := max(1, int(b.opt.profileFor.Round(time.Second)/time.Second))
 	// during fetches the profiles while the conf change loop fills their window, and returns
 	// how many changes it made.
@@ -56,19 +56,19 @@ func (b *bench) profileConfChanges(ctx context.Context) error {
 		return len(s), loopErr
 	}
 
-	cpuChanges, err := during([2]string{fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", leader.metricsURL, secs), "leader-cpu.pprof"})
+	cpuChanges, err := during([2]string{fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", leader.MetricsURL, secs), "leader-cpu.pprof"})
 	if err != nil {
 		return err
 	}
 	traceChanges, err := during(
-		[2]string{fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", leader.metricsURL, secs), "leader.trace"},
-		[2]string{fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", follower.metricsURL, secs), "follower.trace"})
+		[2]string{fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", leader.MetricsURL, secs), "leader.trace"},
+		[2]string{fmt.Sprintf("%s/debug/pprof/trace?seconds=%d", follower.MetricsURL, secs), "follower.trace"})
 	if err != nil {
 		return err
 	}
 
 	summary := []string{fmt.Sprintf("leader %s, follower %s; %d conf changes in %d s under the CPU profile, %d under the traces",
-		leader.name, follower.name, cpuChanges, secs, traceChanges)}
+		leader.Name, follower.Name, cpuChanges, secs, traceChanges)}
 	cpu, err := cpuSummary(ctx, dir, cpuChanges)
 	if err != nil {
 		return err

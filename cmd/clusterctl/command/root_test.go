@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 func TestMain(m *testing.M) {
@@ -37,17 +39,6 @@ func listener(t *testing.T) (string, *atomic.Int32) {
 		}
 	}()
 	return l.Addr().String(), &n
-}
-
-func deadAddr(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := l.Addr().String()
-	l.Close()
-	return addr
 }
 
 func runArgs(args ...string) (stdout, stderr string, code int) {
@@ -94,7 +85,7 @@ func TestBadCommandLinesSendNothing(t *testing.T) {
 }
 
 func TestCannotConnectNamesEndpoints(t *testing.T) {
-	a, b := deadAddr(t), deadAddr(t)
+	a, b := servertest.FreeAddr(t), servertest.FreeAddr(t)
 	stdout, stderr, code := runArgs("--endpoints="+a+","+b, "member", "list")
 	want := "Error: no endpoint answered: " + a + " (connect: connection refused), " + b + " (connect: connection refused)\n"
 	if code != 2 || stdout != "" || stderr != want {
@@ -105,7 +96,7 @@ func TestCannotConnectNamesEndpoints(t *testing.T) {
 // TestSettingsPrecedence checks flag over CLUSTERCTL_* over the config file, through the
 // endpoint the error names.
 func TestSettingsPrecedence(t *testing.T) {
-	fromFile, fromEnv, fromFlag := deadAddr(t), deadAddr(t), deadAddr(t)
+	fromFile, fromEnv, fromFlag := servertest.FreeAddr(t), servertest.FreeAddr(t), servertest.FreeAddr(t)
 	config := filepath.Join(t.TempDir(), "clusterctl.yaml")
 	if err := os.WriteFile(config, []byte("endpoints: ["+fromFile+"]\nwrite-out: json\n"), 0o600); err != nil {
 		t.Fatal(err)
@@ -275,7 +266,7 @@ func TestConfigFileFormats(t *testing.T) {
 				t.Errorf("write-out: exit %d, stdout %q, stderr %q; want 128, %q", code, stdout, stderr, want)
 			}
 			// a flag still wins over the file
-			if _, _, code := runArgs(file, "-w", "json", "--endpoints="+deadAddr(t), "member", "add", "infra3", "--peer-urls=http://127.0.0.1:1"); code != 2 {
+			if _, _, code := runArgs(file, "-w", "json", "--endpoints="+servertest.FreeAddr(t), "member", "add", "infra3", "--peer-urls=http://127.0.0.1:1"); code != 2 {
 				t.Errorf("-w json over the file's table: exit %d, want 2 (sent, nothing listening)", code)
 			}
 		})
@@ -310,7 +301,7 @@ func TestConfigFileFromEnvironment(t *testing.T) {
 // TestWriteOutFlagOverEnvironment: -w wins over CLUSTERCTL_WRITE_OUT, which wins over the file.
 func TestWriteOutFlagOverEnvironment(t *testing.T) {
 	noSettingsFromEnv(t)
-	dead := deadAddr(t)
+	dead := servertest.FreeAddr(t)
 	config := writeConfig(t, "clusterctl.json", `{"endpoints": ["`+dead+`"], "write-out": "json"}`)
 	t.Setenv("CLUSTERCTL_WRITE_OUT", "env")
 	if _, stderr, code := runArgs("--config-file="+config, "member", "list"); code != 128 || !strings.Contains(stderr, `"env"`) {

@@ -16,6 +16,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 func TestSnapshotFileValidate(t *testing.T) {
@@ -86,12 +87,12 @@ func TestSnapshotRestoreValidate(t *testing.T) {
 // TestSnapshotSaveStatusRestore saves a snapshot from a running cluster, reads it back, restores
 // it into a new one-member cluster, starts that member and lists it.
 func TestSnapshotSaveStatusRestore(t *testing.T) {
-	ms := startTestCluster(t, 3)
-	eps := ms[0].clientAddr + "," + ms[1].clientAddr + "," + ms[2].clientAddr
+	ms := servertest.Start(t, 3, nil)
+	eps := servertest.Endpoints(ms)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.db")
 	// Members publish their client URLs after they join: wait, so the snapshot holds them.
-	waitFor(t, func() error {
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
 		out, errOut, code := runArgs("--endpoints="+eps, "member", "list")
 		if code != 0 || strings.Count(out, ", started, ") != 3 {
 			return fmt.Errorf("exit %d: %s%s", code, out, errOut)
@@ -131,8 +132,8 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 		t.Fatalf("status: exit %d\n%s%s", code, out, errOut)
 	}
 	for _, m := range ms {
-		if !strings.Contains(out, ", started, "+m.name+", "+m.peerURL+", http://"+m.clientAddr+", false\n") {
-			t.Errorf("status does not list %s:\n%s", m.name, out)
+		if !strings.Contains(out, ", started, "+m.Name+", "+m.PeerURL+", "+m.ClientURL+", false\n") {
+			t.Errorf("status does not list %s:\n%s", m.Name, out)
 		}
 	}
 	if !strings.Contains(out, "cluster ID: ") || !strings.Contains(out, "sha256: ") {
@@ -150,28 +151,28 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 	}
 
 	// Restore into a new one-member cluster and start it.
-	r := newTestMember(t, "r0")
-	initial := "r0=" + r.peerURL
-	restore := []string{"snapshot", "restore", file, "--data-dir=" + r.dir, "--name=r0",
-		"--initial-cluster=" + initial, "--initial-advertise-peer-urls=" + r.peerURL, "--initial-cluster-token=test"}
+	r := servertest.NewMember(t, "r0")
+	initial := "r0=" + r.PeerURL
+	restore := []string{"snapshot", "restore", file, "--data-dir=" + r.Dir, "--name=r0",
+		"--initial-cluster=" + initial, "--initial-advertise-peer-urls=" + r.PeerURL, "--initial-cluster-token=" + servertest.Token}
 	out, errOut, code = runArgs(restore...)
-	if code != exitOK || !strings.HasPrefix(out, "Restored "+file+" into "+r.dir+" as member ") {
+	if code != exitOK || !strings.HasPrefix(out, "Restored "+file+" into "+r.Dir+" as member ") {
 		t.Fatalf("restore: exit %d\n%s%s", code, out, errOut)
 	}
 	// A second restore into the same, now non-empty, directory is refused.
-	if _, errOut, code := runArgs(restore...); code != exitBadArgs || errOut != fmt.Sprintf("Error: --data-dir %q is not empty\n", r.dir) {
+	if _, errOut, code := runArgs(restore...); code != exitBadArgs || errOut != fmt.Sprintf("Error: --data-dir %q is not empty\n", r.Dir) {
 		t.Errorf("restore into a non-empty dir: exit %d, %s", code, errOut)
 	}
-	r.start(t, initial, "new")
-	waitFor(t, func() error {
-		out, errOut, code := runArgs("--endpoints="+r.clientAddr, "member", "list")
-		if code != 0 || !strings.Contains(out, ", started, r0, "+r.peerURL+", http://"+r.clientAddr+", false\n") || strings.Count(out, "\n") != 1 {
+	r.Start(t, r.Config(initial, "new", nil))
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		out, errOut, code := runArgs("--endpoints="+r.ClientAddr(), "member", "list")
+		if code != 0 || !strings.Contains(out, ", started, r0, "+r.PeerURL+", "+r.ClientURL+", false\n") || strings.Count(out, "\n") != 1 {
 			return fmt.Errorf("exit %d: %s%s", code, out, errOut)
 		}
 		return nil
 	})
 	// The restored cluster is a new one: the old members are not in it.
-	out, _, _ = runArgs("--endpoints="+r.clientAddr, "-w", "json", "member", "list")
+	out, _, _ = runArgs("--endpoints="+r.ClientAddr(), "-w", "json", "member", "list")
 	if strings.Contains(out, saved.ClusterID) {
 		t.Errorf("the restored cluster kept the old cluster ID %s: %s", saved.ClusterID, out)
 	}
@@ -180,10 +181,10 @@ func TestSnapshotSaveStatusRestore(t *testing.T) {
 // TestSnapshotCorruptFilesRefused checks that a truncated file and a flipped byte are refused by
 // status and restore with exit 19, and that restore writes nothing.
 func TestSnapshotCorruptFilesRefused(t *testing.T) {
-	ms := startTestCluster(t, 1)
+	ms := servertest.Start(t, 1, nil)
 	dir := t.TempDir()
 	file := filepath.Join(dir, "backup.db")
-	if out, errOut, code := runArgs("--endpoints="+ms[0].clientAddr, "snapshot", "save", file); code != exitOK {
+	if out, errOut, code := runArgs("--endpoints="+ms[0].ClientAddr(), "snapshot", "save", file); code != exitOK {
 		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
 	}
 	good, err := os.ReadFile(file)
@@ -224,7 +225,7 @@ func TestSnapshotCorruptFilesRefused(t *testing.T) {
 // TestSnapshotSaveDeadEndpoint: nothing answering is a connection failure, and leaves no file.
 func TestSnapshotSaveDeadEndpoint(t *testing.T) {
 	file := filepath.Join(t.TempDir(), "backup.db")
-	if _, errOut, code := runArgs("--endpoints="+newTestMember(t, "x").clientAddr, "--dial-timeout=300ms", "snapshot", "save", file); code != exitCannotConnect {
+	if _, errOut, code := runArgs("--endpoints="+servertest.NewMember(t, "x").ClientAddr(), "--dial-timeout=300ms", "snapshot", "save", file); code != exitCannotConnect {
 		t.Errorf("exit %d, %s", code, errOut)
 	}
 	for _, p := range []string{file, file + ".part"} {
@@ -279,7 +280,7 @@ func TestSnapshotSaveInterruptedBySignal(t *testing.T) {
 		t.Fatalf("save ended before the stream started: %+v", r)
 	}
 	// The handler is in place before anything is received, so before the .part file exists.
-	waitFor(t, func() error {
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
 		_, err := os.Stat(path + ".part")
 		return err
 	})

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"bytes"
+	"context"
 	"fmt"
 	"os"
 	"os/exec"
@@ -38,25 +39,58 @@ func ModuleRoot() (string, error) {
 // so that the tests run the binaries as they ship.
 const BuildTags = "grpcnotrace"
 
-// BuildOwn builds clusterd and clusterctl from this module into dir. The race detector is used
-// when the test binary itself was built with it, so `go test -race` also covers the servers.
-func BuildOwn(dir string) error {
+// Build says what to build from this module and how; Run builds it.
+type Build struct {
+	// Dir receives the binaries, each named after its package's directory.
+	Dir string
+	// Packages are relative to the module root; none means ./cmd/clusterd and ./cmd/clusterctl.
+	Packages []string
+	// Release builds the binaries as `make build` ships them (BUILD in the Makefile:
+	// CGO_ENABLED=0, -trimpath, -ldflags=-s -w), for measuring them. Otherwise they are built for
+	// testing, with the race detector when the test binary itself was built with it, so that
+	// `go test -race` also covers the servers.
+	Release bool
+	// Logf, if set, is told the go command before it runs.
+	Logf func(format string, args ...any)
+}
+
+// Run builds the packages with BuildTags into Dir, in one go command.
+func (b Build) Run(ctx context.Context) error {
 	root, err := ModuleRoot()
 	if err != nil {
 		return err
 	}
-	args := []string{"build", "-tags=" + BuildTags, "-o", dir + string(filepath.Separator)}
-	if raceEnabled {
+	args := []string{"build", "-tags=" + BuildTags}
+	var env []string
+	switch {
+	case b.Release:
+		args = append(args, "-trimpath", "-ldflags=-s -w")
+		env = append(env, "CGO_ENABLED=0")
+	case raceEnabled:
 		args = append(args, "-race")
 	}
-	args = append(args, "./cmd/clusterd", "./cmd/clusterctl")
-	cmd := exec.Command("go", args...)
+	args = append(args, "-o", b.Dir+string(filepath.Separator))
+	pkgs := b.Packages
+	if len(pkgs) == 0 {
+		pkgs = []string{"./cmd/clusterd", "./cmd/clusterctl"}
+	}
+	args = append(args, pkgs...)
+	if b.Logf != nil {
+		b.Logf("%s", strings.TrimSpace(strings.Join(env, " ")+" go "+strings.Join(args, " ")))
+	}
+	cmd := exec.CommandContext(ctx, "go", args...)
 	cmd.Dir = root
+	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go %s: %v\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
+}
+
+// BuildOwn builds clusterd and clusterctl for testing into dir.
+func BuildOwn(dir string) error {
+	return Build{Dir: dir}.Run(context.Background())
 }
 
 // MainWithOwn is a TestMain body: it builds clusterd and clusterctl into a temporary directory,

@@ -30,6 +30,16 @@ func TestBuildTagsAreMakeBuilds(t *testing.T) {
 	if !regexp.MustCompile(`(?m)^BUILD := .* -tags=\$\(TAGS\) `).Match(mk) {
 		t.Error("Makefile: BUILD does not use -tags=$(TAGS)")
 	}
+	// Build.Release claims to build as BUILD does: the bench measures what ships.
+	build := regexp.MustCompile(`(?m)^BUILD := (.*)$`).FindSubmatch(mk)
+	if build == nil {
+		t.Fatal("Makefile: no BUILD := line")
+	}
+	for _, flag := range []string{"CGO_ENABLED=0", "-trimpath", `-ldflags=-s\ -w`} {
+		if !strings.Contains(string(build[1]), flag) {
+			t.Errorf("Makefile BUILD = %q has no %s, which Build.Release uses", build[1], flag)
+		}
+	}
 }
 
 // grpcnotrace is what keeps golang.org/x/net/trace, and html/template with it, out of both

@@ -1,6 +1,8 @@
 package cluster
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -28,6 +30,16 @@ type Config struct {
 	Token string
 	// Logf, if set, records starts and stops in the test's log.
 	Logf func(format string, args ...any)
+	// Args are appended to the flags of every start, Bootstrap's and Start's alike (the bench's
+	// --snapshot-count and --log-level).
+	Args []string
+	// Profile gives each member a metrics URL of its own (Member.MetricsURL) and starts it with
+	// --listen-metrics-urls there and --enable-pprof, so its profiles can be fetched.
+	Profile bool
+	// Context, when done, ends every wait at once with its cause rather than at the wait's
+	// timeout: an interrupted program does not wait for members it is about to stop. Nil never
+	// ends a wait early.
+	Context context.Context
 }
 
 // Member is one member's fixed addresses and its current process, if any.
@@ -38,6 +50,7 @@ type Member struct {
 	DataDir    string
 	Stdout     string // file with the stdout of the latest start
 	Stderr     string // file with the stderr of the latest start
+	MetricsURL string // with Config.Profile: http://127.0.0.1:PORT, where /debug/pprof is served
 
 	args []string // of the latest start, for Restart
 	env  []string
@@ -49,6 +62,14 @@ func (m *Member) ClientURL() string { return "http://" + m.ClientAddr }
 
 // Running reports whether the member's process is running.
 func (m *Member) Running() bool { return m.proc != nil && m.proc.Running() }
+
+// Pid returns the process ID of the member's latest start, or 0 if it was never started.
+func (m *Member) Pid() int {
+	if m.proc == nil {
+		return 0
+	}
+	return m.proc.Pid()
+}
 
 // Cluster is a set of members started from one server binary.
 type Cluster struct {
@@ -65,6 +86,9 @@ func New(cfg Config) *Cluster {
 	}
 	if cfg.Logf == nil {
 		cfg.Logf = func(string, ...any) {}
+	}
+	if cfg.Context == nil {
+		cfg.Context = context.Background()
 	}
 	return &Cluster{cfg: cfg, members: map[string]*Member{}}
 }
@@ -84,7 +108,11 @@ func (c *Cluster) Alloc(name string) (*Member, error) {
 	if name == "" || strings.ContainsAny(name, "=,/ \t\n") {
 		return nil, fmt.Errorf("bad member name %q", name)
 	}
-	ports, err := freeport.Ports(2)
+	n := 2
+	if c.cfg.Profile {
+		n = 3
+	}
+	ports, err := freeport.Ports(n)
 	if err != nil {
 		return nil, err
 	}
@@ -95,6 +123,9 @@ func (c *Cluster) Alloc(name string) (*Member, error) {
 		DataDir:    filepath.Join(c.cfg.Dir, "data", name),
 		Stdout:     filepath.Join(c.cfg.Dir, name+".stdout"),
 		Stderr:     filepath.Join(c.cfg.Dir, name+".stderr"),
+	}
+	if c.cfg.Profile {
+		m.MetricsURL = "http://127.0.0.1:" + strconv.Itoa(ports[2])
 	}
 	c.members[name] = m
 	c.order = append(c.order, name)
@@ -201,8 +232,9 @@ func (c *Cluster) Bootstrap(n int, extra []string) ([]*Member, error) {
 	return ms, nil
 }
 
-// Start starts the named member's server with exactly args, and env added to the cluster's
-// environment. The member must be allocated and not running.
+// Start starts the named member's server with args followed by the cluster's Args (and the
+// profiling flags with Config.Profile), and env added to the cluster's environment. The member
+// must be allocated and not running.
 func (c *Cluster) Start(name string, args, env []string) error {
 	m, err := c.Member(name)
 	if err != nil {
@@ -214,7 +246,7 @@ func (c *Cluster) Start(name string, args, env []string) error {
 	p, err := proc.Start(proc.Spec{
 		Name:   name,
 		Path:   c.cfg.Server,
-		Args:   args,
+		Args:   c.argv(m, args),
 		Env:    append(append([]string{}, c.cfg.Env...), env...),
 		Dir:    c.cfg.Dir,
 		Stdout: m.Stdout,
@@ -231,14 +263,20 @@ func (c *Cluster) Start(name string, args, env []string) error {
 	return nil
 }
 
+// argv is what a start of m with args runs the server with.
+func (c *Cluster) argv(m *Member, args []string) []string {
+	argv := append(append([]string{}, args...), c.cfg.Args...)
+	if c.cfg.Profile {
+		argv = append(argv, "--listen-metrics-urls="+m.MetricsURL, "--enable-pprof")
+	}
+	return argv
+}
+
 // Restart starts the member again with the flags and environment of its latest start.
 func (c *Cluster) Restart(name string) error {
-	m, err := c.Member(name)
+	m, err := c.started(name)
 	if err != nil {
 		return err
-	}
-	if m.proc == nil {
-		return fmt.Errorf("member %s was never started", name)
 	}
 	return c.Start(name, m.args, m.env)
 }
@@ -297,6 +335,22 @@ func (c *Cluster) WaitExit(name string, timeout time.Duration) (proc.Exit, error
 		return e, fmt.Errorf("%v; its stderr ends:\n%s", err, m.proc.StderrTail(20))
 	}
 	return e, nil
+}
+
+// StopAll sends SIGTERM to every running member at once, then waits up to timeout for each to
+// exit and kills any that does not; signalling them together costs one timeout, not one each.
+func (c *Cluster) StopAll(timeout time.Duration) error {
+	ms := c.Running()
+	for _, m := range ms {
+		_ = m.proc.Signal(syscall.SIGTERM)
+	}
+	var errs []error
+	for _, m := range ms {
+		e, err := m.proc.Stop(timeout)
+		c.cfg.Logf("stopped %s: %v", m.Name, e)
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
 }
 
 // Close kills every running member and waits for each to be reaped. Data dirs are left for

@@ -101,7 +101,7 @@ func (c *Cluster) WaitStarted(timeout time.Duration, names ...string) error {
 		if err != nil {
 			return err
 		}
-		err = proc.Poll(timeout, "wait for "+name+" to start", func() (bool, error) {
+		err = proc.PollContext(c.cfg.Context, timeout, "wait for "+name+" to start", func() (bool, error) {
 			if !m.Running() {
 				return true, c.exited(m)
 			}
@@ -142,7 +142,7 @@ func (c *Cluster) exited(m *Member) error {
 func (c *Cluster) WaitLeader(timeout time.Duration, names ...string) (*Member, uint64, error) {
 	var leader *Member
 	var leaderID uint64
-	err := proc.Poll(timeout, "wait for a leader", func() (bool, error) {
+	err := proc.PollContext(c.cfg.Context, timeout, "wait for a leader", func() (bool, error) {
 		ms := c.Running()
 		if len(names) > 0 {
 			ms = ms[:0]
@@ -196,7 +196,7 @@ func (c *Cluster) WaitNoLeader(timeout time.Duration, name string) error {
 	if err != nil {
 		return err
 	}
-	return proc.Poll(timeout, "wait for "+name+" to lose its leader", func() (bool, error) {
+	return proc.PollContext(c.cfg.Context, timeout, "wait for "+name+" to lose its leader", func() (bool, error) {
 		if !m.Running() {
 			return true, c.exited(m)
 		}
@@ -219,7 +219,7 @@ func (c *Cluster) ID(timeout time.Duration, name string) (uint64, error) {
 		return 0, err
 	}
 	var id uint64
-	err = proc.Poll(timeout, "find the ID of "+name, func() (bool, error) {
+	err = proc.PollContext(c.cfg.Context, timeout, "find the ID of "+name, func() (bool, error) {
 		list, err := c.anyList(true)
 		if err != nil {
 			return false, err
@@ -251,7 +251,7 @@ func (c *Cluster) WaitCaughtUp(timeout time.Duration, name string) error {
 		return err
 	}
 	target := lst.GetRaftIndex()
-	err = proc.Poll(timeout, fmt.Sprintf("wait for %s to apply index %d", name, target), func() (bool, error) {
+	err = proc.PollContext(c.cfg.Context, timeout, fmt.Sprintf("wait for %s to apply index %d", name, target), func() (bool, error) {
 		if !m.Running() {
 			return true, c.exited(m)
 		}

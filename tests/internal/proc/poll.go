@@ -1,6 +1,7 @@
 package proc
 
 import (
+	"context"
 	"fmt"
 	"time"
 )
@@ -13,6 +14,12 @@ import (
 // cond returns (true, nil) when the condition holds, (false, err) to retry with err remembered
 // as the reason, and (true, err) to stop at once with err.
 func Poll(timeout time.Duration, what string, cond func() (bool, error)) error {
+	return PollContext(context.Background(), timeout, what, cond)
+}
+
+// PollContext is Poll that also stops, with ctx's cause, as soon as ctx is done: a program that
+// is interrupted (the bench on SIGINT) does not wait out the timeout.
+func PollContext(ctx context.Context, timeout time.Duration, what string, cond func() (bool, error)) error {
 	deadline := time.Now().Add(timeout)
 	interval := 10 * time.Millisecond
 	var last error
@@ -28,7 +35,11 @@ func Poll(timeout time.Duration, what string, cond func() (bool, error)) error {
 			}
 			return fmt.Errorf("%s: not done after %v (%d attempts): %w", what, timeout, attempt, last)
 		}
-		time.Sleep(interval)
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s: %w", what, context.Cause(ctx))
+		case <-time.After(interval):
+		}
 		if interval < 200*time.Millisecond {
 			interval = interval * 3 / 2
 		}

@@ -1,0 +1,19 @@
+// Package servertest runs clusters of clusterd members inside a test binary: server.New and Run
+// in goroutines, each member's data in the test's t.TempDir(). It is the one in-process harness,
+// used by pkg/server's tests and by the CLI's tests that need a real server to talk to; the
+// harness for real processes is tests/internal/cluster.
+//
+// Only tests import it: the CLI's own build must not depend on pkg/server
+// (`go list -deps ./cmd/clusterctl` names no pkg/server package).
+//
+// Invariants:
+//   - Every wait is on a condition and has a deadline; nothing sleeps a fixed time to let a
+//     member "settle". Eventually and Poll retry until the condition holds or the deadline
+//     passes, and the failure says what was last seen.
+//   - A started member is stopped when its test ends (t.Cleanup), also when the test fails, so
+//     no goroutine holds a port or a data dir into the next test.
+//   - Ports come from internal/freeport: no two members of one test binary share one.
+//   - Members run with short raft timings (Heartbeat, ElectionTimeout) so that elections and
+//     failure detection take milliseconds, not seconds; a test that needs other timings says so
+//     with a tweak.
+package servertest
