@@ -166,19 +166,24 @@ func checkSnapshotJSON(t *testing.T, eps, file string) string {
 	// The JSON of save names the member the snapshot came from.
 	out, errOut, code := runArgs("--endpoints="+eps, "-w", "json", "snapshot", "save", filepath.Join(filepath.Dir(file), "b2.db"))
 	var saved struct {
-		Path, Checksum, ClusterID, MemberID string
-		Size                                int64
+		Path      string `json:"path"`
+		Checksum  string `json:"checksum"`
+		ClusterID string `json:"cluster_id"`
+		MemberID  string `json:"member_id"`
+		TotalSize int64  `json:"totalSize"`
 	}
-	if code != exitOK || json.Unmarshal([]byte(out), &saved) != nil || saved.Size <= 32 || len(saved.Checksum) != 64 ||
+	if code != exitOK || json.Unmarshal([]byte(out), &saved) != nil || saved.TotalSize <= 32 || len(saved.Checksum) != 64 ||
 		len(saved.ClusterID) != 16 || len(saved.MemberID) != 16 {
 		t.Fatalf("save -w json: exit %d\n%s%s", code, out, errOut)
 	}
 
 	out, errOut, code = runArgs("-w", "json", "snapshot", "status", file)
 	var st struct {
-		ClusterID    string
-		AppliedIndex uint64
-		Members      []struct{ Name string }
+		ClusterID    string `json:"cluster_id"`
+		AppliedIndex uint64 `json:"appliedIndex"`
+		Members      []struct {
+			Name string `json:"name"`
+		} `json:"members"`
 	}
 	if code != exitOK || json.Unmarshal([]byte(out), &st) != nil || st.AppliedIndex == 0 || len(st.Members) != 3 ||
 		st.ClusterID != saved.ClusterID {
