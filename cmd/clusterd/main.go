@@ -19,6 +19,7 @@ import (
 	"github.com/spf13/pflag"
 	"github.com/spf13/viper"
 
+	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/server"
 )
 
@@ -89,7 +90,7 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.String("initial-advertise-peer-urls", "http://127.0.0.1:2380", "this member's peer URLs, as the cluster knows them")
 	fs.String("initial-cluster", "default=http://127.0.0.1:2380", "every member at bootstrap: name=peer-url,...")
 	fs.String("initial-cluster-state", "new", "new to bootstrap a cluster, existing to join one")
-	fs.String("initial-cluster-token", "clusterd-cluster", "distinguishes clusters bootstrapped with the same --initial-cluster")
+	fs.String("initial-cluster-token", datadir.DefaultClusterToken, "distinguishes clusters bootstrapped with the same --initial-cluster")
 	fs.Uint("heartbeat-interval", 100, "time (ms) between heartbeats")
 	fs.Uint("election-timeout", 1000, "time (ms) without a heartbeat before an election")
 	fs.Uint64("snapshot-count", 10000, "applied entries between two snapshots")

@@ -1,14 +1,23 @@
 // Package datadir is the offline work on a member's data directory and on snapshot files, shared
-// by clusterd and clusterctl: the first state of a member of a new cluster, from --initial-cluster
-// or from a snapshot file, and reads snapshot files.
+// by clusterd and clusterctl: the IDs and the first state of a member of a new cluster, from
+// --initial-cluster (Create) or from a snapshot file (Restore), and reading and checking snapshot
+// files (ReadSnapshot). It reports what it did in its own result types (SnapshotInfo, Restored)
+// and what it refused in typed errors (errors.go), which callers map without matching text.
 //
 // Invariants:
+//   - It imports nothing of the server's runtime (pkg/server/...): clusterctl uses it, and
+//     `go list -deps ./cmd/clusterctl` names no pkg/server package.
 //   - Every member of a new cluster derives the same member IDs (from its sorted peer URLs and
 //     the cluster token) and the same cluster ID (from the member IDs and the token), so a
-//     cluster bootstraps without talking.
+//     cluster bootstraps without talking. DefaultClusterToken is the one default token of both
+//     binaries, so a restore and a start with the same flags derive the same IDs.
+//   - A member's entry in --initial-cluster holds exactly its advertised peer URLs (Local), the
+//     one check clusterd and snapshot restore share.
 //   - A new member's data starts as one snapshot at index 1, term 1, holding the whole initial
 //     membership: there are no bootstrap entries to apply.
 //   - A snapshot file is a consistent copy of a member's database followed by the SHA-256 of
 //     that copy (etcd's layout); a file whose checksum does not match is never used.
-//   - Restore never writes into a directory that holds anything.
+//   - Restore runs each of its checks once, all before it creates anything: a refused restore
+//     writes nothing, and it never writes into a directory that holds anything. The restored
+//     cluster records every ID of the old one as removed and never has the old cluster's ID.
 package datadir

@@ -14,10 +14,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
-// ErrChecksum is returned for a snapshot file that is corrupt or truncated.
-var ErrChecksum = errors.New("snapshot file is corrupt or truncated: its SHA-256 does not match")
-
-// SnapshotInfo is what a snapshot file holds.
+// SnapshotInfo is what a snapshot file holds: the result of ReadSnapshot.
 type SnapshotInfo struct {
 	ClusterID membership.ID
 	MemberID  membership.ID // the member it was taken from
@@ -27,8 +24,32 @@ type SnapshotInfo struct {
 	Checksum  string // hex SHA-256 of the database copy
 }
 
-// ReadSnapshot checks a snapshot file's checksum and reads what it holds.
+// ReadSnapshot checks a snapshot file's checksum and reads what it holds. A file that is not
+// there is a *NoSnapshotFileError, a checksum that does not match ErrChecksum.
 func ReadSnapshot(path string) (*SnapshotInfo, error) {
+	if err := checkSnapshotFile(path); err != nil {
+		return nil, err
+	}
+	return readSnapshot(path)
+}
+
+// checkSnapshotFile refuses a snapshot file that is not there or is a directory, before
+// anything is read or written.
+func checkSnapshotFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return &NoSnapshotFileError{Path: path}
+	case err != nil:
+		return err
+	case fi.IsDir():
+		return &NoSnapshotFileError{Path: path, IsDir: true}
+	}
+	return nil
+}
+
+// readSnapshot is ReadSnapshot once the file is known to be there.
+func readSnapshot(path string) (*SnapshotInfo, error) {
 	dir, size, sum, err := extract(path)
 	if err != nil {
 		return nil, err
@@ -89,41 +110,4 @@ func extract(path string) (dir string, size int64, sum string, err error) {
 		return "", 0, "", err
 	}
 	return dir, size, hex.EncodeToString(want), nil
-}
-
-// Restore builds the data directory of member name of a new cluster described by initial and
-// token, from a snapshot file. The new cluster remembers every ID the old one used (its members
-// and its removed IDs) as removed, so no old member can ever join it.
-func Restore(path, dir, name string, initial []Initial, token string) error {
-	if entries, err := os.ReadDir(dir); err == nil && len(entries) > 0 {
-		return fmt.Errorf("--data-dir %q is not empty", dir)
-	} else if err != nil && !errors.Is(err, os.ErrNotExist) {
-		return fmt.Errorf("--data-dir %q: %w", dir, err)
-	}
-	info, err := ReadSnapshot(path)
-	if err != nil {
-		return err
-	}
-	c := NewCluster(initial, token)
-	if c.ID == info.ClusterID {
-		// Same peer URLs and token as the old cluster: its old members could talk to the new one.
-		return fmt.Errorf("--initial-cluster-token %q: the new cluster would have the old cluster's ID %s; choose another token", token, c.ID)
-	}
-	var removed []membership.ID
-	for id := range info.Cluster.Removed.All() {
-		if c.Member(id) == nil {
-			removed = append(removed, id)
-		}
-	}
-	for id := range info.Cluster.Members {
-		if c.Member(id) == nil {
-			removed = append(removed, id)
-		}
-	}
-	c.Removed = membership.NewIDSet(removed...)
-	st, err := Create(dir, name, c)
-	if err != nil {
-		return err
-	}
-	return st.Close()
 }

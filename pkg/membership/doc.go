@@ -8,6 +8,9 @@
 //   - An ID, once removed, is in Removed forever and never becomes a member again. Removed is an
 //     IDSet, which never changes once made, so memberships of every age share it.
 //   - No two members share a peer URL.
+//   - urls.go is the one definition of a valid member URL: clusterd's flags, Validate (through
+//     ValidatePeerURLs) and clusterctl before it sends all use ValidateURL, so they cannot
+//     disagree about a URL.
 //   - Apply of a change that Validate refuses leaves the Cluster unchanged.
 //   - Member, Cluster and Change are stored as JSON (bbolt, snapshots, the raft log) and Kind
 //     by number: a JSON tag is never renamed and a Kind never renumbered.

@@ -2,11 +2,8 @@ package membership
 
 import (
 	"fmt"
-	"net"
-	"net/url"
 	"slices"
 	"sort"
-	"strings"
 )
 
 // ID identifies a member or a cluster. Zero is never a valid ID (raft reserves it).
@@ -110,39 +107,4 @@ func (c *Cluster) ids(learners bool) []ID {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// ValidatePeerURLs checks URLs the way a member will use them: absolute, with a scheme the
-// transport speaks, a host:port, no path, and no URL twice.
-func ValidatePeerURLs(urls []string) error {
-	if len(urls) == 0 {
-		return ErrInvalidPeerURLs
-	}
-	seen := map[string]bool{}
-	for _, s := range urls {
-		if err := ValidateURL(s); err != nil || seen[s] {
-			return ErrInvalidPeerURLs
-		}
-		seen[s] = true
-	}
-	return nil
-}
-
-// ValidateURL returns the contract's message for the first thing wrong with one URL.
-func ValidateURL(s string) error {
-	u, err := url.Parse(s)
-	if err != nil || !slices.Contains([]string{"http", "https", "unix", "unixs"}, u.Scheme) {
-		return fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", s)
-	}
-	if strings.HasPrefix(u.Scheme, "unix") {
-		// A unix socket's address is its path.
-		return nil
-	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" {
-		return fmt.Errorf("URL must not contain a path: %s", s)
-	}
-	if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
-		return fmt.Errorf("URL address does not have the form \"host:port\": %s", s)
-	}
-	return nil
 }

@@ -162,26 +162,3 @@ func TestReport(t *testing.T) {
 		t.Fatalf("after: %+v", after)
 	}
 }
-
-func TestValidateURL(t *testing.T) {
-	for in, want := range map[string]string{
-		"http://127.0.0.1:2380":  "",
-		"https://[::1]:2380":     "",
-		"unix:///tmp/s":          "",
-		"notaurl":                "URL scheme must be http, https, unix, or unixs: notaurl",
-		"ftp://a:1":              "URL scheme must be http, https, unix, or unixs: ftp://a:1",
-		"http://127.0.0.1":       `URL address does not have the form "host:port": http://127.0.0.1`,
-		"http://127.0.0.1:1/x":   "URL must not contain a path: http://127.0.0.1:1/x",
-		"http://127.0.0.1:1/?q=": "URL must not contain a path: http://127.0.0.1:1/?q=",
-	} {
-		err := ValidateURL(in)
-		if got := ""; err != nil {
-			got = err.Error()
-			if got != want {
-				t.Errorf("%s: got %q, want %q", in, got, want)
-			}
-		} else if want != "" {
-			t.Errorf("%s: accepted, want %q", in, want)
-		}
-	}
-}

@@ -11,23 +11,41 @@ import (
 	"github.com/olekukonko/tablewriter"
 )
 
-// column is one field of a member in member list's simple and table output.
-type column struct {
-	header string
-	value  func(client.Member) string
+// column is one field of a result, T, in the simple and the table output: one model feeds both,
+// so the two cannot list different fields.
+type column[T any] struct {
+	// name is the field's name: a table's header prints it in capitals, as etcdctl's do, and a
+	// key: value line prints it as it is.
+	name  string
+	value func(T) string
 	// tableOnly marks a field the simple line does not have: its six fields are etcdctl's and a
 	// contract that scripts split on.
 	tableOnly bool
+	// live marks a field only a running cluster knows: a snapshot file has no leader.
+	live bool
 }
 
-var memberColumns = []column{
-	{header: "ID", value: func(m client.Member) string { return client.FormatID(m.ID) }},
-	{header: "STATUS", value: status},
-	{header: "NAME", value: func(m client.Member) string { return m.Name }},
-	{header: "PEER ADDRS", value: func(m client.Member) string { return strings.Join(m.PeerURLs, ",") }},
-	{header: "CLIENT ADDRS", value: func(m client.Member) string { return strings.Join(m.ClientURLs, ",") }},
-	{header: "IS LEARNER", value: func(m client.Member) string { return strconv.FormatBool(m.IsLearner) }},
-	{header: "IS LEADER", value: func(m client.Member) string { return strconv.FormatBool(m.IsLeader) }, tableOnly: true},
+var memberColumns = []column[client.Member]{
+	{name: "ID", value: func(m client.Member) string { return client.FormatID(m.ID) }},
+	{name: "STATUS", value: status},
+	{name: "NAME", value: func(m client.Member) string { return m.Name }},
+	{name: "PEER ADDRS", value: func(m client.Member) string { return strings.Join(m.PeerURLs, ",") }},
+	{name: "CLIENT ADDRS", value: func(m client.Member) string { return strings.Join(m.ClientURLs, ",") }},
+	{name: "IS LEARNER", value: func(m client.Member) string { return strconv.FormatBool(m.IsLearner) }},
+	{name: "IS LEADER", value: func(m client.Member) string { return strconv.FormatBool(m.IsLeader) }, tableOnly: true, live: true},
+}
+
+// fileMemberColumns are the member columns a snapshot file has.
+var fileMemberColumns = offline(memberColumns)
+
+func offline[T any](cols []column[T]) []column[T] {
+	var out []column[T]
+	for _, c := range cols {
+		if !c.live {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 func status(m client.Member) string {
@@ -37,29 +55,33 @@ func status(m client.Member) string {
 	return "unstarted"
 }
 
-func simpleList(w io.Writer, r *client.ListResult) error {
-	var b strings.Builder
-	for _, m := range r.Members {
-		sep := ""
-		for _, c := range memberColumns {
-			if !c.tableOnly {
-				b.WriteString(sep + c.value(m))
-				sep = ", "
-			}
+// simpleLine is one item's simple line: its fields joined by ", ".
+func simpleLine[T any](b *bytes.Buffer, cols []column[T], item T) {
+	sep := ""
+	for _, c := range cols {
+		if !c.tableOnly {
+			b.WriteString(sep + c.value(item))
+			sep = ", "
 		}
-		b.WriteByte('\n')
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteByte('\n')
 }
 
-func tableList(w io.Writer, r *client.ListResult) error {
-	// tablewriter v0.0.5, as etcdctl uses, rather than v1: v1 and its dependencies build tables at
-	// package initialisation, which every clusterctl command paid for at start-up whether it drew a
-	// table or not. The table goes to a buffer first because v0.0.5's Render drops write errors;
-	// one Write also gives the caller those errors and stdout one system call.
-	var b bytes.Buffer
-	t := tablewriter.NewWriter(&b)
+// keyValues is one item's simple output as name: value lines, one a field.
+func keyValues[T any](b *bytes.Buffer, cols []column[T], item T) {
+	for _, c := range cols {
+		fmt.Fprintf(b, "%s: %s\n", c.name, c.value(item))
+	}
+}
+
+// table draws items as one table of cols into b. Every table clusterctl prints is drawn here.
+//
+// tablewriter v0.0.5, as etcdctl uses, rather than v1: v1 and its dependencies build tables at
+// package initialisation, which every clusterctl command paid for at start-up whether it drew a
+// table or not. The table goes to a buffer because v0.0.5's Render drops write errors: the caller
+// writes the buffer once, which also gives stdout one system call.
+func table[T any](b *bytes.Buffer, cols []column[T], items []T) {
+	t := tablewriter.NewWriter(b)
 	t.SetAutoFormatHeaders(false)
 	// Addresses have no spaces to wrap at; turning wrapping off keeps a long cell on one line
 	// whatever the library's idea of a wide column is.
@@ -67,21 +89,39 @@ func tableList(w io.Writer, r *client.ListResult) error {
 	t.SetHeaderAlignment(tablewriter.ALIGN_CENTER)
 	// etcdctl aligns cells right; the same look keeps eyes used to it at home.
 	t.SetAlignment(tablewriter.ALIGN_RIGHT)
-	header := make([]string, len(memberColumns))
-	for i, c := range memberColumns {
-		header[i] = c.header
+	header := make([]string, len(cols))
+	for i, c := range cols {
+		header[i] = strings.ToUpper(c.name)
 	}
 	t.SetHeader(header)
-	for _, m := range r.Members {
-		row := make([]string, len(memberColumns))
-		for i, c := range memberColumns {
-			row[i] = c.value(m)
+	for _, item := range items {
+		row := make([]string, len(cols))
+		for i, c := range cols {
+			row[i] = c.value(item)
 		}
 		t.Append(row)
 	}
 	t.Render()
+}
+
+// flush writes what was built in b to w in one Write, and returns its error.
+func flush(w io.Writer, b *bytes.Buffer) error {
 	_, err := w.Write(b.Bytes())
 	return err
+}
+
+func simpleList(w io.Writer, r *client.ListResult) error {
+	var b bytes.Buffer
+	for _, m := range r.Members {
+		simpleLine(&b, memberColumns, m)
+	}
+	return flush(w, &b)
+}
+
+func tableList(w io.Writer, r *client.ListResult) error {
+	var b bytes.Buffer
+	table(&b, memberColumns, r.Members)
+	return flush(w, &b)
 }
 
 func simpleAdd(w io.Writer, r *client.AddResult) error {

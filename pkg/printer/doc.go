@@ -5,12 +5,17 @@
 //
 //   - New refuses an unknown format, and Printer.Check refuses a format a command cannot print,
 //     so a command refuses a bad -w before it sends anything.
-//   - One column model feeds both the simple and the table output of member list; simple keeps
-//     etcdctl's six fields letter for letter, table adds IS LEADER.
+//   - One column model (column in columns.go) feeds both the simple and the table output of
+//     member list and snapshot status, and one function draws every table; member list's simple
+//     line keeps etcdctl's six fields letter for letter, its table adds IS LEADER.
+//   - The formats each kind of result can be printed in are one table, kinds, with a row per
+//     kind: nothing depends on the order of the Kind constants.
 //   - IDs print as 16 lowercase hex digits in every format, JSON included (as strings), because
 //     JSON numbers above 2^53 are rounded by jq and JavaScript.
 //   - The JSON field names are a documented, golden-tested schema (docs/output.md): a field is
-//     never renamed or removed, and every field is always present.
+//     never renamed or removed, and every field is always present. A fact etcd prints has etcd's
+//     key (IDs as etcdctl's header: cluster_id, member_id; a snapshot's size as etcdutl's:
+//     totalSize), and the same fact has the same key in every output.
 //   - The phase-two environment names every member, the new one included, sorted by name and
 //     then ID, with every value double-quoted so that the same lines work with eval, in a
 //     systemd EnvironmentFile= and, as docs/output.md explains, in Environment=.

@@ -3,6 +3,7 @@ package printer
 import (
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -22,7 +23,8 @@ const (
 // formats lists every format in the order help texts and errors name them.
 var formats = []Format{Simple, Table, JSON, Env}
 
-// Kind is what a command prints.
+// Kind is what a command prints. Its values are compared, never ordered: what a kind can be
+// printed in is its row in kinds.
 type Kind int
 
 // The kinds of result, one per command.
@@ -37,10 +39,31 @@ const (
 	SnapshotRestore
 )
 
-var kindNames = [...]string{"member add", "member remove", "member update", "member promote", "member list",
-	"snapshot save", "snapshot status", "snapshot restore"}
+// kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
+// a command without one), in the order help and errors name them. Check, CheckDryRun and Formats
+// read this table only, so a new kind prints nothing until it has its row; TestKindsHavePrinters
+// checks that every format a row lists has the function that prints it.
+var kinds = map[Kind]struct {
+	name    string
+	formats []Format
+	dryRun  []Format
+}{
+	MemberAdd:       {"member add", []Format{Simple, JSON, Env}, []Format{Simple, JSON}},
+	MemberRemove:    {"member remove", []Format{Simple, JSON}, []Format{Simple, JSON}},
+	MemberUpdate:    {"member update", []Format{Simple, JSON}, []Format{Simple, JSON}},
+	MemberPromote:   {"member promote", []Format{Simple, JSON}, []Format{Simple, JSON}},
+	MemberList:      {"member list", []Format{Simple, Table, JSON}, nil},
+	SnapshotSave:    {"snapshot save", []Format{Simple, JSON}, nil},
+	SnapshotStatus:  {"snapshot status", []Format{Simple, Table, JSON}, nil},
+	SnapshotRestore: {"snapshot restore", []Format{Simple, JSON}, nil},
+}
 
-func (k Kind) String() string { return kindNames[k] }
+func (k Kind) String() string {
+	if row, ok := kinds[k]; ok {
+		return row.name
+	}
+	return fmt.Sprintf("Kind(%d)", int(k))
+}
 
 // changeVerbs are the words between the ID and the cluster ID in the simple success lines.
 var changeVerbs = map[Kind]string{
@@ -49,7 +72,8 @@ var changeVerbs = map[Kind]string{
 	MemberPromote: "promoted in",
 }
 
-// Printer prints results in one format. A nil function is a result the format cannot print.
+// Printer prints results in one format. It has a function for every kind whose row in kinds
+// lists the format; the others are nil and never called, as Check refuses them first.
 type Printer struct {
 	format Format
 	add    func(io.Writer, *client.AddResult) error
@@ -82,19 +106,15 @@ func New(f Format) (Printer, error) {
 }
 
 // Formats returns the formats that can print kind k, for help texts and completion.
-func Formats(k Kind) []Format {
-	var out []Format
-	for _, f := range formats {
-		if printers[f].can(k) {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+func Formats(k Kind) []Format { return slices.Clone(kinds[k].formats) }
+
+// DryRunFormats returns the formats that can print the --dry-run of kind k; none when the
+// command has no --dry-run.
+func DryRunFormats(k Kind) []Format { return slices.Clone(kinds[k].dryRun) }
 
 // Check refuses a kind of result this format cannot print; a command calls it before sending.
 func (p Printer) Check(k Kind) error {
-	if !p.can(k) {
+	if !slices.Contains(kinds[k].formats, p.format) {
 		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, k, join(Formats(k)))
 	}
 	return nil
@@ -103,37 +123,13 @@ func (p Printer) Check(k Kind) error {
 // CheckDryRun refuses a format that cannot print the dry run of kind k; a command calls it
 // before sending.
 func (p Printer) CheckDryRun(k Kind) error {
-	if p.dryRun == nil || k == MemberList || k >= SnapshotSave {
-		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(DryRunFormats()))
+	if kinds[k].dryRun == nil {
+		return fmt.Errorf("%s has no --dry-run", k)
+	}
+	if !slices.Contains(kinds[k].dryRun, p.format) {
+		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(DryRunFormats(k)))
 	}
 	return nil
-}
-
-// DryRunFormats returns the formats that can print a dry run.
-func DryRunFormats() []Format {
-	var out []Format
-	for _, f := range formats {
-		if printers[f].dryRun != nil {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func (p Printer) can(k Kind) bool {
-	switch k {
-	case MemberAdd:
-		return p.add != nil
-	case MemberList:
-		return p.list != nil
-	case SnapshotSave:
-		return p.saved != nil
-	case SnapshotStatus:
-		return p.status != nil
-	case SnapshotRestore:
-		return p.restored != nil
-	}
-	return p.change != nil
 }
 
 // MemberAdd prints the result of member add.

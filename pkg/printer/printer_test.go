@@ -92,7 +92,7 @@ func TestGoldenDryRun(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		for _, f := range DryRunFormats() {
+		for _, f := range DryRunFormats(tt.kind) {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {
@@ -176,6 +176,50 @@ func TestFormats(t *testing.T) {
 			t.Errorf("Formats(%s) = %v, want %s", tt.kind, got, tt.want)
 		}
 	}
+}
+
+// TestKindsHavePrinters prints every kind in every format its row in kinds lists, and its dry
+// run likewise: a row that promises a format without the function that prints it fails here
+// rather than in a user's hands.
+func TestKindsHavePrinters(t *testing.T) {
+	for k, row := range kinds {
+		for _, f := range row.formats {
+			p, err := New(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := printKind(t, p, k); err != nil {
+				t.Errorf("%s in %s: %v", k, f, err)
+			}
+		}
+		for _, f := range row.dryRun {
+			p, _ := New(f)
+			if err := p.DryRun(&bytes.Buffer{}, k, &client.DryRun{}); err != nil {
+				t.Errorf("%s --dry-run in %s: %v", k, f, err)
+			}
+		}
+	}
+}
+
+// printKind prints a result of kind k with p.
+func printKind(t *testing.T, p Printer, k Kind) error {
+	var b bytes.Buffer
+	switch k {
+	case MemberAdd:
+		return p.MemberAdd(&b, addResult(false))
+	case MemberRemove, MemberUpdate, MemberPromote:
+		return p.MemberChange(&b, k, changeResult())
+	case MemberList:
+		return p.MemberList(&b, &client.ListResult{Header: header, Members: members})
+	case SnapshotSave:
+		return p.SnapshotSave(&b, &client.SnapshotResult{})
+	case SnapshotStatus:
+		return p.SnapshotStatus(&b, &SnapshotStatusResult{Members: members})
+	case SnapshotRestore:
+		return p.SnapshotRestore(&b, &RestoreResult{Members: members})
+	}
+	t.Fatalf("no result to print for kind %s: add one here", k)
+	return nil
 }
 
 func TestNewRefusesUnknownFormat(t *testing.T) {

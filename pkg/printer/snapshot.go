@@ -5,10 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strconv"
-	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/olekukonko/tablewriter"
 )
 
 // SnapshotStatusResult is what a snapshot file holds, as snapshot status prints it.
@@ -63,78 +61,62 @@ func simpleSaved(w io.Writer, r *client.SnapshotResult) error {
 	return err
 }
 
-// snapshotFields are snapshot status's key: value lines and table columns, in order.
-func snapshotFields(r *SnapshotStatusResult) [][2]string {
-	return [][2]string{
-		{"cluster ID", client.FormatID(r.ClusterID)},
-		{"member ID", client.FormatID(r.MemberID)},
-		{"applied index", strconv.FormatUint(r.Applied, 10)},
-		{"size", strconv.FormatInt(r.Size, 10)},
-		{"sha256", r.Checksum},
-	}
+// snapshotColumns are snapshot status's key: value lines and table columns, in order.
+var snapshotColumns = []column[*SnapshotStatusResult]{
+	{name: "cluster ID", value: func(r *SnapshotStatusResult) string { return client.FormatID(r.ClusterID) }},
+	{name: "member ID", value: func(r *SnapshotStatusResult) string { return client.FormatID(r.MemberID) }},
+	{name: "applied index", value: func(r *SnapshotStatusResult) string { return strconv.FormatUint(r.Applied, 10) }},
+	{name: "size", value: func(r *SnapshotStatusResult) string { return strconv.FormatInt(r.Size, 10) }},
+	{name: "sha256", value: func(r *SnapshotStatusResult) string { return r.Checksum }},
 }
 
 func simpleSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
-	for _, f := range snapshotFields(r) {
-		if _, err := fmt.Fprintf(w, "%s: %s\n", f[0], f[1]); err != nil {
-			return err
-		}
-	}
-	// The member lines are member list's, so the same parsing reads both.
-	return simpleList(w, &client.ListResult{Members: r.Members})
-}
-
-// snapshotTable draws a table the way member list's table is drawn (etcdctl's look: cells
-// aligned right, no wrapping) into b; tablewriter's Render drops write errors, so the caller
-// writes b itself.
-func snapshotTable(b *bytes.Buffer, header []string, rows [][]string) {
-	t := tablewriter.NewWriter(b)
-	t.SetAutoFormatHeaders(false)
-	t.SetAutoWrapText(false)
-	t.SetHeaderAlignment(tablewriter.ALIGN_CENTER)
-	t.SetAlignment(tablewriter.ALIGN_RIGHT)
-	t.SetHeader(header)
-	t.AppendBulk(rows)
-	t.Render()
-}
-
-// snapshotMemberHeader leaves out member list's IS LEADER: a file has no leader.
-var snapshotMemberHeader = []string{"ID", "STATUS", "NAME", "PEER ADDRS", "CLIENT ADDRS", "IS LEARNER"}
-
-func tableSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
-	var header, row []string
-	for _, f := range snapshotFields(r) {
-		header = append(header, strings.ToUpper(f[0]))
-		row = append(row, f[1])
-	}
 	var b bytes.Buffer
-	snapshotTable(&b, header, [][]string{row})
-	b.WriteByte('\n')
-	var rows [][]string
+	keyValues(&b, snapshotColumns, r)
+	// The member lines are member list's, so the same parsing reads both.
 	for _, m := range r.Members {
-		rows = append(rows, []string{client.FormatID(m.ID), status(m), m.Name, strings.Join(m.PeerURLs, ","),
-			strings.Join(m.ClientURLs, ","), strconv.FormatBool(m.IsLearner)})
+		simpleLine(&b, fileMemberColumns, m)
 	}
-	snapshotTable(&b, snapshotMemberHeader, rows)
-	_, err := w.Write(b.Bytes())
-	return err
+	return flush(w, &b)
 }
 
-// The JSON of the snapshot commands: field names are a contract, never rename one.
+// tableSnapshotStatus draws a table of the fields, a blank line, and a table of the members.
+func tableSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
+	var b bytes.Buffer
+	table(&b, snapshotColumns, []*SnapshotStatusResult{r})
+	b.WriteByte('\n')
+	table(&b, fileMemberColumns, r.Members)
+	return flush(w, &b)
+}
+
+func simpleRestored(w io.Writer, r *RestoreResult) error {
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Restored %s into %s as member %s (%s) of new cluster %s\n",
+		r.Path, r.DataDir, client.FormatID(r.MemberID), r.Name, client.FormatID(r.ClusterID))
+	for _, m := range r.Members {
+		simpleLine(&b, fileMemberColumns, m)
+	}
+	return flush(w, &b)
+}
+
+// The JSON of the snapshot commands (docs/output.md). Keys follow etcd where etcd prints the same
+// fact: etcdutl's snapshot status for the size (totalSize), etcdctl's header for IDs (cluster_id,
+// member_id). The SHA-256 is not etcdutl's crc32 hash, so it has a key of its own. Never rename
+// a field.
 
 type savedJSON struct {
 	Path      string `json:"path"`
-	Size      int64  `json:"size"`
+	TotalSize int64  `json:"totalSize"`
 	Checksum  string `json:"checksum"`
-	ClusterID string `json:"clusterID"`
-	MemberID  string `json:"memberID"`
+	ClusterID string `json:"cluster_id"`
+	MemberID  string `json:"member_id"`
 }
 
 type snapshotStatusJSON struct {
-	ClusterID    string       `json:"clusterID"`
-	MemberID     string       `json:"memberID"`
+	ClusterID    string       `json:"cluster_id"`
+	MemberID     string       `json:"member_id"`
 	AppliedIndex uint64       `json:"appliedIndex"`
-	Size         int64        `json:"size"`
+	TotalSize    int64        `json:"totalSize"`
 	Checksum     string       `json:"checksum"`
 	Members      []memberJSON `json:"members"`
 }
@@ -143,27 +125,19 @@ type restoredJSON struct {
 	Path      string       `json:"path"`
 	DataDir   string       `json:"dataDir"`
 	Name      string       `json:"name"`
-	MemberID  string       `json:"memberID"`
-	ClusterID string       `json:"clusterID"`
+	MemberID  string       `json:"member_id"`
+	ClusterID string       `json:"cluster_id"`
 	Members   []memberJSON `json:"members"`
 }
 
 func jsonSaved(w io.Writer, r *client.SnapshotResult) error {
-	return writeJSON(w, savedJSON{Path: r.Path, Size: r.Size, Checksum: r.Checksum,
+	return writeJSON(w, savedJSON{Path: r.Path, TotalSize: r.Size, Checksum: r.Checksum,
 		ClusterID: client.FormatID(r.Header.ClusterID), MemberID: client.FormatID(r.Header.MemberID)})
 }
 
 func jsonSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
 	return writeJSON(w, snapshotStatusJSON{ClusterID: client.FormatID(r.ClusterID), MemberID: client.FormatID(r.MemberID),
-		AppliedIndex: r.Applied, Size: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
-}
-
-func simpleRestored(w io.Writer, r *RestoreResult) error {
-	if _, err := fmt.Fprintf(w, "Restored %s into %s as member %s (%s) of new cluster %s\n",
-		r.Path, r.DataDir, client.FormatID(r.MemberID), r.Name, client.FormatID(r.ClusterID)); err != nil {
-		return err
-	}
-	return simpleList(w, &client.ListResult{Members: r.Members})
+		AppliedIndex: r.Applied, TotalSize: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
 }
 
 func jsonRestored(w io.Writer, r *RestoreResult) error {

@@ -104,14 +104,5 @@ func checkURLs(flag string, urls []string) error {
 
 // local finds this member's entry, checking it against --initial-advertise-peer-urls.
 func (c *Config) local(initial []datadir.Initial) (datadir.Initial, error) {
-	for _, m := range initial {
-		if m.Name == c.Name {
-			if !datadir.SameURLs(m.URLs, c.InitialAdvertisePeerURLs) {
-				return m, fmt.Errorf("--initial-cluster has %s=%s but --initial-advertise-peer-urls is %s",
-					m.Name, strings.Join(m.URLs, ","), strings.Join(c.InitialAdvertisePeerURLs, ","))
-			}
-			return m, nil
-		}
-	}
-	return datadir.Initial{}, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", c.Name)
+	return datadir.Local(initial, c.Name, c.InitialAdvertisePeerURLs)
 }

@@ -8,6 +8,10 @@
 //   - Global settings (endpoints, timeouts, output format) are resolved once, flag over
 //     CLUSTERCTL_* environment over config file, when a verb or its completion runs; help and
 //     the completion scripts never read them.
+//   - The client is built by Globals.Client, which only the verbs that talk to a cluster call:
+//     the offline verbs (snapshot status, snapshot restore) never fail on a client setting.
+//   - The CLI imports nothing of the server (pkg/server/...); offline work is package datadir's,
+//     and its typed errors are mapped to exit codes in exit.go like the client's.
 //   - stdout carries only the requested output; stderr carries the one Error: line, and, for
 //     member promote --wait, progress lines, and, before removing a voter from a cluster of two
 //     voters, one Warning: line. No logging reaches either.

@@ -61,6 +61,21 @@ var serverExits = []struct {
 	{client.ErrTooManyLearners, exitLearnerLimit},
 }
 
+// argumentError reports whether err is package datadir refusing what the command line asked: a
+// snapshot file that is not there, a data directory in use, a token or an --initial-cluster that
+// does not fit. Nothing was written.
+func argumentError(err error) bool {
+	var (
+		noFile   *datadir.NoSnapshotFileError
+		notEmpty *datadir.NotEmptyError
+		clash    *datadir.TokenClashError
+		noName   *datadir.NameNotInClusterError
+		mismatch *datadir.PeerURLsMismatchError
+	)
+	return errors.As(err, &noFile) || errors.As(err, &notEmpty) || errors.As(err, &clash) ||
+		errors.As(err, &noName) || errors.As(err, &mismatch)
+}
+
 // exitCode is the code err ends the process with.
 func exitCode(err error) int {
 	var (
@@ -77,7 +92,7 @@ func exitCode(err error) int {
 		return exitOK
 	case errors.As(err, &interrupted):
 		return exitSignalBase + int(interrupted.sig)
-	case errors.As(err, &usage):
+	case errors.As(err, &usage), argumentError(err):
 		return exitBadArgs
 	case errors.As(err, &connect):
 		return exitCannotConnect

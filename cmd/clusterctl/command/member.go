@@ -2,11 +2,9 @@ package command
 
 import (
 	"errors"
-	"fmt"
-	"net"
-	"net/url"
 	"strings"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/spf13/cobra"
 )
 
@@ -59,32 +57,17 @@ func tooManyArgs(extra []string) error {
 	return errors.New(msg)
 }
 
-// peerURLs splits and checks --peer-urls by etcd's rules, so a URL the server would refuse is
-// refused before anything is sent.
+// peerURLs splits and checks --peer-urls with the validator clusterd uses, so a URL the server
+// would refuse is refused, in etcd's words, before anything is sent.
 func peerURLs(flag string) ([]string, error) {
-	if flag == "" {
+	urls := membership.SplitURLs(flag)
+	if len(urls) == 0 {
 		return nil, errNoPeerURLs
 	}
-	urls := strings.Split(flag, ",")
-	for i, in := range urls {
-		in = strings.TrimSpace(in)
-		u, err := url.Parse(in)
-		if err != nil {
+	for _, u := range urls {
+		if err := membership.ValidateURL(u); err != nil {
 			return nil, err
 		}
-		switch u.Scheme {
-		case "http", "https":
-			if _, _, err := net.SplitHostPort(u.Host); err != nil {
-				return nil, fmt.Errorf(`URL address does not have the form "host:port": %s`, in)
-			}
-			if u.Path != "" {
-				return nil, fmt.Errorf("URL must not contain a path: %s", in)
-			}
-		case "unix", "unixs":
-		default:
-			return nil, fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", in)
-		}
-		urls[i] = in
 	}
 	return urls, nil
 }

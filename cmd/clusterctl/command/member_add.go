@@ -71,13 +71,17 @@ func (o *memberAddOptions) validate(args []string) error {
 }
 
 func (o *memberAddOptions) run(ctx context.Context) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	if o.DryRun {
-		r, err := o.Client.MemberAddDryRun(ctx, o.Name, o.PeerURLs, o.Learner)
+		r, err := c.MemberAddDryRun(ctx, o.Name, o.PeerURLs, o.Learner)
 		return o.printDryRun(printer.MemberAdd, r, err)
 	}
-	r, err := o.Client.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
+	r, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
 	if err != nil {
 		return err
 	}

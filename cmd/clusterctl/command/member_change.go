@@ -39,30 +39,36 @@ func (o *memberChangeOptions) validate(args []string) error {
 	return checkFormat(o.Printer, o.kind, o.DryRun)
 }
 
+// sendFunc and dryRunFunc send one change of a member, or its dry run, with the client first so
+// that a client method expression such as (*client.Client).MemberRemove is one.
 type (
-	sendFunc   func(context.Context, uint64) (*client.ChangeResult, error)
-	dryRunFunc func(context.Context, uint64) (*client.DryRun, error)
+	sendFunc   func(*client.Client, context.Context, uint64) (*client.ChangeResult, error)
+	dryRunFunc func(*client.Client, context.Context, uint64) (*client.DryRun, error)
 )
 
 // change resolves the member, sends the change (or its dry run) and prints its result, within
 // one --command-timeout.
 func (o *memberChangeOptions) change(ctx context.Context, send sendFunc, dryRun dryRunFunc) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	id, err := o.Client.Resolve(ctx, o.Ref)
+	c, err := o.Client()
 	if err != nil {
 		return err
 	}
-	return o.sendTo(ctx, id, send, dryRun)
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	id, err := c.Resolve(ctx, o.Ref)
+	if err != nil {
+		return err
+	}
+	return o.sendTo(ctx, c, id, send, dryRun)
 }
 
 // sendTo sends the change of member id, or with --dry-run asks whether it would be accepted.
-func (o *memberChangeOptions) sendTo(ctx context.Context, id uint64, send sendFunc, dryRun dryRunFunc) error {
+func (o *memberChangeOptions) sendTo(ctx context.Context, c *client.Client, id uint64, send sendFunc, dryRun dryRunFunc) error {
 	if o.DryRun {
-		r, err := dryRun(ctx, id)
+		r, err := dryRun(c, ctx, id)
 		return o.printDryRun(o.kind, r, err)
 	}
-	r, err := send(ctx, id)
+	r, err := send(c, ctx, id)
 	if err != nil {
 		return err
 	}

@@ -40,9 +40,13 @@ func (o *memberListOptions) validate(args []string) error {
 }
 
 func (o *memberListOptions) run(ctx context.Context) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	r, err := o.Client.MemberList(ctx, o.Consistency == "l")
+	r, err := c.MemberList(ctx, o.Consistency == "l")
 	if err != nil {
 		return err
 	}

@@ -59,36 +59,36 @@ func (o *memberPromoteOptions) validate(args []string) error {
 
 func (o *memberPromoteOptions) run(ctx context.Context) error {
 	deadline := time.Now().Add(o.Wait)
-	return o.change(ctx, func(cctx context.Context, id uint64) (*client.ChangeResult, error) {
-		r, err := o.Client.MemberPromote(cctx, id)
+	return o.change(ctx, func(c *client.Client, cctx context.Context, id uint64) (*client.ChangeResult, error) {
+		r, err := c.MemberPromote(cctx, id)
 		// Bounded by the deadline: every pass waits promoteRetryInterval first. Only "not in
 		// sync" is retried: it is a refusal, so nothing changed and asking again is safe.
 		for errors.Is(err, client.ErrLearnerNotReady) && time.Now().Add(promoteRetryInterval).Before(deadline) {
-			o.progress(ctx, id)
+			o.progress(ctx, c, id)
 			select {
 			case <-ctx.Done():
 				return r, err
 			case <-time.After(promoteRetryInterval):
 			}
-			r, err = o.promoteOnce(ctx, id)
+			r, err = o.promoteOnce(ctx, c, id)
 		}
 		return r, err
-	}, o.Client.MemberPromoteDryRun)
+	}, (*client.Client).MemberPromoteDryRun)
 }
 
 // promoteOnce gives each retry its own --command-timeout; --wait bounds them all.
-func (o *memberPromoteOptions) promoteOnce(ctx context.Context, id uint64) (*client.ChangeResult, error) {
+func (o *memberPromoteOptions) promoteOnce(ctx context.Context, c *client.Client, id uint64) (*client.ChangeResult, error) {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	return o.Client.MemberPromote(ctx, id)
+	return c.MemberPromote(ctx, id)
 }
 
 // progress prints how far the learner is behind. It is advice to the person waiting: when the
 // figures cannot be had, it says why and the wait goes on.
-func (o *memberPromoteOptions) progress(ctx context.Context, id uint64) {
+func (o *memberPromoteOptions) progress(ctx context.Context, c *client.Client, id uint64) {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	p, err := o.Client.LearnerProgress(ctx, id)
+	p, err := c.LearnerProgress(ctx, id)
 	if err != nil {
 		fmt.Fprintf(o.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
 		return

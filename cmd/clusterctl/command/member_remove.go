@@ -42,11 +42,15 @@ voters and quorum before and after and whether the removal would be accepted.`,
 }
 
 func (o *memberRemoveOptions) run(ctx context.Context) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	// The list resolves a name and counts the voters; by ID it costs one request more than the
 	// removal alone, which a change can afford.
-	list, err := o.Client.Members(ctx)
+	list, err := c.Members(ctx)
 	if err != nil {
 		return err
 	}
@@ -57,7 +61,7 @@ func (o *memberRemoveOptions) run(ctx context.Context) error {
 	if removesOneOfTwoVoters(list.Members, id) {
 		fmt.Fprintln(o.Err, twoVoterWarning)
 	}
-	return o.sendTo(ctx, id, o.Client.MemberRemove, o.Client.MemberRemoveDryRun)
+	return o.sendTo(ctx, c, id, (*client.Client).MemberRemove, (*client.Client).MemberRemoveDryRun)
 }
 
 // removesOneOfTwoVoters reports whether id is a voter of a configuration of exactly two voters.

@@ -46,9 +46,9 @@ func (o *memberUpdateOptions) validate(args []string) error {
 }
 
 func (o *memberUpdateOptions) run(ctx context.Context) error {
-	return o.change(ctx, func(ctx context.Context, id uint64) (*client.ChangeResult, error) {
-		return o.Client.MemberUpdate(ctx, id, o.PeerURLs)
-	}, func(ctx context.Context, id uint64) (*client.DryRun, error) {
-		return o.Client.MemberUpdateDryRun(ctx, id, o.PeerURLs)
+	return o.change(ctx, func(c *client.Client, ctx context.Context, id uint64) (*client.ChangeResult, error) {
+		return c.MemberUpdate(ctx, id, o.PeerURLs)
+	}, func(c *client.Client, ctx context.Context, id uint64) (*client.DryRun, error) {
+		return c.MemberUpdateDryRun(ctx, id, o.PeerURLs)
 	})
 }

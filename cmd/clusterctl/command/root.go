@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -25,8 +26,13 @@ type Globals struct {
 
 	CommandTimeout time.Duration
 	Printer        printer.Printer
-	// Client has not connected yet: it connects on its first request.
-	Client *client.Client
+	// Client builds the client from the global settings on its first call and returns the same
+	// one after. Only the verbs that talk to a cluster call it, so an offline verb (snapshot
+	// status, snapshot restore) never fails on a client setting it does not use. The client
+	// connects on its first request.
+	Client func() (*client.Client, error)
+	// built is the client Client built, if any: run closes it.
+	built *client.Client
 }
 
 // Main runs clusterctl with the process's arguments and returns its exit code, which the
@@ -51,9 +57,9 @@ func silenceGRPC() {
 // run is Main for a caller that goes on living, a test: it also closes the connection.
 func run(args []string, stdout, stderr io.Writer) int {
 	code, g := execute(args, stdout, stderr)
-	if g.Client != nil {
+	if g.built != nil {
 		// Closing a connection cannot change what the command did.
-		_ = g.Client.Close()
+		_ = g.built.Close()
 	}
 	return code
 }
@@ -134,6 +140,8 @@ func (g *Globals) resolve(flags *pflag.FlagSet) error {
 	return nil
 }
 
+// settle checks the global settings and makes Client. The durations and the format are checked
+// here, for every verb, as the flags' syntax; the endpoints only when Client builds the client.
 func (g *Globals) settle(v *viper.Viper) error {
 	dialTimeout, err := duration(v, "dial-timeout")
 	if err != nil {
@@ -145,18 +153,30 @@ func (g *Globals) settle(v *viper.Viper) error {
 	if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
 		return err
 	}
+	g.Client = func() (*client.Client, error) {
+		if g.built != nil {
+			return g.built, nil
+		}
+		c, err := newClient(v, dialTimeout)
+		if err != nil {
+			// A bad endpoint is found before anything is sent.
+			return nil, &usageError{err}
+		}
+		g.built = c
+		return c, nil
+	}
+	return nil
+}
+
+// newClient builds the client for the endpoints in v.
+func newClient(v *viper.Viper, dialTimeout time.Duration) (*client.Client, error) {
 	// A list from a flag or a file arrives split; one from the environment is a single
 	// comma-separated string, as in etcdctl's ETCDCTL_ENDPOINTS.
 	var endpoints []string
 	for _, e := range v.GetStringSlice("endpoints") {
-		for _, part := range strings.Split(e, ",") {
-			if part = strings.TrimSpace(part); part != "" {
-				endpoints = append(endpoints, part)
-			}
-		}
+		endpoints = append(endpoints, membership.SplitURLs(e)...)
 	}
-	g.Client, err = client.New(client.Config{Endpoints: endpoints, DialTimeout: dialTimeout})
-	return err
+	return client.New(client.Config{Endpoints: endpoints, DialTimeout: dialTimeout})
 }
 
 // duration reads a duration strictly: a bare number from a file or the environment is refused
@@ -205,9 +225,13 @@ func (g *Globals) completeMember(cmd *cobra.Command, args []string, toComplete s
 	if len(args) > 0 || g.resolve(cmd.Flags()) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	c, err := g.Client()
+	if err != nil {
+		return nil, cobra.ShellCompDirectiveNoFileComp
+	}
 	ctx, cancel := g.withTimeout(cmd.Context())
 	defer cancel()
-	list, err := g.Client.MemberList(ctx, false)
+	list, err := c.MemberList(ctx, false)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}

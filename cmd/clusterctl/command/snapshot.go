@@ -2,9 +2,6 @@ package command
 
 import (
 	"errors"
-	"fmt"
-	"os"
-	"sort"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -39,26 +36,16 @@ func snapshotFile(args []string) (string, error) {
 	return args[0], nil
 }
 
-// existingFile refuses a snapshot file that is not there as an argument error: nothing was read.
-func existingFile(path string) error {
-	fi, err := os.Stat(path)
-	if errors.Is(err, os.ErrNotExist) {
-		return &usageError{fmt.Errorf("snapshot file %s does not exist", path)}
+// members is the one conversion from a stored membership (what package datadir reads and
+// builds) to the members the printer prints, ordered by ID so the output does not depend on map
+// order. It lives here, between the two packages, so that neither the printer knows the stored
+// types nor datadir the printed ones.
+func members(c *membership.Cluster) []client.Member {
+	list := c.List()
+	out := make([]client.Member, len(list))
+	for i, m := range list {
+		out[i] = client.Member{ID: uint64(m.ID), Name: m.Name, Started: m.Started,
+			PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner}
 	}
-	if err == nil && fi.IsDir() {
-		return &usageError{fmt.Errorf("snapshot file %s is a directory", path)}
-	}
-	return err
-}
-
-// clientMembers turns a stored membership into the client's members, ordered by ID so the
-// output does not depend on map order.
-func clientMembers(c *membership.Cluster) []client.Member {
-	var out []client.Member
-	for _, m := range c.Members {
-		out = append(out, client.Member{ID: uint64(m.ID), Name: m.Name, Started: m.Started,
-			PeerURLs: m.PeerURLs, ClientURLs: m.ClientURLs, IsLearner: m.IsLearner})
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }

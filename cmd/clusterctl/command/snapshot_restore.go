@@ -4,16 +4,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
 )
-
-// defaultClusterToken is clusterd's default --initial-cluster-token, so that clusterd started
-// with the same flags as the restore computes the same cluster ID.
-const defaultClusterToken = "clusterd-cluster"
 
 type snapshotRestoreOptions struct {
 	*Globals
@@ -49,7 +44,7 @@ Then start the member with clusterd and the same --data-dir, --name, --initial-c
 	f.StringVar(&o.Name, "name", "", "the new member's name, one of --initial-cluster's")
 	f.StringVar(&o.InitialCluster, "initial-cluster", "", "every member of the new cluster: name=peer-url,...")
 	f.StringVar(&o.PeerURLs, "initial-advertise-peer-urls", "", "the new member's peer URLs, as in --initial-cluster")
-	f.StringVar(&o.Token, "initial-cluster-token", defaultClusterToken, "the new cluster's token, as given to clusterd")
+	f.StringVar(&o.Token, "initial-cluster-token", datadir.DefaultClusterToken, "the new cluster's token, as given to clusterd")
 	return cmd
 }
 
@@ -77,45 +72,22 @@ func (o *snapshotRestoreOptions) validate(args []string) error {
 	if err != nil {
 		return fmt.Errorf("--initial-advertise-peer-urls: %w", err)
 	}
-	var own *datadir.Initial
-	for i := range o.initial {
-		if o.initial[i].Name == o.Name {
-			own = &o.initial[i]
-		}
-	}
-	if own == nil {
-		return fmt.Errorf("--name %q is not in --initial-cluster %q", o.Name, o.InitialCluster)
-	}
-	if !datadir.SameURLs(own.URLs, urls) {
-		return fmt.Errorf("--initial-advertise-peer-urls %q differs from %q's URLs in --initial-cluster %q", o.PeerURLs, o.Name, o.InitialCluster)
+	// The same check clusterd makes before it starts this member with the same flags.
+	if _, err := datadir.Local(o.initial, o.Name, urls); err != nil {
+		return err
 	}
 	return o.Printer.Check(printer.SnapshotRestore)
 }
 
+// run restores offline: it never calls Client, so no client setting can fail it. Every check of
+// the file and the directory is datadir.Restore's, made once; its typed errors go to exit.go
+// untouched.
 func (o *snapshotRestoreOptions) run(context.Context) error {
-	if err := existingFile(o.Path); err != nil {
-		return err
-	}
-	if entries, err := os.ReadDir(o.DataDir); err == nil && len(entries) > 0 {
-		return &usageError{fmt.Errorf("--data-dir %q is not empty", o.DataDir)}
-	}
-	// Read first, so a corrupt file and a token clash are refused before the directory exists.
-	info, err := datadir.ReadSnapshot(o.Path)
+	r, err := datadir.Restore(datadir.RestoreConfig{Snapshot: o.Path, DataDir: o.DataDir, Name: o.Name,
+		Initial: o.initial, Token: o.Token})
 	if err != nil {
 		return err
 	}
-	c := datadir.NewCluster(o.initial, o.Token)
-	if c.ID == info.ClusterID {
-		return &usageError{fmt.Errorf("--initial-cluster-token %q: the new cluster would have the old cluster's ID %s; choose another token", o.Token, c.ID)}
-	}
-	if err := datadir.Restore(o.Path, o.DataDir, o.Name, o.initial, o.Token); err != nil {
-		return err
-	}
-	r := &printer.RestoreResult{Path: o.Path, DataDir: o.DataDir, Name: o.Name, ClusterID: uint64(c.ID), Members: clientMembers(c)}
-	for _, m := range c.Members {
-		if m.Name == o.Name {
-			r.MemberID = uint64(m.ID)
-		}
-	}
-	return o.Printer.SnapshotRestore(o.Out, r)
+	return o.Printer.SnapshotRestore(o.Out, &printer.RestoreResult{Path: o.Path, DataDir: o.DataDir, Name: o.Name,
+		MemberID: uint64(r.MemberID), ClusterID: uint64(r.Cluster.ID), Members: members(r.Cluster)})
 }

@@ -44,6 +44,10 @@ func (o *snapshotSaveOptions) run(ctx context.Context) error {
 	if _, err := os.Lstat(o.Path); err == nil {
 		return &usageError{fmt.Errorf("%s already exists: choose another file, or remove it first", o.Path)}
 	}
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
 	// The save must clean up after itself when interrupted, so the signal ends the context
 	// rather than the process, and says which signal it was for the exit code.
 	signalled, cancel := context.WithCancelCause(ctx)
@@ -60,7 +64,7 @@ func (o *snapshotSaveOptions) run(ctx context.Context) error {
 	}()
 	ctx, stop := o.withTimeout(signalled)
 	defer stop()
-	r, err := o.Client.SaveSnapshot(ctx, o.Path)
+	r, err := c.SaveSnapshot(ctx, o.Path)
 	if err != nil {
 		return err
 	}

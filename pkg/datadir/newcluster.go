@@ -3,7 +3,6 @@ package datadir
 import (
 	"crypto/sha256"
 	"encoding/binary"
-	"fmt"
 	"slices"
 	"sort"
 	"strings"
@@ -14,48 +13,6 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
-
-// Initial is one member of --initial-cluster.
-type Initial struct {
-	Name string
-	URLs []string
-}
-
-// ParseInitialCluster reads name=url,name=url. A name given twice has several peer URLs, as
-// etcd reads it; a URL given to two names is refused.
-func ParseInitialCluster(s string) ([]Initial, error) {
-	var out []Initial
-	index := map[string]int{}
-	usedBy := map[string]string{}
-	for _, part := range strings.Split(s, ",") {
-		name, u, ok := strings.Cut(strings.TrimSpace(part), "=")
-		if !ok || u == "" {
-			return nil, fmt.Errorf("--initial-cluster %q: each entry must be name=peer-url", s)
-		}
-		if err := membership.ValidateURL(u); err != nil {
-			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
-		}
-		if other, ok := usedBy[u]; ok {
-			return nil, fmt.Errorf("--initial-cluster %q: peer URL %s is given to both %q and %q", s, u, other, name)
-		}
-		usedBy[u] = name
-		if i, ok := index[name]; ok {
-			out[i].URLs = append(out[i].URLs, u)
-			continue
-		}
-		index[name] = len(out)
-		out = append(out, Initial{Name: name, URLs: []string{u}})
-	}
-	return out, nil
-}
-
-// SameURLs reports whether two URL lists hold the same URLs in any order.
-func SameURLs(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
-}
 
 // MemberID derives a bootstrap member's ID from its peer URLs and the cluster token.
 func MemberID(urls []string, token string) membership.ID {
@@ -98,14 +55,9 @@ func NewCluster(initial []Initial, token string) *membership.Cluster {
 // Create writes the data directory of member name of cluster c: one snapshot at index 1 that
 // holds the whole membership.
 func Create(dir, name string, c *membership.Cluster) (*storage.Store, error) {
-	var local membership.ID
-	for _, m := range c.Members {
-		if m.Name == name {
-			local = m.ID
-		}
-	}
-	if local == 0 {
-		return nil, fmt.Errorf("couldn't find local name %q in the initial cluster configuration", name)
+	local, err := memberNamed(c, name)
+	if err != nil {
+		return nil, err
 	}
 	data, err := storage.SnapshotData(c)
 	if err != nil {
@@ -116,4 +68,14 @@ func Create(dir, name string, c *membership.Cluster) (*storage.Store, error) {
 	}}
 	hs := &raftpb.HardState{Term: proto.Uint64(1), Commit: proto.Uint64(1)}
 	return storage.Create(dir, storage.Identity{MemberID: local, ClusterID: c.ID, Name: name}, snap, hs, c, nil)
+}
+
+// memberNamed is the ID of the member of c called name.
+func memberNamed(c *membership.Cluster, name string) (membership.ID, error) {
+	for _, m := range c.Members {
+		if m.Name == name {
+			return m.ID, nil
+		}
+	}
+	return 0, &NameNotInClusterError{Name: name}
 }

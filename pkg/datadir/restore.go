@@ -1,0 +1,96 @@
+package datadir
+
+import (
+	"errors"
+	"fmt"
+	"os"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// RestoreConfig is the member of a new cluster that Restore builds from a snapshot file, as
+// snapshot restore's flags describe it.
+type RestoreConfig struct {
+	Snapshot string // the snapshot file
+	DataDir  string
+	Name     string
+	Initial  []Initial
+	Token    string
+}
+
+// Restored is what Restore built: the result of a restore.
+type Restored struct {
+	MemberID membership.ID
+	// Cluster is the new cluster: the members --initial-cluster gives, and every ID of the old
+	// cluster as removed.
+	Cluster *membership.Cluster
+}
+
+// Restore builds the data directory of member cfg.Name of a new cluster described by
+// cfg.Initial and cfg.Token, from a snapshot file. The new cluster remembers every ID the old one
+// used (its members and its removed IDs) as removed, so no old member can ever join it.
+//
+// The checks run in the order docs/commands/snapshot-restore.md gives, each once, and all before
+// the directory is created, so a refused restore writes nothing: the file is there
+// (*NoSnapshotFileError), the directory is empty (*NotEmptyError), the file's checksum
+// (ErrChecksum), the token (*TokenClashError), the name (*NameNotInClusterError).
+func Restore(cfg RestoreConfig) (*Restored, error) {
+	if err := checkSnapshotFile(cfg.Snapshot); err != nil {
+		return nil, err
+	}
+	if err := checkEmpty(cfg.DataDir); err != nil {
+		return nil, err
+	}
+	info, err := readSnapshot(cfg.Snapshot)
+	if err != nil {
+		return nil, err
+	}
+	c := NewCluster(cfg.Initial, cfg.Token)
+	if c.ID == info.ClusterID {
+		return nil, &TokenClashError{Token: cfg.Token, ClusterID: c.ID}
+	}
+	id, err := memberNamed(c, cfg.Name)
+	if err != nil {
+		return nil, err
+	}
+	c.Removed = membership.NewIDSet(oldIDs(info.Cluster, c)...)
+	st, err := Create(cfg.DataDir, cfg.Name, c)
+	if err != nil {
+		return nil, err
+	}
+	if err := st.Close(); err != nil {
+		return nil, err
+	}
+	return &Restored{MemberID: id, Cluster: c}, nil
+}
+
+// checkEmpty refuses a data directory that holds anything; one that does not exist is empty.
+func checkEmpty(dir string) error {
+	entries, err := os.ReadDir(dir)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return nil
+	case err != nil:
+		return fmt.Errorf("--data-dir %q: %w", dir, err)
+	case len(entries) > 0:
+		return &NotEmptyError{Dir: dir}
+	}
+	return nil
+}
+
+// oldIDs are the IDs the old cluster used, as members or removed, that the new one does not
+// reuse.
+func oldIDs(old, c *membership.Cluster) []membership.ID {
+	var out []membership.ID
+	for id := range old.Removed.All() {
+		if c.Member(id) == nil {
+			out = append(out, id)
+		}
+	}
+	for id := range old.Members {
+		if c.Member(id) == nil {
+			out = append(out, id)
+		}
+	}
+	return out
+}
