@@ -20,6 +20,7 @@ import (
 	"github.com/spf13/viper"
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
 )
 
@@ -151,10 +152,10 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 	return server.Config{
 		Name:                     name,
 		DataDir:                  dataDir,
-		ListenClientURLs:         list(v.GetString("listen-client-urls")),
-		AdvertiseClientURLs:      list(v.GetString("advertise-client-urls")),
-		ListenPeerURLs:           list(v.GetString("listen-peer-urls")),
-		InitialAdvertisePeerURLs: list(v.GetString("initial-advertise-peer-urls")),
+		ListenClientURLs:         membership.SplitURLs(v.GetString("listen-client-urls")),
+		AdvertiseClientURLs:      membership.SplitURLs(v.GetString("advertise-client-urls")),
+		ListenPeerURLs:           membership.SplitURLs(v.GetString("listen-peer-urls")),
+		InitialAdvertisePeerURLs: membership.SplitURLs(v.GetString("initial-advertise-peer-urls")),
 		InitialCluster:           v.GetString("initial-cluster"),
 		InitialClusterGiven:      fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
 		InitialClusterState:      v.GetString("initial-cluster-state"),
@@ -165,7 +166,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		StrictReconfigCheck:      bools["strict-reconfig-check"],
 		ForceNewCluster:          bools["force-new-cluster"],
 		MaxLearners:              int(nums["max-learners"]),
-		ListenMetricsURLs:        list(v.GetString("listen-metrics-urls")),
+		ListenMetricsURLs:        membership.SplitURLs(v.GetString("listen-metrics-urls")),
 		EnablePprof:              bools["enable-pprof"],
 		Logger:                   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil
@@ -204,14 +205,4 @@ func castBool(s string) (bool, error) {
 		return false, nil
 	}
 	return false, errors.New("must be true or false")
-}
-
-func list(s string) []string {
-	var out []string
-	for _, p := range strings.Split(s, ",") {
-		if p = strings.TrimSpace(p); p != "" {
-			out = append(out, p)
-		}
-	}
-	return out
 }
