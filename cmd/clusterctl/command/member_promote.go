@@ -88,7 +88,7 @@ func (o *memberPromoteOptions) promoteOnce(ctx context.Context, id uint64) (*cli
 func (o *memberPromoteOptions) progress(ctx context.Context, id uint64) {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	p, err := o.Client.LearnerProgress(ctx, id)
+	p, err := o.Client.FetchLearnerProgress(ctx, id)
 	if err != nil {
 		fmt.Fprintf(o.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
 		return
