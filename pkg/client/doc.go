@@ -15,7 +15,10 @@
 //     *OutcomeUnknownError, because the change may have been applied.
 //   - An error the server answered with is a *ServerError carrying the server's message letter
 //     for letter; errors.Is matches it against the Err* values by that message, which is the
-//     contract (etcd's own clients map errors by the same strings).
+//     contract (etcd's own clients map errors by the same strings). The Err* values are the
+//     error registry's (pkg/rpcerr), the ones clusterd answers with: no message is listed here.
+//   - A dry run's verdict is the call's status, as the real change would be answered; the
+//     report beside it is only read, never taken for a verdict.
 //   - Member names and the started flag come from clusterd's response metadata when present and
 //     from etcdserverpb.Member.Name otherwise, so the client works against real etcd unchanged.
 //   - A dry run is sent only to a member that has answered with clusterd's metadata on this

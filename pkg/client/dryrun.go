@@ -7,9 +7,7 @@ import (
 	"slices"
 	"strconv"
 
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
 // Metadata keys of clusterd's dry run (docs/wire.md). etcd ignores the request key and makes the
@@ -75,7 +73,7 @@ func (e *DryRunIgnoredError) Error() string {
 // MemberAddDryRun asks the server whether MemberAdd with these arguments would be accepted.
 func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []string, learner bool) (*DryRun, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
-	r, err := c.dryRun(ctx, methodMemberAdd, memberAddRequest(peerURLs, learner), 3)
+	r, err := c.dryRun(ctx, methodMemberAdd, memberAddRequest(peerURLs, learner))
 	if r != nil {
 		r.ProvisionalID = true
 		r.PeerURLs = peerURLs
@@ -87,12 +85,12 @@ func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []st
 
 // MemberRemoveDryRun asks the server whether MemberRemove of id would be accepted.
 func (c *Client) MemberRemoveDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return c.dryRun(ctx, methodMemberRemove, memberIDRequest(id), 2)
+	return ofExistingMember(c.dryRun(ctx, methodMemberRemove, memberIDRequest(id)))
 }
 
 // MemberUpdateDryRun asks the server whether MemberUpdate of id would be accepted.
 func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []string) (*DryRun, error) {
-	r, err := c.dryRun(ctx, methodMemberUpdate, memberUpdateRequest(id, peerURLs), 2)
+	r, err := ofExistingMember(c.dryRun(ctx, methodMemberUpdate, memberUpdateRequest(id, peerURLs)))
 	if r != nil {
 		r.PeerURLs = peerURLs
 	}
@@ -101,19 +99,30 @@ func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []s
 
 // MemberPromoteDryRun asks the server whether MemberPromote of id would be accepted.
 func (c *Client) MemberPromoteDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return c.dryRun(ctx, methodMemberPromote, memberIDRequest(id), 2)
+	return ofExistingMember(c.dryRun(ctx, methodMemberPromote, memberIDRequest(id)))
+}
+
+// ofExistingMember keeps only the ID of a member the cluster does not have, for a change that is
+// about a member already there (all but an add): the server echoes the request for such a
+// member (an update's new peer URLs), which would read as the member's current state.
+func ofExistingMember(r *DryRun, err error) (*DryRun, error) {
+	if r != nil && !r.Exists {
+		r.Member = Member{ID: r.Member.ID}
+	}
+	return r, err
 }
 
 // dryRun sends a change marked as a dry run, to a member known to be clusterd. A verdict, the
 // refusal included, is a *DryRun with a nil error; the error is for a dry run that could not be
 // judged (no leader, no connection, not clusterd), which the real change would mostly meet too.
-func (c *Client) dryRun(ctx context.Context, method string, req request, membersField protowire.Number) (*DryRun, error) {
+func (c *Client) dryRun(ctx context.Context, method string, req request) (*DryRun, error) {
 	if err := c.ensureClusterd(ctx); err != nil {
 		return nil, err
 	}
 	ctx = metadata.AppendToOutgoingContext(ctx, mdDryRun, "true")
-	a := clusterAnswer{membersField: membersField}
-	hdr, err := c.invoke(ctx, false, method, req, &a)
+	// The report is all a dry run reads: the members in the answer are those of the
+	// configuration before the change, which the report holds too.
+	hdr, err := c.invoke(ctx, false, method, req, &ignoredAnswer{})
 	raw := hdr.Get(mdDryRunBin)
 	if len(raw) == 0 {
 		if err != nil {
@@ -127,20 +136,8 @@ func (c *Client) dryRun(ctx context.Context, method string, req request, members
 		return nil, fmt.Errorf("cannot read the server's dry-run report: %v", jerr)
 	}
 	r := rep.result()
-	if add := membersField == 3; !r.Exists && !add {
-		// The server echoes the request for a member it does not have (an update's new peer
-		// URLs), which would read as the member's current state. Field 3 holds the members in
-		// MemberAddResponse only, so it tells an add.
-		r.Member = Member{ID: r.Member.ID}
-	}
-	switch {
-	case err != nil:
-		r.Err = err
-	case rep.Refusal != "":
-		// Not sent by clusterd, which fails the RPC as the real change would; kept so that a
-		// refusal is never printed as accepted.
-		r.Err = &ServerError{Code: codes.Unknown, Message: rep.Refusal}
-	}
+	// A refusal is the status the real change would get, sent beside the report.
+	r.Err = err
 	return r, nil
 }
 
@@ -165,10 +162,9 @@ type dryRunReply struct {
 		ID      uint64                  `json:"clusterID"`
 		Members map[string]dryRunMember `json:"members"` // keyed by the ID in decimal
 	} `json:"cluster"`
-	Member  dryRunMember      `json:"member"`
-	Before  dryRunQuorumReply `json:"before"`
-	After   dryRunQuorumReply `json:"after"`
-	Refusal string            `json:"refusal"`
+	Member dryRunMember      `json:"member"`
+	Before dryRunQuorumReply `json:"before"`
+	After  dryRunQuorumReply `json:"after"`
 }
 
 type dryRunMember struct {

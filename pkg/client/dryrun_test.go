@@ -143,7 +143,7 @@ func TestDryRunProbesTheMemberItSendsTo(t *testing.T) {
 func TestDryRunAfterListNeedsNoProbe(t *testing.T) {
 	f := &dryRunServer{clusterd: true, report: reportJSON}
 	c := newClient(t, serveDryRun(t, f))
-	if _, err := c.Members(context.Background()); err != nil {
+	if _, err := c.ListForResolve(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	if c.clusterdAt == "" {

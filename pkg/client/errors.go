@@ -8,44 +8,34 @@ import (
 
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
-// ServerError is an error the server answered with. Its message is the server's, unchanged:
-// scripts and etcd's own clients match these strings.
-type ServerError struct {
-	Code    codes.Code
-	Message string
-}
+// ServerError is an error the server answered with: the registry's own value when the answer's
+// message is registered (pkg/rpcerr), otherwise the server's code and message, unchanged.
+// errors.Is matches by message alone: etcd sends some of these with a different code than
+// clusterd (for example Unknown instead of FailedPrecondition for "not enough started
+// members"), and scripts and etcd's own clients match the strings.
+type ServerError = rpcerr.Error
 
-func (e *ServerError) Error() string { return e.Message }
-
-// GRPCStatus lets status.FromError see the original status through the wrapping.
-func (e *ServerError) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
-
-// Is matches by message alone: etcd sends some of these with a different code than clusterd
-// (for example Unknown instead of FailedPrecondition for "not enough started members").
-func (e *ServerError) Is(target error) bool {
-	t, ok := target.(*ServerError)
-	return ok && t.Message == e.Message
-}
-
-// The server's answers that a caller may want to tell apart. The messages are a contract shared
-// with etcd; compare with errors.Is.
+// The server's answers that a caller may want to tell apart: the registry's values under the
+// names this package has always given them. Compare with errors.Is.
 var (
-	ErrMemberNotFound          = &ServerError{codes.NotFound, "etcdserver: member not found"}
-	ErrMemberIDExists          = &ServerError{codes.FailedPrecondition, "etcdserver: member ID already exist"}
-	ErrPeerURLExists           = &ServerError{codes.FailedPrecondition, "etcdserver: Peer URLs already exists"}
-	ErrMemberNameExists        = &ServerError{codes.FailedPrecondition, "etcdserver: member name already exists"}
-	ErrInvalidPeerURLs         = &ServerError{codes.InvalidArgument, "etcdserver: given member URLs are invalid"}
-	ErrNotEnoughStartedMembers = &ServerError{codes.FailedPrecondition, "etcdserver: re-configuration failed due to not enough started members"}
-	ErrUnhealthyCluster        = &ServerError{codes.Unavailable, "etcdserver: unhealthy cluster"}
-	ErrMemberNotLearner        = &ServerError{codes.FailedPrecondition, "etcdserver: can only promote a learner member"}
-	ErrLearnerNotReady         = &ServerError{codes.FailedPrecondition, "etcdserver: can only promote a learner member which is in sync with leader"}
-	ErrTooManyLearners         = &ServerError{codes.FailedPrecondition, "etcdserver: too many learner members in cluster"}
-	ErrNoLeader                = &ServerError{codes.Unavailable, "etcdserver: no leader"}
-	ErrTimeout                 = &ServerError{codes.Unavailable, "etcdserver: request timed out"}
-	ErrClusterIDMismatch       = &ServerError{codes.FailedPrecondition, "etcdserver: cluster ID mismatch"}
-	ErrStopped                 = &ServerError{codes.Unavailable, "etcdserver: server stopped"}
+	ErrMemberNotFound          = rpcerr.ErrMemberNotFound
+	ErrMemberIDExists          = rpcerr.ErrMemberIDExists
+	ErrPeerURLExists           = rpcerr.ErrPeerURLExists
+	ErrMemberNameExists        = rpcerr.ErrMemberNameExists
+	ErrInvalidPeerURLs         = rpcerr.ErrInvalidPeerURLs
+	ErrNotEnoughStartedMembers = rpcerr.ErrNotEnoughStartedMembers
+	ErrUnhealthyCluster        = rpcerr.ErrUnhealthyCluster
+	ErrMemberNotLearner        = rpcerr.ErrMemberNotLearner
+	ErrLearnerNotReady         = rpcerr.ErrLearnerNotReady
+	ErrTooManyLearners         = rpcerr.ErrTooManyLearners
+	ErrNoLeader                = rpcerr.ErrNoLeader
+	ErrTimeout                 = rpcerr.ErrTimeout
+	ErrClusterIDMismatch       = rpcerr.ErrClusterIDMismatch
+	ErrStopped                 = rpcerr.ErrStopped
 )
 
 // ConnectError reports that no endpoint answered: none could be connected to within the dial
@@ -132,6 +122,9 @@ func serverAnswer(err error) *ServerError {
 			return nil
 		}
 	}
+	if known, ok := rpcerr.FromStatus(err).(*ServerError); ok {
+		return known
+	}
 	return &ServerError{Code: st.Code(), Message: st.Message()}
 }
 
@@ -139,5 +132,5 @@ func serverAnswer(err error) *ServerError {
 // sends "request timed out, possibly due to ..." variants, and "leader changed" while a proposal
 // waited, all of which leave the proposal's fate open.
 func outcomeUnknown(se *ServerError) bool {
-	return strings.HasPrefix(se.Message, ErrTimeout.Message) || se.Message == "etcdserver: leader changed"
+	return strings.HasPrefix(se.Message, ErrTimeout.Message) || errors.Is(se, rpcerr.ErrLeaderChanged)
 }

@@ -85,7 +85,7 @@ func (c *Client) MemberList(ctx context.Context, linearizable bool) (*ListResult
 
 // list is MemberList without finding the leader where the answer does not name it.
 func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, leaderKnown bool, err error) {
-	a := clusterAnswer{membersField: 2}
+	a := clusterAnswer{membersField: fieldMembers}
 	hdr, err := c.invoke(ctx, true, methodMemberList, memberListRequest(linearizable), &a)
 	if err != nil {
 		return nil, false, err
@@ -94,9 +94,10 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 	return &ListResult{Header: a.Header, Members: fromClusterd(a.Members, hdr)}, leaderKnown, nil
 }
 
-// Members lists the members through the leader, without asking who leads when the answer does
-// not say: what a change is about to be decided by, so it must not be stale.
-func (c *Client) Members(ctx context.Context) (*ListResult, error) {
+// ListForResolve is the read a name is resolved against before a change: linearizable, so it
+// is the membership the change will be decided on, and without MemberList's extra request for
+// the leader when the answer does not say who leads (real etcd's), since resolving needs none.
+func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
 	r, _, err := c.list(ctx, true)
 	return r, err
 }
@@ -104,7 +105,7 @@ func (c *Client) Members(ctx context.Context) (*ListResult, error) {
 // MemberAdd adds a member under name with the given peer URLs, as a learner if asked.
 func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
-	a := clusterAnswer{membersField: 3}
+	a := clusterAnswer{membersField: fieldAddMembers}
 	hdr, err := c.invoke(ctx, false, methodMemberAdd, memberAddRequest(peerURLs, learner), &a)
 	if err != nil {
 		return nil, err
@@ -135,9 +136,9 @@ func (c *Client) MemberPromote(ctx context.Context, id uint64) (*ChangeResult, e
 	return c.change(ctx, methodMemberPromote, id, memberIDRequest(id))
 }
 
-// change sends a change of member id whose answer lists the members in field 2.
+// change sends a change of member id whose answer lists the members where all but an add's do.
 func (c *Client) change(ctx context.Context, method string, id uint64, req request) (*ChangeResult, error) {
-	a := clusterAnswer{membersField: 2}
+	a := clusterAnswer{membersField: fieldMembers}
 	hdr, err := c.invoke(ctx, false, method, req, &a)
 	if err != nil {
 		return nil, err

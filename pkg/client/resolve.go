@@ -18,7 +18,7 @@ func (c *Client) Resolve(ctx context.Context, ref string) (uint64, error) {
 	if isFullID(ref) {
 		return ParseID(ref)
 	}
-	list, err := c.Members(ctx)
+	list, err := c.ListForResolve(ctx)
 	if err != nil {
 		return 0, err
 	}

@@ -52,9 +52,10 @@ func (p LearnerProgress) Percent() float64 {
 	return 100 * float64(min(p.LearnerApplied, p.LeaderIndex)) / float64(p.LeaderIndex)
 }
 
-// LearnerProgress asks the leader and the learner id for their raft indexes. The figures are
-// those a promotion is judged by: the server promotes a learner once it has nearly caught up.
-func (c *Client) LearnerProgress(ctx context.Context, id uint64) (*LearnerProgress, error) {
+// FetchLearnerProgress asks the leader and the learner id for their raft indexes, three
+// requests in all. The figures are those a promotion is judged by: the server promotes a learner
+// once it has nearly caught up.
+func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerProgress, error) {
 	list, err := c.MemberList(ctx, false)
 	if err != nil {
 		return nil, err

@@ -66,6 +66,13 @@ func appendStrings(b []byte, num protowire.Number, vs []string) []byte {
 	return b
 }
 
+// The field of a Cluster response that holds the members: MemberAddResponse has the new member
+// at 2, so its members are at 3; every other response has them at 2.
+const (
+	fieldMembers    protowire.Number = 2
+	fieldAddMembers protowire.Number = 3
+)
+
 // clusterAnswer is any Cluster response: {header = 1, members = membersField}, and for
 // MemberAddResponse also {member = 2}.
 type clusterAnswer struct {
@@ -92,6 +99,11 @@ func (a *clusterAnswer) unmarshal(b []byte) error {
 		return nil
 	})
 }
+
+// ignoredAnswer is a response whose body is not read: a dry run's answer is in its header.
+type ignoredAnswer struct{}
+
+func (*ignoredAnswer) unmarshal([]byte) error { return nil }
 
 // unmarshal reads ResponseHeader{cluster_id = 1, member_id = 2, raft_term = 4}.
 func (h *Header) unmarshal(b []byte) error {

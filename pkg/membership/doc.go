@@ -1,4 +1,6 @@
 // Package membership is the cluster's membership as a plain value and the rules for changing it.
+// Of this module it imports only the leaf pkg/rpcerr: its refusals are the error registry's
+// values, so they reach a client with the contract's code and message wherever they are met.
 //
 // Invariants:
 //   - A Cluster is derived only from applied raft entries and snapshots; nothing else writes it.

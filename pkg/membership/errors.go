@@ -1,19 +1,20 @@
 package membership
 
-import "errors"
+import "github.com/clusterctl/clusterctl/pkg/rpcerr"
 
-// The messages are a contract shared with etcd's clients, which map them to typed errors by
-// their exact text: never reword them.
+// The refusals of the membership rules are the registry's errors (pkg/rpcerr), so that the API
+// answers them with their code and message and errors.Is holds after forwarding between members.
+// Declared as error, as before, so that no caller depends on the registry's type.
 var (
-	ErrIDNotFound       = errors.New("etcdserver: member not found")
-	ErrIDExists         = errors.New("etcdserver: member ID already exist")
-	ErrPeerURLExists    = errors.New("etcdserver: Peer URLs already exists")
-	ErrInvalidPeerURLs  = errors.New("etcdserver: given member URLs are invalid")
-	ErrNotEnoughStarted = errors.New("etcdserver: re-configuration failed due to not enough started members")
-	ErrUnhealthy        = errors.New("etcdserver: unhealthy cluster")
-	ErrPromoteVoter     = errors.New("etcdserver: can only promote a learner member")
-	ErrLearnerNotReady  = errors.New("etcdserver: can only promote a learner member which is in sync with leader")
-	ErrTooManyLearners  = errors.New("etcdserver: too many learner members in cluster")
-	ErrIDRemoved        = errors.New("etcdserver: the member has been permanently removed from the cluster")
-	ErrNameExists       = errors.New("etcdserver: member name already exists")
+	ErrIDNotFound       error = rpcerr.ErrMemberNotFound
+	ErrIDExists         error = rpcerr.ErrMemberIDExists
+	ErrPeerURLExists    error = rpcerr.ErrPeerURLExists
+	ErrInvalidPeerURLs  error = rpcerr.ErrInvalidPeerURLs
+	ErrNotEnoughStarted error = rpcerr.ErrNotEnoughStartedMembers
+	ErrUnhealthy        error = rpcerr.ErrUnhealthyCluster
+	ErrPromoteVoter     error = rpcerr.ErrMemberNotLearner
+	ErrLearnerNotReady  error = rpcerr.ErrLearnerNotReady
+	ErrTooManyLearners  error = rpcerr.ErrTooManyLearners
+	ErrIDRemoved        error = rpcerr.ErrMemberRemoved
+	ErrNameExists       error = rpcerr.ErrMemberNameExists
 )

@@ -88,7 +88,7 @@ func (o *memberPromoteOptions) promoteOnce(ctx context.Context, c *client.Client
 func (o *memberPromoteOptions) progress(ctx context.Context, c *client.Client, id uint64) {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	p, err := c.LearnerProgress(ctx, id)
+	p, err := c.FetchLearnerProgress(ctx, id)
 	if err != nil {
 		fmt.Fprintf(o.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
 		return

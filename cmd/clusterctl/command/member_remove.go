@@ -50,7 +50,7 @@ func (o *memberRemoveOptions) run(ctx context.Context) error {
 	defer cancel()
 	// The list resolves a name and counts the voters; by ID it costs one request more than the
 	// removal alone, which a change can afford.
-	list, err := c.Members(ctx)
+	list, err := c.ListForResolve(ctx)
 	if err != nil {
 		return err
 	}

@@ -5,18 +5,16 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
-	"errors"
 	"os"
 	"strings"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
@@ -61,43 +59,6 @@ func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterMaintenanceServer(g, s)
 }
 
-// errorCodes is the one table from errors to gRPC codes (docs/design.md, Errors on the wire).
-var errorCodes = map[error]codes.Code{
-	membership.ErrIDNotFound:       codes.NotFound,
-	membership.ErrIDExists:         codes.FailedPrecondition,
-	membership.ErrPeerURLExists:    codes.FailedPrecondition,
-	membership.ErrInvalidPeerURLs:  codes.InvalidArgument,
-	membership.ErrNotEnoughStarted: codes.FailedPrecondition,
-	membership.ErrUnhealthy:        codes.Unavailable,
-	membership.ErrPromoteVoter:     codes.FailedPrecondition,
-	membership.ErrLearnerNotReady:  codes.FailedPrecondition,
-	membership.ErrTooManyLearners:  codes.FailedPrecondition,
-	membership.ErrIDRemoved:        codes.FailedPrecondition,
-	membership.ErrNameExists:       codes.FailedPrecondition,
-	raftnode.ErrNoLeader:           codes.Unavailable,
-	raftnode.ErrNotLeader:          codes.Unavailable,
-	raftnode.ErrTimeout:            codes.Unavailable,
-	raftnode.ErrStopped:            codes.Unavailable,
-	raftnode.ErrProposalLost:       codes.Unavailable,
-	transport.ErrClusterIDMismatch: codes.FailedPrecondition,
-}
-
-func toStatus(err error) error {
-	if err == nil {
-		return nil
-	}
-	err = reconfig.FromStatus(err)
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		err = raftnode.ErrTimeout
-	}
-	for e, code := range errorCodes {
-		if errors.Is(err, e) {
-			return status.Error(code, e.Error())
-		}
-	}
-	return status.Error(codes.Unknown, err.Error())
-}
-
 func (s *Server) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	if _, ok := ctx.Deadline(); ok {
 		return context.WithCancel(ctx)
@@ -123,13 +84,20 @@ type memberInfo struct {
 	Started bool   `json:"started"`
 }
 
-// members converts a membership for the wire and sends the header metadata that carries what
-// etcd's Member cannot.
-func (s *Server) members(ctx context.Context, c *membership.Cluster) []*pb.Member {
+// toProtoMembers converts a membership for the wire.
+func toProtoMembers(c *membership.Cluster) []*pb.Member {
 	var out []*pb.Member
-	var infos []memberInfo
 	for _, m := range c.List() {
 		out = append(out, toProto(m))
+	}
+	return out
+}
+
+// setMembersHeader sends what etcd's Member cannot carry (every member's name and started flag,
+// and the leader) as header metadata, for every answer that lists the members.
+func (s *Server) setMembersHeader(ctx context.Context, c *membership.Cluster) {
+	var infos []memberInfo
+	for _, m := range c.List() {
 		infos = append(infos, memberInfo{ID: m.ID.String(), Name: m.Name, Started: m.Started})
 	}
 	b, _ := json.Marshal(infos)
@@ -138,7 +106,6 @@ func (s *Server) members(ctx context.Context, c *membership.Cluster) []*pb.Membe
 		lead = l.String()
 	}
 	_ = grpc.SetHeader(ctx, metadata.Pairs(MDMembers, string(b), MDLeader, lead))
-	return out
 }
 
 func toProto(m *membership.Member) *pb.Member {
@@ -154,15 +121,14 @@ func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Re
 	defer cancel()
 	dry := strings.EqualFold(incoming(ctx, MDDryRun), "true")
 	reply, err := s.cfg.Coordinator.Do(ctx, reconfig.Request{Change: ch, DryRun: dry})
-	if err != nil {
-		return nil, toStatus(err)
-	}
-	if dry {
+	if dry && reply != nil {
+		// The report goes with the verdict, a refusal included: the refusal itself is the
+		// status, exactly as the real change would be answered.
 		b, _ := json.Marshal(reply)
 		_ = grpc.SetHeader(ctx, metadata.Pairs(MDDryRunBin, string(b)))
-		if reply.Refusal != "" {
-			return nil, toStatus(reconfig.ErrorOf(reply.Refusal))
-		}
+	}
+	if err != nil {
+		return nil, rpcerr.Status(err)
 	}
 	return reply, nil
 }
@@ -183,7 +149,7 @@ func checkPeerURLs(urls []string) error {
 // MemberAdd adds a voter or a learner; it returns once the change is applied.
 func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
 	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
-		return nil, toStatus(err)
+		return nil, rpcerr.Status(err)
 	}
 	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{
 		Name: incoming(ctx, MDMemberName), PeerURLs: r.GetPeerURLs(), IsLearner: r.GetIsLearner(),
@@ -192,7 +158,8 @@ func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.Mem
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberAddResponse{Header: s.header(), Member: toProto(&reply.Member), Members: s.members(ctx, reply.Cluster)}, nil
+	s.setMembersHeader(ctx, reply.Cluster)
+	return &pb.MemberAddResponse{Header: s.header(), Member: toProto(&reply.Member), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberRemove removes a member.
@@ -201,19 +168,21 @@ func (s *Server) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberRemoveResponse{Header: s.header(), Members: s.members(ctx, reply.Cluster)}, nil
+	s.setMembersHeader(ctx, reply.Cluster)
+	return &pb.MemberRemoveResponse{Header: s.header(), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberUpdate changes a member's peer URLs; a learner stays a learner.
 func (s *Server) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*pb.MemberUpdateResponse, error) {
 	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
-		return nil, toStatus(err)
+		return nil, rpcerr.Status(err)
 	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: membership.ID(r.GetID()), PeerURLs: r.GetPeerURLs()}})
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberUpdateResponse{Header: s.header(), Members: s.members(ctx, reply.Cluster)}, nil
+	s.setMembersHeader(ctx, reply.Cluster)
+	return &pb.MemberUpdateResponse{Header: s.header(), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberPromote makes a learner that has caught up a voter.
@@ -222,7 +191,8 @@ func (s *Server) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) 
 	if err != nil {
 		return nil, err
 	}
-	return &pb.MemberPromoteResponse{Header: s.header(), Members: s.members(ctx, reply.Cluster)}, nil
+	s.setMembersHeader(ctx, reply.Cluster)
+	return &pb.MemberPromoteResponse{Header: s.header(), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberList lists the members: linearizable unless the request asks for a serializable read,
@@ -234,10 +204,11 @@ func (s *Server) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.M
 		defer cancel()
 		var err error
 		if c, err = s.cfg.Node.ReadIndex(ctx2); err != nil {
-			return nil, toStatus(err)
+			return nil, rpcerr.Status(err)
 		}
 	}
-	return &pb.MemberListResponse{Header: s.header(), Members: s.members(ctx, c)}, nil
+	s.setMembersHeader(ctx, c)
+	return &pb.MemberListResponse{Header: s.header(), Members: toProtoMembers(c)}, nil
 }
 
 // Status reports this member's raft position.
@@ -268,7 +239,7 @@ const snapshotChunk = 32 << 10
 func (s *Server) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
 	var buf bytes.Buffer
 	if _, err := s.cfg.Store.WriteTo(&buf); err != nil {
-		return toStatus(err)
+		return rpcerr.Status(err)
 	}
 	sum := sha256.Sum256(buf.Bytes())
 	data := buf.Bytes()

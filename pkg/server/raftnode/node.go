@@ -15,25 +15,31 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 var (
 	// ErrRemoved ends Run when this member applied its own removal or a peer told it that it
-	// had been removed.
+	// had been removed. It ends the process, never an RPC, so it is not in the registry.
 	ErrRemoved = errors.New("this member has been permanently removed from the cluster")
+)
+
+// The errors of proposing are the registry's (pkg/rpcerr), so that the API answers them with the
+// contract's code and message and a forwarding member reads them back as the same values.
+var (
 	// ErrNotLeader is returned by Propose on a member that is not the leader.
-	ErrNotLeader = errors.New("etcdserver: not leader")
+	ErrNotLeader error = rpcerr.ErrNotLeader
 	// ErrNoLeader is returned when the cluster has no leader to decide.
-	ErrNoLeader = errors.New("etcdserver: no leader")
+	ErrNoLeader error = rpcerr.ErrNoLeader
 	// ErrTimeout is returned when a proposal was made but not applied in time: its outcome is
 	// unknown.
-	ErrTimeout = errors.New("etcdserver: request timed out")
+	ErrTimeout error = rpcerr.ErrTimeout
 	// ErrStopped is returned once the node is shutting down.
-	ErrStopped = errors.New("etcdserver: server stopped")
+	ErrStopped error = rpcerr.ErrStopped
 	// ErrProposalLost is returned when a proposal is known never to be applied (raft dropped
 	// it, or a later leader overwrote it): proposing again is safe.
-	ErrProposalLost = errors.New("etcdserver: proposal lost, retry")
+	ErrProposalLost error = rpcerr.ErrProposalLost
 )
 
 // Transport sends raft messages to peers and learns their addresses from the membership.

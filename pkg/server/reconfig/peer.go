@@ -2,13 +2,18 @@ package reconfig
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
 	"fmt"
+	"strings"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
@@ -29,30 +34,18 @@ const (
 	membershipMethod = "/" + service + "/Membership"
 )
 
+// mdDryRunReport carries a refused dry run's Reply beside the refusal's status, as the
+// clusterd-dry-run-bin header does on the client port: a gRPC call answers a status or a
+// message, and a dry run's verdict is both.
+const mdDryRunReport = "clusterd-dry-run-bin"
+
 // Register adds the Change and Membership calls to a peer gRPC server.
 func (c *Coordinator) Register(s *grpc.Server) {
 	s.RegisterService(&grpc.ServiceDesc{
 		ServiceName: service,
 		HandlerType: (*any)(nil),
 		Methods: []grpc.MethodDesc{
-			{MethodName: "Change", Handler: func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-				req := &Request{}
-				if err := dec(req); err != nil {
-					return nil, err
-				}
-				if c.cfg.Node.Leader() != c.cfg.Node.ID() {
-					// Never forward twice: the caller re-routes.
-					return nil, toStatus(raftnode.ErrNotLeader)
-				}
-				reply, err := c.decide(ctx, *req)
-				if err != nil {
-					return nil, toStatus(err)
-				}
-				// The caller answers its client with the members; the removed IDs, as many as the
-				// cluster's whole history, would cost every forwarded change their encoding.
-				reply.Cluster = reply.Cluster.WithoutRemoved()
-				return reply, nil
-			}},
+			{MethodName: "Change", Handler: c.serveChange},
 			{MethodName: "Membership", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 				if err := dec(&empty{}); err != nil {
 					return nil, err
@@ -63,12 +56,58 @@ func (c *Coordinator) Register(s *grpc.Server) {
 	}, struct{}{})
 }
 
-func toStatus(err error) error {
-	code := codes.Unknown
-	if err == raftnode.ErrNotLeader || err == raftnode.ErrProposalLost {
-		code = codes.Unavailable
+// serveChange decides a request another member forwarded. Errors leave as the registry's
+// statuses, which forward reads back as the same values.
+func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+	req := &Request{}
+	if err := dec(req); err != nil {
+		return nil, err
 	}
-	return status.Error(code, err.Error())
+	if c.cfg.Node.Leader() != c.cfg.Node.ID() {
+		// Never forward twice: the caller re-routes.
+		return nil, rpcerr.Status(raftnode.ErrNotLeader)
+	}
+	reply, err := c.decide(ctx, *req)
+	if reply != nil {
+		// The caller answers its client with the members; the removed IDs, as many as the
+		// cluster's whole history, would cost every forwarded change their encoding.
+		reply.Cluster = reply.Cluster.WithoutRemoved()
+	}
+	if err == nil {
+		return reply, nil
+	}
+	if reply != nil {
+		b, jerr := json.Marshal(reply)
+		if jerr != nil {
+			return nil, rpcerr.Status(jerr)
+		}
+		_ = grpc.SetHeader(ctx, metadata.Pairs(mdDryRunReport, string(b)))
+	}
+	return nil, rpcerr.Status(err)
+}
+
+// fromPeer reads what a call to another member failed with: a registered error by its message,
+// as the other member sent it, and otherwise what the call's own failure means for retrying.
+func fromPeer(err error) error {
+	err = rpcerr.FromStatus(err)
+	var known *rpcerr.Error
+	if errors.As(err, &known) {
+		return err
+	}
+	st, ok := status.FromError(err)
+	switch {
+	case !ok:
+		return err
+	case st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled:
+		return raftnode.ErrTimeout
+	case st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "connection error:"):
+		// The leader could not be reached at all: nothing was sent to it.
+		return raftnode.ErrNotLeader
+	case st.Code() == codes.Unavailable:
+		// The connection broke after the request went out: it may have been applied.
+		return raftnode.ErrTimeout
+	}
+	return err
 }
 
 func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Request) (*Reply, error) {
@@ -81,8 +120,17 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 		return nil, err
 	}
 	reply := &Reply{}
-	if err := conn.Invoke(ctx, changeMethod, &req, reply); err != nil {
-		return nil, FromStatus(err)
+	var hdr metadata.MD
+	if err := conn.Invoke(ctx, changeMethod, &req, reply, grpc.Header(&hdr)); err != nil {
+		err = fromPeer(err)
+		report := hdr.Get(mdDryRunReport)
+		if !req.DryRun || len(report) == 0 || retryable(err) {
+			return nil, err
+		}
+		if jerr := json.Unmarshal([]byte(report[0]), reply); jerr != nil {
+			return nil, fmt.Errorf("reading the leader's dry-run report: %w", jerr)
+		}
+		return reply, err
 	}
 	return reply, nil
 }
@@ -120,7 +168,7 @@ func FetchMembership(ctx context.Context, peerURL string) (*ClusterInfo, error) 
 	defer conn.Close()
 	info := &ClusterInfo{}
 	if err := conn.Invoke(ctx, membershipMethod, &empty{}, info); err != nil {
-		return nil, fmt.Errorf("%s: %w", peerURL, FromStatus(err))
+		return nil, fmt.Errorf("%s: %w", peerURL, fromPeer(err))
 	}
 	return info, nil
 }

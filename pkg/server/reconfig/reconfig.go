@@ -3,13 +3,10 @@ package reconfig
 import (
 	"context"
 	"errors"
-	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
@@ -23,14 +20,13 @@ type Request struct {
 	DryRun bool              `json:"dryRun,omitempty"`
 }
 
-// Reply is the outcome of a Request.
+// Reply is the outcome of a Request. A dry run that would be refused has one too, beside the
+// error: the report the verdict was reached on.
 type Reply struct {
 	Cluster *membership.Cluster     `json:"cluster"`
 	Member  membership.Member       `json:"member"` // the member the change is about, ID assigned
 	Before  membership.QuorumReport `json:"before"`
 	After   membership.QuorumReport `json:"after"`
-	// Refusal is why a dry run would be refused; empty when it would be accepted.
-	Refusal string `json:"refusal,omitempty"`
 }
 
 // Config configures a Coordinator.
@@ -62,7 +58,8 @@ func retryable(err error) bool {
 }
 
 // Do carries out req on the leader, wherever it is, and returns once the change is applied
-// there (or, for a dry run, once it is checked).
+// there (or, for a dry run, once it is checked). A dry run's refusal is the error the real change
+// would get, returned with the Reply it was judged on.
 func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 	backoff := 10 * time.Millisecond
 	for {
@@ -116,10 +113,9 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 			}
 		}
 		if req.DryRun && !retryable(err) {
-			reply.Refusal = err.Error()
-			return reply, nil
+			return reply, err
 		}
-		return reply, err
+		return nil, err
 	}
 	if req.DryRun {
 		return reply, nil
@@ -239,50 +235,4 @@ func newID(cl *membership.Cluster) membership.ID {
 			return id
 		}
 	}
-}
-
-// Errors cross the peer port as gRPC statuses carrying the error's text; the forwarding
-// member turns the text back into the same error.
-var knownErrors = []error{
-	membership.ErrIDNotFound, membership.ErrIDExists, membership.ErrPeerURLExists,
-	membership.ErrInvalidPeerURLs, membership.ErrNotEnoughStarted, membership.ErrUnhealthy,
-	membership.ErrPromoteVoter, membership.ErrLearnerNotReady, membership.ErrTooManyLearners,
-	membership.ErrIDRemoved, membership.ErrNameExists,
-	raftnode.ErrNotLeader, raftnode.ErrNoLeader, raftnode.ErrTimeout, raftnode.ErrStopped,
-	raftnode.ErrProposalLost, transport.ErrClusterIDMismatch,
-}
-
-// ErrorOf returns the known error with that text, or a new error with it.
-func ErrorOf(text string) error {
-	for _, k := range knownErrors {
-		if text == k.Error() {
-			return k
-		}
-	}
-	return errors.New(text)
-}
-
-// FromStatus returns the known error a peer's status carries, or err itself.
-func FromStatus(err error) error {
-	st, ok := status.FromError(err)
-	if !ok {
-		return err
-	}
-	for _, k := range knownErrors {
-		if st.Message() == k.Error() {
-			return k
-		}
-	}
-	if st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled {
-		return raftnode.ErrTimeout
-	}
-	if st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "connection error:") {
-		// The leader could not be reached at all: nothing was sent to it.
-		return raftnode.ErrNotLeader
-	}
-	if st.Code() == codes.Unavailable {
-		// The connection broke after the request went out: it may have been applied.
-		return raftnode.ErrTimeout
-	}
-	return err
 }

@@ -14,12 +14,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
-// The refusals a receiver sends back, by their exact text.
+// The refusals a receiver sends back: the registry's (pkg/rpcerr), by their exact text.
 var (
-	ErrClusterIDMismatch = errors.New("etcdserver: cluster ID mismatch")
-	errWrongMember       = errors.New("etcdserver: message for another member")
+	ErrClusterIDMismatch error = rpcerr.ErrClusterIDMismatch
+	errWrongMember       error = rpcerr.ErrWrongMember
 )
 
 // Handler is the local member as the transport sees it.

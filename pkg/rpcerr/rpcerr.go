@@ -1,0 +1,90 @@
+package rpcerr
+
+import (
+	"context"
+	"errors"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+)
+
+// Error is an error that crosses the wire as a gRPC status. A server answer that is not in the
+// registry is an *Error too, with the code and message the server sent.
+type Error struct {
+	Code    codes.Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// GRPCStatus lets grpc and status.FromError send and see the error as the status it stands for.
+func (e *Error) GRPCStatus() *status.Status { return status.New(e.Code, e.Message) }
+
+// Is matches by message alone: the code may differ between clusterd and etcd for one error.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == e.Message
+}
+
+// registry holds every entry in the order declared; byMessage indexes it. Both are filled by
+// register while the package's variables are initialised and never change afterwards.
+var (
+	registry  []*Error
+	byMessage = map[string]*Error{}
+)
+
+func register(code codes.Code, message string) *Error {
+	if _, dup := byMessage[message]; dup {
+		// A message is an identity: two entries with one text could not be told apart on the
+		// wire. Declared in this package only, so this fails every test at once.
+		panic("rpcerr: message registered twice: " + message)
+	}
+	e := &Error{Code: code, Message: message}
+	registry = append(registry, e)
+	byMessage[message] = e
+	return e
+}
+
+// All returns every registered error, in the order declared.
+func All() []*Error { return append([]*Error(nil), registry...) }
+
+// Lookup returns the registered error with that message, or nil.
+func Lookup(message string) *Error { return byMessage[message] }
+
+// Status turns an error into the status a server answers with. A registered error, bare or
+// wrapped, travels as its entry's code and message (not the wrapping's text, which etcd's
+// clients would not recognise); so does a status carrying a registered message, whatever its
+// code. A context that ended is ErrTimeout: whether the proposal was applied is unknown. Any
+// other status passes through as it came (a peer's answer), and anything else keeps its own
+// text with code Unknown, as etcd answers it.
+func Status(err error) error {
+	if err == nil {
+		return nil
+	}
+	err = FromStatus(err)
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		err = ErrTimeout
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return status.Error(e.Code, e.Message)
+	}
+	if st, ok := status.FromError(err); ok {
+		return st.Err()
+	}
+	return status.Error(codes.Unknown, err.Error())
+}
+
+// FromStatus returns the registered error whose message err carries as a gRPC status, whatever
+// the status's code, and err itself otherwise: a status the registry does not know (a broken
+// connection, say) is left for the caller to judge by its code.
+func FromStatus(err error) error {
+	st, ok := status.FromError(err)
+	if !ok {
+		return err
+	}
+	if e := Lookup(st.Message()); e != nil {
+		return e
+	}
+	return err
+}

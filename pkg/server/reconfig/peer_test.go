@@ -1,0 +1,78 @@
+package reconfig
+
+import (
+	"context"
+	"errors"
+	"net"
+	"testing"
+	"time"
+
+	"google.golang.org/grpc"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+	"github.com/clusterctl/clusterctl/pkg/server/transport"
+)
+
+// servePeers serves every coordinator's peer calls on a port of its own and points the others'
+// connections for its peer URL there: startNodes' peer URLs are never listened on.
+func servePeers(t *testing.T, coords map[uint64]*Coordinator) {
+	t.Helper()
+	for id, c := range coords {
+		lis, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		srv := grpc.NewServer(transport.ServerCodec())
+		c.Register(srv)
+		go srv.Serve(lis)
+		t.Cleanup(srv.Stop)
+		url := c.cfg.Node.Cluster().Member(membership.ID(id)).PeerURLs[0]
+		for _, other := range coords {
+			conn, err := transport.Dial("http://" + lis.Addr().String())
+			if err != nil {
+				t.Fatal(err)
+			}
+			other.mu.Lock()
+			other.conns[url] = conn
+			other.mu.Unlock()
+			t.Cleanup(func() { conn.Close() })
+		}
+	}
+}
+
+// A dry run sent to a follower is answered from the leader as the real change would be: a
+// refusal is the registry's own error after the hop (not text read back), with the report it
+// was judged on beside it; an acceptance is the report alone.
+func TestForwardedDryRun(t *testing.T) {
+	_, coords := startNodes(t, "")
+	servePeers(t, coords)
+	lead := waitLeader(t, coords)
+	var follower *Coordinator
+	for id, c := range coords {
+		if id != lead {
+			follower = c
+			break
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	unknown := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 0xff}}
+	reply, err := follower.Do(ctx, Request{Change: unknown, DryRun: true})
+	if err != rpcerr.ErrMemberNotFound || !errors.Is(err, membership.ErrIDNotFound) {
+		t.Fatalf("refused dry run: error %#v", err)
+	}
+	if reply == nil || reply.Member.ID != 0xff || reply.Cluster.Member(membership.ID(lead)) == nil {
+		t.Fatalf("refused dry run: report %+v", reply)
+	}
+
+	reply, err = follower.Do(ctx, Request{Change: learner("x", 9), DryRun: true})
+	if err != nil || reply == nil || reply.Member.ID == 0 || len(reply.Cluster.Learners()) != 0 {
+		t.Fatalf("accepted dry run: %+v, %v", reply, err)
+	}
+	// Nothing was proposed.
+	if n := len(coords[lead].cfg.Node.Cluster().Members); n != 3 {
+		t.Errorf("%d members after dry runs", n)
+	}
+}
