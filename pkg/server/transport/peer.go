@@ -10,9 +10,9 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // peer sends to one remote member over one stream at a time.
@@ -108,7 +108,7 @@ func (p *peer) run() {
 				backoff = 50 * time.Millisecond
 				continue
 			}
-			if st, ok := status.FromError(err); ok && st.Message() == membership.ErrIDRemoved.Error() {
+			if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
 				p.t.cfg.Logger.Error("a peer refused this member as removed from the cluster", "peer", p.id.String())
 				p.t.h.MarkRemoved()
 				return

@@ -124,7 +124,7 @@ func (t *Transport) unary(handle func(*notice)) func(any, context.Context, func(
 			return nil, err
 		}
 		if n.ClusterID != uint64(t.cfg.ClusterID) || n.To != uint64(t.cfg.LocalID) {
-			return nil, status.Error(codes.FailedPrecondition, ErrClusterIDMismatch.Error())
+			return nil, rpcerr.Status(ErrClusterIDMismatch)
 		}
 		handle(n)
 		return &ack{}, nil
@@ -174,7 +174,7 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 			return err
 		}
 		if err := t.check(env); err != nil {
-			return status.Error(codes.FailedPrecondition, err.Error())
+			return rpcerr.Status(err)
 		}
 		t.heard(membership.ID(env.From))
 		if err := t.h.Step(stream.Context(), env.Message); err != nil {
