@@ -431,3 +431,42 @@ func TestVersionsAndSuitesReachTheConfig(t *testing.T) {
 		t.Fatalf("default min version %x, want TLS 1.2 as etcd", got)
 	}
 }
+
+func TestRenewedPeerCertificateIsPresentedWhenDialing(t *testing.T) {
+	f := newFixture(t)
+	certFile, keyFile := filepath.Join(f.dir, "peer.pem"), filepath.Join(f.dir, "peer-key.pem")
+	if err := must(t)(f.ca.Peer("before")).WriteTo(certFile, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	s := f.peerSettings()
+	s.Peer.CertFile, s.Peer.KeyFile = certFile, keyFile
+	dialer := build(t, s).PeerClient
+	seen := make(chan string, 2)
+	srv := &tls.Config{
+		Certificates: []tls.Certificate{must2(t, f.server)},
+		ClientAuth:   tls.RequireAndVerifyClientCert,
+		ClientCAs:    f.ca.Pool(),
+		VerifyConnection: func(cs tls.ConnectionState) error {
+			seen <- cs.PeerCertificates[0].Subject.CommonName
+			return nil
+		},
+	}
+	addr, results := serve(t, srv)
+	presented := func() string {
+		t.Helper()
+		if _, err := dial(addr, dialer); err != nil {
+			t.Fatalf("dial: %v", err)
+		}
+		<-results
+		return <-seen
+	}
+	if cn := presented(); cn != "before" {
+		t.Fatalf("presented %q", cn)
+	}
+	if err := must(t)(f.ca.Peer("after")).WriteTo(certFile, keyFile); err != nil {
+		t.Fatal(err)
+	}
+	if cn := presented(); cn != "after" {
+		t.Fatalf("after renewal presented %q", cn)
+	}
+}
