@@ -1,0 +1,69 @@
+package clienttls
+
+import (
+	"crypto/tls"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+func TestConfigRefusesBadFilesBeforeDialing(t *testing.T) {
+	p := newPKI(t)
+	dir := t.TempDir()
+	missing := filepath.Join(dir, "missing.pem")
+	notPEM := filepath.Join(dir, "garbage.pem")
+	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name string
+		o    Options
+		want string
+	}{
+		{"cert without key", Options{Cert: p.client.CertFile}, "--cert needs --key"},
+		{"key without cert", Options{Key: p.client.KeyFile}, "--key needs --cert"},
+		{"missing CA", Options{CACert: missing}, "--cacert " + missing + ": no such file or directory"},
+		// Run as root, a mode cannot make a file unreadable; a directory is unreadable as a file.
+		{"unreadable CA", Options{CACert: dir}, "--cacert " + dir + ": is a directory"},
+		{"CA not PEM", Options{CACert: notPEM}, "--cacert " + notPEM + ": no PEM certificate in the file"},
+		{"CA file holds a key", Options{CACert: p.client.KeyFile}, "--cacert " + p.client.KeyFile + ": no PEM certificate"},
+		{"missing cert", Options{Cert: missing, Key: p.client.KeyFile}, "--cert " + missing + ": no such file or directory"},
+		{"missing key", Options{Cert: p.client.CertFile, Key: missing}, "--key " + missing + ": no such file or directory"},
+		{"key file holds a certificate", Options{Cert: p.client.CertFile, Key: p.client.CertFile}, "--key " + p.client.CertFile + ": no PEM private key in the file"},
+		{"cert file holds a key", Options{Cert: p.client.KeyFile, Key: p.client.KeyFile}, "--cert " + p.client.KeyFile + ": no PEM certificate in the file"},
+		{"mismatched", Options{Cert: p.client.CertFile, Key: p.server.KeyFile},
+			"--cert " + p.client.CertFile + " and --key " + p.server.KeyFile + " do not match: tls: private key does not match public key"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			cfg, err := c.o.Config()
+			var ae *ArgError
+			if cfg != nil || !errors.As(err, &ae) {
+				t.Fatalf("Config: %v, %v; want an *ArgError", cfg, err)
+			}
+			if !strings.HasPrefix(err.Error(), c.want) || !strings.HasPrefix(err.Error(), ae.Flag+" ") {
+				t.Fatalf("Config:\n got %q\nwant %q", err, c.want)
+			}
+		})
+	}
+}
+
+func TestConfig(t *testing.T) {
+	p := newPKI(t)
+	cfg, err := Options{CACert: p.ca.CertFile, Cert: p.client.CertFile, Key: p.client.KeyFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RootCAs == nil || cfg.InsecureSkipVerify || cfg.MinVersion != tls.VersionTLS12 {
+		t.Errorf("config: %+v", cfg)
+	}
+	cert, err := cfg.GetClientCertificate(&tls.CertificateRequestInfo{})
+	if err != nil || len(cert.Certificate) == 0 {
+		t.Errorf("client certificate: %v %v", cert, err)
+	}
+	cfg, err = Options{InsecureSkipVerify: true}.Config()
+	if err != nil || !cfg.InsecureSkipVerify || cfg.RootCAs != nil || cfg.GetClientCertificate != nil {
+		t.Errorf("insecure: %+v %v", cfg, err)
+	}
+}

@@ -1,0 +1,107 @@
+package authz
+
+import (
+	"context"
+	"crypto/x509"
+	"slices"
+	"strings"
+
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/peer"
+
+	"github.com/clusterctl/clusterctl/pkg/server/servertls"
+)
+
+// Flag is the setting's name, in etcd's style: like --peer-cert-allowed-cn, the CNs of the
+// certificates allowed something, here the admin operations on the client port.
+const Flag = "--admin-cert-allowed-cn"
+
+// openMethods are the methods of etcd's admin-bearing services that every authenticated client
+// may call: reading the membership and a member's status.
+var openMethods = map[string]bool{
+	"/etcdserverpb.Cluster/MemberList": true,
+	"/etcdserverpb.Maintenance/Status": true,
+}
+
+// adminServices are the services whose other methods are admin operations.
+var adminServices = []string{"/etcdserverpb.Cluster/", "/etcdserverpb.Maintenance/"}
+
+// IsAdmin reports whether fullMethod ("/etcdserverpb.Cluster/MemberAdd") is an admin
+// operation.
+func IsAdmin(fullMethod string) bool {
+	if openMethods[fullMethod] {
+		return false
+	}
+	for _, s := range adminServices {
+		if strings.HasPrefix(fullMethod, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// CheckSetting is for the config validation: the list means something only when the client
+// port verifies client certificates.
+func CheckSetting(allowedCNs []string, clientCertAuth bool) error {
+	if len(allowedCNs) > 0 && !clientCertAuth {
+		return &servertls.SettingError{Flag: Flag, Msg: "needs --client-cert-auth: without client certificates there is no CN to check"}
+	}
+	return nil
+}
+
+// Authorizer checks each call against the allowed CNs.
+type Authorizer struct {
+	allowed []string
+}
+
+// New allows admin operations to the certificates whose CN is in allowedCNs, or to every
+// caller when it is empty.
+func New(allowedCNs []string) *Authorizer {
+	return &Authorizer{allowed: slices.Clone(allowedCNs)}
+}
+
+// Allow returns nil when the caller in ctx may call fullMethod, else etcd's permission denied.
+func (a *Authorizer) Allow(ctx context.Context, fullMethod string) error {
+	if len(a.allowed) == 0 || !IsAdmin(fullMethod) {
+		return nil
+	}
+	if leaf := verifiedLeaf(ctx); leaf != nil && slices.Contains(a.allowed, leaf.Subject.CommonName) {
+		return nil
+	}
+	return rpctypes.ErrGRPCPermissionDenied
+}
+
+// Unary is the interceptor for unary calls (the membership changes, MoveLeader).
+func (a *Authorizer) Unary() grpc.UnaryServerInterceptor {
+	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+		if err := a.Allow(ctx, info.FullMethod); err != nil {
+			return nil, err
+		}
+		return handler(ctx, req)
+	}
+}
+
+// Stream is the interceptor for streaming calls (Snapshot).
+func (a *Authorizer) Stream() grpc.StreamServerInterceptor {
+	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+		if err := a.Allow(ss.Context(), info.FullMethod); err != nil {
+			return err
+		}
+		return handler(srv, ss)
+	}
+}
+
+// verifiedLeaf is the client's certificate as crypto/tls verified it, or nil.
+func verifiedLeaf(ctx context.Context) *x509.Certificate {
+	p, ok := peer.FromContext(ctx)
+	if !ok {
+		return nil
+	}
+	info, ok := p.AuthInfo.(credentials.TLSInfo)
+	if !ok || len(info.State.VerifiedChains) == 0 || len(info.State.VerifiedChains[0]) == 0 {
+		return nil
+	}
+	return info.State.VerifiedChains[0][0]
+}

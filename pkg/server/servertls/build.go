@@ -1,0 +1,249 @@
+package servertls
+
+import (
+	"bytes"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/url"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Configs are the tls.Configs of clusterd's two ports.
+type Configs struct {
+	// Client serves the https:// client URLs; nil when the client port has no TLS.
+	Client *tls.Config
+	// PeerServer serves the https:// peer URLs; nil when the peer port has no TLS.
+	PeerServer *tls.Config
+	// PeerClient dials other members' https:// peer URLs. Never nil: a member without peer
+	// certificates can still dial a TLS peer that does not ask for one, as in etcd.
+	PeerClient *tls.Config
+}
+
+// Build validates s, loads every file it names, makes the auto-TLS certificates, and returns
+// the configs. Certificates and keys are read again on each handshake; CA files only here.
+func Build(s Settings) (*Configs, error) {
+	if err := s.Validate(); err != nil {
+		return nil, err
+	}
+	minV, maxV, suites, _ := s.versionsAndSuites()
+	base := func() *tls.Config {
+		return &tls.Config{MinVersion: minV, MaxVersion: maxV, CipherSuites: suites, NextProtos: []string{"h2"}}
+	}
+	logger := s.Logger
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	out := &Configs{PeerClient: base()}
+	for _, p := range s.ports() {
+		if !p.enabled() {
+			continue
+		}
+		self := p.selfCert() // before makeSelfCert fills in the file names
+		if p.AutoTLS && !self {
+			logger.Warn("ignoring " + p.flag("auto-tls") + " since certificates are given")
+		}
+		if self {
+			if err := makeSelfCert(p, s.DataDir, s.SelfSignedCertValidity, logger); err != nil {
+				return nil, err
+			}
+		}
+		pair, err := newKeyPair(p, logger)
+		if err != nil {
+			return nil, err
+		}
+		var pool *x509.CertPool
+		if p.TrustedCAFile != "" {
+			if pool, err = loadPool(p.flag("trusted-ca-file"), p.TrustedCAFile); err != nil {
+				return nil, err
+			}
+		}
+		srv := base()
+		srv.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return pair.get() }
+		if pool != nil {
+			// etcd's meaning: a trusted CA requires client certificates even without
+			// --client-cert-auth.
+			srv.ClientAuth, srv.ClientCAs = tls.RequireAndVerifyClientCert, pool
+		}
+		srv.VerifyPeerCertificate = allowed(p)
+		if p.name == "client" {
+			out.Client = srv
+			continue
+		}
+		out.PeerServer = srv
+		cli := out.PeerClient
+		cli.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return pair.get() }
+		cli.RootCAs = pool
+		// etcd's meaning: a member with a self-signed certificate trusts none, so it cannot
+		// verify its peers' either.
+		cli.InsecureSkipVerify = self
+		cli.VerifyPeerCertificate = allowed(p)
+	}
+	return out, nil
+}
+
+// NotAllowedError refuses a verified certificate that --peer-cert-allowed-cn or
+// --peer-cert-allowed-hostname does not allow.
+type NotAllowedError struct {
+	Cert    *x509.Certificate
+	Flag    string
+	Allowed []string
+}
+
+func (e *NotAllowedError) Error() string {
+	if strings.HasSuffix(e.Flag, "-cn") {
+		return fmt.Sprintf("certificate CN %q is not allowed by %s=%s", e.Cert.Subject.CommonName, e.Flag, strings.Join(e.Allowed, ","))
+	}
+	return fmt.Sprintf("certificate for %s matches no host name of %s=%s", names(e.Cert), e.Flag, strings.Join(e.Allowed, ","))
+}
+
+func names(c *x509.Certificate) string {
+	n := slices.Clone(c.DNSNames)
+	for _, ip := range c.IPAddresses {
+		n = append(n, ip.String())
+	}
+	if len(n) == 0 {
+		return "no name"
+	}
+	return strings.Join(n, ",")
+}
+
+// allowed checks the leaf of the verified chain against the allow lists, as etcd's TLSInfo
+// does; nil when there is no list. crypto/tls calls it only after its own verification
+// succeeded.
+func allowed(p port) func([][]byte, [][]*x509.Certificate) error {
+	cns, hosts := slices.Clone(p.AllowedCNs), slices.Clone(p.AllowedHostnames)
+	if len(cns) == 0 && len(hosts) == 0 {
+		return nil
+	}
+	return func(_ [][]byte, chains [][]*x509.Certificate) error {
+		if len(chains) == 0 || len(chains[0]) == 0 {
+			// Not reachable while Validate demands a CA; refuse rather than let it pass.
+			return errors.New("tls: no verified certificate to check against the allowed names")
+		}
+		leaf := chains[0][0]
+		if len(cns) > 0 {
+			if slices.Contains(cns, leaf.Subject.CommonName) {
+				return nil
+			}
+			return &NotAllowedError{Cert: leaf, Flag: p.flag("cert-allowed-cn"), Allowed: cns}
+		}
+		for _, h := range hosts {
+			if leaf.VerifyHostname(h) == nil {
+				return nil
+			}
+		}
+		return &NotAllowedError{Cert: leaf, Flag: p.flag("cert-allowed-hostname"), Allowed: hosts}
+	}
+}
+
+func loadPool(flag, file string) (*x509.CertPool, error) {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		return nil, settingErr(flag, "%v", err)
+	}
+	pool, n := x509.NewCertPool(), 0
+	for block, rest := pem.Decode(raw); block != nil; block, rest = pem.Decode(rest) {
+		c, err := x509.ParseCertificate(block.Bytes)
+		if err != nil {
+			return nil, settingErr(flag, "%s: %v", file, err)
+		}
+		pool.AddCert(c)
+		n++
+	}
+	if n == 0 {
+		return nil, settingErr(flag, "%s: no PEM certificate in the file", file)
+	}
+	return pool, nil
+}
+
+// keyPair is a certificate and key file pair read on every handshake. Parsing is skipped when
+// the bytes did not change; a pair that fails to load leaves the last good one in service.
+type keyPair struct {
+	certFile, keyFile string
+	certFlag          string
+	logger            *slog.Logger
+
+	mu       sync.Mutex
+	certPEM  []byte
+	keyPEM   []byte
+	cert     *tls.Certificate
+	lastFail string // the failure last logged, so each distinct one is logged once
+}
+
+func newKeyPair(p port, logger *slog.Logger) (*keyPair, error) {
+	k := &keyPair{certFile: p.CertFile, keyFile: p.KeyFile, certFlag: p.flag("cert-file"), logger: logger}
+	if _, err := k.get(); err != nil {
+		return nil, settingErr(k.certFlag, "%v", err)
+	}
+	return k, nil
+}
+
+func (k *keyPair) get() (*tls.Certificate, error) {
+	certPEM, err1 := os.ReadFile(k.certFile)
+	keyPEM, err2 := os.ReadFile(k.keyFile)
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	err := errors.Join(err1, err2)
+	if err == nil && k.cert != nil && bytes.Equal(certPEM, k.certPEM) && bytes.Equal(keyPEM, k.keyPEM) {
+		return k.cert, nil
+	}
+	if err == nil {
+		var c tls.Certificate
+		if c, err = tls.X509KeyPair(certPEM, keyPEM); err == nil {
+			err = checkLeaf(&c)
+		}
+		if err == nil {
+			k.certPEM, k.keyPEM, k.cert, k.lastFail = certPEM, keyPEM, &c, ""
+			return k.cert, nil
+		}
+		err = fmt.Errorf("%s and %s: %w", k.certFile, k.keyFile, err)
+	}
+	if k.cert == nil {
+		return nil, err
+	}
+	if msg := err.Error(); msg != k.lastFail {
+		k.lastFail = msg
+		k.logger.Warn("cannot reload certificate, still serving the previous one", "flag", k.certFlag, "error", err)
+	}
+	return k.cert, nil
+}
+
+// checkLeaf parses the leaf so a certificate file that is not X.509 fails here, at load, and
+// not later in a handshake. tls.X509KeyPair fills in Leaf since Go 1.23.
+func checkLeaf(c *tls.Certificate) error {
+	if c.Leaf != nil {
+		return nil
+	}
+	leaf, err := x509.ParseCertificate(c.Certificate[0])
+	c.Leaf = leaf
+	return err
+}
+
+// hostsOf is the host part of each URL, for the SANs of a self-signed certificate.
+func hostsOf(urls []string) []string {
+	var hosts []string
+	for _, raw := range urls {
+		u, err := url.Parse(raw)
+		if err != nil {
+			continue
+		}
+		h := u.Hostname()
+		if h == "" {
+			h = u.Host
+		}
+		if h != "" && !slices.Contains(hosts, h) {
+			hosts = append(hosts, h)
+		}
+	}
+	return hosts
+}
+
+func selfCertDir(dataDir, name string) string { return filepath.Join(dataDir, "fixtures", name) }
