@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 
 	"google.golang.org/grpc"
+
+	"github.com/clusterctl/clusterctl/pkg/fsync"
 )
 
 // ErrSnapshotChecksum reports a snapshot stream whose trailing SHA-256 does not match the bytes
@@ -78,7 +80,7 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 	if err = os.Rename(part, path); err != nil {
 		return nil, err
 	}
-	if err = syncDir(filepath.Dir(path)); err != nil {
+	if err = fsync.Dir(filepath.Dir(path)); err != nil {
 		// The file is whole but its name may not survive a crash: say so rather than keep it
 		// silently.
 		return nil, errors.Join(err, os.Remove(path))
@@ -87,14 +89,6 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 	return res, nil
 }
 
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
 
 // streamSnapshot copies the Snapshot stream into w and checks its checksum. A member that cannot
 // be reached or fails before its first byte is replaced by the next endpoint, as for any read;

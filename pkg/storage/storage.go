@@ -16,6 +16,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/pkg/fsync"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
@@ -114,7 +115,7 @@ func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 		os.Remove(tmp)
 		return nil, err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := fsync.Dir(dir); err != nil {
 		return nil, err
 	}
 	return open(dir)
@@ -150,15 +151,6 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 	return err
 }
 
-// syncDir makes a rename in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
 
 // Open opens the database of an existing member.
 func Open(dir string) (*Store, error) {
