@@ -89,7 +89,6 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 	return res, nil
 }
 
-
 // streamSnapshot copies the Snapshot stream into w and checks its checksum. A member that cannot
 // be reached or fails before its first byte is replaced by the next endpoint, as for any read;
 // once bytes have been written, a failure ends the save.

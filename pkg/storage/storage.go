@@ -151,7 +151,6 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 	return err
 }
 
-
 // Open opens the database of an existing member.
 func Open(dir string) (*Store, error) {
 	if !Exists(dir) {
