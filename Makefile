@@ -61,3 +61,9 @@ chaos:
 
 clean:
 	rm -rf $(BIN)
+
+# make promtool   install promtool (Debian's prometheus package) if missing, for the metrics
+#                 and alert-rule tests, which otherwise install it themselves or skip
+.PHONY: promtool
+promtool:
+	scripts/install-promtool.sh

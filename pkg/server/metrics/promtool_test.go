@@ -1,0 +1,74 @@
+package metrics
+
+import (
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+)
+
+var promtool struct {
+	once sync.Once
+	path string
+	why  string
+}
+
+// promtoolPath returns promtool, installing Debian's prometheus package through
+// scripts/install-promtool.sh when it is missing; the test skips, saying why, only when that
+// cannot be done (not root, no apt-get, no package).
+func promtoolPath(t *testing.T) string {
+	t.Helper()
+	promtool.once.Do(func() {
+		if p, err := exec.LookPath("promtool"); err == nil {
+			promtool.path = p
+			return
+		}
+		var stderr bytes.Buffer
+		cmd := exec.Command("../../../scripts/install-promtool.sh")
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		if err != nil {
+			promtool.why = "promtool is not installed and cannot be installed: " + strings.TrimSpace(stderr.String())
+			return
+		}
+		promtool.path = strings.TrimSpace(string(out))
+	})
+	if promtool.path == "" {
+		t.Skip(promtool.why)
+	}
+	return promtool.path
+}
+
+// etcdsOwnLintFindings are what promtool says of etcd's own definitions, which clusterd keeps
+// as they are so that its scrape declares what etcd's declares (docs/metrics.md). Any other
+// finding fails the test.
+var etcdsOwnLintFindings = []string{
+	`etcd_server_proposals_applied_total non-counter metrics should not have "_total" suffix`,
+	`etcd_server_proposals_committed_total non-counter metrics should not have "_total" suffix`,
+}
+
+// TestPromtoolCheckMetrics lints a whole scrape, every family with series, with promtool.
+func TestPromtoolCheckMetrics(t *testing.T) {
+	bin := promtoolPath(t)
+	m := New(Options{})
+	exercise(m)
+	m.ChangeDecided(1, nil)
+	text, _ := scrape(t, m)
+
+	cmd := exec.Command(bin, "check", "metrics")
+	cmd.Stdin = strings.NewReader(text)
+	out, err := cmd.CombinedOutput()
+	var findings []string
+	for _, l := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		if l = strings.TrimSpace(l); l != "" {
+			findings = append(findings, l)
+		}
+	}
+	slices.Sort(findings)
+	if !slices.Equal(findings, etcdsOwnLintFindings) {
+		t.Fatalf("promtool check metrics (%v):\n%s\nwant exactly etcd's own findings:\n%s",
+			err, out, strings.Join(etcdsOwnLintFindings, "\n"))
+	}
+}
