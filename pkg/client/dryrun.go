@@ -5,9 +5,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"google.golang.org/grpc/metadata"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 // Metadata keys of clusterd's dry run (docs/wire.md). etcd ignores the request key and makes the
@@ -17,17 +18,9 @@ const (
 	mdDryRunBin = "clusterd-dry-run-bin"
 )
 
-// QuorumReport is the voting configuration before or after a change as the leader counts it.
-type QuorumReport struct {
-	Voters          int
-	Learners        int
-	StartedVoters   int
-	ConnectedVoters int
-	Quorum          int
-	// FaultTolerance is how many more voters may fail with a quorum left; negative when the
-	// connected voters are already short of one.
-	FaultTolerance int
-}
+// QuorumReport is the voting configuration before or after a change as the leader counts it:
+// the server's own type, which the dry run's report carries.
+type QuorumReport = membership.QuorumReport
 
 // DryRun is the server's verdict on a change it checked without proposing it.
 type DryRun struct {
@@ -155,57 +148,37 @@ func (c *Client) ensureClusterd(ctx context.Context) error {
 	return nil
 }
 
-// dryRunReply is clusterd's clusterd-dry-run-bin header: JSON of its reconfig.Reply, where IDs
-// are JSON numbers.
+// dryRunReply is clusterd's clusterd-dry-run-bin header: the JSON of the server's reconfig.Reply,
+// which is made of membership's types, so both sides read one definition of the wire.
 type dryRunReply struct {
-	Cluster struct {
-		ID      uint64                  `json:"clusterID"`
-		Members map[string]dryRunMember `json:"members"` // keyed by the ID in decimal
-	} `json:"cluster"`
-	Member dryRunMember      `json:"member"`
-	Before dryRunQuorumReply `json:"before"`
-	After  dryRunQuorumReply `json:"after"`
-}
-
-type dryRunMember struct {
-	ID         uint64   `json:"id"`
-	Name       string   `json:"name"`
-	PeerURLs   []string `json:"peerURLs"`
-	ClientURLs []string `json:"clientURLs"`
-	IsLearner  bool     `json:"isLearner"`
-	Started    bool     `json:"started"`
-}
-
-type dryRunQuorumReply struct {
-	Voters          int `json:"voters"`
-	Learners        int `json:"learners"`
-	StartedVoters   int `json:"startedVoters"`
-	ConnectedVoters int `json:"connectedVoters"`
-	Quorum          int `json:"quorum"`
-	FaultTolerance  int `json:"faultTolerance"`
+	Cluster *membership.Cluster     `json:"cluster"`
+	Member  membership.Member       `json:"member"`
+	Before  membership.QuorumReport `json:"before"`
+	After   membership.QuorumReport `json:"after"`
 }
 
 // report returns nil for a report the server did not fill in: every configuration has at
 // least one voter, so zero voters means the check stopped before counting.
-func (q dryRunQuorumReply) report() *QuorumReport {
+func report(q membership.QuorumReport) *QuorumReport {
 	if q.Voters == 0 {
 		return nil
 	}
-	r := QuorumReport(q)
-	return &r
+	return &q
 }
 
 func (rep *dryRunReply) result() *DryRun {
 	m := rep.Member
-	_, exists := rep.Cluster.Members[strconv.FormatUint(m.ID, 10)]
-	return &DryRun{
-		Exists:    exists,
-		ClusterID: rep.Cluster.ID,
+	r := &DryRun{
 		Member: Member{
-			ID: m.ID, Name: m.Name, Started: m.Started, IsLearner: m.IsLearner,
+			ID: uint64(m.ID), Name: m.Name, Started: m.Started, IsLearner: m.IsLearner,
 			PeerURLs: slices.Clone(m.PeerURLs), ClientURLs: slices.Clone(m.ClientURLs),
 		},
-		Before: rep.Before.report(),
-		After:  rep.After.report(),
+		Before: report(rep.Before),
+		After:  report(rep.After),
 	}
+	if rep.Cluster != nil {
+		r.ClusterID = uint64(rep.Cluster.ID)
+		r.Exists = rep.Cluster.Member(m.ID) != nil
+	}
+	return r
 }
