@@ -148,7 +148,7 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 			}
 			return err
 		}
-		err, sent := c.attempt(ctx, rpc)
+		sent, err := c.attempt(ctx, rpc)
 		if err == nil {
 			return nil
 		}
@@ -192,20 +192,20 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 // only, which the server checks before doing anything: such a request may be sent elsewhere.
 // A token the server no longer knows (it expired, or the member restarted) is replaced once
 // and the request sent again, as etcd's clients do.
-func (c *Client) attempt(ctx context.Context, rpc func(context.Context, *grpc.ClientConn) error) (err error, sent bool) {
+func (c *Client) attempt(ctx context.Context, rpc func(context.Context, *grpc.ClientConn) error) (sent bool, err error) {
 	if c.username != "" && !c.authed {
 		if err := c.authenticate(ctx); err != nil {
-			return err, false
+			return false, err
 		}
 	}
 	err = rpc(c.withToken(ctx), c.conn)
 	if se := serverAnswer(err); c.username == "" || se == nil || !errors.Is(se, rpcerr.ErrInvalidAuthToken) {
-		return err, true
+		return true, err
 	}
 	if err := c.authenticate(ctx); err != nil {
-		return err, false
+		return false, err
 	}
-	return rpc(c.withToken(ctx), c.conn), true
+	return true, rpc(c.withToken(ctx), c.conn)
 }
 
 // authNotEnabled is etcd's answer to Authenticate when auth is off; its clients then go on
