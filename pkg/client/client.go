@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -12,8 +13,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // staggerDelay is how long an endpoint that neither answers nor fails holds up the next one.
@@ -24,16 +30,35 @@ const staggerDelay = 250 * time.Millisecond
 
 // Config is what a Client needs to reach a cluster.
 type Config struct {
-	// Endpoints are client addresses, "host:port" or "http://host:port", in order of preference.
+	// Endpoints are client addresses, "host:port", "http://host:port" or "https://host:port",
+	// in order of preference, all reached the same way.
 	Endpoints []string
 	// DialTimeout bounds connecting, over all endpoints together.
 	DialTimeout time.Duration
+	// TLS is the configuration from the TLS flags, nil when none was given. As in etcdctl, an
+	// https:// endpoint always uses TLS (with the system's roots when TLS is nil), an http://
+	// endpoint never does, and a bare host:port does when TLS is set or BareTLS is.
+	TLS *tls.Config
+	// BareTLS is etcdctl's --insecure-transport=false: a bare host:port uses TLS even without
+	// TLS flags.
+	BareTLS bool
+	// Username and Password authenticate with etcd's Auth service on the first request; no
+	// Username, no authentication.
+	Username, Password string
 }
 
 // Client is a connection to one member of a cluster, made on first use.
 type Client struct {
 	endpoints   []string // host:port, in order of preference
+	dialed      []clienttls.Dialed
+	creds       credentials.TransportCredentials
 	dialTimeout time.Duration
+
+	username, password string
+	// token is the auth token sent with every request once authenticated; authed says
+	// Authenticate was asked, since a server without auth gives no token.
+	token  string
+	authed bool
 
 	conn *grpc.ClientConn
 	at   int // index in endpoints of the member conn is connected to
@@ -50,27 +75,51 @@ func New(cfg Config) (*Client, error) {
 	if cfg.DialTimeout <= 0 {
 		return nil, fmt.Errorf("dial timeout must be positive, not %s", cfg.DialTimeout)
 	}
-	eps := make([]string, len(cfg.Endpoints))
+	c := &Client{
+		endpoints:   make([]string, len(cfg.Endpoints)),
+		dialed:      make([]clienttls.Dialed, len(cfg.Endpoints)),
+		dialTimeout: cfg.DialTimeout,
+		username:    cfg.Username,
+		password:    cfg.Password,
+	}
 	for i, e := range cfg.Endpoints {
-		addr, err := parseEndpoint(e)
+		addr, secure, err := parseEndpoint(e, cfg.TLS != nil || cfg.BareTLS)
 		if err != nil {
 			return nil, err
 		}
-		eps[i] = addr
+		if i > 0 && secure != c.dialed[0].TLS {
+			return nil, fmt.Errorf("endpoints %q and %q: one uses TLS and the other does not; give endpoints of one kind", cfg.Endpoints[0], e)
+		}
+		c.endpoints[i] = addr
+		c.dialed[i] = clienttls.Dialed{Endpoint: e, TLS: secure, ClientCert: cfg.TLS != nil && cfg.TLS.GetClientCertificate != nil}
 	}
-	return &Client{endpoints: eps, dialTimeout: cfg.DialTimeout}, nil
+	c.creds = insecure.NewCredentials()
+	if c.dialed[0].TLS {
+		t := cfg.TLS
+		if t == nil {
+			t = &tls.Config{MinVersion: tls.VersionTLS12}
+		}
+		c.creds = credentials.NewTLS(t)
+	}
+	return c, nil
 }
 
-// parseEndpoint accepts etcdctl's endpoint forms that need no TLS.
-func parseEndpoint(e string) (string, error) {
-	addr := strings.TrimPrefix(e, "http://")
-	if strings.Contains(addr, "://") {
-		return "", fmt.Errorf("endpoint %q: only host:port or http://host:port is supported", e)
+// parseEndpoint accepts etcdctl's endpoint forms and returns the address to dial and whether it
+// is reached over TLS; bareTLS is the answer for an endpoint without a scheme.
+func parseEndpoint(e string, bareTLS bool) (string, bool, error) {
+	addr, secure := e, bareTLS
+	switch {
+	case strings.HasPrefix(e, "https://"):
+		addr, secure = strings.TrimPrefix(e, "https://"), true
+	case strings.HasPrefix(e, "http://"):
+		addr, secure = strings.TrimPrefix(e, "http://"), false
+	case strings.Contains(e, "://"):
+		return "", false, fmt.Errorf("endpoint %q: only host:port, http://host:port or https://host:port is supported", e)
 	}
 	if _, _, err := net.SplitHostPort(addr); err != nil {
-		return "", fmt.Errorf("endpoint %q: %v", e, err)
+		return "", false, fmt.Errorf("endpoint %q: %v", e, err)
 	}
-	return addr, nil
+	return addr, secure, nil
 }
 
 // Close releases the connection, if one was made.
@@ -85,7 +134,8 @@ func (c *Client) Close() error {
 
 // call runs rpc on a connected member. A read that fails in transport or is answered with
 // Unavailable moves on to the next endpoint; a change is never sent twice, because its first
-// attempt may have been applied.
+// attempt may have been applied. Authentication counts as a read: the change is not sent until
+// it succeeds.
 func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, *grpc.ClientConn) error) error {
 	var failed []EndpointFailure
 	// Each pass connects to a later endpoint than the previous one, so there are at most
@@ -98,16 +148,16 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 			}
 			return err
 		}
-		err := rpc(ctx, c.conn)
+		sent, err := c.attempt(ctx, rpc)
 		if err == nil {
 			return nil
 		}
 		endpoint := c.endpoints[c.at]
 		se := serverAnswer(err)
-		if se != nil && outcomeUnknown(se) {
+		if se != nil && outcomeUnknown(se) && sent {
 			return &OutcomeUnknownError{Endpoint: endpoint, Err: se}
 		}
-		if !read {
+		if !read && sent {
 			if se != nil {
 				return se
 			}
@@ -123,7 +173,7 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 		}
 		// A read: another member may answer what this one could not.
 		reason := status.Convert(err).Message()
-		failed = append(failed, EndpointFailure{endpoint, reason})
+		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: reason})
 		if ctx.Err() != nil || c.at == len(c.endpoints)-1 {
 			if se != nil {
 				// The last member's own answer says more than "no endpoint answered".
@@ -137,6 +187,58 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 	return &ConnectError{Tried: failed}
 }
 
+// attempt authenticates first when a user was given and no token is held yet, then runs rpc
+// with the token. sent is false when rpc's request was not sent, or was refused for its token
+// only, which the server checks before doing anything: such a request may be sent elsewhere.
+// A token the server no longer knows (it expired, or the member restarted) is replaced once
+// and the request sent again, as etcd's clients do.
+func (c *Client) attempt(ctx context.Context, rpc func(context.Context, *grpc.ClientConn) error) (sent bool, err error) {
+	if c.username != "" && !c.authed {
+		if err := c.authenticate(ctx); err != nil {
+			return false, err
+		}
+	}
+	err = rpc(c.withToken(ctx), c.conn)
+	if se := serverAnswer(err); c.username == "" || se == nil || !errors.Is(se, rpcerr.ErrInvalidAuthToken) {
+		return true, err
+	}
+	if err := c.authenticate(ctx); err != nil {
+		return false, err
+	}
+	return true, rpc(c.withToken(ctx), c.conn)
+}
+
+// authNotEnabled is etcd's answer to Authenticate when auth is off; its clients then go on
+// without a token, and so does this one.
+const authNotEnabled = "etcdserver: authentication is not enabled"
+
+// authenticate asks the connected member for a token.
+func (c *Client) authenticate(ctx context.Context) error {
+	var a authenticateAnswer
+	err := c.conn.Invoke(ctx, methodAuthenticate, authenticateRequest(c.username, c.password), &a)
+	if se := serverAnswer(err); se != nil && (se.Message == authNotEnabled || se.Code == codes.Unimplemented) {
+		// No auth on this server (clusterd has no Auth service): its TLS settings decide.
+		c.authed, c.token = true, ""
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	c.authed, c.token = true, a.Token
+	return nil
+}
+
+// withToken adds the auth token, if any, to the request's metadata under etcd's key.
+func (c *Client) withToken(ctx context.Context) context.Context {
+	if c.token == "" {
+		return ctx
+	}
+	return metadata.AppendToOutgoingContext(ctx, tokenKey, c.token)
+}
+
+// tokenKey is etcd's rpctypes.TokenFieldNameGRPC.
+const tokenKey = "token"
+
 // connect makes sure c.conn is connected to one of c.endpoints[from:].
 func (c *Client) connect(ctx context.Context, from int) error {
 	if c.conn != nil && c.at >= from {
@@ -149,7 +251,7 @@ func (c *Client) connect(ctx context.Context, from int) error {
 	}
 	dctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	conn, i, tried := dialFirst(dctx, c.endpoints[from:], "no answer within "+limit.Round(time.Millisecond).String())
+	conn, i, tried := c.dialFirst(dctx, from, "no answer within "+limit.Round(time.Millisecond).String())
 	if conn == nil {
 		return &ConnectError{Tried: tried}
 	}
@@ -161,6 +263,7 @@ type dialResult struct {
 	i      int
 	conn   *grpc.ClientConn
 	reason string
+	tls    *clienttls.Error // set when TLS stopped the connection
 }
 
 // dialFirst connects to the first of eps that answers. It starts them in order, the next one
@@ -168,11 +271,13 @@ type dialResult struct {
 // the whole timeout, and a live endpoint early in the list is preferred. It returns the
 // connection and its index, or nil and why each endpoint failed; silent is the reason given for
 // an endpoint still silent when ctx ends.
-func dialFirst(ctx context.Context, eps []string, silent string) (*grpc.ClientConn, int, []EndpointFailure) {
+func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.ClientConn, int, []EndpointFailure) {
+	eps := c.endpoints[from:]
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan dialResult, len(eps))
 	reasons := make([]string, len(eps))
+	tlsErrs := make([]*clienttls.Error, len(eps))
 	for i := range reasons {
 		reasons[i] = silent
 	}
@@ -186,7 +291,7 @@ func dialFirst(ctx context.Context, eps []string, silent string) (*grpc.ClientCo
 	stagger := time.NewTimer(delay)
 	defer stagger.Stop()
 	start := func() {
-		go func(i int) { results <- dial(ctx, i, eps[i]) }(started)
+		go func(i int) { results <- dial(ctx, i, eps[i], c.creds, c.dialed[from+i]) }(started)
 		started++
 		pending++
 		stagger.Reset(delay)
@@ -212,6 +317,7 @@ func dialFirst(ctx context.Context, eps []string, silent string) (*grpc.ClientCo
 			if r.reason != "" {
 				reasons[r.i] = r.reason
 			}
+			tlsErrs[r.i] = r.tls
 			if started < len(eps) {
 				start()
 			}
@@ -227,13 +333,14 @@ func dialFirst(ctx context.Context, eps []string, silent string) (*grpc.ClientCo
 	}
 	tried := make([]EndpointFailure, started)
 	for i := range tried {
-		tried[i] = EndpointFailure{eps[i], reasons[i]}
+		tried[i] = EndpointFailure{Endpoint: eps[i], Reason: reasons[i], TLS: tlsErrs[i]}
 	}
 	return nil, 0, tried
 }
 
-// dial connects to one endpoint and waits until it can carry requests or has failed once.
-func dial(ctx context.Context, i int, addr string) dialResult {
+// dial connects to one endpoint and waits until it can carry requests or has failed once. how says
+// how, for explaining a TLS failure.
+func dial(ctx context.Context, i int, addr string, creds credentials.TransportCredentials, how clienttls.Dialed) dialResult {
 	var (
 		mu      sync.Mutex
 		lastErr error
@@ -255,7 +362,7 @@ func dial(ctx context.Context, i int, addr string) dialResult {
 		return conn, err
 	}
 	conn, err := grpc.NewClient("passthrough:///"+addr,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(dialer),
 		grpc.WithUserAgent("clusterctl"),
 		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})),
@@ -274,6 +381,10 @@ func dial(ctx context.Context, i int, addr string) dialResult {
 	// Bounded by ctx: WaitForStateChange returns false once it is done.
 	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
 		if s == connectivity.TransientFailure || !conn.WaitForStateChange(ctx, s) {
+			var why error
+			if s == connectivity.TransientFailure {
+				why = connectionError(ctx, conn)
+			}
 			conn.Close()
 			mu.Lock()
 			defer mu.Unlock()
@@ -283,10 +394,25 @@ func dial(ctx context.Context, i int, addr string) dialResult {
 			case ctx.Err() != nil:
 				// Silent until the deadline: the caller words that.
 				return dialResult{i: i}
-			default:
-				return dialResult{i: i, reason: "not a gRPC server"}
 			}
+			return failedHandshake(i, why, how)
 		}
 	}
 	return dialResult{i: i, conn: conn}
+}
+
+// failedHandshake words a connection that reached the server and failed before HTTP/2 started:
+// a TLS problem when clienttls recognises grpc-go's reason, else no gRPC server.
+func failedHandshake(i int, why error, d clienttls.Dialed) dialResult {
+	var te *clienttls.Error
+	if why != nil && errors.As(clienttls.Explain(d, why), &te) {
+		return dialResult{i: i, reason: te.Error(), tls: te}
+	}
+	return dialResult{i: i, reason: "not a gRPC server"}
+}
+
+// connectionError is why a connection in transient failure failed, as grpc-go reports it: a
+// request on it fails at once with that reason, and nothing reaches the server.
+func connectionError(ctx context.Context, conn *grpc.ClientConn) error {
+	return conn.Invoke(ctx, methodMemberList, memberListRequest(false), &ignoredAnswer{})
 }

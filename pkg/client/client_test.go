@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
@@ -408,13 +409,31 @@ func TestResolveAmbiguousName(t *testing.T) {
 }
 
 func TestNewRefusesBadEndpoints(t *testing.T) {
-	for _, e := range []string{"https://127.0.0.1:2379", "127.0.0.1", "unix:///tmp/x"} {
+	for _, e := range []string{"127.0.0.1", "unix:///tmp/x", "ftp://127.0.0.1:2379"} {
 		if _, err := New(Config{Endpoints: []string{e}, DialTimeout: time.Second}); err == nil {
 			t.Errorf("New accepted endpoint %q", e)
 		}
 	}
-	if _, err := New(Config{Endpoints: []string{"http://127.0.0.1:2379", "[::1]:2379"}, DialTimeout: time.Second}); err != nil {
-		t.Error(err)
+	tlsCfg := &tls.Config{}
+	for _, c := range []struct {
+		eps     []string
+		cfg     *tls.Config
+		bareTLS bool
+		ok      bool
+	}{
+		{[]string{"http://127.0.0.1:2379", "[::1]:2379"}, nil, false, true},
+		{[]string{"https://127.0.0.1:2379", "https://[::1]:2379"}, nil, false, true},
+		// a bare endpoint uses TLS with TLS flags or --insecure-transport=false, as in etcdctl
+		{[]string{"https://127.0.0.1:2379", "[::1]:2379"}, tlsCfg, false, true},
+		{[]string{"https://127.0.0.1:2379", "[::1]:2379"}, nil, true, true},
+		{[]string{"https://127.0.0.1:2379", "[::1]:2379"}, nil, false, false},
+		{[]string{"http://127.0.0.1:2379", "[::1]:2379"}, tlsCfg, false, false},
+		{[]string{"http://127.0.0.1:2379", "https://[::1]:2379"}, tlsCfg, false, false},
+	} {
+		_, err := New(Config{Endpoints: c.eps, DialTimeout: time.Second, TLS: c.cfg, BareTLS: c.bareTLS})
+		if (err == nil) != c.ok {
+			t.Errorf("%v (TLS flags %v, bare TLS %v): %v, want accepted %v", c.eps, c.cfg != nil, c.bareTLS, err, c.ok)
+		}
 	}
 }
 

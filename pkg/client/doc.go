@@ -25,6 +25,15 @@
 //     connection: etcd ignores the dry-run flag and would make the change. Otherwise it fails
 //     with a *DryRunUnsupportedError before any change is sent. Only the dry-run methods pay for
 //     finding that out.
+//   - Endpoints follow etcdctl's rules: https:// uses TLS, http:// never, a bare host:port when
+//     TLS settings were given or Config.BareTLS is set; one client never mixes TLS and plain
+//     endpoints (New refuses such a list). A connection that TLS stopped (clienttls recognises
+//     grpc-go's reason) fails over like a refused one, and the *ConnectError carries the
+//     *clienttls.Error so the caller can tell a configuration problem from a dead member.
+//   - With a user, Authenticate is asked on the first request only, and its token rides on every
+//     request in etcd's "token" metadata. An "invalid auth token" answer, which etcd gives before
+//     doing anything, is met with one new Authenticate and one resend, for changes too. Failing
+//     to authenticate counts as a read that was not sent. The password is never put in an error.
 //   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a
 //     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
 //     named appears only whole, checksum-verified and synced; on any failure it does not exist.

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
@@ -36,6 +37,10 @@ var (
 	ErrTimeout                 = rpcerr.ErrTimeout
 	ErrClusterIDMismatch       = rpcerr.ErrClusterIDMismatch
 	ErrStopped                 = rpcerr.ErrStopped
+	ErrPermissionDenied        = rpcerr.ErrPermissionDenied
+	ErrAuthFailed              = rpcerr.ErrAuthFailed
+	ErrUserEmpty               = rpcerr.ErrUserEmpty
+	ErrInvalidAuthToken        = rpcerr.ErrInvalidAuthToken
 )
 
 // ConnectError reports that no endpoint answered: none could be connected to within the dial
@@ -49,14 +54,37 @@ type ConnectError struct {
 type EndpointFailure struct {
 	Endpoint string
 	Reason   string
+	// TLS is set when a TLS handshake or a transport-security mismatch stopped the connection;
+	// Reason is then its message.
+	TLS *clienttls.Error
 }
 
 func (e *ConnectError) Error() string {
+	if len(e.Tried) == 1 && e.Tried[0].TLS != nil {
+		// It names the endpoint and says what to do.
+		return e.Tried[0].TLS.Error()
+	}
 	parts := make([]string, len(e.Tried))
 	for i, t := range e.Tried {
-		parts[i] = t.Endpoint + " (" + t.Reason + ")"
+		if t.TLS != nil {
+			parts[i] = "(" + t.TLS.Error() + ")"
+		} else {
+			parts[i] = t.Endpoint + " (" + t.Reason + ")"
+		}
 	}
 	return "no endpoint answered: " + strings.Join(parts, ", ")
+}
+
+// TLS returns the first endpoint's TLS failure, or nil when TLS stopped none. When no endpoint
+// answered and any failed on TLS, the configuration is what the operator must fix: the other
+// endpoints may only have been down.
+func (e *ConnectError) TLS() *clienttls.Error {
+	for _, t := range e.Tried {
+		if t.TLS != nil {
+			return t.TLS
+		}
+	}
+	return nil
 }
 
 // OutcomeUnknownError reports a membership change that was sent but not answered in time: it may

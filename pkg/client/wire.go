@@ -21,6 +21,7 @@ const (
 	methodMemberList    = "/etcdserverpb.Cluster/MemberList"
 	methodMemberPromote = "/etcdserverpb.Cluster/MemberPromote"
 	methodStatus        = "/etcdserverpb.Maintenance/Status"
+	methodAuthenticate  = "/etcdserverpb.Auth/Authenticate"
 )
 
 // request is a message sent: its wire encoding.
@@ -46,6 +47,25 @@ func memberUpdateRequest(id uint64, peerURLs []string) request {
 	return appendStrings(appendUint(nil, 1, id), 2, peerURLs)
 }
 
+// authenticateRequest is AuthenticateRequest{name = 1, password = 2}.
+func authenticateRequest(name, password string) request {
+	return appendString(appendString(nil, 1, name), 2, password)
+}
+
+// authenticateAnswer is AuthenticateResponse{header = 1, token = 2}; the header is not read.
+type authenticateAnswer struct {
+	Token string
+}
+
+func (a *authenticateAnswer) unmarshal(b []byte) error {
+	return eachField(b, func(f field) error {
+		if f.num == 2 && f.typ == protowire.BytesType {
+			a.Token = string(f.bytes)
+		}
+		return nil
+	})
+}
+
 // A proto3 scalar at its zero value is not written, as the generated code does.
 
 func appendUint(b []byte, num protowire.Number, v uint64) []byte {
@@ -57,6 +77,13 @@ func appendUint(b []byte, num protowire.Number, v uint64) []byte {
 
 func appendBool(b []byte, num protowire.Number, v bool) []byte {
 	return appendUint(b, num, protowire.EncodeBool(v))
+}
+
+func appendString(b []byte, num protowire.Number, v string) []byte {
+	if v == "" {
+		return b
+	}
+	return protowire.AppendString(protowire.AppendTag(b, num, protowire.BytesType), v)
 }
 
 func appendStrings(b []byte, num protowire.Number, vs []string) []byte {

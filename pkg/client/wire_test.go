@@ -26,6 +26,8 @@ func TestRequestsDecodeAsEtcdMessages(t *testing.T) {
 		{"promote", memberIDRequest(1), &pb.MemberPromoteRequest{}, &pb.MemberPromoteRequest{ID: 1}},
 		{"update", memberUpdateRequest(7, []string{"unix://x"}), &pb.MemberUpdateRequest{},
 			&pb.MemberUpdateRequest{ID: 7, PeerURLs: []string{"unix://x"}}},
+		{"authenticate", authenticateRequest("root", "pa:ss"), &pb.AuthenticateRequest{},
+			&pb.AuthenticateRequest{Name: "root", Password: "pa:ss"}},
 	}
 	for _, tt := range tests {
 		if err := proto.Unmarshal(tt.req, tt.into); err != nil {
@@ -132,5 +134,16 @@ func TestSnapshotMessagesMatchEtcd(t *testing.T) {
 		RemainingBytes: 4096, Blob: []byte("bolt\x00db"), Version: "3.7.1"})
 	if got := encodeSnapshotAnswer(want); string(got) != string(gen) {
 		t.Errorf("test encoder writes %x, generated code %x", got, gen)
+	}
+}
+
+func TestAuthenticateAnswerDecodesFromEtcdMessage(t *testing.T) {
+	b, err := proto.Marshal(&pb.AuthenticateResponse{Header: &pb.ResponseHeader{ClusterId: 1, MemberId: 2}, Token: "abc.123"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a authenticateAnswer
+	if err := a.unmarshal(b); err != nil || a.Token != "abc.123" {
+		t.Errorf("token %q, %v; want abc.123", a.Token, err)
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"syscall"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 )
 
@@ -26,6 +27,10 @@ const (
 	exitLearnerLimit     = 17
 	exitNoDryRun         = 18
 	exitCorruptSnapshot  = 19
+	exitTLS              = 20
+	exitPermissionDenied = 21
+	exitAuthFailed       = 22
+	exitAuthRequired     = 23
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -59,6 +64,9 @@ var serverExits = []struct {
 	{client.ErrNoLeader, exitNoLeader},
 	{client.ErrStopped, exitNoLeader},
 	{client.ErrTooManyLearners, exitLearnerLimit},
+	{client.ErrPermissionDenied, exitPermissionDenied},
+	{client.ErrAuthFailed, exitAuthFailed},
+	{client.ErrUserEmpty, exitAuthRequired},
 }
 
 // argumentError reports whether err is package datadir refusing what the command line asked: a
@@ -86,14 +94,20 @@ func exitCode(err error) int {
 		ambiguous   *client.AmbiguousNameError
 		noDryRun    *client.DryRunUnsupportedError
 		interrupted *interruptedError
+		tlsErr      *clienttls.Error
+		tlsArg      *clienttls.ArgError
 	)
 	switch {
 	case err == nil:
 		return exitOK
 	case errors.As(err, &interrupted):
 		return exitSignalBase + int(interrupted.sig)
-	case errors.As(err, &usage), argumentError(err):
+	case errors.As(err, &usage), argumentError(err), errors.As(err, &tlsArg):
 		return exitBadArgs
+	case errors.As(err, &connect) && connect.TLS() != nil, errors.As(err, &tlsErr):
+		// No endpoint answered and TLS stopped at least one: the configuration is what to fix,
+		// whatever the others said.
+		return exitTLS
 	case errors.As(err, &connect):
 		return exitCannotConnect
 	case errors.As(err, &unknown):

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"google.golang.org/grpc/codes"
 )
@@ -48,6 +49,15 @@ func TestExitCode(t *testing.T) {
 		{"advertised URLs differ", &datadir.PeerURLsMismatchError{Name: "a"}, 128},
 		{"corrupt snapshot received", client.ErrSnapshotChecksum, 19},
 		{"snapshot stream broke", &client.SnapshotStreamError{Endpoint: "a:1", Received: 10, Err: errors.New("EOF")}, 1},
+		{"TLS stopped the only endpoint", &client.ConnectError{Tried: []client.EndpointFailure{{Endpoint: "a:1", TLS: &clienttls.Error{Endpoint: "https://a:1", Kind: clienttls.UnknownAuthority}}}}, 20},
+		{"TLS stopped one endpoint, the other was down", &client.ConnectError{Tried: []client.EndpointFailure{
+			{Endpoint: "a:1", Reason: "connect: connection refused"},
+			{Endpoint: "b:1", TLS: &clienttls.Error{Endpoint: "https://b:1", Kind: clienttls.ClientCertRequired}}}}, 20},
+		{"TLS error alone", &clienttls.Error{Endpoint: "https://a:1", Kind: clienttls.PlainToTLS}, 20},
+		{"bad TLS file", &usageError{&clienttls.ArgError{Flag: "--cacert", Msg: "x: no such file"}}, 128},
+		{"permission denied", client.ErrPermissionDenied, 21},
+		{"authentication failed", client.ErrAuthFailed, 22},
+		{"auth required", client.ErrUserEmpty, 23},
 		{"promote of a voter", client.ErrMemberNotLearner, 1},
 		{"invalid peer URLs", client.ErrInvalidPeerURLs, 1},
 		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},

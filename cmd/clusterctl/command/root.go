@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
@@ -17,8 +19,12 @@ import (
 	"google.golang.org/grpc/grpclog"
 )
 
-// globalFlags are the settings also read from CLUSTERCTL_<FLAG> and the config file.
-var globalFlags = []string{"endpoints", "dial-timeout", "command-timeout", "write-out"}
+// globalFlags are the settings also read from CLUSTERCTL_<FLAG>, etcdctl's ETCDCTL_<FLAG> and
+// the config file, in that order after the flag.
+var globalFlags = []string{
+	"endpoints", "dial-timeout", "command-timeout", "write-out",
+	"cacert", "cert", "key", "insecure-skip-tls-verify", "insecure-transport", "user", "password",
+}
 
 // Globals is what every command shares, resolved once before a verb runs.
 type Globals struct {
@@ -33,6 +39,9 @@ type Globals struct {
 	Client func() (*client.Client, error)
 	// built is the client Client built, if any: run closes it.
 	built *client.Client
+	// askPassword reads a password without echo from the terminal, or fails when there is
+	// none to ask; nil during completion, which must never wait for input.
+	askPassword func() (string, error)
 }
 
 // Main runs clusterctl with the process's arguments and returns its exit code, which the
@@ -67,6 +76,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 // execute runs one command line and returns its exit code and the settings it ran with.
 func execute(args []string, stdout, stderr io.Writer) (int, *Globals) {
 	g := &Globals{Out: stdout, Err: stderr}
+	g.askPassword = func() (string, error) { return askPassword(stderr) }
 	root := newRootCmd(g)
 	root.SetArgs(args)
 	err := root.ExecuteContext(context.Background())
@@ -81,10 +91,17 @@ func newRootCmd(g *Globals) *cobra.Command {
 cluster through etcd's v3 Cluster API, and saves, inspects and restores snapshots.
 
 Every global flag can also be set as CLUSTERCTL_<FLAG> in the environment (CLUSTERCTL_ENDPOINTS,
-CLUSTERCTL_DIAL_TIMEOUT, CLUSTERCTL_COMMAND_TIMEOUT, CLUSTERCTL_WRITE_OUT) or in the file given by
---config-file (or CLUSTERCTL_CONFIG_FILE), a YAML, JSON or TOML file with the flags' names as keys.
-A flag wins over the environment, which wins over the file.`,
-		Example:       `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 member list -w table`,
+CLUSTERCTL_CACERT, CLUSTERCTL_USER, ...), as etcdctl's ETCDCTL_<FLAG> (ETCDCTL_ENDPOINTS,
+ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ...), so a shell set up for etcdctl works unchanged, or
+in the file given by --config-file (or CLUSTERCTL_CONFIG_FILE), a YAML, JSON or TOML file with the
+flags' names as keys. A flag wins over CLUSTERCTL_*, which wins over ETCDCTL_*, which wins over
+the file.
+
+Endpoints are host:port, http://host:port or https://host:port, as etcdctl takes them: https://
+uses TLS, http:// never does, and a bare host:port does when any TLS flag is given or
+--insecure-transport=false.`,
+		Example: `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 member list -w table
+  clusterctl --endpoints=https://10.0.0.1:2379 --cacert=ca.crt --cert=client.crt --key=client.key member list`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		Args:          noSubcommand,
@@ -99,6 +116,13 @@ A flag wins over the environment, which wins over the file.`,
 	f.Duration("command-timeout", 5*time.Second, "how long a request may take once connected")
 	f.StringP("write-out", "w", string(printer.Simple), "output format: simple, table, json, or env (member add)")
 	f.String("config-file", "", "read unset global flags from this YAML, JSON or TOML file")
+	f.String("cacert", "", "verify the members' TLS certificates with this CA bundle")
+	f.String("cert", "", "identify clusterctl with this TLS client certificate")
+	f.String("key", "", "the private key of --cert")
+	f.Bool("insecure-skip-tls-verify", false, "use TLS without verifying the members' certificates (testing only)")
+	f.Bool("insecure-transport", true, "reach a host:port endpoint without TLS unless a TLS flag is given")
+	f.String("user", "", "authenticate as this user: name, or name:password (asked for on a terminal when not given)")
+	f.String("password", "", "the password of --user (then --user is the whole name)")
 	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
 	return root
 }
@@ -112,32 +136,51 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
-// resolve reads the global settings: flag, then CLUSTERCTL_<FLAG>, then the config file. It does
+// resolve reads the global settings: flag, then CLUSTERCTL_<FLAG>, then ETCDCTL_<FLAG>, then the
+// config file. It does
 // no I/O besides reading the config file, and that only when one is named. Only the verbs and
 // their completion call it, so help and the completion scripts never depend on the settings.
 func (g *Globals) resolve(flags *pflag.FlagSet) error {
+	v, err := loadSettings(flags)
+	if err != nil {
+		return err
+	}
+	if err := g.settle(v); err != nil {
+		return &usageError{err}
+	}
+	return nil
+}
+
+// loadSettings binds every global setting to its flag, CLUSTERCTL_<FLAG>, ETCDCTL_<FLAG> and
+// the config file, in that order, and reads the file when one is named.
+func loadSettings(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v := viper.New()
 	v.SetEnvPrefix("CLUSTERCTL")
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
-	for _, name := range append(globalFlags, "config-file") {
+	for _, name := range globalFlags {
 		if err := v.BindPFlag(name, flags.Lookup(name)); err != nil {
-			return err
+			return nil, err
 		}
-		if err := v.BindEnv(name); err != nil {
-			return err
+		env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		// viper takes the first of these that is set; ETCDCTL_API and etcdctl's other
+		// variables are not read and so are accepted silently.
+		if err := v.BindEnv(name, "CLUSTERCTL_"+env, "ETCDCTL_"+env); err != nil {
+			return nil, err
 		}
+	}
+	if err := v.BindPFlag("config-file", flags.Lookup("config-file")); err != nil {
+		return nil, err
+	}
+	if err := v.BindEnv("config-file"); err != nil {
+		return nil, err
 	}
 	if path := v.GetString("config-file"); path != "" {
 		v.SetConfigFile(path)
 		if err := v.ReadInConfig(); err != nil {
-			return &usageError{fmt.Errorf("config file %s: %w", path, err)}
+			return nil, &usageError{fmt.Errorf("config file %s: %w", path, err)}
 		}
 	}
-	err := g.settle(v)
-	if err != nil {
-		return &usageError{err}
-	}
-	return nil
+	return v, nil
 }
 
 // settle checks the global settings and makes Client. The durations and the format are checked
@@ -153,11 +196,15 @@ func (g *Globals) settle(v *viper.Viper) error {
 	if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
 		return err
 	}
+	security, err := securitySettings(v)
+	if err != nil {
+		return err
+	}
 	g.Client = func() (*client.Client, error) {
 		if g.built != nil {
 			return g.built, nil
 		}
-		c, err := newClient(v, dialTimeout)
+		c, err := newClient(v, dialTimeout, security, g.askPassword)
 		if err != nil {
 			// A bad endpoint is found before anything is sent.
 			return nil, &usageError{err}
@@ -168,15 +215,28 @@ func (g *Globals) settle(v *viper.Viper) error {
 	return nil
 }
 
-// newClient builds the client for the endpoints in v.
-func newClient(v *viper.Viper, dialTimeout time.Duration) (*client.Client, error) {
+// newClient builds the client for the endpoints in v. The certificate files are read and the
+// password asked for here, before anything is dialed, and only by verbs that talk to a cluster.
+func newClient(v *viper.Viper, dialTimeout time.Duration, s security, ask func() (string, error)) (*client.Client, error) {
 	// A list from a flag or a file arrives split; one from the environment is a single
 	// comma-separated string, as in etcdctl's ETCDCTL_ENDPOINTS.
 	var endpoints []string
 	for _, e := range v.GetStringSlice("endpoints") {
 		endpoints = append(endpoints, membership.SplitURLs(e)...)
 	}
-	return client.New(client.Config{Endpoints: endpoints, DialTimeout: dialTimeout})
+	cfg := client.Config{Endpoints: endpoints, DialTimeout: dialTimeout, BareTLS: !s.insecureTransport}
+	if s.tls != (clienttls.Options{}) {
+		t, err := s.tls.Config()
+		if err != nil {
+			return nil, err
+		}
+		cfg.TLS = t
+	}
+	var err error
+	if cfg.Username, cfg.Password, err = s.credentials(ask); err != nil {
+		return nil, err
+	}
+	return client.New(cfg)
 }
 
 // duration reads a duration strictly: a bare number from a file or the environment is refused
@@ -225,6 +285,8 @@ func (g *Globals) completeMember(cmd *cobra.Command, args []string, toComplete s
 	if len(args) > 0 || g.resolve(cmd.Flags()) != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
+	// Completion runs inside the shell's line editor: a missing password is no reason to ask.
+	g.askPassword = func() (string, error) { return "", errors.New("no password to complete with") }
 	c, err := g.Client()
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp

@@ -70,7 +70,7 @@ func TestBadCommandLinesSendNothing(t *testing.T) {
 		{[]string{ep, "member", "promote", "x", "--wait=soon"}, "Error: invalid argument \"soon\" for \"--wait\" flag: time: invalid duration \"soon\"\n"},
 		{[]string{ep, "member", "bogus"}, "Error: unknown command \"bogus\" for \"clusterctl member\"\n"},
 		{[]string{ep, "bogus"}, "Error: unknown command \"bogus\" for \"clusterctl\"\n"},
-		{[]string{"--endpoints=https://" + addr, "member", "list"}, "Error: endpoint \"https://" + addr + "\": only host:port or http://host:port is supported\n"},
+		{[]string{"--endpoints=ftp://" + addr, "member", "list"}, "Error: endpoint \"ftp://" + addr + "\": only host:port, http://host:port or https://host:port is supported\n"},
 		{[]string{ep, "--dial-timeout=0s", "member", "list"}, "Error: --dial-timeout must be positive, not 0s\n"},
 	}
 	for _, tt := range tests {
@@ -167,12 +167,15 @@ func silentAddr(t *testing.T) string {
 	return l.Addr().String()
 }
 
-// noSettingsFromEnv clears every CLUSTERCTL_* setting for the test, so that the developer's
+// noSettingsFromEnv clears every CLUSTERCTL_* and ETCDCTL_* setting for the test, so that the developer's
 // environment cannot change what is checked: viper takes an empty variable as unset.
 func noSettingsFromEnv(t *testing.T) {
 	t.Helper()
-	for _, k := range []string{"CLUSTERCTL_ENDPOINTS", "CLUSTERCTL_DIAL_TIMEOUT", "CLUSTERCTL_COMMAND_TIMEOUT", "CLUSTERCTL_WRITE_OUT", "CLUSTERCTL_CONFIG_FILE"} {
-		t.Setenv(k, "")
+	t.Setenv("CLUSTERCTL_CONFIG_FILE", "")
+	for _, name := range globalFlags {
+		env := strings.ToUpper(strings.ReplaceAll(name, "-", "_"))
+		t.Setenv("CLUSTERCTL_"+env, "")
+		t.Setenv("ETCDCTL_"+env, "")
 	}
 }
 

@@ -245,19 +245,19 @@ func TestOfflineCommandsIgnoreEndpoints(t *testing.T) {
 	if out, errOut, code := runArgs("--endpoints="+ms[0].ClientAddr(), "snapshot", "save", file); code != exitOK {
 		t.Fatalf("save: exit %d\n%s%s", code, out, errOut)
 	}
-	out, errOut, code := runArgs("--endpoints=https://x:1", "snapshot", "status", file)
+	out, errOut, code := runArgs("--endpoints=unix:///x", "snapshot", "status", file)
 	if code != exitOK || !strings.HasPrefix(out, "cluster ID: ") || errOut != "" {
 		t.Errorf("snapshot status: exit %d\n%s%s", code, out, errOut)
 	}
 	dir := filepath.Join(t.TempDir(), "r0")
-	out, errOut, code = runArgs("--endpoints=https://x:1", "snapshot", "restore", file, "--data-dir="+dir, "--name=r0",
+	out, errOut, code = runArgs("--endpoints=unix:///x", "snapshot", "restore", file, "--data-dir="+dir, "--name=r0",
 		"--initial-cluster=r0=http://127.0.0.1:1", "--initial-advertise-peer-urls=http://127.0.0.1:1")
 	if code != exitOK || !strings.HasPrefix(out, "Restored ") || errOut != "" {
 		t.Errorf("snapshot restore: exit %d\n%s%s", code, out, errOut)
 	}
 	// A verb that sends still refuses the same settings, before sending.
-	if _, errOut, code := runArgs("--endpoints=https://x:1", "snapshot", "save", filepath.Join(t.TempDir(), "b.db")); code != exitBadArgs ||
-		errOut != "Error: endpoint \"https://x:1\": only host:port or http://host:port is supported\n" {
+	if _, errOut, code := runArgs("--endpoints=unix:///x", "snapshot", "save", filepath.Join(t.TempDir(), "b.db")); code != exitBadArgs ||
+		errOut != "Error: endpoint \"unix:///x\": only host:port, http://host:port or https://host:port is supported\n" {
 		t.Errorf("save with a bad endpoint: exit %d, %s", code, errOut)
 	}
 }

@@ -1,0 +1,265 @@
+package client
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+
+	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+)
+
+// authServer is etcd's auth as a client sees it: Authenticate hands out a token for root/secret
+// (and for bob/secret, who is not root), every Cluster call needs the current token, and expire
+// makes the server forget it.
+type authServer struct {
+	pb.UnimplementedAuthServer
+	mu       sync.Mutex
+	tokens   map[string]string // token -> user
+	n        int
+	auths    int
+	removals int
+}
+
+func (a *authServer) Authenticate(_ context.Context, r *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	if (r.Name != "root" && r.Name != "bob") || r.Password != "secret" {
+		return nil, rpcerr.ErrAuthFailed.GRPCStatus().Err()
+	}
+	a.n++
+	a.auths++
+	tok := fmt.Sprintf("tok.%d", a.n)
+	a.tokens[tok] = r.Name
+	return &pb.AuthenticateResponse{Header: pbHeader, Token: tok}, nil
+}
+
+func (a *authServer) expire() {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	clear(a.tokens)
+}
+
+// check is a unary interceptor doing what etcd does with the token before any handler.
+func (a *authServer) check(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+	if info.FullMethod == methodAuthenticate {
+		return handler(ctx, req)
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	toks := md.Get(tokenKey)
+	if len(toks) == 0 {
+		return nil, rpcerr.ErrUserEmpty.GRPCStatus().Err()
+	}
+	a.mu.Lock()
+	user, ok := a.tokens[toks[0]]
+	if ok && info.FullMethod == methodMemberRemove && user == "root" {
+		a.removals++
+	}
+	a.mu.Unlock()
+	switch {
+	case !ok:
+		return nil, rpcerr.ErrInvalidAuthToken.GRPCStatus().Err()
+	case user != "root" && info.FullMethod != methodMemberList:
+		return nil, rpcerr.ErrPermissionDenied.GRPCStatus().Err()
+	}
+	return handler(ctx, req)
+}
+
+// securePKI is a CA, a server certificate for 127.0.0.1 and a client certificate.
+type securePKI struct {
+	ca, other      *testpki.CA
+	server, client *testpki.Pair
+}
+
+func newSecurePKI(t *testing.T) *securePKI {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	other, err := testpki.NewCA(dir, "other", testpki.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server, err := ca.Server("m1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := ca.Client("root")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &securePKI{ca: ca, other: other, server: server, client: client}
+}
+
+// serveSecure serves the fake Cluster and the auth server over mutual TLS (tls nil: plain).
+func serveSecure(t *testing.T, p *securePKI, f *fakeServer, a *authServer) string {
+	t.Helper()
+	var opts []grpc.ServerOption
+	if p != nil {
+		cert, err := p.server.TLS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		opts = append(opts, grpc.Creds(credentials.NewTLS(&tls.Config{
+			Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.ca.Pool(),
+		})))
+	}
+	if a != nil {
+		opts = append(opts, grpc.UnaryInterceptor(a.check))
+	}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer(opts...)
+	pb.RegisterClusterServer(s, f)
+	pb.RegisterMaintenanceServer(s, f)
+	if a != nil {
+		pb.RegisterAuthServer(s, a)
+	}
+	go s.Serve(l)
+	t.Cleanup(s.Stop)
+	return l.Addr().String()
+}
+
+func newAuthServer() *authServer { return &authServer{tokens: map[string]string{}} }
+
+func secureClient(t *testing.T, o clienttls.Options, user, password string, endpoints ...string) *Client {
+	t.Helper()
+	var cfg *tls.Config
+	if o != (clienttls.Options{}) {
+		var err error
+		if cfg, err = o.Config(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	c, err := New(Config{Endpoints: endpoints, DialTimeout: 2 * time.Second, TLS: cfg, Username: user, Password: password})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+func TestAuthTokenOnEveryCallAndRenewedOnce(t *testing.T) {
+	p := newSecurePKI(t)
+	f := &fakeServer{remove: func(context.Context) error { return nil }}
+	a := newAuthServer()
+	addr := serveSecure(t, p, f, a)
+	o := clienttls.Options{CACert: p.ca.CertFile, Cert: p.client.CertFile, Key: p.client.KeyFile}
+	c := secureClient(t, o, "root", "secret", "https://"+addr)
+	ctx := context.Background()
+	for range 2 {
+		if _, err := c.MemberList(ctx, false); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if a.auths != 1 {
+		t.Errorf("%d authentications for two calls, want 1", a.auths)
+	}
+	// The token expires: one new one, and the request (a change too: it was refused before
+	// anything was done) goes through once.
+	a.expire()
+	if _, err := c.MemberRemove(ctx, 0x96dbf27657837fe1); err != nil {
+		t.Fatal(err)
+	}
+	if a.auths != 2 || a.removals != 1 {
+		t.Errorf("after expiry: %d authentications, %d removals; want 2 and 1", a.auths, a.removals)
+	}
+}
+
+func TestAuthRefusals(t *testing.T) {
+	f := &fakeServer{remove: func(context.Context) error { return nil }}
+	a := newAuthServer()
+	addr := serveSecure(t, nil, f, a)
+	ctx := context.Background()
+	for _, c := range []struct {
+		user, password string
+		want           error
+	}{
+		{"root", "wrong", rpcerr.ErrAuthFailed},
+		{"", "", rpcerr.ErrUserEmpty},
+		{"bob", "secret", rpcerr.ErrPermissionDenied},
+	} {
+		cl := secureClient(t, clienttls.Options{}, c.user, c.password, addr)
+		_, err := cl.MemberRemove(ctx, 0x96dbf27657837fe1)
+		if !errors.Is(err, c.want) {
+			t.Errorf("user %q: %v, want %v", c.user, err, c.want)
+		}
+	}
+	if a.removals != 0 || f.calls.Load() != 0 {
+		t.Errorf("%d removals, %d calls reached the server", a.removals, f.calls.Load())
+	}
+}
+
+func TestAuthNotOnServerGoesOnWithoutToken(t *testing.T) {
+	// A server without the Auth service (clusterd): its TLS settings decide, the user is not asked.
+	addr := serve(t, &fakeServer{})
+	c := secureClient(t, clienttls.Options{}, "root", "secret", addr)
+	if _, err := c.MemberList(context.Background(), false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestTLSFailureNamesEndpointAndMovesOn(t *testing.T) {
+	p := newSecurePKI(t)
+	good := serveSecure(t, p, &fakeServer{}, nil)
+	foreign := newSecurePKI(t)
+	bad := serveSecure(t, foreign, &fakeServer{}, nil)
+	o := clienttls.Options{CACert: p.ca.CertFile, Cert: p.client.CertFile, Key: p.client.KeyFile}
+
+	// the first endpoint's certificate is from another CA: the next one answers
+	c := secureClient(t, o, "", "", "https://"+bad, "https://"+good)
+	if _, err := c.MemberList(context.Background(), false); err != nil {
+		t.Fatalf("want the second endpoint to answer: %v", err)
+	}
+
+	// alone, it is a TLS error that names the endpoint and says what to do
+	for _, tc := range []struct {
+		name string
+		o    clienttls.Options
+		ep   string
+		kind clienttls.Kind
+	}{
+		{"unknown authority", o, "https://" + bad, clienttls.UnknownAuthority},
+		{"no client certificate", clienttls.Options{CACert: p.ca.CertFile}, "https://" + good, clienttls.ClientCertRequired},
+		{"TLS to plain", o, "https://" + serve(t, &fakeServer{}), clienttls.TLSToPlain},
+		{"plain to TLS", clienttls.Options{}, "http://" + good, clienttls.PlainToTLS},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var cfg *tls.Config
+			if tc.o != (clienttls.Options{}) {
+				var err error
+				if cfg, err = tc.o.Config(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c, err := New(Config{Endpoints: []string{tc.ep}, DialTimeout: 2 * time.Second, TLS: cfg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			_, err = c.MemberList(context.Background(), false)
+			var ce *ConnectError
+			if !errors.As(err, &ce) || ce.TLS() == nil || ce.TLS().Kind != tc.kind {
+				t.Fatalf("got %v, want a ConnectError of TLS kind %d", err, tc.kind)
+			}
+			if got := err.Error(); got != ce.TLS().Error() || got[:len(tc.ep)] != tc.ep {
+				t.Errorf("message %q: want the TLS line, starting with the endpoint", got)
+			}
+		})
+	}
+}
