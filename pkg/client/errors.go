@@ -40,6 +40,7 @@ var (
 	ErrPermissionDenied        = rpcerr.ErrPermissionDenied
 	ErrAuthFailed              = rpcerr.ErrAuthFailed
 	ErrUserEmpty               = rpcerr.ErrUserEmpty
+	ErrUserNotFound            = rpcerr.ErrUserNotFound
 	ErrInvalidAuthToken        = rpcerr.ErrInvalidAuthToken
 )
 

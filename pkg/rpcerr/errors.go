@@ -53,6 +53,8 @@ var (
 	ErrPermissionDenied = register(codes.PermissionDenied, "etcdserver: permission denied")
 	ErrAuthFailed       = register(codes.InvalidArgument, "etcdserver: authentication failed, invalid user ID or password")
 	ErrUserEmpty        = register(codes.InvalidArgument, "etcdserver: user name is empty")
+	// etcd's, when the name given, or the client certificate's CN taken for it, is no user.
+	ErrUserNotFound = register(codes.FailedPrecondition, "etcdserver: user name not found")
 	// The client authenticates again, once.
 	ErrInvalidAuthToken = register(codes.Unauthenticated, "etcdserver: invalid auth token")
 )

@@ -36,6 +36,7 @@ var contract = []struct {
 	{ErrPermissionDenied, "etcdserver: permission denied", codes.PermissionDenied},
 	{ErrAuthFailed, "etcdserver: authentication failed, invalid user ID or password", codes.InvalidArgument},
 	{ErrUserEmpty, "etcdserver: user name is empty", codes.InvalidArgument},
+	{ErrUserNotFound, "etcdserver: user name not found", codes.FailedPrecondition},
 	{ErrInvalidAuthToken, "etcdserver: invalid auth token", codes.Unauthenticated},
 	{ErrBadLeaderTransferee, "etcdserver: bad leader transferee", codes.FailedPrecondition},
 	{ErrNotLeader, "etcdserver: not leader", codes.FailedPrecondition},

@@ -337,7 +337,7 @@ func authTLS(t *testing.T, ctl cli, p *kubeadmPKI, c *cluster.Cluster, ms []tlsM
 		{"wrong password", []string{"--user=root", "--password=nope"}, 22, "Error: etcdserver: authentication failed, invalid user ID or password\n"},
 		{"no user, no CN", []string{"--cert=" + p.noCN.CertFile, "--key=" + p.noCN.KeyFile}, 23, "Error: etcdserver: user name is empty\n"},
 		// with client-certificate auth etcd takes the CN for the user when none is given
-		{"no user, a CN that is no user", nil, 1, "Error: etcdserver: user name not found\n"},
+		{"no user, a CN that is no user", nil, 23, "Error: etcdserver: user name not found\n"},
 	} {
 		r := ctl.run(append(append([]string{}, tc.extra...), add...)...)
 		if r.code != tc.code || r.stderr != tc.stderr || r.stdout != "" {

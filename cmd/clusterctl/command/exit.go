@@ -67,6 +67,7 @@ var serverExits = []struct {
 	{client.ErrPermissionDenied, exitPermissionDenied},
 	{client.ErrAuthFailed, exitAuthFailed},
 	{client.ErrUserEmpty, exitAuthRequired},
+	{client.ErrUserNotFound, exitAuthRequired},
 }
 
 // argumentError reports whether err is package datadir refusing what the command line asked: a

@@ -58,6 +58,7 @@ func TestExitCode(t *testing.T) {
 		{"permission denied", client.ErrPermissionDenied, 21},
 		{"authentication failed", client.ErrAuthFailed, 22},
 		{"auth required", client.ErrUserEmpty, 23},
+		{"user not found", client.ErrUserNotFound, 23},
 		{"promote of a voter", client.ErrMemberNotLearner, 1},
 		{"invalid peer URLs", client.ErrInvalidPeerURLs, 1},
 		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},
