@@ -1,9 +1,3 @@
-// Package manpage writes the man pages of a cobra command tree (github.com/spf13/cobra/doc)
-// and tells whether the committed ones are out of date. It is for the generator and the tests
-// only: neither binary imports it, so neither links cobra/doc and its markdown renderer.
-//
-// The pages carry a fixed date, not the time they were made, so that generating them again
-// from unchanged definitions changes no byte and a test can compare.
 package manpage
 
 import (
