@@ -1,3 +1,4 @@
+# make man    regenerate the man pages in docs/man
 # make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data)
 # make test   every check and every test: what CI runs
 # make bench  the benchmarks (docs/benchmarks.md)
@@ -15,7 +16,7 @@ BIN := bin
 TAGS := grpcnotrace
 BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w
 
-.PHONY: build run test check unit race bench chaos clean
+.PHONY: build run test check unit race bench chaos clean man
 
 build:
 	$(BUILD) -o $(BIN)/clusterd ./cmd/clusterd
@@ -61,6 +62,14 @@ chaos:
 
 clean:
 	rm -rf $(BIN)
+
+# make man   regenerate docs/man from the command definitions (github.com/spf13/cobra/doc):
+#            clusterctl's by scripts/genman, clusterd's by its package's test, the one place that
+#            reaches its flags without linking the generator into it. Tests fail when docs/man
+#            is out of date.
+man:
+	$(GO) run ./scripts/genman -out docs/man
+	$(GO) test ./cmd/clusterd -run '^TestManPage$$' -count=1 -args -update
 
 # make promtool   install promtool (Debian's prometheus package) if missing, for the metrics
 #                 and alert-rule tests, which otherwise install it themselves or skip

@@ -76,9 +76,9 @@ func newStateCollector(now func() time.Time) *stateCollector {
 		serverID: prometheus.NewDesc("etcd_server_id",
 			"Server or member ID in hexadecimal format. 1 for 'server_id' label with current ID.",
 			[]string{"server_id"}, nil),
-		// etcd declares these two gauges although their names end in _total (promtool's lint
-		// says so); they are kept as etcd has them, so a scrape of clusterd and one of etcd
-		// declare the same types. docs/metrics.md.
+		// etcd declares these two as gauges although their names end in _total. Both indexes
+		// only grow, so here they are counters, read at each scrape: promtool's lint is clean
+		// and PromQL treats them alike (rate() works on either). docs/metrics.md.
 		committed: prometheus.NewDesc("etcd_server_proposals_committed_total",
 			"The total number of consensus proposals committed.", nil, nil),
 		applied: prometheus.NewDesc("etcd_server_proposals_applied_total",
@@ -116,8 +116,8 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	if s.ID != 0 {
 		gauge(c.serverID, 1, idLabel(s.ID))
 	}
-	gauge(c.committed, float64(s.Committed))
-	gauge(c.applied, float64(s.Applied))
+	ch <- prometheus.MustNewConstMetric(c.committed, prometheus.CounterValue, float64(s.Committed))
+	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.CounterValue, float64(s.Applied))
 
 	// All four role and state pairs, zeros included: an alert on unstarted learners must see
 	// a 0 rather than no series.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
@@ -57,6 +58,8 @@ type Config struct {
 	ElectionTicks int
 	SnapshotCount uint64
 	Logger        *slog.Logger
+	// Metrics receives the leader changes, bbolt commits and proposals; nil for none.
+	Metrics *metrics.Metrics
 }
 
 type logPos struct{ index, term uint64 }
@@ -85,6 +88,7 @@ type Node struct {
 	appliedTerm atomic.Uint64
 	lead        atomic.Uint64
 	term        atomic.Uint64
+	commit      atomic.Uint64 // raft's commit index, as of the last HardState
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
@@ -138,6 +142,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	n.cluster.Store(st.Cluster)
 	n.applied.Store(st.Applied)
+	n.commit.Store(st.HardState.GetCommit())
 	if t, err := mem.Term(st.Applied); err == nil {
 		n.appliedTerm.Store(t)
 	}

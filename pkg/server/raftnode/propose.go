@@ -52,6 +52,21 @@ func (n *Node) Propose(ctx context.Context, term uint64, ch membership.Change) (
 	if n.lead.Load() != n.id || n.term.Load() != term {
 		return nil, ErrNotLeader
 	}
+	done := n.cfg.Metrics.ProposalStarted()
+	c, err := n.proposeAndWait(ctx, term, ch)
+	// An answer from apply carries the membership, a refusal's too. A proposal that got no
+	// answer (not proposed, timed out, stopped) comes back without one, and a lost one, which
+	// apply found stale, with ErrProposalLost.
+	if c != nil && !errors.Is(err, ErrProposalLost) {
+		done(nil)
+	} else {
+		done(err)
+	}
+	return c, err
+}
+
+// proposeAndWait proposes ch in term and waits for its entry to be applied.
+func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Change) (*membership.Cluster, error) {
 	req := randomID()
 	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
@@ -36,6 +37,8 @@ type Config struct {
 	ElectionTimeout time.Duration
 	StrictReconfig  bool
 	MaxLearners     int
+	// Metrics counts the changes this member decides while leader; nil for none.
+	Metrics *metrics.Metrics
 }
 
 // Coordinator routes and decides membership changes.
@@ -70,6 +73,7 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		var reply *Reply
 		if lead == c.cfg.Node.ID() {
 			reply, err = c.decide(ctx, req)
+			c.count(req, err)
 		} else {
 			reply, err = c.forward(ctx, lead, req)
 		}
@@ -83,6 +87,16 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 			backoff = min(2*backoff, 200*time.Millisecond)
 		}
 	}
+}
+
+// count records a change this member decided as leader, once its answer is known. A dry run
+// changes nothing, and a change that goes round again (leadership moved, or the proposal was
+// lost) is counted where it is finally decided, so each change counts once in the cluster.
+func (c *Coordinator) count(req Request, err error) {
+	if req.DryRun || retryable(err) {
+		return
+	}
+	c.cfg.Metrics.ChangeDecided(req.Change.Kind, err)
 }
 
 func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {

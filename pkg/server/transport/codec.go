@@ -30,6 +30,10 @@ func (e *Envelope) MarshalBinary() ([]byte, error) {
 	return proto.MarshalOptions{}.MarshalAppend(b, e.Message)
 }
 
+// size is the length of MarshalBinary's output, which the metrics count as the bytes on the
+// wire (gRPC's own framing aside, as etcd counts).
+func (e *Envelope) size() int { return envelopeHeader + proto.Size(e.Message) }
+
 // UnmarshalBinary reads what MarshalBinary wrote.
 func (e *Envelope) UnmarshalBinary(b []byte) error {
 	if len(b) < envelopeHeader {

@@ -16,6 +16,9 @@
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
 //   - A peer's address book only grows from the applied membership; a removed member's peer is
 //     closed and never reopened.
+//   - Bytes are counted per peer as the envelopes' size, sent once the stream took a message
+//     and received once the envelope passed the checks (a refused sender is not a series); a
+//     dropped message is a send failure; a removed peer's series are dropped with it.
 //   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted) unless the
 //     peer is removed; it never carries a raft message of its own.
 package transport

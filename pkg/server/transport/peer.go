@@ -156,6 +156,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 			return err
 		}
 		p.t.report(m, true)
+		p.t.cfg.Metrics.PeerSent(uint64(p.id), env.size())
 		idle.Reset(time.Minute)
 		select {
 		case m = <-p.q:

@@ -15,6 +15,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 )
 
 // The refusals a receiver sends back: the registry's (pkg/rpcerr), by their exact text.
@@ -42,6 +43,9 @@ type Config struct {
 	LocalID   membership.ID
 	ClusterID membership.ID
 	Logger    *slog.Logger
+	// Metrics counts the bytes sent to and received from each peer and the messages dropped;
+	// nil for none.
+	Metrics *metrics.Metrics
 }
 
 // Transport is the peer side of a member.
@@ -177,6 +181,8 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 			return rpcerr.Status(err)
 		}
 		t.heard(membership.ID(env.From))
+		// Counted once checked: a refused sender's ID is not a member's, and would be a series.
+		t.cfg.Metrics.PeerReceived(env.From, env.size())
 		if err := t.h.Step(stream.Context(), env.Message); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
@@ -236,6 +242,7 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 		if c.IsRemoved(id) {
 			p.close()
 			delete(t.peers, id)
+			t.cfg.Metrics.PeerRemoved(uint64(id))
 			urls, _ := p.address()
 			go t.notifyRemoved(id, urls)
 		}
@@ -260,6 +267,7 @@ func (t *Transport) report(m *raftpb.Message, ok bool) {
 	}
 	if !ok {
 		t.h.ReportUnreachable(m.GetTo())
+		t.cfg.Metrics.PeerSendFailed(m.GetTo())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 )
 
 // member is a Handler that records what reaches it.
@@ -53,12 +54,18 @@ func (m *member) count() int {
 // serve starts a transport for local in cluster cid on a loopback port.
 func serve(t *testing.T, local, cid membership.ID, c *membership.Cluster) (*Transport, *member, string) {
 	t.Helper()
+	return serveWithMetrics(t, local, cid, c, nil)
+}
+
+// serveWithMetrics is serve with the transport counting into m.
+func serveWithMetrics(t *testing.T, local, cid membership.ID, c *membership.Cluster, m *metrics.Metrics) (*Transport, *member, string) {
+	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	h := &member{removed: make(chan struct{}), cluster: c}
-	tr := New(Config{LocalID: local, ClusterID: cid, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr := New(Config{LocalID: local, ClusterID: cid, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	tr.Attach(h)
 	s := grpc.NewServer(ServerCodec())
 	tr.Register(s)
