@@ -79,7 +79,7 @@ func TestAddressKey(t *testing.T) {
 		{"http://a.example:1", "https://A.example.:1"},
 	}
 	for _, p := range same {
-		if addressKey(p[0]) != addressKey(p[1]) {
+		if AddressKey(p[0]) != AddressKey(p[1]) {
 			t.Errorf("%s and %s must be one address", p[0], p[1])
 		}
 	}
@@ -89,7 +89,7 @@ func TestAddressKey(t *testing.T) {
 		{"unix:///tmp/a", "unix:///tmp/A"},
 	}
 	for _, p := range different {
-		if addressKey(p[0]) == addressKey(p[1]) {
+		if AddressKey(p[0]) == AddressKey(p[1]) {
 			t.Errorf("%s and %s must be two addresses", p[0], p[1])
 		}
 	}

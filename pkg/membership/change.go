@@ -118,14 +118,14 @@ func (c *Cluster) nameTaken(self ID, name string) bool {
 	return false
 }
 
-// checkURLsFree refuses peer URLs whose address (addressKey: canonical, loopback folded) is
+// checkURLsFree refuses peer URLs whose address (AddressKey: canonical, loopback folded) is
 // already another member's peer URL, or any member's client URL (its own included: one port
 // cannot serve both). The error says which member uses it and as what, for the server's log; on
 // the wire only the registered message travels.
 func (c *Cluster) checkURLsFree(self ID, urls []string) error {
 	for _, m := range c.List() {
 		for _, u := range urls {
-			k := addressKey(u)
+			k := AddressKey(u)
 			if m.ID != self {
 				if used := findAddress(m.PeerURLs, k); used != "" {
 					return fmt.Errorf("%w: %s is the peer URL %s of member %s (%q)", ErrPeerURLExists, u, used, m.ID, m.Name)
@@ -142,7 +142,7 @@ func (c *Cluster) checkURLsFree(self ID, urls []string) error {
 // findAddress returns the URL of urls whose address key is k, or "".
 func findAddress(urls []string, k string) string {
 	for _, u := range urls {
-		if addressKey(u) == k {
+		if AddressKey(u) == k {
 			return u
 		}
 	}

@@ -13,7 +13,7 @@ import (
 // This file is the one home of what a member URL may look like: clusterd checks its flags and
 // every proposed peer URL with it, and clusterctl checks --peer-urls with it before sending, so
 // the two can never disagree about a URL. It is also the one definition of when two URLs name the
-// same address: Validate compares URLs only through CanonicalURL and addressKey, never as
+// same address: Validate compares URLs only through CanonicalURL and AddressKey, never as
 // strings. Everything here is a pure function of its input (no DNS, no clock), because Validate
 // runs again at apply time on every member.
 
@@ -87,12 +87,12 @@ func canonicalHost(host string) string {
 // "localhost" resolves to 127.0.0.1 and ::1, so a listener on one may answer the others.
 var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
 
-// addressKey is what two URLs are compared by when one member's address must not be another's:
+// AddressKey is what two URLs are compared by when one member's address must not be another's:
 // the canonical URL with every spelling of the loopback address made one. It over-approximates
 // on purpose: refusing "localhost:2380" beside "127.0.0.1:2380" costs nothing, while accepting it
 // gives two members one listener. Only the well-known loopback spellings are folded; other names
 // are never resolved, which would make Validate depend on DNS.
-func addressKey(s string) string {
+func AddressKey(s string) string {
 	c, err := CanonicalURL(s)
 	if err != nil {
 		return s
@@ -120,7 +120,7 @@ func ValidatePeerURLs(urls []string) error {
 		if err := ValidateURL(s); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidPeerURLs, err)
 		}
-		k := addressKey(s)
+		k := AddressKey(s)
 		if first, ok := seen[k]; ok {
 			return fmt.Errorf("%w: %s and %s are the same address", ErrInvalidPeerURLs, first, s)
 		}
