@@ -71,3 +71,11 @@ func (e *PeerURLsMismatchError) Error() string {
 	return fmt.Sprintf("--initial-cluster has %s but --initial-advertise-peer-urls is %s",
 		strings.Join(entries, ","), strings.Join(e.Advertised, ","))
 }
+
+// RestoreInProgressError is the directory another restore into the same data directory is
+// building in, and still holds.
+type RestoreInProgressError struct{ Dir string }
+
+func (e *RestoreInProgressError) Error() string {
+	return fmt.Sprintf("%s is in use by another snapshot restore into the same --data-dir; wait for it, or stop it and remove %s", e.Dir, e.Dir)
+}
