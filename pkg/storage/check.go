@@ -56,3 +56,44 @@ func guard[T any](f func() (T, error)) (v T, err error) {
 	}()
 	return f()
 }
+
+// ViewFile runs f in a read transaction of the bbolt file at path, which may come from anywhere
+// (a snapshot file, say): the file is opened read-only, so nothing is written to it; its pages
+// are checked first (bbolt's own consistency check, as etcdutl does); and a failed check, an
+// error opening it, or a panic or fault while reading it is a *CorruptError.
+func ViewFile(path string, f func(*bolt.Tx) error) error {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return err
+	}
+	if fi.Size() == 0 {
+		return &CorruptError{Path: path, Reason: "it has 0 bytes"}
+	}
+	opts := *BoltOptions()
+	opts.ReadOnly = true
+	db, err := guard(func() (*bolt.DB, error) { return bolt.Open(path, 0o400, &opts) })
+	if err != nil {
+		return &CorruptError{Path: path, Reason: err.Error()}
+	}
+	defer db.Close()
+	var ferr error // f's own error, passed through as it is
+	_, err = guard(func() (struct{}, error) {
+		return struct{}{}, db.View(func(tx *bolt.Tx) error {
+			var first error
+			for err := range tx.Check() { // drained to the end: the check's goroutine then ends
+				if first == nil {
+					first = err
+				}
+			}
+			if first != nil {
+				return first
+			}
+			ferr = f(tx)
+			return nil
+		})
+	})
+	if err != nil {
+		return &CorruptError{Path: path, Reason: err.Error()}
+	}
+	return ferr
+}
