@@ -142,3 +142,23 @@ func TestValidateCanonical(t *testing.T) {
 		}
 	}
 }
+
+func TestCanonicalURLHosts(t *testing.T) {
+	for in, want := range map[string]string{
+		"http://.:1":                "URL host must not be empty: http://.:1",
+		"http://[::%25%FF]:1":       "URL scheme must be http, https, unix, or unixs: http://[::%25%FF]:1",
+		"http://[::%25\xff]:1":      "URL host must be a host name or an IP address: http://[::%25\xff]:1",
+		"http://a_b.:1":             "",
+		"http://a\xff:1":            "URL host must be a host name or an IP address: http://a\xff:1",
+		"http://a%20b:1":            "URL scheme must be http, https, unix, or unixs: http://a%20b:1",
+		"http://[fe80::1%25eth0]:1": "",
+	} {
+		got := ""
+		if err := ValidateURL(in); err != nil {
+			got = err.Error()
+		}
+		if got != want {
+			t.Errorf("%s: got %q, want %q", in, got, want)
+		}
+	}
+}

@@ -65,22 +65,44 @@ func CanonicalURL(s string) (string, error) {
 	if u.User != nil {
 		return "", fmt.Errorf("URL must not contain a user: %s", s)
 	}
-	if host == "" {
+	if host == "" || strings.Trim(host, ".") == "" {
 		return "", fmt.Errorf("URL host must not be empty: %s", s)
+	}
+	if host = canonicalHost(host); host == "" {
+		return "", fmt.Errorf("URL host must be a host name or an IP address: %s", s)
 	}
 	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
 		return "", fmt.Errorf("URL port must be a number from 1 to 65535 without leading zeros: %s", s)
 	}
-	return u.Scheme + "://" + net.JoinHostPort(canonicalHost(host), port), nil
+	// url.URL writes an IPv6 zone's '%' as "%25", as it must be read back.
+	return (&url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(host, port)}).String(), nil
 }
 
-// canonicalHost is a host's one spelling: an IP address in netip's form, a name in lower case
-// without a trailing dot.
+// canonicalHost is a host's one spelling, or "" if it is neither an IP address (an IPv6 zone
+// of letters, digits, '-', '_' and '.') nor a name of those characters: an IP address in
+// netip's form, a name in lower case without trailing dots.
 func canonicalHost(host string) string {
 	if a, err := netip.ParseAddr(host); err == nil {
+		if !hostChars(a.Zone()) {
+			return ""
+		}
 		return a.Unmap().String()
 	}
-	return strings.TrimSuffix(strings.ToLower(host), ".")
+	host = strings.TrimRight(strings.ToLower(host), ".")
+	if !hostChars(host) {
+		return ""
+	}
+	return host
+}
+
+// hostChars reports whether s holds only the characters of a host name.
+func hostChars(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
 }
 
 // loopbackNames are the spellings of this machine's own loopback address that a URL may use:
