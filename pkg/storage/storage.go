@@ -164,12 +164,13 @@ func open(dir string) (*Store, error) {
 	if err := checkFile(dir, path); err != nil {
 		return nil, err
 	}
-	db, err := bolt.Open(path, 0o600, BoltOptions())
+	// Opening for writing rebuilds the free list from the pages, which panics on damaged ones.
+	db, err := guard(func() (*bolt.DB, error) { return bolt.Open(path, 0o600, BoltOptions()) })
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
 	}
 	if err != nil {
-		return nil, err
+		return nil, &CorruptError{Path: path, Reason: err.Error()}
 	}
 	return &Store{db: db}, nil
 }
