@@ -76,3 +76,21 @@ man:
 .PHONY: promtool
 promtool:
 	scripts/install-promtool.sh
+
+# make fuzz [FUZZTIME=30s]   run every fuzz target for FUZZTIME each, one at a time (go test runs
+#                            only one -fuzz target per invocation). A crash is written to the
+#                            package's testdata/fuzz, where it then runs as an ordinary test.
+FUZZTIME ?= 30s
+FUZZ_TARGETS := \
+	./pkg/membership:FuzzCanonicalURL \
+	./pkg/membership:FuzzValidateName \
+	./pkg/datadir:FuzzParseInitialCluster \
+	./pkg/datadir:FuzzReadStatus \
+	./pkg/storage:FuzzLoad
+.PHONY: fuzz
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		pkg=$${t%%:*}; fn=$${t##*:}; \
+		echo "$(GO) test -run '^$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$pkg"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
+	done

@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // The errors of offline work. Each is typed so that a caller decides what it means (clusterctl
@@ -70,4 +71,36 @@ func (e *PeerURLsMismatchError) Error() string {
 	}
 	return fmt.Sprintf("--initial-cluster has %s but --initial-advertise-peer-urls is %s",
 		strings.Join(entries, ","), strings.Join(e.Advertised, ","))
+}
+
+// RestoreInProgressError is the directory another restore into the same data directory is
+// building in, and still holds.
+type RestoreInProgressError struct{ Dir string }
+
+func (e *RestoreInProgressError) Error() string {
+	return fmt.Sprintf("%s is in use by another snapshot restore into the same --data-dir; wait for it, or stop it and remove %s", e.Dir, e.Dir)
+}
+
+// SnapshotContentError is a snapshot file whose checksum matches but whose database is not a
+// clusterd or an etcd one, or is damaged: nothing in it is used.
+type SnapshotContentError struct {
+	Path   string
+	Reason string
+}
+
+func (e *SnapshotContentError) Error() string {
+	return fmt.Sprintf("snapshot file %s holds no usable clusterd or etcd database: %s", e.Path, e.Reason)
+}
+
+// snapshotContentError reports err, met reading the database of snapshot file path from a
+// temporary copy, without the copy's name.
+func snapshotContentError(path string, err error) error {
+	var ce *storage.CorruptError
+	switch {
+	case errors.As(err, &ce):
+		return &SnapshotContentError{Path: path, Reason: ce.Reason}
+	case errors.Is(err, storage.ErrNotBootstrapped):
+		return &SnapshotContentError{Path: path, Reason: "it has no member's meta bucket"}
+	}
+	return fmt.Errorf("snapshot file %s: %w", path, err)
 }

@@ -20,23 +20,27 @@ type Initial struct {
 }
 
 // ParseInitialCluster reads name=url,name=url. A name given twice has several peer URLs, as
-// etcd reads it; a URL given to two names is refused.
+// etcd reads it. Each name must pass membership.ValidateName and each URL membership.ValidateURL;
+// an address given twice (in any spelling membership treats as one address) is refused, saying
+// whether it was given twice to one member or to two.
 func ParseInitialCluster(s string) ([]Initial, error) {
 	var out []Initial
 	index := map[string]int{}
-	usedBy := map[string]string{}
+	usedBy := map[string]Initial{} // by address key: the first member and URL that gave it
 	for _, part := range strings.Split(s, ",") {
 		name, u, ok := strings.Cut(strings.TrimSpace(part), "=")
 		if !ok || u == "" {
 			return nil, fmt.Errorf("--initial-cluster %q: each entry must be name=peer-url", s)
 		}
+		if err := membership.ValidateName(name); err != nil {
+			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
+		}
 		if err := membership.ValidateURL(u); err != nil {
 			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
 		}
-		if other, ok := usedBy[u]; ok {
-			return nil, fmt.Errorf("--initial-cluster %q: peer URL %s is given to both %q and %q", s, u, other, name)
+		if err := checkAddressFree(usedBy, name, u); err != nil {
+			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
 		}
-		usedBy[u] = name
 		if i, ok := index[name]; ok {
 			out[i].URLs = append(out[i].URLs, u)
 			continue
@@ -45,6 +49,25 @@ func ParseInitialCluster(s string) ([]Initial, error) {
 		out = append(out, Initial{Name: name, URLs: []string{u}})
 	}
 	return out, nil
+}
+
+// checkAddressFree records that member name gives URL u, refusing an address already given: the
+// same URL twice to one member, or one address to two members.
+func checkAddressFree(usedBy map[string]Initial, name, u string) error {
+	k := membership.AddressKey(u)
+	first, ok := usedBy[k]
+	switch {
+	case !ok:
+		usedBy[k] = Initial{Name: name, URLs: []string{u}}
+		return nil
+	case first.Name == name && first.URLs[0] == u:
+		return fmt.Errorf("peer URL %s is given twice to %q", u, name)
+	case first.Name == name:
+		return fmt.Errorf("peer URLs %s and %s of %q are the same address", first.URLs[0], u, name)
+	case first.URLs[0] == u:
+		return fmt.Errorf("peer URL %s is given to both %q and %q", u, first.Name, name)
+	}
+	return fmt.Errorf("peer URLs %s of %q and %s of %q are the same address", first.URLs[0], first.Name, u, name)
 }
 
 // Local returns member name's entry of --initial-cluster, which must hold exactly the URLs the
@@ -65,10 +88,21 @@ func Local(initial []Initial, name string, advertised []string) (Initial, error)
 	return Initial{}, &NameNotInClusterError{Name: name}
 }
 
-// SameURLs reports whether two URL lists hold the same URLs in any order.
+// SameURLs reports whether two URL lists hold the same URLs in any order, each compared in its
+// canonical form (membership.CanonicalURL), so "HTTP://A:1" is "http://a:1"; a URL that is not
+// valid is compared as written.
 func SameURLs(a, b []string) bool {
-	a, b = slices.Clone(a), slices.Clone(b)
-	sort.Strings(a)
-	sort.Strings(b)
-	return slices.Equal(a, b)
+	canon := func(urls []string) []string {
+		out := make([]string, len(urls))
+		for i, u := range urls {
+			if c, err := membership.CanonicalURL(u); err == nil {
+				out[i] = c
+			} else {
+				out[i] = u
+			}
+		}
+		sort.Strings(out)
+		return out
+	}
+	return slices.Equal(canon(a), canon(b))
 }

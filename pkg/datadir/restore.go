@@ -54,17 +54,14 @@ func Restore(cfg RestoreConfig) (*Restored, error) {
 		return nil, err
 	}
 	c.Removed = membership.NewIDSet(oldIDs(info.Cluster, c)...)
-	st, err := Create(cfg.DataDir, cfg.Name, c)
-	if err != nil {
-		return nil, err
-	}
-	if err := st.Close(); err != nil {
+	if err := install(cfg.DataDir, cfg.Name, c); err != nil {
 		return nil, err
 	}
 	return &Restored{MemberID: id, Cluster: c}, nil
 }
 
-// checkEmpty refuses a data directory that holds anything; one that does not exist is empty.
+// checkEmpty refuses a data directory that holds anything but what an interrupted restore left
+// (leftover); one that does not exist is empty.
 func checkEmpty(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -72,8 +69,11 @@ func checkEmpty(dir string) error {
 		return nil
 	case err != nil:
 		return fmt.Errorf("--data-dir %q: %w", dir, err)
-	case len(entries) > 0:
-		return &NotEmptyError{Dir: dir}
+	}
+	for _, e := range entries {
+		if !leftover(e.Name()) {
+			return &NotEmptyError{Dir: dir}
+		}
 	}
 	return nil
 }

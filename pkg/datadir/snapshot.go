@@ -5,10 +5,11 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"io"
 	"os"
 	"path/filepath"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -24,13 +25,43 @@ type SnapshotInfo struct {
 	Checksum  string // hex SHA-256 of the database copy
 }
 
-// ReadSnapshot checks a snapshot file's checksum and reads what it holds. A file that is not
-// there is a *NoSnapshotFileError, a checksum that does not match ErrChecksum.
+// SnapshotStatus is what a snapshot file holds, as snapshot status shows it: exactly one of
+// Clusterd and Etcd is set, by who took the snapshot.
+type SnapshotStatus struct {
+	Clusterd *SnapshotInfo
+	Etcd     *EtcdSnapshotInfo
+}
+
+// ReadStatus checks a snapshot file's checksum and reads what it holds, whether clusterd or etcd
+// took it. A file that is not there is a *NoSnapshotFileError, a checksum that does not match
+// ErrChecksum, a file whose checksum matches but holds no clusterd or etcd database a
+// *SnapshotContentError. No file makes it panic.
+func ReadStatus(path string) (*SnapshotStatus, error) {
+	if err := checkSnapshotFile(path); err != nil {
+		return nil, err
+	}
+	return readStatus(path)
+}
+
+// ReadSnapshot is ReadStatus for a clusterd snapshot: an etcd snapshot is an
+// *EtcdSnapshotError.
 func ReadSnapshot(path string) (*SnapshotInfo, error) {
 	if err := checkSnapshotFile(path); err != nil {
 		return nil, err
 	}
 	return readSnapshot(path)
+}
+
+// readSnapshot is ReadSnapshot once the file is known to be there.
+func readSnapshot(path string) (*SnapshotInfo, error) {
+	st, err := readStatus(path)
+	if err != nil {
+		return nil, err
+	}
+	if st.Etcd != nil {
+		return nil, &EtcdSnapshotError{Path: path}
+	}
+	return st.Clusterd, nil
 }
 
 // checkSnapshotFile refuses a snapshot file that is not there or is a directory, before
@@ -48,24 +79,43 @@ func checkSnapshotFile(path string) error {
 	return nil
 }
 
-// readSnapshot is ReadSnapshot once the file is known to be there.
-func readSnapshot(path string) (*SnapshotInfo, error) {
+// readStatus is ReadStatus once the file is known to be there.
+func readStatus(path string) (*SnapshotStatus, error) {
 	dir, size, sum, err := extract(path)
 	if err != nil {
 		return nil, err
 	}
 	defer os.RemoveAll(dir)
+	var etcd *EtcdSnapshotInfo
+	err = storage.ViewFile(filepath.Join(dir, storage.FileName), func(tx *bolt.Tx) error {
+		if !isEtcd(tx) {
+			return nil
+		}
+		etcd, err = etcdStatus(tx)
+		return err
+	})
+	if err == nil && etcd != nil {
+		return &SnapshotStatus{Etcd: etcd}, nil
+	}
+	var state *storage.State
+	if err == nil {
+		state, err = loadMember(dir)
+	}
+	if err != nil {
+		return nil, snapshotContentError(path, err)
+	}
+	return &SnapshotStatus{Clusterd: &SnapshotInfo{ClusterID: state.ClusterID, MemberID: state.MemberID,
+		Applied: state.Applied, Cluster: state.Cluster, Size: size, Checksum: sum}}, nil
+}
+
+// loadMember reads the member database in dir.
+func loadMember(dir string) (*storage.State, error) {
 	st, err := storage.Open(dir)
 	if err != nil {
-		return nil, fmt.Errorf("snapshot file %s: %w", path, err)
+		return nil, err
 	}
 	defer st.Close()
-	state, err := st.Load()
-	if err != nil {
-		return nil, fmt.Errorf("snapshot file %s: %w", path, err)
-	}
-	return &SnapshotInfo{ClusterID: state.ClusterID, MemberID: state.MemberID, Applied: state.Applied,
-		Cluster: state.Cluster, Size: size, Checksum: sum}, nil
+	return st.Load()
 }
 
 // extract verifies the trailing checksum and writes the database part into a new temporary

@@ -17,7 +17,7 @@ var oldRemoved = []membership.ID{0x1111, 0x2222}
 // snapshotFile writes what a member streams for a snapshot: its database, then the SHA-256.
 func snapshotFile(t *testing.T) (string, []Initial) {
 	t.Helper()
-	initial, err := ParseInitialCluster("a=http://127.0.0.1:1,b=http://127.0.0.1:2,b=http://localhost:2")
+	initial, err := ParseInitialCluster("a=http://127.0.0.1:1,b=http://127.0.0.1:2,b=http://10.0.0.2:2")
 	if err != nil {
 		t.Fatal(err)
 	}

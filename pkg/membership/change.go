@@ -63,9 +63,16 @@ func (c *Cluster) Validate(ch Change) error {
 		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
 			return err
 		}
-		if ch.Member.Name != "" && c.nameTaken(id, ch.Member.Name) {
-			// A name is how operators and ETCD_INITIAL_CLUSTER tell members apart.
-			return ErrNameExists
+		// etcd's own clients add members without a name (its API has none): the member names
+		// itself when it publishes.
+		if ch.Member.Name != "" {
+			if err := ValidateName(ch.Member.Name); err != nil {
+				return fmt.Errorf("%w: %v", ErrInvalidName, err)
+			}
+			if c.nameTaken(id, ch.Member.Name) {
+				// A name is how operators and ETCD_INITIAL_CLUSTER tell members apart.
+				return ErrNameExists
+			}
 		}
 		return c.checkURLsFree(id, ch.Member.PeerURLs)
 	case KindRemove:
@@ -111,18 +118,35 @@ func (c *Cluster) nameTaken(self ID, name string) bool {
 	return false
 }
 
+// checkURLsFree refuses peer URLs whose address (AddressKey: canonical, loopback folded) is
+// already another member's peer URL, or any member's client URL (its own included: one port
+// cannot serve both). The error says which member uses it and as what, for the server's log; on
+// the wire only the registered message travels.
 func (c *Cluster) checkURLsFree(self ID, urls []string) error {
-	for _, m := range c.Members {
-		if m.ID == self {
-			continue
-		}
+	for _, m := range c.List() {
 		for _, u := range urls {
-			if slices.Contains(m.PeerURLs, u) {
-				return ErrPeerURLExists
+			k := AddressKey(u)
+			if m.ID != self {
+				if used := findAddress(m.PeerURLs, k); used != "" {
+					return fmt.Errorf("%w: %s is the peer URL %s of member %s (%q)", ErrPeerURLExists, u, used, m.ID, m.Name)
+				}
+			}
+			if used := findAddress(m.ClientURLs, k); used != "" {
+				return fmt.Errorf("%w: %s is the client URL %s of member %s (%q)", ErrURLIsClientURL, u, used, m.ID, m.Name)
 			}
 		}
 	}
 	return nil
+}
+
+// findAddress returns the URL of urls whose address key is k, or "".
+func findAddress(urls []string, k string) string {
+	for _, u := range urls {
+		if AddressKey(u) == k {
+			return u
+		}
+	}
+	return ""
 }
 
 // Apply returns the cluster after ch, or the unchanged cluster and Validate's error.

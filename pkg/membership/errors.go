@@ -17,4 +17,6 @@ var (
 	ErrTooManyLearners  error = rpcerr.ErrTooManyLearners
 	ErrIDRemoved        error = rpcerr.ErrMemberRemoved
 	ErrNameExists       error = rpcerr.ErrMemberNameExists
+	ErrInvalidName      error = rpcerr.ErrInvalidMemberName
+	ErrURLIsClientURL   error = rpcerr.ErrPeerURLIsClientURL
 )

@@ -52,7 +52,9 @@ func TestValidate(t *testing.T) {
 		{"remove removed", removed, Change{Kind: KindRemove, Member: Member{ID: 4}}, ErrIDNotFound},
 		{"remove last voter", cluster(1, 1), Change{Kind: KindRemove, Member: Member{ID: 1}}, ErrNotEnoughStarted},
 		{"remove learner of one voter", cluster(1, 1), Change{Kind: KindRemove, Member: Member{ID: 2}}, nil},
-		{"update own url kept", c, Change{Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://127.0.0.1:1380", "http://localhost:1380"}}}, nil},
+		{"update own url kept", c, Change{Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://127.0.0.1:1380", "http://10.0.0.1:1380"}}}, nil},
+		// localhost and 127.0.0.1 are one address: listed twice, or beside another member's.
+		{"update own url twice by another spelling", c, Change{Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://127.0.0.1:1380", "http://localhost:1380"}}}, ErrInvalidPeerURLs},
 		{"update to other's url", c, Change{Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://127.0.0.1:2380"}}}, ErrPeerURLExists},
 		{"update unknown", c, Change{Kind: KindUpdate, Member: Member{ID: 9, PeerURLs: []string{"http://a:1"}}}, ErrIDNotFound},
 		{"promote learner", c, Change{Kind: KindPromote, Member: Member{ID: 4}}, nil},

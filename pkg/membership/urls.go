@@ -3,14 +3,19 @@ package membership
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 )
 
 // This file is the one home of what a member URL may look like: clusterd checks its flags and
 // every proposed peer URL with it, and clusterctl checks --peer-urls with it before sending, so
-// the two can never disagree about a URL.
+// the two can never disagree about a URL. It is also the one definition of when two URLs name the
+// same address: Validate compares URLs only through CanonicalURL and AddressKey, never as
+// strings. Everything here is a pure function of its input (no DNS, no clock), because Validate
+// runs again at apply time on every member.
 
 // schemes are the schemes a member speaks, in the order the message names them.
 var schemes = []string{"http", "https", "unix", "unixs"}
@@ -18,40 +23,130 @@ var schemes = []string{"http", "https", "unix", "unixs"}
 // ValidateURL returns the contract's message (etcd's words) for the first thing wrong with one
 // URL: its scheme, then its host:port, then any path ("/" included), then a query or fragment,
 // which a member would silently drop when it dials and so would make two spellings of one
-// address.
+// address; then an empty host, and a port that is not a number from 1 to 65535 written without
+// leading zeros (":02380" would be a second spelling of ":2380").
 func ValidateURL(s string) error {
+	_, err := CanonicalURL(s)
+	return err
+}
+
+// CanonicalURL returns the one spelling of a valid member URL, or ValidateURL's error: the
+// scheme and host in lower case, an IP address in its shortest form (an IPv4-mapped IPv6 address
+// as IPv4), a DNS name without its trailing dot. A unix socket's address is a file name and is
+// kept as given. There are no default ports to fill in: an http or https URL without its port is
+// refused, so ":80" is never implied and one address has one spelling.
+//
+// URLs are stored as given; the canonical form is only what they are compared by.
+func CanonicalURL(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil || !slices.Contains(schemes, u.Scheme) {
-		return fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", s)
+		return "", fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", s)
 	}
 	// A unix socket's address is its path: it has neither a port nor a path to refuse.
-	if !strings.HasPrefix(u.Scheme, "unix") {
-		if _, port, err := net.SplitHostPort(u.Host); err != nil || port == "" {
-			return fmt.Errorf(`URL address does not have the form "host:port": %s`, s)
+	if strings.HasPrefix(u.Scheme, "unix") {
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			return "", fmt.Errorf("URL must not contain a query or fragment: %s", s)
 		}
-		if u.Path != "" {
-			return fmt.Errorf("URL must not contain a path: %s", s)
+		if u.User != nil {
+			return "", fmt.Errorf("URL must not contain a user: %s", s)
 		}
+		return u.Scheme + "://" + u.Host + u.Path, nil
+	}
+	host, port, err := net.SplitHostPort(u.Host)
+	if err != nil || port == "" {
+		return "", fmt.Errorf(`URL address does not have the form "host:port": %s`, s)
+	}
+	if u.Path != "" || u.RawPath != "" {
+		return "", fmt.Errorf("URL must not contain a path: %s", s)
 	}
 	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return fmt.Errorf("URL must not contain a query or fragment: %s", s)
+		return "", fmt.Errorf("URL must not contain a query or fragment: %s", s)
 	}
-	return nil
+	if u.User != nil {
+		return "", fmt.Errorf("URL must not contain a user: %s", s)
+	}
+	if host == "" || strings.Trim(host, ".") == "" {
+		return "", fmt.Errorf("URL host must not be empty: %s", s)
+	}
+	if host = canonicalHost(host); host == "" {
+		return "", fmt.Errorf("URL host must be a host name or an IP address: %s", s)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return "", fmt.Errorf("URL port must be a number from 1 to 65535 without leading zeros: %s", s)
+	}
+	// url.URL writes an IPv6 zone's '%' as "%25", as it must be read back.
+	return (&url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(host, port)}).String(), nil
+}
+
+// canonicalHost is a host's one spelling, or "" if it is neither an IP address (an IPv6 zone
+// of letters, digits, '-', '_' and '.') nor a name of those characters: an IP address in
+// netip's form, a name in lower case without trailing dots.
+func canonicalHost(host string) string {
+	if a, err := netip.ParseAddr(host); err == nil {
+		if !hostChars(a.Zone()) {
+			return ""
+		}
+		return a.Unmap().String()
+	}
+	host = strings.TrimRight(strings.ToLower(host), ".")
+	if !hostChars(host) {
+		return ""
+	}
+	return host
+}
+
+// hostChars reports whether s holds only the characters of a host name.
+func hostChars(s string) bool {
+	for _, r := range s {
+		if !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '-' || r == '_' || r == '.') {
+			return false
+		}
+	}
+	return true
+}
+
+// loopbackNames are the spellings of this machine's own loopback address that a URL may use:
+// "localhost" resolves to 127.0.0.1 and ::1, so a listener on one may answer the others.
+var loopbackNames = []string{"localhost", "127.0.0.1", "::1"}
+
+// AddressKey is what two URLs are compared by when one member's address must not be another's:
+// the canonical URL with every spelling of the loopback address made one. It over-approximates
+// on purpose: refusing "localhost:2380" beside "127.0.0.1:2380" costs nothing, while accepting it
+// gives two members one listener. Only the well-known loopback spellings are folded; other names
+// are never resolved, which would make Validate depend on DNS.
+func AddressKey(s string) string {
+	c, err := CanonicalURL(s)
+	if err != nil {
+		return s
+	}
+	u, _ := url.Parse(c)
+	if strings.HasPrefix(u.Scheme, "unix") {
+		return c
+	}
+	scheme := strings.TrimSuffix(u.Scheme, "s") // http and https on one port are one listener
+	if slices.Contains(loopbackNames, u.Hostname()) {
+		return scheme + "://loopback:" + u.Port()
+	}
+	return scheme + "://" + u.Host
 }
 
 // ValidatePeerURLs checks the peer URLs of a change the way a member will use them: at least
-// one, each valid by ValidateURL, and no URL twice. It answers with the contract's one error,
-// which is all etcd's clients understand.
+// one, each valid by ValidateURL, and no address twice. It answers with the contract's one error,
+// which is all etcd's clients understand, wrapped with the reason for the server's log.
 func ValidatePeerURLs(urls []string) error {
 	if len(urls) == 0 {
-		return ErrInvalidPeerURLs
+		return fmt.Errorf("%w: no peer URL given", ErrInvalidPeerURLs)
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for _, s := range urls {
-		if err := ValidateURL(s); err != nil || seen[s] {
-			return ErrInvalidPeerURLs
+		if err := ValidateURL(s); err != nil {
+			return fmt.Errorf("%w: %v", ErrInvalidPeerURLs, err)
 		}
-		seen[s] = true
+		k := AddressKey(s)
+		if first, ok := seen[k]; ok {
+			return fmt.Errorf("%w: %s and %s are the same address", ErrInvalidPeerURLs, first, s)
+		}
+		seen[k] = s
 	}
 	return nil
 }

@@ -51,6 +51,7 @@ func TestValidatePeerURLs(t *testing.T) {
 		{"none", nil, ErrInvalidPeerURLs},
 		{"bad", []string{"http://a:1", "http://b:2/"}, ErrInvalidPeerURLs},
 		{"twice", []string{"http://a:1", "http://a:1"}, ErrInvalidPeerURLs},
+		{"twice spelt two ways", []string{"http://a:1", "HTTPS://A:1"}, ErrInvalidPeerURLs},
 	}
 	for _, tt := range tests {
 		if err := ValidatePeerURLs(tt.urls); !errors.Is(err, tt.want) {

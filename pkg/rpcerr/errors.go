@@ -22,6 +22,13 @@ var (
 	// clusterd's own: a removed ID never comes back, and a peer refuses a removed member's
 	// messages with it, which tells the removed member to stop.
 	ErrMemberRemoved = register(codes.FailedPrecondition, "etcdserver: the member has been permanently removed from the cluster")
+	// clusterd's own: a name that breaks ETCD_INITIAL_CLUSTER or the printed environment
+	// (membership.ValidateName says why; clusterctl checks before it sends).
+	ErrInvalidMemberName = register(codes.InvalidArgument, "etcdserver: member name is invalid")
+	// clusterd's own: a peer URL that is some member's client URL; etcd accepts it, and the two
+	// listeners then clash. A peer URL that is another member's peer URL keeps etcd's message
+	// (ErrPeerURLExists), which clients match.
+	ErrPeerURLIsClientURL = register(codes.FailedPrecondition, "etcdserver: peer URL is already a member's client URL")
 )
 
 // Leadership and the fate of a proposal.

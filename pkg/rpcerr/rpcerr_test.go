@@ -48,6 +48,8 @@ var contract = []struct {
 	{ErrMemberRemoved, "etcdserver: the member has been permanently removed from the cluster", codes.FailedPrecondition},
 	{ErrProposalLost, "etcdserver: proposal lost, retry", codes.Unavailable},
 	{ErrWrongMember, "etcdserver: message for another member", codes.FailedPrecondition},
+	{ErrInvalidMemberName, "etcdserver: member name is invalid", codes.InvalidArgument},
+	{ErrPeerURLIsClientURL, "etcdserver: peer URL is already a member's client URL", codes.FailedPrecondition},
 }
 
 func TestRegistryIsTheContract(t *testing.T) {

@@ -160,12 +160,17 @@ func Open(dir string) (*Store, error) {
 }
 
 func open(dir string) (*Store, error) {
-	db, err := bolt.Open(filepath.Join(dir, FileName), 0o600, BoltOptions())
+	path := filepath.Join(dir, FileName)
+	if err := checkFile(dir, path); err != nil {
+		return nil, err
+	}
+	// Opening for writing rebuilds the free list from the pages, which panics on damaged ones.
+	db, err := guard(func() (*bolt.DB, error) { return bolt.Open(path, 0o600, BoltOptions()) })
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
 	}
 	if err != nil {
-		return nil, err
+		return nil, &CorruptError{Path: path, Reason: err.Error()}
 	}
 	return &Store{db: db}, nil
 }
@@ -184,13 +189,28 @@ func BoltOptions() *bolt.Options {
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
-// Load reads the whole state back.
+// Load reads the whole state back. A database without a member's buckets, or with damaged
+// pages, is a *CorruptError.
 func (s *Store) Load() (*State, error) {
+	st, err := guard(s.load)
+	var ce *CorruptError
+	if err != nil && !errors.Is(err, ErrNotBootstrapped) && !errors.As(err, &ce) {
+		err = &CorruptError{Path: s.db.Path(), Reason: err.Error()}
+	}
+	return st, err
+}
+
+func (s *Store) load() (*State, error) {
 	st := &State{}
 	err := s.db.View(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return ErrNotBootstrapped
+		}
+		for _, b := range [][]byte{bucketLog, bucketMembers, bucketRemoved} {
+			if tx.Bucket(b) == nil {
+				return &CorruptError{Path: s.db.Path(), Reason: fmt.Sprintf("it has no %s bucket: not a member's database", b)}
+			}
 		}
 		st.MemberID = membership.ID(getUint(meta, keyMemberID))
 		st.ClusterID = membership.ID(getUint(meta, keyClusterID))

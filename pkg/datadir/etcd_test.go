@@ -1,0 +1,74 @@
+package datadir
+
+import (
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// etcdSnapshot was taken with etcdctl 3.7.1 snapshot save from a one-member etcd after three
+// puts and one delete.
+const etcdSnapshot = "testdata/etcd-3.7.1.db"
+
+// clusterdSnapshot is a snapshot file as clusterd streams it: snapshotFile's, kept for the fuzz
+// targets' seed corpus (go test ./pkg/datadir -run TestClusterdSnapshotFile -update rewrites it).
+const clusterdSnapshot = "testdata/clusterd.db"
+
+var update = flag.Bool("update", false, "rewrite testdata/clusterd.db")
+
+func TestClusterdSnapshotFile(t *testing.T) {
+	if *update {
+		path, _ := snapshotFile(t)
+		data, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(clusterdSnapshot, data, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st, err := ReadStatus(clusterdSnapshot)
+	if err != nil || st.Etcd != nil || st.Clusterd == nil || len(st.Clusterd.Cluster.Members) != 2 {
+		t.Fatalf("%+v %v", st, err)
+	}
+}
+
+// The status of a real etcd snapshot is what etcdutl snapshot status shows for it (its output,
+// in JSON: {"hash":3626235757,"revision":5,"totalKey":2,"totalSize":24576,"version":"3.7.0"}).
+func TestEtcdSnapshotStatus(t *testing.T) {
+	st, err := ReadStatus(etcdSnapshot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Clusterd != nil || st.Etcd == nil {
+		t.Fatalf("%+v", st)
+	}
+	want := EtcdSnapshotInfo{Hash: 3626235757, Revision: 5, TotalKey: 2, TotalSize: 24576, Version: "3.7.0"}
+	if *st.Etcd != want {
+		t.Errorf("got %+v\nwant %+v", *st.Etcd, want)
+	}
+	if _, err := ReadSnapshot(etcdSnapshot); !errors.As(err, new(*EtcdSnapshotError)) {
+		t.Errorf("ReadSnapshot: %v", err)
+	}
+}
+
+// Restore of an etcd snapshot is refused in one line that says what restores it, before
+// anything is written.
+func TestRestoreRefusesEtcdSnapshot(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "new")
+	_, err := Restore(restoreConfig(etcdSnapshot, dir))
+	var e *EtcdSnapshotError
+	if !errors.As(err, &e) {
+		t.Fatalf("got %v", err)
+	}
+	want := "snapshot file testdata/etcd-3.7.1.db was taken from etcd: clusterctl restores clusterd snapshots; restore an etcd snapshot with etcdutl snapshot restore"
+	if err.Error() != want || strings.Contains(err.Error(), "\n") {
+		t.Errorf("got %q", err)
+	}
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("a refused restore wrote %s", dir)
+	}
+}

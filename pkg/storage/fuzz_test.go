@@ -1,0 +1,55 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// FuzzLoad: a member.db of any bytes is opened and loaded, or refused with an error, without a
+// panic; a refused file is left as it was. The seed is a real member database.
+func FuzzLoad(f *testing.F) {
+	dir := f.TempDir()
+	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
+	snap := &raftpb.Snapshot{Data: []byte("{}"), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1)}}
+	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, snap, &raftpb.HardState{Term: proto.Uint64(1)}, c, nil)
+	if err != nil {
+		f.Fatal(err)
+	}
+	if err := s.Save(Update{Entries: []*raftpb.Entry{entry(2, 1)}}); err != nil {
+		f.Fatal(err)
+	}
+	var buf bytes.Buffer
+	if _, err := s.WriteTo(&buf); err != nil {
+		f.Fatal(err)
+	}
+	s.Close()
+	f.Add(buf.Bytes())
+	f.Add([]byte{})
+	f.Add([]byte("not a database"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		path := filepath.Join(dir, FileName)
+		if err := os.WriteFile(path, data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		s, err := Open(dir)
+		if err != nil {
+			if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+				t.Fatalf("a refused member.db was changed: %v", err)
+			}
+			return
+		}
+		defer s.Close()
+		if _, err := s.Load(); err != nil && !errors.Is(err, ErrNotBootstrapped) && !errors.As(err, new(*CorruptError)) {
+			t.Fatalf("Load: %T %v", err, err)
+		}
+	})
+}
