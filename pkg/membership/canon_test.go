@@ -133,12 +133,9 @@ func TestValidateCanonical(t *testing.T) {
 		{"odd but valid", add(`a "b" $c`, "http://10.0.0.1:7"), nil, ""},
 	}
 	for _, tt := range tests {
-		next, err := c.Apply(tt.ch)
+		err := c.Validate(tt.ch)
 		if !errors.Is(err, tt.want) || (tt.msg != "" && err.Error() != tt.msg) {
 			t.Errorf("%s: got %v, want %v %s", tt.name, err, tt.want, tt.msg)
-		}
-		if err != nil && next != c {
-			t.Errorf("%s: a refused change changed the cluster", tt.name)
 		}
 	}
 }

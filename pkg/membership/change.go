@@ -43,10 +43,43 @@ type Change struct {
 	Member Member `json:"member"`
 }
 
-// Validate reports why c cannot be applied to the cluster, or nil. It is the check both at
-// proposal time and at apply time, so a change that was valid when proposed but raced with
-// another is refused identically everywhere when it is applied.
+// Validate reports why ch cannot be proposed on c, or nil: this version's rules for input
+// (names, URLs in canonical form, addresses no member uses yet), then Applicable's. A change
+// that passed Validate but raced with another is refused identically everywhere by Applicable
+// when it is applied.
 func (c *Cluster) Validate(ch Change) error {
+	if err := c.checkInput(ch); err != nil {
+		return err
+	}
+	return c.Applicable(ch)
+}
+
+// checkInput holds the rules for what a change may ask for. They may tighten from one version to
+// the next, so they run before proposing only, never at apply time.
+func (c *Cluster) checkInput(ch Change) error {
+	switch ch.Kind {
+	case KindAdd, KindUpdate:
+		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
+			return err
+		}
+		// etcd's own clients add members without a name (its API has none): the member names
+		// itself when it publishes.
+		if ch.Kind == KindAdd && ch.Member.Name != "" {
+			if err := ValidateName(ch.Member.Name); err != nil {
+				return fmt.Errorf("%w: %v", ErrInvalidName, err)
+			}
+		}
+		return c.checkURLsFree(ch.Member.ID, ch.Member.PeerURLs)
+	}
+	return nil
+}
+
+// Applicable reports why ch cannot be applied to c, or nil. It is the check at apply time, and
+// it must accept every entry an older version accepted: a member that joins replays entries
+// committed under older rules, and one that refused what its peers applied would hold another
+// membership than theirs. So it holds only the invariants every version keeps: IDs, removed IDs,
+// one name and one exact peer URL per member, and a voter left.
+func (c *Cluster) Applicable(ch Change) error {
 	id := ch.Member.ID
 	if id == 0 {
 		return ErrIDNotFound
@@ -60,21 +93,14 @@ func (c *Cluster) Validate(ch Change) error {
 		if c.IsRemoved(id) {
 			return ErrIDRemoved
 		}
-		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
-			return err
+		if len(ch.Member.PeerURLs) == 0 {
+			return ErrInvalidPeerURLs
 		}
-		// etcd's own clients add members without a name (its API has none): the member names
-		// itself when it publishes.
-		if ch.Member.Name != "" {
-			if err := ValidateName(ch.Member.Name); err != nil {
-				return fmt.Errorf("%w: %v", ErrInvalidName, err)
-			}
-			if c.nameTaken(id, ch.Member.Name) {
-				// A name is how operators and ETCD_INITIAL_CLUSTER tell members apart.
-				return ErrNameExists
-			}
+		if ch.Member.Name != "" && c.nameTaken(id, ch.Member.Name) {
+			// A name is how operators and ETCD_INITIAL_CLUSTER tell members apart.
+			return ErrNameExists
 		}
-		return c.checkURLsFree(id, ch.Member.PeerURLs)
+		return c.samePeerURL(id, ch.Member.PeerURLs)
 	case KindRemove:
 		if !exists {
 			return ErrIDNotFound
@@ -88,10 +114,10 @@ func (c *Cluster) Validate(ch Change) error {
 		if !exists {
 			return ErrIDNotFound
 		}
-		if err := ValidatePeerURLs(ch.Member.PeerURLs); err != nil {
-			return err
+		if len(ch.Member.PeerURLs) == 0 {
+			return ErrInvalidPeerURLs
 		}
-		return c.checkURLsFree(id, ch.Member.PeerURLs)
+		return c.samePeerURL(id, ch.Member.PeerURLs)
 	case KindPromote:
 		if !exists {
 			return ErrIDNotFound
@@ -116,6 +142,22 @@ func (c *Cluster) nameTaken(self ID, name string) bool {
 		}
 	}
 	return false
+}
+
+// samePeerURL refuses a peer URL that another member has, written exactly so: the one URL rule
+// every version applies (checkURLsFree compares canonical addresses, before proposing).
+func (c *Cluster) samePeerURL(self ID, urls []string) error {
+	for _, m := range c.Members {
+		if m.ID == self {
+			continue
+		}
+		for _, u := range urls {
+			if slices.Contains(m.PeerURLs, u) {
+				return ErrPeerURLExists
+			}
+		}
+	}
+	return nil
 }
 
 // checkURLsFree refuses peer URLs whose address (AddressKey: canonical, loopback folded) is
@@ -149,9 +191,9 @@ func findAddress(urls []string, k string) string {
 	return ""
 }
 
-// Apply returns the cluster after ch, or the unchanged cluster and Validate's error.
+// Apply returns the cluster after ch, or the unchanged cluster and Applicable's error.
 func (c *Cluster) Apply(ch Change) (*Cluster, error) {
-	if err := c.Validate(ch); err != nil {
+	if err := c.Applicable(ch); err != nil {
 		return c, err
 	}
 	n := c.copyMembers()

@@ -7,13 +7,17 @@
 //   - Validate and Apply are pure and deterministic: every member applying the same entry on the
 //     same Cluster reaches the same result, so they may only look at replicated data (never at a
 //     member's local flags or clock).
+//   - Apply checks only Applicable, whose rules never tighten from one version to the next: a
+//     member replays entries that older versions committed, and must apply them as its peers
+//     did. Rules for input (names, URL syntax, canonical addresses) are Validate's, before a
+//     change is proposed.
 //   - An ID, once removed, is in Removed forever and never becomes a member again. Removed is an
 //     IDSet, which never changes once made, so memberships of every age share it.
 //   - No two members share a peer URL.
 //   - urls.go is the one definition of a valid member URL: clusterd's flags, Validate (through
 //     ValidatePeerURLs) and clusterctl before it sends all use ValidateURL, so they cannot
 //     disagree about a URL.
-//   - Apply of a change that Validate refuses leaves the Cluster unchanged.
+//   - Apply of a change that Applicable refuses leaves the Cluster unchanged.
 //   - Member, Cluster and Change are stored as JSON (bbolt, snapshots, the raft log) and Kind
 //     by number: a JSON tag is never renamed and a Kind never renumbered.
 //

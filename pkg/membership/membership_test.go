@@ -65,14 +65,35 @@ func TestValidate(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			next, err := tt.c.Apply(tt.ch)
-			if !errors.Is(err, tt.want) {
-				t.Fatalf("Apply: got %v, want %v", err, tt.want)
+			if err := tt.c.Validate(tt.ch); !errors.Is(err, tt.want) {
+				t.Fatalf("Validate: got %v, want %v", err, tt.want)
 			}
-			if err != nil && next != tt.c {
-				t.Fatal("a refused change must leave the cluster as it was")
+			// Apply checks a subset (Applicable); whatever it refuses, it leaves untouched.
+			next, err := tt.c.Apply(tt.ch)
+			if err != nil && (tt.want == nil || next != tt.c) {
+				t.Fatalf("Apply: got %v, want %v and the cluster as it was", err, tt.want)
 			}
 		})
+	}
+}
+
+// TestApplyKeepsOlderRules: an entry that an older version validated and committed is applied
+// by this one too, though this version's Validate refuses such input: a member replaying the log
+// must reach the membership its peers reached.
+func TestApplyKeepsOlderRules(t *testing.T) {
+	c := cluster(3, 1)
+	for name, ch := range map[string]Change{
+		"another member's URL by another spelling": {Kind: KindAdd, Member: Member{ID: 9, PeerURLs: []string{"http://localhost:2380"}}},
+		"port 0":                 {Kind: KindAdd, Member: Member{ID: 9, PeerURLs: []string{"http://10.0.0.1:0"}}},
+		"name with space around": {Kind: KindAdd, Member: Member{ID: 9, Name: " n", PeerURLs: []string{"http://10.0.0.1:7"}}},
+		"update to another spelling of a member's URL": {Kind: KindUpdate, Member: Member{ID: 1, PeerURLs: []string{"http://localhost:3380"}}},
+	} {
+		if c.Validate(ch) == nil {
+			t.Errorf("%s: Validate accepted it; the test needs input this version refuses", name)
+		}
+		if _, err := c.Apply(ch); err != nil {
+			t.Errorf("%s: Apply refused an entry older versions applied: %v", name, err)
+		}
 	}
 }
 

@@ -33,6 +33,8 @@ var refusalReasons = []struct {
 	{membership.ErrTooManyLearners, "too_many_learners"},
 	{membership.ErrIDRemoved, "member_removed"},
 	{membership.ErrNameExists, "name_exists"},
+	{membership.ErrInvalidName, "invalid_name"},
+	{membership.ErrURLIsClientURL, "peer_url_is_client_url"},
 }
 
 // changeKinds are the kinds whose series exist from the start.
