@@ -153,7 +153,7 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 	answers := make(chan answer, len(urls))
 	for _, u := range urls {
 		go func() {
-			info, err := reconfig.FetchMembership(ctx, u)
+			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 			answers <- answer{info, err}
 		}()
 	}
