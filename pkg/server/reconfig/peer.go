@@ -170,6 +170,10 @@ func FetchMembership(ctx context.Context, peerURL string, creds credentials.Tran
 	defer conn.Close()
 	info := &ClusterInfo{}
 	if err := conn.Invoke(ctx, membershipMethod, &empty{}, info); err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+			// Unreachable, or refused at the TLS handshake: gRPC's words say which.
+			return nil, fmt.Errorf("%s: %s", peerURL, st.Message())
+		}
 		return nil, fmt.Errorf("%s: %w", peerURL, fromPeer(err))
 	}
 	return info, nil
