@@ -138,8 +138,9 @@ func defineTLSFlags(fs *pflag.FlagSet) {
 // it. ETCDCTL_* variables are etcdctl's, not ours.
 func checkEnvironment(fs *pflag.FlagSet, environ []string) error {
 	for _, kv := range environ {
-		name, _, _ := strings.Cut(kv, "=")
-		if !strings.HasPrefix(name, "ETCD_") {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "ETCD_") || value == "" {
+			// An empty variable counts as unset, as everywhere else in clusterd.
 			continue
 		}
 		flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "ETCD_")), "_", "-")
