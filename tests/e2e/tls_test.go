@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/testpki"
@@ -59,16 +60,19 @@ func tlsCluster(t *testing.T, n int, extra ...string) (*cluster.Cluster, *testpk
 	return c, ca
 }
 
-// client dials m's client port with cfg (nil: plain text) and returns etcd's Cluster client.
+// client dials m's client port with cfg and returns etcd's Cluster client.
 func client(t *testing.T, m *cluster.Member, cfg *tls.Config) pb.ClusterClient {
+	return pb.NewClusterClient(conn(t, m, cfg))
+}
+
+func conn(t *testing.T, m *cluster.Member, cfg *tls.Config) *grpc.ClientConn {
 	t.Helper()
-	creds := credentials.NewTLS(cfg)
-	cc, err := grpc.NewClient("passthrough:///"+m.ClientAddr, grpc.WithTransportCredentials(creds))
+	cc, err := grpc.NewClient("passthrough:///"+m.ClientAddr, grpc.WithTransportCredentials(credentials.NewTLS(cfg)))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cc.Close() })
-	return pb.NewClusterClient(cc)
+	return cc
 }
 
 // clientTLS is a client config trusting ca and presenting pair (none when nil).
@@ -223,9 +227,13 @@ func TestTLSClientRefusals(t *testing.T) {
 		}
 	}
 	// Plain text to the TLS port is refused too.
-	if _, err := client(t, m, nil).MemberList(ctx(t), &pb.MemberListRequest{}); err == nil {
-		// credentials.NewTLS(nil) is TLS without a certificate, the same refusal.
-		t.Error("a client without a certificate was served")
+	plain, err := grpc.NewClient("passthrough:///"+m.ClientAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer plain.Close()
+	if _, err := pb.NewClusterClient(plain).MemberList(ctx(t), &pb.MemberListRequest{}); status.Code(err) != codes.Unavailable {
+		t.Errorf("plain text to a TLS port: %v", err)
 	}
 	if _, err := client(t, m, clientTLS(t, ca, issue(t, ca.Client, "ops"))).MemberList(ctx(t), &pb.MemberListRequest{}); err != nil {
 		t.Errorf("a good certificate: %v", err)
@@ -244,6 +252,13 @@ func TestTLSAdminCN(t *testing.T) {
 	if st, _ := status.FromError(err); st.Code() != codes.PermissionDenied || st.Message() != "etcdserver: permission denied" {
 		t.Fatalf("member add with a non-admin certificate: %v", err)
 	}
+	snap, err := pb.NewMaintenanceClient(conn(t, m, clientTLS(t, ca, issue(t, ca.Client, "ops2")))).Snapshot(ctx(t), &pb.SnapshotRequest{})
+	if err == nil {
+		_, err = snap.Recv()
+	}
+	if status.Code(err) != codes.PermissionDenied {
+		t.Errorf("snapshot with a non-admin certificate: %v", err)
+	}
 	root := client(t, m, clientTLS(t, ca, issue(t, ca.Client, "root")))
 	add, err := root.MemberAdd(ctx(t), &pb.MemberAddRequest{PeerURLs: []string{"https://127.0.0.1:1"}, IsLearner: true})
 	if err != nil {
@@ -254,9 +269,28 @@ func TestTLSAdminCN(t *testing.T) {
 	}
 }
 
-// A member whose peer certificate CN is not allowed cannot join, and the member it tries is
-// logs the refusal once, not once per attempt.
-func TestTLSPeerDisallowedCN(t *testing.T) {
+// A member whose peer certificate the peer CA did not sign, or whose CN is not allowed, cannot
+// join, says why, and the member it tries logs the refusal once, not once per attempt.
+func TestTLSPeerRefused(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		cert func(t *testing.T, ca *testpki.CA) *testpki.Pair
+		want string // in the one refusal line
+	}{
+		{"disallowed CN", func(t *testing.T, ca *testpki.CA) *testpki.Pair { return issue(t, ca.Peer, "intruder") }, "cn=intruder"},
+		{"another CA", func(t *testing.T, _ *testpki.CA) *testpki.Pair {
+			other, err := testpki.NewCA(t.TempDir(), "other", testpki.ECDSAP256)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return issue(t, other.Peer, "infra1")
+		}, "issuer=other"},
+	} {
+		t.Run(tt.name, func(t *testing.T) { peerRefused(t, tt.cert, tt.want) })
+	}
+}
+
+func peerRefused(t *testing.T, cert func(*testing.T, *testpki.CA) *testpki.Pair, want string) {
 	c, ca := tlsCluster(t, 1, "--peer-cert-allowed-cn=infra0,infra1")
 	m0 := c.Members()[0]
 	admin := client(t, m0, clientTLS(t, ca, issue(t, ca.Client, "root")))
@@ -264,7 +298,7 @@ func TestTLSPeerDisallowedCN(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	m1.Peer = issue(t, ca.Peer, "intruder")
+	m1.Peer = cert(t, ca)
 	known := names(t, admin)
 	add, err := admin.MemberAdd(ctx(t), &pb.MemberAddRequest{PeerURLs: []string{m1.PeerURL}, IsLearner: true})
 	if err != nil {
@@ -276,10 +310,11 @@ func TestTLSPeerDisallowedCN(t *testing.T) {
 	}
 	exit, err := c.WaitExit("infra1", tlsWait)
 	if err != nil || exit.Code != 1 {
-		t.Fatalf("the intruder: %v %v\n%s", exit, err, proc.Tail(m1.Stderr, 5))
+		t.Fatalf("the refused member: %v %v\n%s", exit, err, proc.Tail(m1.Stderr, 5))
 	}
-	if tail := proc.Tail(m1.Stderr, 1); !strings.Contains(tail, "tls") {
-		t.Errorf("the intruder's last line does not say TLS refused it: %s", tail)
+	if tail := proc.Tail(m1.Stderr, 1); !strings.Contains(tail, "cannot reach any member of --initial-cluster to join: "+m0.PeerURL) ||
+		!strings.Contains(tail, `"rejected connection"`) {
+		t.Errorf("the refused member's last line does not say where to look: %s", tail)
 	}
 	log, _ := os.ReadFile(m0.Stderr)
 	var refusals []string
@@ -288,8 +323,8 @@ func TestTLSPeerDisallowedCN(t *testing.T) {
 			refusals = append(refusals, l)
 		}
 	}
-	if len(refusals) != 1 || !strings.Contains(refusals[0], "cn=intruder") {
-		t.Errorf("want one refusal naming the CN, got %d:\n%s", len(refusals), strings.Join(refusals, "\n"))
+	if len(refusals) != 1 || !strings.Contains(refusals[0], want) {
+		t.Errorf("want one refusal with %q, got %d:\n%s", want, len(refusals), strings.Join(refusals, "\n"))
 	}
 }
 
