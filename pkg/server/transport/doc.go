@@ -16,6 +16,9 @@
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
 //   - A peer's address book only grows from the applied membership; a removed member's peer is
 //     closed and never reopened.
+//   - The URL's scheme decides the connection: an https:// or unixs:// peer URL is always
+//     dialed with the member's peer credentials (Config.PeerCreds, servertls's peer client
+//     side), an http:// or unix:// one never is. Every dial of the member goes through Dial.
 //   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted) unless the
 //     peer is removed; it never carries a raft message of its own.
 package transport
