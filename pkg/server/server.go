@@ -34,8 +34,9 @@ type Server struct {
 	cfg     Config
 	initial []datadir.Initial
 
-	// Set by Run from cfg.TLS: the tls.Configs of the ports and the credentials this member
-	// dials https:// peers with (nil without peer TLS settings).
+	// Set by Run from cfg.TLS: the tls.Configs of the ports, the credentials this member dials
+	// https:// peers with (always set: without peer certificates it can still dial a TLS peer
+	// that asks for none, as in etcd), and the refusal logs of both ports.
 	tls       *servertls.Configs
 	peerCreds credentials.TransportCredentials
 	refusals  map[string]*servertls.Refusals // by port: "client", "peer"
@@ -57,9 +58,9 @@ func New(cfg Config) (*Server, error) {
 // or something fails. Its steps: listen, open the data directory, build the member on it,
 // serve, shut down.
 func (s *Server) Run(ctx context.Context) error {
-	// The listeners come first, so that a port in use is refused before the data directory is
-	// touched. One cleanup for every way out: the servers close their listeners when they
-	// stop, and closing a listener again does nothing.
+	// The certificate files, then the listeners, come first, so that a bad file or a port in
+	// use is refused before the data directory is touched. One cleanup for every way out: the
+	// servers close their listeners when they stop, and closing a listener again does nothing.
 	if err := s.buildTLS(); err != nil {
 		return err
 	}
