@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +17,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
@@ -367,5 +369,70 @@ func TestTLSRotation(t *testing.T) {
 	}
 	if !m.Running() {
 		t.Error("the member restarted or stopped")
+	}
+}
+
+// A port may listen on plain and TLS URLs side by side, as etcd allows (for a migration). The
+// admin check applies to both: a plain caller has no certificate, so no CN, and may only read.
+func TestTLSBesidePlain(t *testing.T) {
+	if buildErr != nil {
+		t.Fatalf("building clusterd: %v", buildErr)
+	}
+	dir := t.TempDir()
+	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := cluster.New(cluster.Config{
+		Server: filepath.Join(binDir, "clusterd"), Dir: dir, TLS: ca,
+		Env: []string{"PATH=" + os.Getenv("PATH")}, Logf: t.Logf,
+	})
+	t.Cleanup(c.Close)
+	m, err := c.Alloc("infra0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freeport.Ports(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	plainAddr := fmt.Sprintf("127.0.0.1:%d", ports[0])
+	args := append([]string{
+		"--name=infra0", "--data-dir=" + m.DataDir, "--initial-cluster=infra0=" + m.PeerURL,
+		"--listen-peer-urls=" + m.PeerURL, "--initial-advertise-peer-urls=" + m.PeerURL,
+		"--listen-client-urls=" + m.ClientURL() + ",http://" + plainAddr,
+		"--advertise-client-urls=" + m.ClientURL() + ",http://" + plainAddr,
+		"--admin-cert-allowed-cn=root",
+	}, m.TLSArgs()...)
+	if err := c.Start("infra0", args, nil); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := c.WaitLeader(tlsWait); err != nil {
+		t.Fatal(err)
+	}
+	cc, err := grpc.NewClient("passthrough:///"+plainAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cc.Close()
+	plain := pb.NewClusterClient(cc)
+	list, err := plain.MemberList(ctx(t), &pb.MemberListRequest{})
+	if err != nil {
+		t.Fatalf("member list in plain text: %v", err)
+	}
+	if urls := list.GetMembers()[0].GetClientURLs(); len(urls) != 2 {
+		t.Errorf("client URLs %v, want the https and the http one", urls)
+	}
+	_, err = plain.MemberAdd(ctx(t), &pb.MemberAddRequest{PeerURLs: []string{"https://127.0.0.1:1"}, IsLearner: true})
+	if status.Code(err) != codes.PermissionDenied {
+		t.Errorf("member add in plain text with admin CNs set: %v", err)
+	}
+	root := client(t, m, clientTLS(t, ca, issue(t, ca.Client, "root")))
+	add, err := root.MemberAdd(ctx(t), &pb.MemberAddRequest{PeerURLs: []string{"https://127.0.0.1:1"}, IsLearner: true})
+	if err != nil {
+		t.Fatalf("member add over TLS as root: %v", err)
+	}
+	if _, err := root.MemberRemove(ctx(t), &pb.MemberRemoveRequest{ID: add.GetMember().GetID()}); err != nil {
+		t.Fatal(err)
 	}
 }
