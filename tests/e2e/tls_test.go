@@ -274,26 +274,31 @@ func TestTLSAdminCN(t *testing.T) {
 // A member whose peer certificate the peer CA did not sign, or whose CN is not allowed, cannot
 // join, says why, and the member it tries logs the refusal once, not once per attempt.
 func TestTLSPeerRefused(t *testing.T) {
+	const cns = "--peer-cert-allowed-cn=infra0,infra1"
 	for _, tt := range []struct {
-		name string
-		cert func(t *testing.T, ca *testpki.CA) *testpki.Pair
-		want string // in the one refusal line
+		name  string
+		allow string // the allow list of both members
+		cert  func(t *testing.T, ca *testpki.CA) *testpki.Pair
+		want  string // in the one refusal line
 	}{
-		{"disallowed CN", func(t *testing.T, ca *testpki.CA) *testpki.Pair { return issue(t, ca.Peer, "intruder") }, "cn=intruder"},
-		{"another CA", func(t *testing.T, _ *testpki.CA) *testpki.Pair {
+		{"disallowed CN", cns, func(t *testing.T, ca *testpki.CA) *testpki.Pair { return issue(t, ca.Peer, "intruder") }, "cn=intruder"},
+		{"another CA", cns, func(t *testing.T, _ *testpki.CA) *testpki.Pair {
 			other, err := testpki.NewCA(t.TempDir(), "other", testpki.ECDSAP256)
 			if err != nil {
 				t.Fatal(err)
 			}
 			return issue(t, other.Peer, "infra1")
 		}, "issuer=other"},
+		{"disallowed host name", "--peer-cert-allowed-hostname=localhost", func(t *testing.T, ca *testpki.CA) *testpki.Pair {
+			return issue(t, ca.Peer, "infra1", testpki.WrongHost())
+		}, "matches no host name of --peer-cert-allowed-hostname=localhost"},
 	} {
-		t.Run(tt.name, func(t *testing.T) { peerRefused(t, tt.cert, tt.want) })
+		t.Run(tt.name, func(t *testing.T) { peerRefused(t, tt.allow, tt.cert, tt.want) })
 	}
 }
 
-func peerRefused(t *testing.T, cert func(*testing.T, *testpki.CA) *testpki.Pair, want string) {
-	c, ca := tlsCluster(t, 1, "--peer-cert-allowed-cn=infra0,infra1")
+func peerRefused(t *testing.T, allow string, cert func(*testing.T, *testpki.CA) *testpki.Pair, want string) {
+	c, ca := tlsCluster(t, 1, allow)
 	m0 := c.Members()[0]
 	admin := client(t, m0, clientTLS(t, ca, issue(t, ca.Client, "root")))
 	m1, err := c.Alloc("infra1")
@@ -306,7 +311,7 @@ func peerRefused(t *testing.T, cert func(*testing.T, *testpki.CA) *testpki.Pair,
 	if err != nil {
 		t.Fatal(err)
 	}
-	args := append(m1.ListenArgs(), "--peer-cert-allowed-cn=infra0,infra1")
+	args := append(m1.ListenArgs(), allow)
 	if err := c.Start("infra1", args, phaseTwo("infra1", add, known)); err != nil {
 		t.Fatal(err)
 	}
