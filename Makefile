@@ -1,5 +1,6 @@
 # make man    regenerate the man pages in docs/man
-# make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data)
+# make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data);
+#             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls)
 # make test   every check and every test: what CI runs
 # make bench  the benchmarks (docs/benchmarks.md)
 # make chaos DURATION=10m   membership churn under kills, pauses and partitions, checked for
@@ -23,7 +24,7 @@ build:
 	$(BUILD) -o $(BIN)/clusterctl ./cmd/clusterctl
 
 run: build
-	scripts/run-cluster.sh
+	scripts/run-cluster.sh $(if $(filter 1 yes true,$(TLS)),--tls)
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi

@@ -7,11 +7,78 @@
 #   infra2  client http://127.0.0.1:32379  peer http://127.0.0.1:32380
 #
 # DATA_DIR (default ./data) holds infraN/ and infraN.log.
+#
+# With --tls (make run TLS=1) the same members serve https:// on both ports with client
+# certificate authentication, as kubeadm sets etcd up. A CA and the certificates of the members
+# and of clusterctl are made with openssl under DATA_DIR/pki (default ./data-tls), once; the
+# script prints the CLUSTERCTL_* variables that reach the cluster.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+tls=
+case "${1:-}" in
+"") ;;
+--tls) tls=1 ;;
+*)
+	echo "usage: scripts/run-cluster.sh [--tls]" >&2
+	exit 2
+	;;
+esac
+scheme=http
 data=${DATA_DIR:-data}
+if [ -n "$tls" ]; then
+	scheme=https
+	data=${DATA_DIR:-data-tls}
+fi
+# clusterd refuses an ETCD_* variable it does not implement, and one it does would change these
+# members: start them from this script's flags alone.
+while read -r v; do unset "$v"; done < <(compgen -e | grep '^ETCD_' || true)
 mkdir -p "$data"
-cluster="infra0=http://127.0.0.1:2380,infra1=http://127.0.0.1:22380,infra2=http://127.0.0.1:32380"
+
+# makecerts makes, once, a CA, a certificate per member (server and client use, for both ports,
+# valid for 127.0.0.1 and localhost) and a client certificate with CN root for clusterctl.
+makecerts() {
+	local pki=$1
+	if ! command -v openssl >/dev/null; then
+		echo "run-cluster.sh --tls needs openssl to make the certificates: sudo apt-get install openssl" >&2
+		exit 1
+	fi
+	[ -f "$pki/client.pem" ] && return
+	mkdir -p "$pki"
+	openssl req -x509 -newkey rsa:2048 -nodes -days 365 -subj "/CN=clusterd local CA" \
+		-keyout "$pki/ca-key.pem" -out "$pki/ca.pem" 2>/dev/null
+	local name ext
+	for name in infra0 infra1 infra2 infra3 root; do
+		if [ "$name" = root ]; then
+			ext="extendedKeyUsage=clientAuth"
+		else
+			ext="extendedKeyUsage=serverAuth,clientAuth
+subjectAltName=IP:127.0.0.1,DNS:localhost"
+		fi
+		openssl req -newkey rsa:2048 -nodes -subj "/CN=$name" \
+			-keyout "$pki/$name-key.pem" -out "$pki/$name.csr" 2>/dev/null
+		openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.pem" -CAkey "$pki/ca-key.pem" -CAcreateserial \
+			-days 365 -extfile <(printf 'keyUsage=digitalSignature,keyEncipherment\n%s\n' "$ext") \
+			-out "$pki/$name.pem" 2>/dev/null
+		rm -f "$pki/$name.csr"
+	done
+	mv "$pki/root.pem" "$pki/client.pem"
+	mv "$pki/root-key.pem" "$pki/client-key.pem"
+	chmod 600 "$pki"/*-key.pem
+}
+
+pki="$(pwd)/$data/pki"
+if [ -n "$tls" ]; then
+	makecerts "$pki"
+fi
+# tlsflags are member $1's TLS flags: its certificate on both ports, client certificates
+# required on both.
+tlsflags() {
+	[ -n "$tls" ] || return 0
+	echo "--cert-file=$pki/$1.pem --key-file=$pki/$1-key.pem --trusted-ca-file=$pki/ca.pem --client-cert-auth" \
+		"--peer-cert-file=$pki/$1.pem --peer-key-file=$pki/$1-key.pem --peer-trusted-ca-file=$pki/ca.pem --peer-client-cert-auth"
+}
+
+cluster="infra0=$scheme://127.0.0.1:2380,infra1=$scheme://127.0.0.1:22380,infra2=$scheme://127.0.0.1:32380"
 pids=()
 stop() {
 	trap - INT TERM
@@ -24,13 +91,45 @@ stop() {
 trap stop INT TERM
 for i in 0 1 2; do
 	port=$([ "$i" = 0 ] && echo "" || echo "$((i + 1))")
+	# shellcheck disable=SC2046 # tlsflags is a list of flags without spaces inside
 	bin/clusterd --name "infra$i" --data-dir "$data/infra$i" \
-		--listen-client-urls "http://127.0.0.1:${port}2379" --advertise-client-urls "http://127.0.0.1:${port}2379" \
-		--listen-peer-urls "http://127.0.0.1:${port}2380" --initial-advertise-peer-urls "http://127.0.0.1:${port}2380" \
-		--initial-cluster "$cluster" --initial-cluster-token local-cluster \
+		--listen-client-urls "$scheme://127.0.0.1:${port}2379" --advertise-client-urls "$scheme://127.0.0.1:${port}2379" \
+		--listen-peer-urls "$scheme://127.0.0.1:${port}2380" --initial-advertise-peer-urls "$scheme://127.0.0.1:${port}2380" \
+		--initial-cluster "$cluster" --initial-cluster-token local-cluster $(tlsflags "infra$i") \
 		>>"$data/infra$i.log" 2>&1 &
 	pids+=($!)
 done
+
+if [ -n "$tls" ]; then
+	endpoints=https://127.0.0.1:2379,https://127.0.0.1:22379,https://127.0.0.1:32379
+	# The members are up when one has seen a leader elected; clusterctl is not asked, so that
+	# the wait does not depend on its TLS settings.
+	for _ in $(seq 1 100); do
+		if grep -q "elected leader" "$data"/infra*.log 2>/dev/null; then
+			break
+		fi
+		sleep 0.1
+	done
+	cat <<TXT
+A 3-member cluster is running with TLS and client-certificate authentication on both ports
+(logs: $data/infra*.log, certificates: $pki). In another shell:
+
+export CLUSTERCTL_ENDPOINTS=$endpoints
+export CLUSTERCTL_CACERT=$pki/ca.pem
+export CLUSTERCTL_CERT=$pki/client.pem
+export CLUSTERCTL_KEY=$pki/client-key.pem
+
+  bin/clusterctl member list -w table
+  bin/clusterctl member add infra3 --peer-urls=https://127.0.0.1:12380 --learner
+  (infra3's certificate is $pki/infra3.pem, its key $pki/infra3-key.pem)
+
+etcdctl takes the same files: --cacert, --cert and --key.
+Ctrl-C stops it; the data stays in $data/.
+TXT
+	wait "${pids[@]}"
+	exit 0
+fi
+
 endpoints=127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379
 for _ in $(seq 1 100); do
 	if bin/clusterctl --endpoints "$endpoints" member list >/dev/null 2>&1; then

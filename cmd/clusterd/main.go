@@ -22,6 +22,8 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
+	"github.com/clusterctl/clusterctl/pkg/server/authz"
+	"github.com/clusterctl/clusterctl/pkg/server/servertls"
 )
 
 // Exit statuses: docs/exit-codes.md. Never renumber.
@@ -100,6 +102,7 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
 	fs.String("listen-metrics-urls", "", "URLs to serve /health on, and /debug/pprof/ with --enable-pprof (none by default)")
 	fs.Bool("enable-pprof", false, "serve Go's runtime profiles under /debug/pprof/ on --listen-metrics-urls")
+	defineTLSFlags(fs)
 	fs.String("log-level", "info", "debug, info, warn or error")
 	fs.String("config-file", "", "YAML file with the same keys as the flags")
 	fs.Usage = func() {
@@ -108,8 +111,51 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	return fs
 }
 
+// defineTLSFlags declares etcd's TLS flags, with etcd's meaning, and clusterd's own
+// --admin-cert-allowed-cn.
+func defineTLSFlags(fs *pflag.FlagSet) {
+	fs.String("cert-file", "", "client port: path to the server TLS certificate (https:// in --listen-client-urls)")
+	fs.String("key-file", "", "client port: path to the server TLS key")
+	fs.String("trusted-ca-file", "", "client port: CA that signs client certificates; given, every client must present one")
+	fs.Bool("client-cert-auth", false, "client port: require a client certificate signed by --trusted-ca-file")
+	fs.Bool("auto-tls", false, "client port: serve TLS with a self-signed certificate when --cert-file is not given")
+	fs.String("peer-cert-file", "", "peer port: path to this member's certificate, served and presented to peers")
+	fs.String("peer-key-file", "", "peer port: path to this member's key")
+	fs.String("peer-trusted-ca-file", "", "peer port: CA that signs the peers' certificates")
+	fs.Bool("peer-client-cert-auth", false, "peer port: require a peer certificate signed by --peer-trusted-ca-file")
+	fs.String("peer-cert-allowed-cn", "", "peer port: comma-separated CNs a peer certificate must have")
+	fs.String("peer-cert-allowed-hostname", "", "peer port: comma-separated host names a peer certificate must be valid for")
+	fs.Bool("peer-auto-tls", false, "peer port: serve TLS with a self-signed certificate when --peer-cert-file is not given")
+	fs.Uint("self-signed-cert-validity", 1, "validity in years of the --auto-tls and --peer-auto-tls certificates")
+	fs.String("tls-min-version", "", "minimum TLS version: TLS1.2 (the default) or TLS1.3")
+	fs.String("tls-max-version", "", "maximum TLS version: TLS1.2 or TLS1.3 (default: Go's highest)")
+	fs.String("cipher-suites", "", "comma-separated TLS 1.2 cipher suites, Go's names (default: Go's)")
+	fs.String(authz.Flag[2:], "", "clusterd's own, not etcd's: comma-separated client certificate CNs allowed membership changes, snapshot and move-leader (default: every client the client CA signed)")
+}
+
+// checkEnvironment refuses an ETCD_* variable that names no clusterd setting: an operator who
+// sets ETCD_DISCOVERY or ETCD_CLIENT_CRL_FILE must not get a member that quietly does without
+// it. ETCDCTL_* variables are etcdctl's, not ours.
+func checkEnvironment(fs *pflag.FlagSet, environ []string) error {
+	for _, kv := range environ {
+		name, value, _ := strings.Cut(kv, "=")
+		if !strings.HasPrefix(name, "ETCD_") || value == "" {
+			// An empty variable counts as unset, as everywhere else in clusterd.
+			continue
+		}
+		flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "ETCD_")), "_", "-")
+		if fs.Lookup(flag) == nil || flag == "help" {
+			return fmt.Errorf("%s is set, and clusterd does not implement etcd's --%s: unset it (docs/clusterd.md lists the settings clusterd takes)", name, flag)
+		}
+	}
+	return nil
+}
+
 // readSources layers the ETCD_* environment and the config file under the parsed flags.
 func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
+	if err := checkEnvironment(fs, os.Environ()); err != nil {
+		return nil, err
+	}
 	v := viper.New()
 	if err := v.BindPFlags(fs); err != nil {
 		return nil, err
@@ -123,6 +169,11 @@ func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
 		if err := v.ReadInConfig(); err != nil {
 			return nil, fmt.Errorf("--config-file %q: %v", f, err)
 		}
+		for _, k := range v.AllKeys() {
+			if fs.Lookup(k) == nil {
+				return nil, fmt.Errorf("--config-file %q: %q is not a setting clusterd implements: remove it (docs/clusterd.md lists them)", f, k)
+			}
+		}
 	}
 	return v, nil
 }
@@ -135,12 +186,13 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		return server.Config{}, fmt.Errorf("--log-level %q: must be debug, info, warn or error", v.GetString("log-level"))
 	}
 	nums, err := readAll(v, func(k string) (uint64, error) { return castUint(v.Get(k)) },
-		"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners")
+		"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners", "self-signed-cert-validity")
 	if err != nil {
 		return server.Config{}, err
 	}
 	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
-		"strict-reconfig-check", "force-new-cluster", "enable-pprof")
+		"strict-reconfig-check", "force-new-cluster", "enable-pprof",
+		"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls")
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -168,7 +220,26 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		MaxLearners:              int(nums["max-learners"]),
 		ListenMetricsURLs:        membership.SplitURLs(v.GetString("listen-metrics-urls")),
 		EnablePprof:              bools["enable-pprof"],
-		Logger:                   slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		TLS: servertls.Settings{
+			Client: servertls.Side{
+				CertFile: v.GetString("cert-file"), KeyFile: v.GetString("key-file"),
+				TrustedCAFile: v.GetString("trusted-ca-file"), ClientCertAuth: bools["client-cert-auth"],
+				AutoTLS: bools["auto-tls"],
+			},
+			Peer: servertls.Side{
+				CertFile: v.GetString("peer-cert-file"), KeyFile: v.GetString("peer-key-file"),
+				TrustedCAFile: v.GetString("peer-trusted-ca-file"), ClientCertAuth: bools["peer-client-cert-auth"],
+				AutoTLS:          bools["peer-auto-tls"],
+				AllowedCNs:       list(v.GetString("peer-cert-allowed-cn")),
+				AllowedHostnames: list(v.GetString("peer-cert-allowed-hostname")),
+			},
+			SelfSignedCertValidity: uint(nums["self-signed-cert-validity"]),
+			TLSMinVersion:          v.GetString("tls-min-version"),
+			TLSMaxVersion:          v.GetString("tls-max-version"),
+			CipherSuites:           list(v.GetString("cipher-suites")),
+		},
+		AdminAllowedCNs: list(v.GetString(authz.Flag[2:])),
+		Logger:          slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
 	}, nil
 }
 
@@ -184,6 +255,17 @@ func readAll[T any](v *viper.Viper, cast func(key string) (T, error), keys ...st
 		out[k] = x
 	}
 	return out, nil
+}
+
+// list splits a comma-separated setting, dropping empty items and spaces around them.
+func list(s string) []string {
+	var out []string
+	for _, item := range strings.Split(s, ",") {
+		if item = strings.TrimSpace(item); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
 }
 
 // castUint and castBool read a value that may come from a flag, an environment variable or a

@@ -35,6 +35,43 @@ func TestParsePrecedence(t *testing.T) {
 	}
 }
 
+// ETCDCTL_* variables are etcdctl's: a shell set up for etcdctl starts clusterd unchanged.
+func TestParseLeavesEtcdctlAlone(t *testing.T) {
+	t.Setenv("ETCDCTL_ENDPOINTS", "https://127.0.0.1:2379")
+	t.Setenv("ETCDCTL_CACERT", "ca.pem")
+	if _, err := parse(nil, io.Discard); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// The TLS flags reach the settings with etcd's names, from flags and ETCD_* alike.
+func TestParseTLS(t *testing.T) {
+	t.Setenv("ETCD_PEER_CLIENT_CERT_AUTH", "true")
+	t.Setenv("ETCD_PEER_CERT_ALLOWED_CN", "m1, m2")
+	cfg, err := parse([]string{"--cert-file=c", "--key-file=k", "--trusted-ca-file=ca", "--client-cert-auth",
+		"--peer-cert-file=pc", "--cipher-suites=A,B", "--admin-cert-allowed-cn=admin"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, p := cfg.TLS.Client, cfg.TLS.Peer
+	if c.CertFile != "c" || c.KeyFile != "k" || c.TrustedCAFile != "ca" || !c.ClientCertAuth || p.CertFile != "pc" ||
+		!p.ClientCertAuth || strings.Join(p.AllowedCNs, "|") != "m1|m2" || len(cfg.TLS.CipherSuites) != 2 ||
+		cfg.TLS.SelfSignedCertValidity != 1 || strings.Join(cfg.AdminAllowedCNs, "|") != "admin" {
+		t.Errorf("settings: %+v admin %v", cfg.TLS, cfg.AdminAllowedCNs)
+	}
+}
+
+// A config file key that names no setting is refused, as an ETCD_* variable is.
+func TestParseRefusesUnknownFileKey(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "c.yaml")
+	if err := os.WriteFile(file, []byte("client-crl-file: crl.pem\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := parse([]string{"--config-file", file}, io.Discard); err == nil || !strings.Contains(err.Error(), `"client-crl-file" is not a setting clusterd implements`) {
+		t.Errorf("got %v", err)
+	}
+}
+
 func TestParseDefaults(t *testing.T) {
 	cfg, err := parse(nil, io.Discard)
 	if err != nil {
@@ -61,6 +98,34 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{[]string{"stray"}, nil, `unexpected argument "stray"`},
 		{[]string{"--initial-cluster-state=old"}, nil, `--initial-cluster-state "old": must be new or existing`},
 		{[]string{"--name=a", "--initial-cluster=a=notaurl"}, nil, `URL scheme must be http, https, unix, or unixs: notaurl`},
+		// etcd settings clusterd does not implement, above all security ones, are refused by name.
+		{nil, map[string]string{"ETCD_DISCOVERY": "https://discovery.etcd.io/x"}, `ETCD_DISCOVERY is set, and clusterd does not implement etcd's --discovery`},
+		{nil, map[string]string{"ETCD_DISCOVERY_SRV": "example.com"}, `ETCD_DISCOVERY_SRV is set`},
+		{nil, map[string]string{"ETCD_CLIENT_CRL_FILE": "crl.pem"}, `ETCD_CLIENT_CRL_FILE is set`},
+		{nil, map[string]string{"ETCD_PEER_CRL_FILE": "crl.pem"}, `ETCD_PEER_CRL_FILE is set`},
+		{nil, map[string]string{"ETCD_AUTH_TOKEN": "jwt"}, `ETCD_AUTH_TOKEN is set`},
+		{nil, map[string]string{"ETCD_NO_SUCH_THING": "1"}, `ETCD_NO_SUCH_THING is set`},
+		// Bad TLS combinations: one line naming the flag, nothing written.
+		{[]string{"--listen-client-urls=https://127.0.0.1:0"}, nil, `--listen-client-urls https://127.0.0.1:0 needs --cert-file and --key-file, or --auto-tls`},
+		{[]string{"--listen-peer-urls=https://127.0.0.1:0"}, nil, `--listen-peer-urls https://127.0.0.1:0 needs --peer-cert-file and --peer-key-file, or --peer-auto-tls`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--cert-file=c.pem"}, nil, `--cert-file needs --key-file`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--key-file=k.pem"}, nil, `--key-file needs --cert-file`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--auto-tls", "--client-cert-auth"}, nil, `--client-cert-auth needs --trusted-ca-file`},
+		{[]string{"--listen-peer-urls=https://127.0.0.1:0", "--peer-auto-tls", "--peer-client-cert-auth"}, nil, `--peer-client-cert-auth needs --peer-trusted-ca-file`},
+		{[]string{"--cert-file=c.pem", "--key-file=k.pem"}, nil, `--cert-file is set but --listen-client-urls has no https:// URL`},
+		{nil, map[string]string{"ETCD_CLIENT_CERT_AUTH": "true", "ETCD_TRUSTED_CA_FILE": "ca.pem"}, `--trusted-ca-file is set but --listen-client-urls has no https:// URL`},
+		{[]string{"--peer-cert-allowed-cn=m1", "--peer-trusted-ca-file=ca.pem"}, nil, `--peer-trusted-ca-file is set but --listen-peer-urls has no https:// URL`},
+		{[]string{"--peer-cert-allowed-cn=m1"}, nil, `--peer-cert-allowed-cn needs --peer-trusted-ca-file`},
+		{[]string{"--listen-peer-urls=https://127.0.0.1:0", "--peer-auto-tls", "--peer-cert-allowed-cn=a", "--peer-cert-allowed-hostname=h"}, nil, `mutually exclusive`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--auto-tls", "--self-signed-cert-validity=0"}, nil, `--self-signed-cert-validity must be at least 1`},
+		{[]string{"--tls-min-version=TLS1.1"}, nil, `--tls-min-version unexpected TLS version "TLS1.1"`},
+		{[]string{"--tls-min-version=TLS1.3", "--tls-max-version=TLS1.2"}, nil, `--tls-min-version TLS1.3 is greater than --tls-max-version TLS1.2`},
+		{[]string{"--cipher-suites=TLS_NOPE"}, nil, `--cipher-suites unexpected TLS cipher suite "TLS_NOPE"`},
+		{[]string{"--tls-min-version=TLS1.3", "--cipher-suites=TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256"}, nil, `cannot be configured when only TLS1.3 is enabled`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--auto-tls", "--admin-cert-allowed-cn=root"}, nil, `--admin-cert-allowed-cn needs --client-cert-auth`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--cert-file=/nonexistent/c.pem", "--key-file=/nonexistent/k.pem"}, nil, `--cert-file open /nonexistent/c.pem: no such file or directory`},
+		{[]string{"--listen-client-urls=https://127.0.0.1:0", "--auto-tls", "--trusted-ca-file=/nonexistent/ca.pem"}, nil, `--trusted-ca-file open /nonexistent/ca.pem`},
+		{[]string{"--listen-peer-urls=https://127.0.0.1:0", "--peer-auto-tls", "--listen-client-urls=https://127.0.0.1:0", "--auto-tls", "--trusted-ca-file=/nonexistent/ca.pem"}, nil, `--trusted-ca-file open /nonexistent/ca.pem`},
 	} {
 		for k, v := range tt.env {
 			t.Setenv(k, v)

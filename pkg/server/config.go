@@ -9,6 +9,8 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/authz"
+	"github.com/clusterctl/clusterctl/pkg/server/servertls"
 )
 
 // Config is everything clusterd's flags say, with etcd's names.
@@ -36,7 +38,13 @@ type Config struct {
 	// ListenMetricsURLs serve /health, and Go's profiles when EnablePprof is set; none by default.
 	ListenMetricsURLs []string
 	EnablePprof       bool
-	Logger            *slog.Logger
+	// TLS is etcd's TLS settings of both ports (--cert-file, --peer-cert-file, ...); New fills
+	// in their listen URLs and data directory from the fields above.
+	TLS servertls.Settings
+	// AdminAllowedCNs is --admin-cert-allowed-cn: the client certificate CNs allowed the admin
+	// operations (membership changes, snapshot, leadership transfer); empty allows every caller.
+	AdminAllowedCNs []string
+	Logger          *slog.Logger
 }
 
 // ErrRemoved is returned by Run when this member has been removed from the cluster.
@@ -63,7 +71,7 @@ func (c *Config) validate() ([]datadir.Initial, error) {
 		return nil, errors.New("--enable-pprof needs --listen-metrics-urls: the client URLs speak gRPC only")
 	}
 	if len(c.ListenMetricsURLs) > 0 {
-		if err := checkURLs("--listen-metrics-urls", c.ListenMetricsURLs); err != nil {
+		if err := checkURLs("--listen-metrics-urls", c.ListenMetricsURLs, false); err != nil {
 			return nil, err
 		}
 	}
@@ -71,9 +79,12 @@ func (c *Config) validate() ([]datadir.Initial, error) {
 		"--listen-client-urls": c.ListenClientURLs, "--advertise-client-urls": c.AdvertiseClientURLs,
 		"--listen-peer-urls": c.ListenPeerURLs, "--initial-advertise-peer-urls": c.InitialAdvertisePeerURLs,
 	} {
-		if err := checkURLs(flag, urls); err != nil {
+		if err := checkURLs(flag, urls, true); err != nil {
 			return nil, err
 		}
+	}
+	if err := c.validateTLS(); err != nil {
+		return nil, err
 	}
 	initial, err := datadir.ParseInitialCluster(c.InitialCluster)
 	if err != nil {
@@ -82,7 +93,24 @@ func (c *Config) validate() ([]datadir.Initial, error) {
 	return initial, nil
 }
 
-func checkURLs(flag string, urls []string) error {
+// validateTLS checks the TLS settings against the listen URLs, and the admin CN list against
+// them: an https:// listener without a certificate, or a security setting that would do
+// nothing, stops clusterd before anything is written.
+func (c *Config) validateTLS() error {
+	c.TLS.Client.ListenURLs = c.ListenClientURLs
+	c.TLS.Peer.ListenURLs = c.ListenPeerURLs
+	c.TLS.DataDir = c.DataDir
+	c.TLS.Logger = c.Logger
+	if err := c.TLS.Validate(); err != nil {
+		return err
+	}
+	// etcd's meaning: a client CA alone already demands a client certificate.
+	verifies := c.TLS.Client.ClientCertAuth || c.TLS.Client.TrustedCAFile != ""
+	return authz.CheckSetting(c.AdminAllowedCNs, verifies)
+}
+
+// checkURLs refuses malformed and repeated URLs, and https:// and unixs:// ones unless tls.
+func checkURLs(flag string, urls []string, tls bool) error {
 	if len(urls) == 0 {
 		return fmt.Errorf("%s must name at least one URL", flag)
 	}
@@ -91,8 +119,8 @@ func checkURLs(flag string, urls []string) error {
 		if err := membership.ValidateURL(u); err != nil {
 			return fmt.Errorf("%s %q: %v", flag, u, err)
 		}
-		if !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "unix://") {
-			return fmt.Errorf("%s %q: clusterd serves plain http and unix sockets only", flag, u)
+		if !tls && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "unix://") {
+			return fmt.Errorf("%s %q: served over plain http only", flag, u)
 		}
 		if seen[u] {
 			return fmt.Errorf("%s %q: URL given twice", flag, u)

@@ -30,7 +30,14 @@ func TestConfigValidate(t *testing.T) {
 		{"malformed url", func(c *Config) { c.ListenPeerURLs = []string{"notaurl"} }, `--listen-peer-urls "notaurl": URL scheme must be http, https, unix, or unixs: notaurl`},
 		{"url with path", func(c *Config) { c.AdvertiseClientURLs = []string{"http://127.0.0.1:2379/x"} }, `--advertise-client-urls "http://127.0.0.1:2379/x": URL must not contain a path`},
 		{"duplicate url", func(c *Config) { c.ListenClientURLs = []string{"http://127.0.0.1:2379", "http://127.0.0.1:2379"} }, "URL given twice"},
-		{"https", func(c *Config) { c.ListenClientURLs = []string{"https://127.0.0.1:2379"} }, "plain http and unix sockets only"},
+		{"https without a certificate", func(c *Config) { c.ListenClientURLs = []string{"https://127.0.0.1:2379"} }, "--listen-client-urls https://127.0.0.1:2379 needs --cert-file and --key-file, or --auto-tls"},
+		{"https metrics", func(c *Config) { c.ListenMetricsURLs = []string{"https://127.0.0.1:2381"} }, "served over plain http only"},
+		{"TLS flag without an https listener", func(c *Config) { c.TLS.Peer.TrustedCAFile = "ca.pem" }, "--peer-trusted-ca-file is set but --listen-peer-urls has no https:// URL"},
+		{"admin CNs without client certificates", func(c *Config) {
+			c.ListenClientURLs = []string{"https://127.0.0.1:2379"}
+			c.TLS.Client.CertFile, c.TLS.Client.KeyFile = "c.pem", "k.pem"
+			c.AdminAllowedCNs = []string{"root"}
+		}, "--admin-cert-allowed-cn needs --client-cert-auth"},
 		{"initial cluster entry", func(c *Config) { c.InitialCluster = "a" }, "each entry must be name=peer-url"},
 		{"initial cluster url", func(c *Config) { c.InitialCluster = "a=127.0.0.1:2380" }, "URL scheme must be"},
 		{"url of two names", func(c *Config) { c.InitialCluster = "a=http://127.0.0.1:2380,b=http://127.0.0.1:2380" }, `peer URL http://127.0.0.1:2380 is given to both "a" and "b"`},

@@ -10,6 +10,10 @@
 //   - A restart on an existing data directory ignores the --initial-cluster* flags, except that
 //     --initial-cluster-state=new naming another cluster is refused.
 //   - A data directory holding a tombstone never starts again (ErrRemoved).
+//   - TLS (servertls) is validated with the other flags and loaded before the listeners open;
+//     each port's https:// listeners are served by a gRPC server with TLS credentials and its
+//     plain ones by another with the same services. The client port's servers check admin
+//     operations (authz) whether the listener is TLS or not: a plain caller has no CN.
 //   - The metrics URLs (/health, and profiles with EnablePprof) only read the member: nothing
 //     served there changes it, and they close with it, cutting a profile in progress short.
 package server

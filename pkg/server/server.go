@@ -9,18 +9,22 @@ import (
 	"net/http"
 	"net/url"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/api"
+	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/servertls"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
@@ -29,7 +33,17 @@ import (
 type Server struct {
 	cfg     Config
 	initial []datadir.Initial
+
+	// Set by Run from cfg.TLS: the tls.Configs of the ports, the credentials this member dials
+	// https:// peers with (always set: without peer certificates it can still dial a TLS peer
+	// that asks for none, as in etcd), and the refusal logs of both ports.
+	tls       *servertls.Configs
+	peerCreds credentials.TransportCredentials
+	refusals  map[string]*servertls.Refusals // by port: "client", "peer"
 }
+
+// refusalInterval is how often a peer refused for the same reason is logged again.
+const refusalInterval = 10 * time.Minute
 
 // New checks cfg; nothing is written or opened yet.
 func New(cfg Config) (*Server, error) {
@@ -44,9 +58,12 @@ func New(cfg Config) (*Server, error) {
 // or something fails. Its steps: listen, open the data directory, build the member on it,
 // serve, shut down.
 func (s *Server) Run(ctx context.Context) error {
-	// The listeners come first, so that a port in use is refused before the data directory is
-	// touched. One cleanup for every way out: the servers close their listeners when they
-	// stop, and closing a listener again does nothing.
+	// The certificate files, then the listeners, come first, so that a bad file or a port in
+	// use is refused before the data directory is touched. One cleanup for every way out: the
+	// servers close their listeners when they stop, and closing a listener again does nothing.
+	if err := s.buildTLS(); err != nil {
+		return err
+	}
 	var ls listeners
 	defer ls.close()
 	if err := ls.listen(s.cfg); err != nil {
@@ -62,6 +79,21 @@ func (s *Server) Run(ctx context.Context) error {
 		return err
 	}
 	return s.serve(ctx, &ls, m)
+}
+
+// buildTLS loads the certificates (making auto TLS's) and the credentials of both ports.
+func (s *Server) buildTLS() error {
+	cfgs, err := servertls.Build(s.cfg.TLS)
+	if err != nil {
+		return err
+	}
+	s.tls = cfgs
+	s.refusals = map[string]*servertls.Refusals{
+		"client": servertls.NewRefusals(s.cfg.Logger, "client", refusalInterval),
+		"peer":   servertls.NewRefusals(s.cfg.Logger, "peer", refusalInterval),
+	}
+	s.peerCreds = servertls.Credentials(cfgs.PeerClient, s.refusals["peer"])
+	return nil
 }
 
 // listeners are the member's sockets, by the flag that names them.
@@ -96,9 +128,12 @@ type running struct {
 	node  *raftnode.Node
 	coord *reconfig.Coordinator
 
-	peerSrv, clientSrv *grpc.Server
-	health             *health.Server
-	metrics            *http.Server
+	// peerSrv and clientSrv serve each port's plain listeners, peerTLS and clientTLS its
+	// https:// ones: gRPC takes one kind of credentials per server.
+	peerSrv, peerTLS     *grpc.Server
+	clientSrv, clientTLS *grpc.Server
+	health               *health.Server
+	metrics              *http.Server
 }
 
 func (m *running) close() {
@@ -116,7 +151,7 @@ func (m *running) close() {
 // membership changes, and the services of the peer, client and metrics ports.
 func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = s.cfg.Logger.With("member", m.state.MemberID.String())
-	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log})
+	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log, PeerCreds: s.peerCreds})
 	m.tr.SetPeers(hints)
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
@@ -133,18 +168,34 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners,
 	})
 
-	m.peerSrv = grpc.NewServer(append(transport.ServerWindow(),
-		transport.ServerCodec(), grpc.MaxRecvMsgSize(transport.MaxMessageSize))...)
-	m.tr.Register(m.peerSrv)
-	m.coord.Register(m.peerSrv)
-	m.clientSrv = grpc.NewServer(transport.ServerWindow()...)
-	api.New(api.Config{
+	m.health = health.NewServer()
+	peer := func(opts ...grpc.ServerOption) *grpc.Server {
+		srv := grpc.NewServer(append(append(transport.ServerWindow(),
+			transport.ServerCodec(), grpc.MaxRecvMsgSize(transport.MaxMessageSize)), opts...)...)
+		m.tr.Register(srv)
+		m.coord.Register(srv)
+		return srv
+	}
+	clientAPI := api.New(api.Config{
 		Node: node, Coordinator: m.coord, ClusterID: m.state.ClusterID, Store: m.store,
 		DBPath:         filepath.Join(s.cfg.DataDir, storage.FileName),
 		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout,
-	}).Register(m.clientSrv)
-	m.health = health.NewServer()
-	healthpb.RegisterHealthServer(m.clientSrv, m.health)
+	})
+	admin := authz.New(s.cfg.AdminAllowedCNs)
+	client := func(opts ...grpc.ServerOption) *grpc.Server {
+		srv := grpc.NewServer(append(append(transport.ServerWindow(),
+			grpc.ChainUnaryInterceptor(admin.Unary()), grpc.ChainStreamInterceptor(admin.Stream())), opts...)...)
+		clientAPI.Register(srv)
+		healthpb.RegisterHealthServer(srv, m.health)
+		return srv
+	}
+	m.peerSrv, m.clientSrv = peer(), client()
+	if s.tls.PeerServer != nil {
+		m.peerTLS = peer(grpc.Creds(servertls.Credentials(s.tls.PeerServer, s.refusals["peer"])))
+	}
+	if s.tls.Client != nil {
+		m.clientTLS = client(grpc.Creds(servertls.Credentials(s.tls.Client, s.refusals["client"])))
+	}
 	m.metrics = &http.Server{Handler: debugHandler(node, s.cfg.EnablePprof), ReadHeaderTimeout: 5 * time.Second}
 	return nil
 }
@@ -155,11 +206,13 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	runCtx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var wg sync.WaitGroup
-	for _, l := range ls.peer {
-		wg.Go(func() { _ = m.peerSrv.Serve(l) })
+	for i, l := range ls.peer {
+		srv := pick(s.cfg.ListenPeerURLs[i], m.peerSrv, m.peerTLS)
+		wg.Go(func() { _ = srv.Serve(l) })
 	}
-	for _, l := range ls.client {
-		wg.Go(func() { _ = m.clientSrv.Serve(l) })
+	for i, l := range ls.client {
+		srv := pick(s.cfg.ListenClientURLs[i], m.clientSrv, m.clientTLS)
+		wg.Go(func() { _ = srv.Serve(l) })
 	}
 	for _, l := range ls.metrics {
 		wg.Go(func() { _ = m.metrics.Serve(l) })
@@ -167,7 +220,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	// Listening now: peers that backed off from this member while it was down may send again.
 	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
-	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.cfg.ElectionTimeout) })
+	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout) })
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
@@ -177,8 +230,11 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
 	m.metrics.Close()
-	stopGracefully(m.clientSrv, time.Second)
-	stopGracefully(m.peerSrv, time.Second)
+	for _, srv := range []*grpc.Server{m.clientSrv, m.clientTLS, m.peerSrv, m.peerTLS} {
+		if srv != nil {
+			stopGracefully(srv, time.Second)
+		}
+	}
 	wg.Wait()
 	if errors.Is(runErr, raftnode.ErrRemoved) {
 		return ErrRemoved
@@ -212,7 +268,7 @@ func publish(ctx context.Context, coord *reconfig.Coordinator, id membership.ID,
 // is refused by its peers as removed, but a learner never campaigns, and a member removed before
 // it caught up has no leader at all: so when the leader has been silent for two election
 // timeouts, ask the peers whether this member is still in the cluster.
-func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, electionTimeout time.Duration) {
+func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, creds credentials.TransportCredentials, electionTimeout time.Duration) {
 	t := time.NewTicker(2 * electionTimeout)
 	defer t.Stop()
 	for {
@@ -226,7 +282,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 		}
 		for _, u := range tr.PeerURLs() {
 			qctx, cancel := context.WithTimeout(ctx, electionTimeout)
-			info, err := reconfig.FetchMembership(qctx, u)
+			info, err := reconfig.FetchMembership(qctx, u, creds)
 			cancel()
 			if err == nil && info.Cluster.ID == node.Cluster().ID && info.Cluster.IsRemoved(node.ID()) {
 				node.MarkRemoved()
@@ -253,6 +309,15 @@ func watchHealth(ctx context.Context, node *raftnode.Node, h *health.Server, eve
 	}
 }
 
+// pick is the server of a listen URL: the TLS one for https:// and unixs:// (Validate made sure
+// it exists), else the plain one.
+func pick(listenURL string, plain, secure *grpc.Server) *grpc.Server {
+	if strings.HasPrefix(listenURL, "https://") || strings.HasPrefix(listenURL, "unixs://") {
+		return secure
+	}
+	return plain
+}
+
 func stopGracefully(srv *grpc.Server, within time.Duration) {
 	done := make(chan struct{})
 	go func() { srv.GracefulStop(); close(done) }()
@@ -272,7 +337,7 @@ func listenAll(flag string, urls []string) ([]net.Listener, error) {
 			return nil, fmt.Errorf("%s %q: %v", flag, raw, err)
 		}
 		network, addr := "tcp", u.Host
-		if u.Scheme == "unix" {
+		if u.Scheme == "unix" || u.Scheme == "unixs" {
 			network, addr = "unix", u.Path
 		}
 		l, err := net.Listen(network, addr)

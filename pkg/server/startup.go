@@ -153,7 +153,7 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 	answers := make(chan answer, len(urls))
 	for _, u := range urls {
 		go func() {
-			info, err := reconfig.FetchMembership(ctx, u)
+			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 			answers <- answer{info, err}
 		}()
 	}
@@ -170,7 +170,13 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 	}
 	if best == nil {
 		sort.Strings(errs)
-		return nil, fmt.Errorf("cannot reach any member of --initial-cluster to join: %s", strings.Join(errs, "; "))
+		hint := ""
+		if slices.ContainsFunc(urls, func(u string) bool { return strings.HasPrefix(u, "https://") || strings.HasPrefix(u, "unixs://") }) {
+			// With TLS 1.3 the peer checks this member's certificate after the handshake
+			// has ended on this side: a refusal may arrive here as a broken connection only.
+			hint = " (over TLS: a peer that refused this member's certificate logs \"rejected connection\" naming it)"
+		}
+		return nil, fmt.Errorf("cannot reach any member of --initial-cluster to join: %s%s", strings.Join(errs, "; "), hint)
 	}
 	return best, nil
 }

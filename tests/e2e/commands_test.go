@@ -13,6 +13,7 @@ import (
 	"github.com/rogpeppe/go-internal/testscript"
 
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
@@ -65,6 +66,12 @@ import (
 //	    Wait until NAME answers Status and knows no leader.
 //	wait-caught-up [-timeout=D] NAME
 //	    Wait until NAME has applied what the leader had committed and lists the same members.
+//	tls
+//	    Before any member is allocated: from now on every member serves https:// on both ports
+//	    with client-certificate authentication (the process harness's Config.TLS, certificates
+//	    in $WORK/pki). Exports CACERT, and CERT and KEY, a client certificate with CN root.
+//	tls client CN
+//	    Issue another client certificate; export CERT_<CN> and KEY_<CN>.
 //	ports N
 //	    Export PORT0..PORT<N-1>: free ports on 127.0.0.1.
 //	exits [-timeout=D] CODE PROGRAM [ARGS...]
@@ -83,6 +90,7 @@ func commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"wait-caught-up": cmdWaitCaughtUp,
 		"wait-no-leader": cmdWaitNoLeader,
 		"ports":          cmdPorts,
+		"tls":            cmdTLS,
 		"exits":          cmdExits,
 		"retry":          cmdRetry,
 	}
@@ -103,19 +111,59 @@ func setupHarness(env *testscript.Env, server string) error {
 	for _, k := range []string{"PATH", "HOME", "TMPDIR"} {
 		memberEnv = append(memberEnv, k+"="+env.Getenv(k))
 	}
-	c := cluster.New(cluster.Config{
+	h := &holder{cfg: cluster.Config{
 		Server: server,
 		Dir:    env.WorkDir,
 		Env:    memberEnv,
 		Token:  "e2e",
-	})
-	env.Values[clusterKey{}] = c
-	env.Defer(c.Close)
+	}}
+	h.c = cluster.New(h.cfg)
+	env.Values[clusterKey{}] = h
+	env.Defer(func() { h.c.Close() })
 	return nil
 }
 
+// holder is the script's cluster, which the tls command replaces before any member exists.
+type holder struct {
+	cfg cluster.Config
+	c   *cluster.Cluster
+	ca  *testpki.CA
+}
+
 func clusterOf(ts *testscript.TestScript) *cluster.Cluster {
-	return ts.Value(clusterKey{}).(*cluster.Cluster)
+	return ts.Value(clusterKey{}).(*holder).c
+}
+
+func cmdTLS(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "tls")
+	h := ts.Value(clusterKey{}).(*holder)
+	switch {
+	case len(args) == 2 && args[0] == "client":
+		if h.ca == nil {
+			ts.Fatalf("tls client: run tls first")
+		}
+		p, err := h.ca.Client(args[1])
+		ts.Check(err)
+		ts.Setenv("CERT_"+args[1], p.CertFile)
+		ts.Setenv("KEY_"+args[1], p.KeyFile)
+		return
+	case len(args) != 0:
+		ts.Fatalf("usage: tls | tls client CN")
+	}
+	if h.ca != nil || len(h.c.Members()) > 0 {
+		ts.Fatalf("tls: must come first, before any member is allocated")
+	}
+	dir := ts.MkAbs("pki")
+	ts.Check(os.MkdirAll(dir, 0o755))
+	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
+	ts.Check(err)
+	root, err := ca.Client("root")
+	ts.Check(err)
+	h.ca, h.cfg.TLS = ca, ca
+	h.c = cluster.New(h.cfg)
+	ts.Setenv("CACERT", ca.CertFile)
+	ts.Setenv("CERT", root.CertFile)
+	ts.Setenv("KEY", root.KeyFile)
 }
 
 func noNeg(ts *testscript.TestScript, neg bool, name string) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
@@ -17,10 +18,22 @@ import (
 // lines and its exit codes, and the fields of its JSON.
 func TestEtcdctlManagesClusterd(t *testing.T) {
 	needBinaries(t)
+	compareEtcdctl(t, nil)
+}
+
+// compareEtcdctl runs the scenario against etcd and clusterd, both plain (newCA nil) or both
+// with TLS and client-certificate auth on both ports from a CA of newCA's.
+func compareEtcdctl(t *testing.T, newCA func(t *testing.T) *testpki.CA) {
+	ca := func(t *testing.T) *testpki.CA {
+		if newCA == nil {
+			return nil
+		}
+		return newCA(t)
+	}
 	var want []step
-	t.Run("etcd", func(t *testing.T) { want = etcdctlScenario(t, etcd.Etcd) })
+	t.Run("etcd", func(t *testing.T) { want = etcdctlScenario(t, etcd.Etcd, ca(t)) })
 	var got []step
-	t.Run("clusterd", func(t *testing.T) { got = etcdctlScenario(t, binDir+"/clusterd") })
+	t.Run("clusterd", func(t *testing.T) { got = etcdctlScenario(t, binDir+"/clusterd", ca(t)) })
 	if len(want) == 0 || len(got) == 0 {
 		t.Fatal("a scenario did not finish; see its subtest")
 	}
@@ -46,9 +59,20 @@ func (s step) String() string {
 	return fmt.Sprintf("exit %d\n%s%s", s.code, s.stdout, s.errors)
 }
 
-func etcdctlScenario(t *testing.T, server string) []step {
-	c := startCluster(t, server)
+func etcdctlScenario(t *testing.T, server string, ca *testpki.CA) []step {
+	c := startTLSCluster(t, server, ca)
+	// Every etcdctl run gets the endpoints and, on a TLS cluster, a client certificate.
 	ep := "--endpoints=" + cluster.Endpoints(c.Members())
+	scheme := "http://"
+	var tlsArgs []string
+	if ca != nil {
+		scheme = "https://"
+		root, err := ca.Client("root")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tlsArgs = []string{"--cacert=" + ca.CertFile, "--cert=" + root.CertFile, "--key=" + root.KeyFile}
+	}
 	m3, err := c.Alloc("infra3")
 	if err != nil {
 		t.Fatal(err)
@@ -62,7 +86,12 @@ func etcdctlScenario(t *testing.T, server string) []step {
 		steps = append(steps, normalize(what, r, c, ids))
 		return r
 	}
-	ctl := func(args ...string) result { return runCLI(t, etcd.Etcdctl, append([]string{ep}, args...)...) }
+	ctl := func(args ...string) result {
+		return runCLI(t, etcd.Etcdctl, append(append([]string{ep}, tlsArgs...), args...)...)
+	}
+	until := func(retry func(result) bool, args ...string) result {
+		return runUntil(t, retry, etcd.Etcdctl, append(append([]string{ep}, tlsArgs...), args...)...)
+	}
 	hexID := func(name string) string { return fmt.Sprintf("%x", ids[name]) }
 	// etcd refuses changes for 5 s after a start; clusterd should not, but the retry is harmless
 	unhealthy := stderrHas("etcdserver: unhealthy cluster")
@@ -71,7 +100,7 @@ func etcdctlScenario(t *testing.T, server string) []step {
 	record("list table", ctl("member", "list", "-w", "table"))
 	record("list json", ctl("member", "list", "-w", "json"))
 
-	r := runUntil(t, unhealthy, etcd.Etcdctl, ep, "member", "add", "infra3", "--peer-urls="+m3.PeerURL, "--learner")
+	r := until(unhealthy, "member", "add", "infra3", "--peer-urls="+m3.PeerURL, "--learner")
 	if r.code != 0 {
 		t.Fatalf("member add: %v", r)
 	}
@@ -79,19 +108,19 @@ func etcdctlScenario(t *testing.T, server string) []step {
 	record("add learner", r)
 	record("list with unstarted learner", ctl("member", "list"))
 	record("list table with unstarted learner", ctl("member", "list", "-w", "table"))
-	record("second learner", ctl("member", "add", "infra4", "--peer-urls=http://127.0.0.1:9", "--learner"))
+	record("second learner", ctl("member", "add", "infra4", "--peer-urls="+scheme+"127.0.0.1:9", "--learner"))
 	record("promote unstarted learner", ctl("member", "promote", hexID("infra3")))
 
 	// phase 2 from etcdctl's own printed environment
 	startFromEnv(t, c, "infra3", envBlock(r.stdout))
-	record("promote", runUntil(t, stderrHas("in sync with leader"), etcd.Etcdctl, ep, "member", "promote", hexID("infra3")))
+	record("promote", until(stderrHas("in sync with leader"), "member", "promote", hexID("infra3")))
 	record("promote voter", ctl("member", "promote", hexID("infra0")))
-	alias := "http://localhost:" + m3.PeerURL[strings.LastIndex(m3.PeerURL, ":")+1:]
-	record("update", runUntil(t, unhealthy, etcd.Etcdctl, ep, "member", "update", hexID("infra3"), "--peer-urls="+m3.PeerURL+","+alias))
+	alias := scheme + "localhost:" + m3.PeerURL[strings.LastIndex(m3.PeerURL, ":")+1:]
+	record("update", until(unhealthy, "member", "update", hexID("infra3"), "--peer-urls="+m3.PeerURL+","+alias))
 	record("list after update", ctl("member", "list"))
-	record("update unknown", ctl("member", "update", "deadbeef", "--peer-urls=http://127.0.0.1:9"))
+	record("update unknown", ctl("member", "update", "deadbeef", "--peer-urls="+scheme+"127.0.0.1:9"))
 	record("add used URL", ctl("member", "add", "infra5", "--peer-urls="+c.Members()[0].PeerURL))
-	record("remove", runUntil(t, unhealthy, etcd.Etcdctl, ep, "member", "remove", hexID("infra3")))
+	record("remove", until(unhealthy, "member", "remove", hexID("infra3")))
 	if _, err := c.WaitExit("infra3", waitTimeout); err != nil {
 		t.Errorf("the removed member did not stop by itself: %v", err)
 	}

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
@@ -51,11 +52,19 @@ const (
 // and agree on a leader.
 func startCluster(t *testing.T, server string) *cluster.Cluster {
 	t.Helper()
+	return startTLSCluster(t, server, nil)
+}
+
+// startTLSCluster is startCluster with TLS and client-certificate auth on both ports from ca
+// (plain when nil), set up alike for etcd and clusterd.
+func startTLSCluster(t *testing.T, server string, ca *testpki.CA) *cluster.Cluster {
+	t.Helper()
 	c := cluster.New(cluster.Config{
 		Server: server,
 		Dir:    t.TempDir(),
 		Env:    []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
 		Logf:   t.Logf,
+		TLS:    ca,
 	})
 	t.Cleanup(c.Close)
 	if _, err := c.Bootstrap(3, nil); err != nil {

@@ -204,6 +204,19 @@ func memberLogs(work string) string {
 	return b.String()
 }
 
+// withoutEtcdVars is this process's environment without ETCD_* variables: a runbook's members
+// are started from its flags and files alone, and clusterd refuses the ETCD_* settings it does
+// not implement, so a developer's stray one would fail every runbook.
+func withoutEtcdVars() []string {
+	var env []string
+	for _, kv := range os.Environ() {
+		if !strings.HasPrefix(kv, "ETCD_") {
+			env = append(env, kv)
+		}
+	}
+	return env
+}
+
 // processGroups tracks every process group a runbook starts: a block's background members live
 // on after its bash exits, and all of them must be gone before the next runbook.
 type processGroups struct{ pgids []int }
@@ -211,6 +224,7 @@ type processGroups struct{ pgids []int }
 func (g *processGroups) start(dir string, name string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
+	cmd.Env = withoutEtcdVars()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -227,6 +241,7 @@ func (g *processGroups) run(dir string, timeout time.Duration, block string) (st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
 	cmd.Dir = dir
+	cmd.Env = withoutEtcdVars()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -141,7 +142,7 @@ func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
 	if conn, ok := c.conns[url]; ok {
 		return conn, nil
 	}
-	conn, err := transport.Dial(url)
+	conn, err := c.cfg.Transport.Dial(url)
 	if err != nil {
 		return nil, err
 	}
@@ -159,15 +160,20 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// FetchMembership asks a member, by its peer URL, for the membership it has applied.
-func FetchMembership(ctx context.Context, peerURL string) (*ClusterInfo, error) {
-	conn, err := transport.Dial(peerURL)
+// FetchMembership asks a member, by its peer URL, for the membership it has applied; creds
+// dial an https:// peer URL (nil without peer TLS settings).
+func FetchMembership(ctx context.Context, peerURL string, creds credentials.TransportCredentials) (*ClusterInfo, error) {
+	conn, err := transport.Dial(peerURL, creds)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	info := &ClusterInfo{}
 	if err := conn.Invoke(ctx, membershipMethod, &empty{}, info); err != nil {
+		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
+			// Unreachable, or refused at the TLS handshake: gRPC's words say which.
+			return nil, fmt.Errorf("%s: %s", peerURL, st.Message())
+		}
 		return nil, fmt.Errorf("%s: %w", peerURL, fromPeer(err))
 	}
 	return info, nil

@@ -29,7 +29,7 @@ func servePeers(t *testing.T, coords map[uint64]*Coordinator) {
 		t.Cleanup(srv.Stop)
 		url := c.cfg.Node.Cluster().Member(membership.ID(id)).PeerURLs[0]
 		for _, other := range coords {
-			conn, err := transport.Dial("http://" + lis.Addr().String())
+			conn, err := transport.Dial("http://"+lis.Addr().String(), nil)
 			if err != nil {
 				t.Fatal(err)
 			}

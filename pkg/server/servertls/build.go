@@ -42,6 +42,18 @@ func Build(s Settings) (*Configs, error) {
 		logger = slog.New(slog.DiscardHandler)
 	}
 	out := &Configs{PeerClient: base()}
+	// Every CA file is read before anything is written, so that a bad one leaves no auto-TLS
+	// certificate behind in the data directory.
+	pools := map[string]*x509.CertPool{}
+	for _, p := range s.ports() {
+		if p.enabled() && p.TrustedCAFile != "" {
+			pool, err := loadPool(p.flag("trusted-ca-file"), p.TrustedCAFile)
+			if err != nil {
+				return nil, err
+			}
+			pools[p.name] = pool
+		}
+	}
 	for _, p := range s.ports() {
 		if !p.enabled() {
 			continue
@@ -59,12 +71,7 @@ func Build(s Settings) (*Configs, error) {
 		if err != nil {
 			return nil, err
 		}
-		var pool *x509.CertPool
-		if p.TrustedCAFile != "" {
-			if pool, err = loadPool(p.flag("trusted-ca-file"), p.TrustedCAFile); err != nil {
-				return nil, err
-			}
-		}
+		pool := pools[p.name]
 		srv := base()
 		srv.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return pair.get() }
 		if pool != nil {
@@ -191,7 +198,10 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 	keyPEM, err2 := os.ReadFile(k.keyFile)
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	err := errors.Join(err1, err2)
+	err := err1
+	if err == nil {
+		err = err2
+	}
 	if err == nil && k.cert != nil && bytes.Equal(certPEM, k.certPEM) && bytes.Equal(keyPEM, k.keyPEM) {
 		return k.cert, nil
 	}

@@ -7,17 +7,27 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-// Dial opens a client connection to a peer URL for the server's own peer calls.
-func Dial(peerURL string) (*grpc.ClientConn, error) {
-	target, err := Target(peerURL)
+// Dial opens a client connection to a peer URL for the server's own peer calls. An https:// or
+// unixs:// URL is dialed with secure (the peer client side of clusterd's TLS settings); a member
+// without them cannot reach such a peer, and says so.
+func Dial(peerURL string, secure credentials.TransportCredentials) (*grpc.ClientConn, error) {
+	target, tlsURL, err := target(peerURL)
 	if err != nil {
 		return nil, err
 	}
+	creds := insecure.NewCredentials()
+	if tlsURL {
+		if secure == nil {
+			return nil, fmt.Errorf("%s: an https peer URL, and this member has no peer TLS settings", peerURL)
+		}
+		creds = secure
+	}
 	return grpc.NewClient(target,
-		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithTransportCredentials(creds),
 		// A member that was down is reached again within a heartbeat or two of its return,
 		// not after gRPC's default backoff of up to two minutes.
 		grpc.WithConnectParams(grpc.ConnectParams{
@@ -53,17 +63,23 @@ const maxBackoff = 100 * time.Millisecond
 // MaxSizePerMsg).
 const MaxMessageSize = 64 << 20
 
-// Target turns a URL into a gRPC dial target.
-func Target(u string) (string, error) {
+// target turns a URL into a gRPC dial target, and says whether it speaks TLS.
+func target(u string) (string, bool, error) {
 	p, err := url.Parse(u)
 	if err != nil {
-		return "", err
+		return "", false, err
 	}
 	switch p.Scheme {
-	case "http":
-		return "passthrough:///" + p.Host, nil
-	case "unix":
-		return "unix://" + p.Path, nil
+	case "http", "https":
+		return "passthrough:///" + p.Host, p.Scheme == "https", nil
+	case "unix", "unixs":
+		return "unix://" + p.Path, p.Scheme == "unixs", nil
 	}
-	return "", fmt.Errorf("unsupported URL scheme %q in %s (clusterd serves plain http and unix sockets)", p.Scheme, u)
+	return "", false, fmt.Errorf("unsupported URL scheme %q in %s (http, https, unix or unixs)", p.Scheme, u)
+}
+
+// Target turns a URL into a gRPC dial target; an error means members cannot dial it.
+func Target(u string) (string, error) {
+	t, _, err := target(u)
+	return t, err
 }

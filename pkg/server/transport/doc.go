@@ -19,6 +19,9 @@
 //   - Bytes are counted per peer as the envelopes' size, sent once the stream took a message
 //     and received once the envelope passed the checks (a refused sender is not a series); a
 //     dropped message is a send failure; a removed peer's series are dropped with it.
+//   - The URL's scheme decides the connection: an https:// or unixs:// peer URL is always
+//     dialed with the member's peer credentials (Config.PeerCreds, servertls's peer client
+//     side), an http:// or unix:// one never is. Every dial of the member goes through Dial.
 //   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted) unless the
 //     peer is removed; it never carries a raft message of its own.
 package transport

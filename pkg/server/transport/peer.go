@@ -97,7 +97,7 @@ func (p *peer) run() {
 					conn = nil
 				}
 				var err error
-				if conn, err = Dial(urls[next%len(urls)]); err != nil {
+				if conn, err = p.t.Dial(urls[next%len(urls)]); err != nil {
 					p.t.report(first, false)
 					continue
 				}

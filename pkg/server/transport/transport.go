@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -46,6 +47,13 @@ type Config struct {
 	// Metrics counts the bytes sent to and received from each peer and the messages dropped;
 	// nil for none.
 	Metrics *metrics.Metrics
+	// PeerCreds dial the https:// peer URLs; nil when this member has no peer TLS settings.
+	PeerCreds credentials.TransportCredentials
+}
+
+// Dial opens a connection to a peer URL with this member's peer credentials.
+func (t *Transport) Dial(peerURL string) (*grpc.ClientConn, error) {
+	return Dial(peerURL, t.cfg.PeerCreds)
 }
 
 // Transport is the peer side of a member.
@@ -152,7 +160,7 @@ func (t *Transport) notifyRemoved(id membership.ID, urls []string) { t.notify(re
 func (t *Transport) notify(method string, id membership.ID, urls []string) {
 	n := &notice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
 	for _, u := range urls {
-		conn, err := Dial(u)
+		conn, err := t.Dial(u)
 		if err != nil {
 			continue
 		}

@@ -36,7 +36,7 @@ func TestDialNoFlowControlPings(t *testing.T) {
 		pings, err := h2probe.Answer(conn, []byte("{}"))
 		done <- result{pings, err}
 	}()
-	conn, err := Dial("http://" + ln.Addr().String())
+	conn, err := Dial("http://"+ln.Addr().String(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package cluster
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -13,7 +14,10 @@ import (
 	"syscall"
 	"time"
 
+	"google.golang.org/grpc/credentials"
+
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
@@ -36,6 +40,11 @@ type Config struct {
 	// Profile gives each member a metrics URL of its own (Member.MetricsURL) and starts it with
 	// --listen-metrics-urls there and --enable-pprof, so its profiles can be fetched.
 	Profile bool
+	// TLS, when set, serves both ports of every member over TLS with client-certificate
+	// authentication, as kubeadm sets etcd up: the CA issues each member a server certificate
+	// and a peer certificate with its name as CN, and the probes present a client certificate
+	// it issues (CN "harness"). Nil serves plain http.
+	TLS *testpki.CA
 	// Context, when done, ends every wait at once with its cause rather than at the wait's
 	// timeout: an interrupted program does not wait for members it is about to stop. Nil never
 	// ends a wait early.
@@ -51,6 +60,10 @@ type Member struct {
 	Stdout     string // file with the stdout of the latest start
 	Stderr     string // file with the stderr of the latest start
 	MetricsURL string // with Config.Profile: http://127.0.0.1:PORT, where /debug/pprof is served
+	// With Config.TLS: the member's certificates, which a test may overwrite to rotate them.
+	Server, Peer *testpki.Pair
+	caFile       string
+	creds        credentials.TransportCredentials // the probes', nil for plain
 
 	args []string // of the latest start, for Restart
 	env  []string
@@ -58,7 +71,12 @@ type Member struct {
 }
 
 // ClientURL returns the member's client URL.
-func (m *Member) ClientURL() string { return "http://" + m.ClientAddr }
+func (m *Member) ClientURL() string {
+	if m.Server != nil {
+		return "https://" + m.ClientAddr
+	}
+	return "http://" + m.ClientAddr
+}
 
 // Running reports whether the member's process is running.
 func (m *Member) Running() bool { return m.proc != nil && m.proc.Running() }
@@ -127,6 +145,11 @@ func (c *Cluster) Alloc(name string) (*Member, error) {
 	if c.cfg.Profile {
 		m.MetricsURL = "http://127.0.0.1:" + strconv.Itoa(ports[2])
 	}
+	if c.cfg.TLS != nil {
+		if err := c.issue(m); err != nil {
+			return nil, err
+		}
+	}
 	c.members[name] = m
 	c.order = append(c.order, name)
 	return m, nil
@@ -192,14 +215,52 @@ func BootstrapNames(n int) []string {
 	return names
 }
 
+// issue gives m its certificates and https:// URLs, and the probes their client certificate.
+func (c *Cluster) issue(m *Member) error {
+	ca := c.cfg.TLS
+	var err error
+	if m.Server, err = ca.Server(m.Name); err != nil {
+		return err
+	}
+	if m.Peer, err = ca.Peer(m.Name); err != nil {
+		return err
+	}
+	probe, err := ca.Client("harness")
+	if err != nil {
+		return err
+	}
+	cert, err := probe.TLS()
+	if err != nil {
+		return err
+	}
+	m.PeerURL = strings.Replace(m.PeerURL, "http://", "https://", 1)
+	m.caFile = ca.CertFile
+	m.creds = credentials.NewTLS(&tls.Config{RootCAs: ca.Pool(), Certificates: []tls.Certificate{cert}})
+	return nil
+}
+
 // ListenArgs are the flags a member needs that no printed environment carries: where to keep
-// data and where to listen.
+// data, where to listen and, with Config.TLS, its certificates.
 func (m *Member) ListenArgs() []string {
-	return []string{
+	return append([]string{
 		"--data-dir=" + m.DataDir,
 		"--listen-peer-urls=" + m.PeerURL,
 		"--listen-client-urls=" + m.ClientURL(),
 		"--advertise-client-urls=" + m.ClientURL(),
+	}, m.TLSArgs()...)
+}
+
+// TLSArgs are the member's TLS flags with Config.TLS: its certificates on both ports and
+// client-certificate authentication on both; none without.
+func (m *Member) TLSArgs() []string {
+	if m.Server == nil {
+		return nil
+	}
+	return []string{
+		"--cert-file=" + m.Server.CertFile, "--key-file=" + m.Server.KeyFile,
+		"--trusted-ca-file=" + m.caFile, "--client-cert-auth",
+		"--peer-cert-file=" + m.Peer.CertFile, "--peer-key-file=" + m.Peer.KeyFile,
+		"--peer-trusted-ca-file=" + m.caFile, "--peer-client-cert-auth",
 	}
 }
 

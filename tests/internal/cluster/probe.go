@@ -23,8 +23,12 @@ const probeTimeout = 2 * time.Second
 // call dials the member's client address, runs f and closes the connection. A fresh connection
 // per probe avoids gRPC's reconnect backoff, which after a restart could delay a cached
 // connection by seconds after the member is already serving.
-func call(addr string, f func(ctx context.Context, cc *grpc.ClientConn) error) error {
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+func call(m *Member, f func(ctx context.Context, cc *grpc.ClientConn) error) error {
+	creds := m.creds
+	if creds == nil {
+		creds = insecure.NewCredentials()
+	}
+	cc, err := grpc.NewClient("passthrough:///"+m.ClientAddr, grpc.WithTransportCredentials(creds))
 	if err != nil {
 		return err
 	}
@@ -37,7 +41,7 @@ func call(addr string, f func(ctx context.Context, cc *grpc.ClientConn) error) e
 // Status asks the member for its Maintenance.Status.
 func Status(m *Member) (*pb.StatusResponse, error) {
 	var resp *pb.StatusResponse
-	err := call(m.ClientAddr, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	err := call(m, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = pb.NewMaintenanceClient(cc).Status(ctx, &pb.StatusRequest{})
 		return err
 	})
@@ -50,7 +54,7 @@ func Status(m *Member) (*pb.StatusResponse, error) {
 // MemberList asks the member for the member list, linearizable or served from its own state.
 func MemberList(m *Member, linearizable bool) (*pb.MemberListResponse, error) {
 	var resp *pb.MemberListResponse
-	err := call(m.ClientAddr, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
+	err := call(m, func(ctx context.Context, cc *grpc.ClientConn) (err error) {
 		resp, err = pb.NewClusterClient(cc).MemberList(ctx, &pb.MemberListRequest{Linearizable: linearizable})
 		return err
 	})
