@@ -100,7 +100,7 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
 	fs.Int("max-learners", 1, "how many learners the cluster may have")
 	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
-	fs.String("listen-metrics-urls", "", "URLs to serve /health on, and /debug/pprof/ with --enable-pprof (none by default)")
+	fs.String("listen-metrics-urls", "", "URLs to serve /health and /metrics on, and /debug/pprof/ with --enable-pprof (none by default)")
 	fs.Bool("enable-pprof", false, "serve Go's runtime profiles under /debug/pprof/ on --listen-metrics-urls")
 	defineTLSFlags(fs)
 	fs.String("log-level", "info", "debug, info, warn or error")

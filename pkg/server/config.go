@@ -35,7 +35,8 @@ type Config struct {
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
 	// raftnode.ForceNewCluster.
 	ForceNewCluster bool
-	// ListenMetricsURLs serve /health, and Go's profiles when EnablePprof is set; none by default.
+	// ListenMetricsURLs serve /health and /metrics, and Go's profiles when EnablePprof is set;
+	// none by default.
 	ListenMetricsURLs []string
 	EnablePprof       bool
 	// TLS is etcd's TLS settings of both ports (--cert-file, --peer-cert-file, ...); New fills
@@ -54,6 +55,11 @@ var ErrRemoved = errors.New("this member has been permanently removed from the c
 func (c *Config) validate() ([]datadir.Initial, error) {
 	if c.Name == "" {
 		return nil, errors.New("--name must not be empty")
+	}
+	// The one rule for names, as member add and --initial-cluster apply it: a name that
+	// --initial-cluster would read differently (white space around it) is refused, not trimmed.
+	if err := membership.ValidateName(c.Name); err != nil {
+		return nil, fmt.Errorf("--name: %v", err)
 	}
 	if c.DataDir == "" {
 		return nil, errors.New("--data-dir must not be empty")
@@ -114,7 +120,7 @@ func checkURLs(flag string, urls []string, tls bool) error {
 	if len(urls) == 0 {
 		return fmt.Errorf("%s must name at least one URL", flag)
 	}
-	seen := map[string]bool{}
+	seen := map[string]string{}
 	for _, u := range urls {
 		if err := membership.ValidateURL(u); err != nil {
 			return fmt.Errorf("%s %q: %v", flag, u, err)
@@ -122,10 +128,15 @@ func checkURLs(flag string, urls []string, tls bool) error {
 		if !tls && !strings.HasPrefix(u, "http://") && !strings.HasPrefix(u, "unix://") {
 			return fmt.Errorf("%s %q: served over plain http only", flag, u)
 		}
-		if seen[u] {
-			return fmt.Errorf("%s %q: URL given twice", flag, u)
+		// Compared as addresses: localhost:2379 and 127.0.0.1:2379 are one listener.
+		k := membership.AddressKey(u)
+		if first, ok := seen[k]; ok {
+			if first == u {
+				return fmt.Errorf("%s %q: URL given twice", flag, u)
+			}
+			return fmt.Errorf("%s %q: the same address as %q", flag, u, first)
 		}
-		seen[u] = true
+		seen[k] = u
 	}
 	return nil
 }

@@ -43,6 +43,10 @@ func TestConfigValidate(t *testing.T) {
 		{"url of two names", func(c *Config) { c.InitialCluster = "a=http://127.0.0.1:2380,b=http://127.0.0.1:2380" }, `peer URL http://127.0.0.1:2380 is given to both "a" and "b"`},
 		{"election too short", func(c *Config) { c.ElectionTimeout = 200 * time.Millisecond }, "at least 5 times"},
 		{"no name", func(c *Config) { c.Name = "" }, "--name must not be empty"},
+		// ETCD_NAME=" a" from a hand-edited environment file: refused, never trimmed into "a".
+		{"name with space around", func(c *Config) { c.Name = " a" }, `--name: member name " a" must not begin or end with white space`},
+		{"one address twice", func(c *Config) { c.ListenClientURLs = []string{"http://127.0.0.1:2379", "http://localhost:2379"} },
+			`--listen-client-urls "http://localhost:2379": the same address as "http://127.0.0.1:2379"`},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -70,8 +74,8 @@ func TestLocal(t *testing.T) {
 	}
 	// name=a,name=b lists one member with two URLs, as etcd reads it.
 	c = validConfig()
-	c.InitialCluster = "a=http://127.0.0.1:2380,a=http://localhost:2380"
-	c.InitialAdvertisePeerURLs = []string{"http://localhost:2380", "http://127.0.0.1:2380"}
+	c.InitialCluster = "a=http://127.0.0.1:2380,a=http://10.0.0.1:2380"
+	c.InitialAdvertisePeerURLs = []string{"http://10.0.0.1:2380", "http://127.0.0.1:2380"}
 	initial, _ = c.validate()
 	if _, err := c.local(initial); err != nil || len(initial) != 1 {
 		t.Fatal(err, initial)

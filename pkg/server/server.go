@@ -24,6 +24,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/sdnotify"
 	"github.com/clusterctl/clusterctl/pkg/server/servertls"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -134,6 +135,7 @@ type running struct {
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
 	metrics              *http.Server
+	obs                  *observer
 }
 
 func (m *running) close() {
@@ -151,21 +153,24 @@ func (m *running) close() {
 // membership changes, and the services of the peer, client and metrics ports.
 func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = s.cfg.Logger.With("member", m.state.MemberID.String())
-	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log, PeerCreds: s.peerCreds})
+	m.obs = newObserver(sdnotify.FromEnv(), m.log)
+	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
+		PeerCreds: s.peerCreds, Metrics: m.obs.metrics})
 	m.tr.SetPeers(hints)
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
-		SnapshotCount: s.cfg.SnapshotCount, Logger: m.log,
+		SnapshotCount: s.cfg.SnapshotCount, Logger: m.log, Metrics: m.obs.metrics,
 	})
 	if err != nil {
 		return err
 	}
 	m.node = node
+	m.obs.watch(node)
 	m.tr.Attach(node)
 	m.coord = reconfig.New(reconfig.Config{
 		Node: node, Transport: m.tr, ElectionTimeout: s.cfg.ElectionTimeout,
-		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners,
+		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Metrics: m.obs.metrics,
 	})
 
 	m.health = health.NewServer()
@@ -183,10 +188,12 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	})
 	admin := authz.New(s.cfg.AdminAllowedCNs)
 	client := func(opts ...grpc.ServerOption) *grpc.Server {
-		srv := grpc.NewServer(append(append(transport.ServerWindow(),
-			grpc.ChainUnaryInterceptor(admin.Unary()), grpc.ChainStreamInterceptor(admin.Stream())), opts...)...)
+		opts = append(append(transport.ServerWindow(), m.obs.metrics.GRPCServerOptions()...), opts...)
+		srv := grpc.NewServer(append(opts,
+			grpc.ChainUnaryInterceptor(admin.Unary()), grpc.ChainStreamInterceptor(admin.Stream()))...)
 		clientAPI.Register(srv)
 		healthpb.RegisterHealthServer(srv, m.health)
+		m.obs.metrics.InitGRPC(srv)
 		return srv
 	}
 	m.peerSrv, m.clientSrv = peer(), client()
@@ -196,7 +203,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	if s.tls.Client != nil {
 		m.clientTLS = client(grpc.Creds(servertls.Credentials(s.tls.Client, s.refusals["client"])))
 	}
-	m.metrics = &http.Server{Handler: debugHandler(node, s.cfg.EnablePprof), ReadHeaderTimeout: 5 * time.Second}
+	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: 5 * time.Second}
 	return nil
 }
 
@@ -220,12 +227,14 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	// Listening now: peers that backed off from this member while it was down may send again.
 	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
+	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
 	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout) })
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
 
 	runErr := m.node.Run(runCtx)
+	m.obs.stopping()
 	cancel()
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.

@@ -2,8 +2,6 @@
 // real Prometheus with the shipped alert rules, and started with their own systemd notify
 // socket.
 //
-// The tests carry the build tag metricswire and run only with it (go test -tags metricswire
-// ./tests/observe): they need the composition root to build each member's metrics, serve
-// /metrics on --listen-metrics-urls and send READY=1 and STOPPING=1 (pkg/server/observe.go).
-// Once that is wired, the tag comes off.
+// They rest on the composition root building each member's metrics, serving /metrics on
+// --listen-metrics-urls and sending READY=1 and STOPPING=1 (pkg/server/observe.go).
 package observe

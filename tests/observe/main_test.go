@@ -1,5 +1,3 @@
-//go:build metricswire
-
 package observe
 
 import (
