@@ -60,19 +60,6 @@ func BootstrappedKey(token string, id uint64) string {
 	return path.Join(Prefix, token, "_clusterd/bootstrapped", strconv.FormatUint(id, 16))
 }
 
-// RangeEnd is the end of the range of every key starting with prefix, as etcd's WithPrefix
-// computes it.
-func RangeEnd(prefix string) string {
-	b := []byte(prefix)
-	for i := len(b) - 1; i >= 0; i-- {
-		if b[i] < 0xff {
-			b[i]++
-			return string(b[:i+1])
-		}
-	}
-	return "\x00"
-}
-
 // ParseSize reads the size key's value as etcd does.
 func ParseSize(v string) (int, error) {
 	n, err := strconv.ParseInt(v, 10, 0)

@@ -24,9 +24,6 @@ func TestKeysAreEtcds(t *testing.T) {
 	if got := MembersPrefix("tok"); got != "/_etcd/registry/tok/members/" {
 		t.Errorf("MembersPrefix = %s", got)
 	}
-	if got := RangeEnd("/a/"); got != "/a0" {
-		t.Errorf("RangeEnd = %q", got)
-	}
 	if got := Value("n", []string{"http://b:2", "http://a:1"}); got != "n=http://a:1,n=http://b:2" {
 		t.Errorf("Value = %s", got)
 	}
