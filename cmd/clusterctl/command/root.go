@@ -100,6 +100,7 @@ A flag wins over the environment, which wins over the file.`,
 	f.StringP("write-out", "w", string(printer.Simple), "output format: simple, table, json, or env (member add)")
 	f.String("config-file", "", "read unset global flags from this YAML, JSON or TOML file")
 	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
+	root.AddCommand(newDiscoveryCmd(g))
 	return root
 }
 
