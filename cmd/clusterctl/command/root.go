@@ -124,6 +124,7 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
 	f.String("user", "", "authenticate as this user: name, or name:password (asked for on a terminal when not given)")
 	f.String("password", "", "the password of --user (then --user is the whole name)")
 	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
+	root.AddCommand(newDiscoveryCmd(g))
 	return root
 }
 

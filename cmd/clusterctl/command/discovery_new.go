@@ -1,0 +1,88 @@
+package command
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/registry"
+	"github.com/spf13/cobra"
+)
+
+type discoveryNewOptions struct {
+	*Globals
+	Size  int
+	Token string
+}
+
+func newDiscoveryNewCmd(g *Globals) *cobra.Command {
+	o := &discoveryNewOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "new",
+		Short: "Create a discovery token for a new cluster of --size members",
+		Long: `Create a discovery token on the discovery service (the global --endpoints): write the expected
+size under /_etcd/registry/<token>/_config/size, as etcd's v3 discovery protocol defines it, and
+print the token. A token already in use is refused: a token bootstraps one cluster only.
+
+-w env prints the ETCD_DISCOVERY_TOKEN and ETCD_DISCOVERY_ENDPOINTS lines every member of the new
+cluster starts with.`,
+		Example: `  TOKEN=$(clusterctl --endpoints=10.0.0.9:2379 discovery new --size=3)
+  clusterctl --endpoints=10.0.0.9:2379 discovery new --size=5 -w env > discovery.env`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runE(g, o),
+	}
+	cmd.Flags().IntVar(&o.Size, "size", 3, "how many members the new cluster starts with")
+	cmd.Flags().StringVar(&o.Token, "token", "", "the token to create (default: 32 random hex digits)")
+	return cmd
+}
+
+func (o *discoveryNewOptions) validate(args []string) error {
+	if len(args) > 0 {
+		return tooManyArgs(args)
+	}
+	if o.Size < 1 {
+		return fmt.Errorf("--size %d: a cluster has at least one member", o.Size)
+	}
+	if o.Token != "" {
+		if err := registry.ValidateToken(o.Token); err != nil {
+			return fmt.Errorf("--token: %w", err)
+		}
+	}
+	return o.Printer.CheckDiscovery(printer.DiscoveryNew)
+}
+
+func (o *discoveryNewOptions) run(ctx context.Context) error {
+	token := o.Token
+	if token == "" {
+		b := make([]byte, 16)
+		// crypto/rand.Read never fails (Go 1.24 and later).
+		_, _ = rand.Read(b)
+		token = hex.EncodeToString(b)
+	}
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	// Any key of the token, a registration without a size included, means someone uses it.
+	r, err := c.Range(ctx, registry.TokenPrefix(token), true)
+	if err != nil {
+		return err
+	}
+	if len(r.KVs) > 0 {
+		return &TokenInUseError{Token: token, Keys: len(r.KVs)}
+	}
+	// Created only if absent: of two concurrent creations of one token, one is refused.
+	created, _, err := c.CreateKey(ctx, registry.SizeKey(token), strconv.Itoa(o.Size))
+	if err != nil {
+		return err
+	}
+	if !created {
+		return &TokenInUseError{Token: token, Keys: 1}
+	}
+	return o.Printer.DiscoveryNew(o.Out, &printer.NewToken{Token: token, Size: o.Size, Endpoints: c.Endpoints()})
+}

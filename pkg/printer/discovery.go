@@ -1,0 +1,160 @@
+package printer
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/registry"
+)
+
+// The discovery commands' kinds. They keep their rows in discoveryKinds, beside kinds, and
+// their printers here rather than as Printer fields.
+const (
+	DiscoveryNew Kind = 100 + iota
+	DiscoveryStatus
+)
+
+var discoveryKinds = map[Kind]struct {
+	name    string
+	formats []Format
+}{
+	DiscoveryNew:    {"discovery new", []Format{Simple, JSON, Env}},
+	DiscoveryStatus: {"discovery status", []Format{Simple, Table, JSON}},
+}
+
+// CheckDiscovery refuses a format the discovery kind k cannot print; a command calls it before
+// sending, as Check.
+func (p Printer) CheckDiscovery(k Kind) error {
+	row := discoveryKinds[k]
+	if !slices.Contains(row.formats, p.format) {
+		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, row.name, join(row.formats))
+	}
+	return nil
+}
+
+// DiscoveryFormats returns the formats that can print the discovery kind k.
+func DiscoveryFormats(k Kind) []Format { return slices.Clone(discoveryKinds[k].formats) }
+
+// NewToken is a token discovery new created.
+type NewToken struct {
+	Token string
+	Size  int
+	// Endpoints are the discovery service's, as the members give them to --discovery-endpoints.
+	Endpoints []string
+}
+
+// TokenStatus is a token's registry as discovery status shows it.
+type TokenStatus struct {
+	Token   string
+	Cluster *registry.Cluster
+}
+
+// DiscoveryNew prints the token discovery new created: in simple the token alone, so that
+// TOKEN=$(clusterctl discovery new) works; in env the lines a member starts with.
+func (p Printer) DiscoveryNew(w io.Writer, r *NewToken) error {
+	if err := p.CheckDiscovery(DiscoveryNew); err != nil {
+		return err
+	}
+	switch p.format {
+	case JSON:
+		return writeJSON(w, newTokenJSON{Token: r.Token, Size: r.Size, Endpoints: nonNil(r.Endpoints)})
+	case Env:
+		_, err := fmt.Fprintf(w, "ETCD_DISCOVERY_TOKEN=\"%s\"\nETCD_DISCOVERY_ENDPOINTS=\"%s\"\n",
+			dquote.Replace(r.Token), dquote.Replace(strings.Join(r.Endpoints, ",")))
+		return err
+	}
+	_, err := fmt.Fprintln(w, r.Token)
+	return err
+}
+
+// registrationColumns feed both the simple lines and the table of discovery status.
+var registrationColumns = []column[registry.Placed]{
+	{name: "ID", value: func(p registry.Placed) string { return registrationID(p.Registration) }},
+	{name: "NAME", value: func(p registry.Placed) string { return p.Name }},
+	{name: "PEER ADDRS", value: func(p registry.Placed) string { return strings.Join(p.PeerURLs, ",") }},
+	{name: "STATE", value: func(p registry.Placed) string { return string(p.State) }},
+	{name: "CREATE REVISION", value: func(p registry.Placed) string { return strconv.FormatInt(p.CreateRevision, 10) }, tableOnly: true},
+}
+
+// registrationID is the ID in a registration's key in the contract's 16 hex digits, or the
+// key's last element when that is not an ID.
+func registrationID(r registry.Registration) string {
+	if r.ID != 0 {
+		return client.FormatID(r.ID)
+	}
+	return r.Key[strings.LastIndex(r.Key, "/")+1:]
+}
+
+// DiscoveryStatus prints the expected size and every registration, in the cluster's order.
+func (p Printer) DiscoveryStatus(w io.Writer, r *TokenStatus) error {
+	if err := p.CheckDiscovery(DiscoveryStatus); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	c := r.Cluster
+	switch p.format {
+	case JSON:
+		return writeJSON(w, toTokenStatusJSON(r))
+	case Table:
+		table(&b, []column[*TokenStatus]{
+			{name: "TOKEN", value: func(s *TokenStatus) string { return s.Token }},
+			{name: "SIZE", value: func(s *TokenStatus) string { return strconv.Itoa(s.Cluster.Size) }},
+			{name: "REGISTERED", value: func(s *TokenStatus) string { return strconv.Itoa(len(s.Cluster.Members)) }},
+			{name: "FULL", value: func(s *TokenStatus) string { return strconv.FormatBool(s.Cluster.Full()) }},
+		}, []*TokenStatus{r})
+		if len(c.All) > 0 {
+			table(&b, registrationColumns, c.All)
+		}
+	default:
+		fmt.Fprintf(&b, "token: %s\nsize: %d\nregistered: %d\n", r.Token, c.Size, len(c.Members))
+		for _, m := range c.All {
+			simpleLine(&b, registrationColumns, m)
+		}
+	}
+	return flush(w, &b)
+}
+
+// The JSON of the discovery commands (docs/commands/discovery-*.md). Never rename a field.
+
+type newTokenJSON struct {
+	Token     string   `json:"token"`
+	Size      int      `json:"size"`
+	Endpoints []string `json:"endpoints"`
+}
+
+type tokenStatusJSON struct {
+	Token      string             `json:"token"`
+	Size       int                `json:"size"`
+	Registered int                `json:"registered"`
+	Full       bool               `json:"full"`
+	Members    []registrationJSON `json:"members"`
+}
+
+type registrationJSON struct {
+	ID             string   `json:"ID"`
+	Name           string   `json:"name"`
+	PeerURLs       []string `json:"peerURLs"`
+	State          string   `json:"state"`
+	CreateRevision int64    `json:"createRevision"`
+	// ConflictsWith is the ID of the earlier registration a conflict clashes with.
+	ConflictsWith string `json:"conflictsWith,omitempty"`
+}
+
+func toTokenStatusJSON(r *TokenStatus) tokenStatusJSON {
+	c := r.Cluster
+	out := tokenStatusJSON{Token: r.Token, Size: c.Size, Registered: len(c.Members), Full: c.Full(), Members: []registrationJSON{}}
+	for _, p := range c.All {
+		m := registrationJSON{ID: registrationID(p.Registration), Name: p.Name, PeerURLs: nonNil(p.PeerURLs),
+			State: string(p.State), CreateRevision: p.CreateRevision}
+		if with, ok := c.Find(p.With); ok {
+			m.ConflictsWith = registrationID(with.Registration)
+		}
+		out.Members = append(out.Members, m)
+	}
+	return out
+}

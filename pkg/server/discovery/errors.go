@@ -1,0 +1,94 @@
+package discovery
+
+import (
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/registry"
+)
+
+// Each refusal is one line: what happened, in etcd's words where etcd has them, then what the
+// operator does next. Each matches its registry error with errors.Is where there is one.
+
+// FullError: the token's cluster is full, and this member is not one of it.
+type FullError struct {
+	Token   string
+	Size    int
+	Members []string // the names in the cluster
+}
+
+func (e *FullError) Error() string {
+	return fmt.Sprintf("%v: the %d members of discovery token %q are registered (%s); to grow the running cluster, add this member with `clusterctl member add` and start it with --initial-cluster-state=existing and no --discovery-token",
+		registry.ErrFullCluster, e.Size, e.Token, strings.Join(e.Members, ", "))
+}
+
+func (e *FullError) Unwrap() error { return registry.ErrFullCluster }
+
+// TakenError: another registration holds this member's name or one of its peer URLs.
+type TakenError struct {
+	Token string
+	// What is "name \"x\"" or "peer URL http://...".
+	What string
+	// By is the other registration's value.
+	By string
+}
+
+func (e *TakenError) Error() string {
+	return fmt.Sprintf("discovery: %s is already registered under discovery token %q by %s; give this member another --name or --initial-advertise-peer-urls, or use a new token for a new cluster",
+		e.What, e.Token, e.By)
+}
+
+// BootstrappedError: this very member already left discovery with the full cluster, so its
+// data directory, now empty, was lost.
+type BootstrappedError struct {
+	Token string
+	Name  string
+	ID    uint64
+}
+
+func (e *BootstrappedError) Error() string {
+	return fmt.Sprintf("discovery: member %q (%016x) already bootstrapped a cluster with discovery token %q and its data directory is empty: the token belongs to a started cluster; replace this member with `clusterctl member remove %016x` and `clusterctl member add`, then start it with --initial-cluster-state=existing and no --discovery-token",
+		e.Name, e.ID, e.Token, e.ID)
+}
+
+// NoTokenError: the token has no size key on the discovery service.
+type NoTokenError struct {
+	Token     string
+	Endpoints []string
+	Err       error // registry.ErrSizeNotFound or registry.ErrBadSizeKey
+}
+
+func (e *NoTokenError) Error() string {
+	return fmt.Sprintf("%v for discovery token %q on %s; create the token with `clusterctl --endpoints=%s discovery new --size=N`, or check --discovery-token and --discovery-endpoints",
+		e.Err, e.Token, strings.Join(e.Endpoints, ","), strings.Join(e.Endpoints, ","))
+}
+
+func (e *NoTokenError) Unwrap() error { return e.Err }
+
+// UnreachableError: the discovery service did not answer; nothing was written.
+type UnreachableError struct {
+	Endpoints []string
+	Within    time.Duration
+	Err       error
+}
+
+func (e *UnreachableError) Error() string {
+	return fmt.Sprintf("discovery: cannot reach the discovery service at %s within %v (%v); nothing was registered: check --discovery-endpoints and that the discovery service is running",
+		strings.Join(e.Endpoints, ","), e.Within, e.Err)
+}
+
+func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// TimeoutError: the cluster did not fill within the wait.
+type TimeoutError struct {
+	Token      string
+	Size       int
+	Registered []string
+	Waited     time.Duration
+}
+
+func (e *TimeoutError) Error() string {
+	return fmt.Sprintf("discovery: the cluster of discovery token %q did not fill within %v: %d of %d members registered (%s); start the missing members with the same token and start this one again, or raise --discovery-wait-timeout",
+		e.Token, e.Waited, len(e.Registered), e.Size, strings.Join(e.Registered, ", "))
+}
