@@ -23,6 +23,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
+	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
 	"github.com/clusterctl/clusterctl/pkg/server/servertls"
 )
 
@@ -103,7 +104,9 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.String("listen-metrics-urls", "", "URLs to serve /health and /metrics on, and /debug/pprof/ with --enable-pprof (none by default)")
 	fs.Bool("enable-pprof", false, "serve Go's runtime profiles under /debug/pprof/ on --listen-metrics-urls")
 	defineTLSFlags(fs)
+	defineDiscoveryFlags(fs)
 	fs.String("log-level", "info", "debug, info, warn or error")
+	fs.String("log-format", "text", "text, or json with etcd's field names (level, ts, caller, msg)")
 	fs.String("config-file", "", "YAML file with the same keys as the flags")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: clusterd [flags]\n\nEvery flag can also be set as ETCD_<FLAG> (upper case, - as _) or in --config-file.\n\n%s", fs.FlagUsages())
@@ -191,10 +194,23 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		return server.Config{}, err
 	}
 	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
-		"strict-reconfig-check", "force-new-cluster", "enable-pprof",
-		"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls")
+		append([]string{"strict-reconfig-check", "force-new-cluster", "enable-pprof",
+			"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls"}, discoveryBools...)...)
 	if err != nil {
 		return server.Config{}, err
+	}
+	format, err := logfmt.ParseFormat(v.GetString("log-format"))
+	if err != nil {
+		return server.Config{}, fmt.Errorf("--%v", err)
+	}
+	disc, err := discoveryConfig(v, bools)
+	if err != nil {
+		return server.Config{}, err
+	}
+	token := v.GetString("initial-cluster-token")
+	if disc.Token != "" {
+		// As etcd: the discovery token is the cluster token, so each token makes its own IDs.
+		token = disc.Token
 	}
 	name := v.GetString("name")
 	dataDir := v.GetString("data-dir")
@@ -211,7 +227,8 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		InitialCluster:           v.GetString("initial-cluster"),
 		InitialClusterGiven:      fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
 		InitialClusterState:      v.GetString("initial-cluster-state"),
-		InitialClusterToken:      v.GetString("initial-cluster-token"),
+		InitialClusterToken:      token,
+		Discovery:                disc,
 		HeartbeatInterval:        time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
 		ElectionTimeout:          time.Duration(nums["election-timeout"]) * time.Millisecond,
 		SnapshotCount:            max(nums["snapshot-count"], 1),
@@ -239,7 +256,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 			CipherSuites:           list(v.GetString("cipher-suites")),
 		},
 		AdminAllowedCNs: list(v.GetString(authz.Flag[2:])),
-		Logger:          slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level})),
+		Logger:          logfmt.New(stderr, format, level),
 	}, nil
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
+	"github.com/clusterctl/clusterctl/pkg/server/discovery"
 	"github.com/clusterctl/clusterctl/pkg/server/servertls"
 )
 
@@ -45,7 +46,10 @@ type Config struct {
 	// AdminAllowedCNs is --admin-cert-allowed-cn: the client certificate CNs allowed the admin
 	// operations (membership changes, snapshot, leadership transfer); empty allows every caller.
 	AdminAllowedCNs []string
-	Logger          *slog.Logger
+	// Discovery is etcd's v3 discovery (--discovery-token, --discovery-endpoints, ...): consulted
+	// only to bootstrap a new cluster on an empty data directory, never once a member exists.
+	Discovery discovery.Config
+	Logger    *slog.Logger
 }
 
 // ErrRemoved is returned by Run when this member has been removed from the cluster.
@@ -90,6 +94,9 @@ func (c *Config) validate() ([]datadir.Initial, error) {
 		}
 	}
 	if err := c.validateTLS(); err != nil {
+		return nil, err
+	}
+	if err := c.Discovery.Validate(c.InitialClusterGiven); err != nil {
 		return nil, err
 	}
 	initial, err := datadir.ParseInitialCluster(c.InitialCluster)

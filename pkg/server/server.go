@@ -22,6 +22,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/api"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
+	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/server/sdnotify"
@@ -152,7 +153,7 @@ func (m *running) close() {
 // knows hints, the peers to reach before the membership names any), the coordinator of
 // membership changes, and the services of the peer, client and metrics ports.
 func (s *Server) build(m *running, hints *membership.Cluster) error {
-	m.log = s.cfg.Logger.With("member", m.state.MemberID.String())
+	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
 	m.obs = newObserver(sdnotify.FromEnv(), m.log)
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
 		PeerCreds: s.peerCreds, Metrics: m.obs.metrics})

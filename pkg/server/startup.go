@@ -13,6 +13,8 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/discovery"
+	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -32,7 +34,18 @@ func (s *Server) open(ctx context.Context) (*opened, error) {
 		return nil, fmt.Errorf("--force-new-cluster: --data-dir %q holds no member to start a cluster from", s.cfg.DataDir)
 	}
 	if storage.Exists(s.cfg.DataDir) {
+		if s.cfg.Discovery.Enabled() {
+			s.cfg.Logger.Info("the discovery token is not used: the data directory already holds a member")
+		}
 		return s.restart()
+	}
+	if s.cfg.Discovery.Enabled() && s.cfg.InitialClusterState == "new" {
+		// Bootstrap only: the service names the first members, as --initial-cluster would.
+		initial, err := discovery.Initial(ctx, s.cfg.Discovery, s.cfg.Name, s.cfg.InitialAdvertisePeerURLs, s.cfg.Logger)
+		if err != nil {
+			return nil, err
+		}
+		s.initial = initial
 	}
 	local, err := s.cfg.local(s.initial)
 	if err != nil {
@@ -72,7 +85,7 @@ func (s *Server) restart() (_ *opened, err error) {
 		if state, err = st.Load(); err != nil {
 			return nil, err
 		}
-		s.cfg.Logger.Warn("forcing a new cluster: every other member is removed", "member", state.MemberID.String())
+		s.cfg.Logger.Warn("forcing a new cluster: every other member is removed", logfmt.MemberKey, state.MemberID.String())
 		return &opened{store: st, state: state, hints: state.Cluster}, nil
 	}
 	if s.cfg.InitialClusterState == "new" && s.cfg.InitialClusterGiven {

@@ -1,9 +1,7 @@
-//go:build discoverywire
-
-// These tests start real clusterd processes with --discovery-token. They compile only with
-// -tags discoverywire until clusterd's flags are wired to pkg/server/discovery; then the tag goes.
-
 package interop
+
+// These tests start real clusterd processes with --discovery-token, against a real etcd as the
+// discovery service.
 
 import (
 	"fmt"
