@@ -50,8 +50,8 @@ func blocks(path string) ([]string, error) {
 // localEndpoints are the client URLs of the cluster scripts/run-cluster.sh starts.
 const localEndpoints = "127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379"
 
-// workspace lays out a directory like the repository after make build: bin/ with both binaries,
-// scripts/run-cluster.sh. It refuses to start while something holds the ports of make run.
+// workspace lays out a directory like the repository after make build: bin/ with both binaries
+// and etcd 3.7.1, scripts/run-cluster.sh. It refuses to start while something holds the ports of make run.
 func workspace(t *testing.T) string {
 	t.Helper()
 	root, err := cluster.ModuleRoot()
@@ -66,6 +66,15 @@ func workspace(t *testing.T) string {
 	}
 	work := t.TempDir()
 	if err := cluster.BuildOwn(filepath.Join(work, "bin")); err != nil {
+		t.Fatal(err)
+	}
+	// The discovery runbook runs a real etcd as the discovery service, from bin/etcd as its
+	// Requires line says.
+	etcd, err := cluster.BuildEtcd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(etcd.Etcd, filepath.Join(work, "bin", "etcd")); err != nil {
 		t.Fatal(err)
 	}
 	if err := os.MkdirAll(filepath.Join(work, "scripts"), 0o755); err != nil {
