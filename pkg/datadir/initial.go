@@ -51,8 +51,9 @@ func ParseInitialCluster(s string) ([]Initial, error) {
 	return out, nil
 }
 
-// checkAddressFree records that member name gives URL u, refusing an address already given: the
-// same URL twice to one member, or one address to two members.
+// checkAddressFree records that member name gives URL u, refusing one host and port twice to one
+// member (in any case or scheme) and one address to two members. One member may
+// give two names of one address (localhost and 127.0.0.1), as membership.ValidatePeerURLs allows.
 func checkAddressFree(usedBy map[string]Initial, name, u string) error {
 	k := membership.AddressKey(u)
 	first, ok := usedBy[k]
@@ -60,10 +61,16 @@ func checkAddressFree(usedBy map[string]Initial, name, u string) error {
 	case !ok:
 		usedBy[k] = Initial{Name: name, URLs: []string{u}}
 		return nil
-	case first.Name == name && first.URLs[0] == u:
-		return fmt.Errorf("peer URL %s is given twice to %q", u, name)
 	case first.Name == name:
-		return fmt.Errorf("peer URLs %s and %s of %q are the same address", first.URLs[0], u, name)
+		if slices.Contains(first.URLs, u) {
+			return fmt.Errorf("peer URL %s is given twice to %q", u, name)
+		}
+		if err := membership.ValidatePeerURLs(append(slices.Clone(first.URLs), u)); err != nil {
+			return fmt.Errorf("peer URLs %s and %s of %q are the same address", first.URLs[0], u, name)
+		}
+		first.URLs = append(first.URLs, u)
+		usedBy[k] = first
+		return nil
 	case first.URLs[0] == u:
 		return fmt.Errorf("peer URL %s is given to both %q and %q", u, first.Name, name)
 	}

@@ -130,9 +130,25 @@ func AddressKey(s string) string {
 	return scheme + "://" + u.Host
 }
 
+// listenerKey is AddressKey without the loopback folding: the same host and port in any case
+// and either scheme, one listener whatever its name.
+func listenerKey(s string) string {
+	c, err := CanonicalURL(s)
+	if err != nil {
+		return s
+	}
+	if strings.HasPrefix(c, "https://") {
+		return "http://" + strings.TrimPrefix(c, "https://")
+	}
+	return c
+}
+
 // ValidatePeerURLs checks the peer URLs of a change the way a member will use them: at least
-// one, each valid by ValidateURL, and no address twice. It answers with the contract's one error,
-// which is all etcd's clients understand, wrapped with the reason for the server's log.
+// one, each valid by ValidateURL, and no host and port twice (listenerKey). Two names of one
+// address (localhost and 127.0.0.1) may both be given for one member, as etcd allows: a member
+// may be reached under several names; only another member's use of the address is a clash. It
+// answers with the contract's one error, which is all etcd's clients understand, wrapped with the
+// reason for the server's log.
 func ValidatePeerURLs(urls []string) error {
 	if len(urls) == 0 {
 		return fmt.Errorf("%w: no peer URL given", ErrInvalidPeerURLs)
@@ -142,7 +158,7 @@ func ValidatePeerURLs(urls []string) error {
 		if err := ValidateURL(s); err != nil {
 			return fmt.Errorf("%w: %v", ErrInvalidPeerURLs, err)
 		}
-		k := AddressKey(s)
+		k := listenerKey(s)
 		if first, ok := seen[k]; ok {
 			return fmt.Errorf("%w: %s and %s are the same address", ErrInvalidPeerURLs, first, s)
 		}
