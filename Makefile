@@ -87,7 +87,11 @@ FUZZ_TARGETS := \
 	./pkg/membership:FuzzValidateName \
 	./pkg/datadir:FuzzParseInitialCluster \
 	./pkg/datadir:FuzzReadStatus \
-	./pkg/storage:FuzzLoad
+	./pkg/storage:FuzzLoad \
+	./pkg/client:FuzzParseEndpoint \
+	./pkg/client:FuzzResolveIn \
+	./pkg/client:FuzzDecodeAnswers \
+	./cmd/clusterctl/command:FuzzConfigFile
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

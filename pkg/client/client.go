@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -105,7 +106,10 @@ func New(cfg Config) (*Client, error) {
 }
 
 // parseEndpoint accepts etcdctl's endpoint forms and returns the address to dial and whether it
-// is reached over TLS; bareTLS is the answer for an endpoint without a scheme.
+// is reached over TLS; bareTLS is the answer for an endpoint without a scheme. Everything else is
+// refused here, before any I/O, in words that say what is wrong: a path (a member serves its API
+// at the root, and "h:p/x" would otherwise go to DNS as the port "p/x"), an empty host, a port
+// that is not a number from 1 to 65535. A lone trailing "/" is accepted, as etcd's clients do.
 func parseEndpoint(e string, bareTLS bool) (string, bool, error) {
 	addr, secure := e, bareTLS
 	switch {
@@ -116,8 +120,21 @@ func parseEndpoint(e string, bareTLS bool) (string, bool, error) {
 	case strings.Contains(e, "://"):
 		return "", false, fmt.Errorf("endpoint %q: only host:port, http://host:port or https://host:port is supported", e)
 	}
-	if _, _, err := net.SplitHostPort(addr); err != nil {
+	if addr != e {
+		addr = strings.TrimSuffix(addr, "/")
+	}
+	if strings.ContainsAny(addr, "/?#@") {
+		return "", false, fmt.Errorf("endpoint %q: must be host:port without a path, query or user: only host:port, http://host:port or https://host:port is supported", e)
+	}
+	host, port, err := net.SplitHostPort(addr)
+	if err != nil {
 		return "", false, fmt.Errorf("endpoint %q: %v", e, err)
+	}
+	if host == "" {
+		return "", false, fmt.Errorf("endpoint %q: no host", e)
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 || strconv.Itoa(n) != port {
+		return "", false, fmt.Errorf("endpoint %q: the port must be a number from 1 to 65535", e)
 	}
 	return addr, secure, nil
 }
@@ -143,10 +160,10 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 	for from := 0; from < len(c.endpoints); {
 		if err := c.connect(ctx, from); err != nil {
 			var ce *ConnectError
-			if errors.As(err, &ce) {
-				ce.Tried = append(failed, ce.Tried...)
+			if !errors.As(err, &ce) {
+				return err
 			}
-			return err
+			return gaveUp(ctx, append(failed, ce.Tried...))
 		}
 		sent, err := c.attempt(ctx, rpc)
 		if err == nil {
@@ -154,37 +171,60 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 		}
 		endpoint := c.endpoints[c.at]
 		se := serverAnswer(err)
-		if se != nil && outcomeUnknown(se) && sent {
-			return &OutcomeUnknownError{Endpoint: endpoint, Err: se}
+		if se != nil && peerEndpoint(se) {
+			return &PeerEndpointError{Endpoint: c.dialed[c.at].Endpoint, Message: se.Message}
 		}
 		if !read && sent {
-			if se != nil {
+			if se != nil && !outcomeUnknown(se) {
 				return se
 			}
-			return &OutcomeUnknownError{Endpoint: endpoint, Err: err}
+			return &OutcomeUnknownError{Endpoint: endpoint, Err: answerOr(se, err)}
 		}
 		if se != nil && se.Code != codes.Unavailable {
 			return se
 		}
-		if ctx.Err() != nil {
-			// The read was sent and the member did not answer in time: that is no connection
-			// failure, and no other member can be asked any more.
-			return &OutcomeUnknownError{Endpoint: endpoint, Err: err}
-		}
-		// A read: another member may answer what this one could not.
-		reason := status.Convert(err).Message()
-		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: reason})
+		// A read, or a change not sent: another member may answer what this one could not.
+		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: status.Convert(err).Message(), Answer: se})
 		if ctx.Err() != nil || c.at == len(c.endpoints)-1 {
-			if se != nil {
-				// The last member's own answer says more than "no endpoint answered".
-				return se
+			for _, e := range c.endpoints[c.at+1:] {
+				failed = append(failed, EndpointFailure{Endpoint: e, Reason: "not tried: no time left"})
 			}
-			return &ConnectError{Tried: failed}
+			return gaveUp(ctx, failed)
 		}
 		from = c.at + 1
 		c.Close()
 	}
-	return &ConnectError{Tried: failed}
+	return gaveUp(ctx, failed)
+}
+
+// answerOr is the server's answer when there is one, else the transport's error.
+func answerOr(se *ServerError, err error) error {
+	if se != nil {
+		return se
+	}
+	return err
+}
+
+// gaveUp is the error once no endpoint is left to ask, chosen by what happened rather than by
+// which endpoint happened to be asked last: a member's answer that names the cause ("no
+// leader", "server stopped") wins, since it is what the operator acts on; then a deadline that
+// ran out, or a member's own timeout, is a *TimeoutError; only when nothing answered at all is
+// it a *ConnectError. TLS failures stay a *ConnectError, whose TLS the caller looks for.
+func gaveUp(ctx context.Context, tried []EndpointFailure) error {
+	timedOut := ctx.Err() != nil
+	for i := len(tried) - 1; i >= 0; i-- {
+		if se := tried[i].Answer; se != nil {
+			if !outcomeUnknown(se) {
+				return se
+			}
+			timedOut = true
+		}
+	}
+	ce := &ConnectError{Tried: tried}
+	if timedOut && ce.TLS() == nil {
+		return &TimeoutError{Tried: tried}
+	}
+	return ce
 }
 
 // attempt authenticates first when a user was given and no token is held yet, then runs rpc
@@ -331,8 +371,12 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 			pending = 0
 		}
 	}
-	tried := make([]EndpointFailure, started)
+	// Every endpoint is named, also those the time ran out before.
+	tried := make([]EndpointFailure, len(eps))
 	for i := range tried {
+		if i >= started {
+			reasons[i] = "not tried: no time left"
+		}
 		tried[i] = EndpointFailure{Endpoint: eps[i], Reason: reasons[i], TLS: tlsErrs[i]}
 	}
 	return nil, 0, tried
@@ -402,13 +446,28 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 }
 
 // failedHandshake words a connection that reached the server and failed before HTTP/2 started:
-// a TLS problem when clienttls recognises grpc-go's reason, else no gRPC server.
+// a TLS problem when clienttls recognises grpc-go's reason; a connection that ended under it (a
+// member stopping or killed mid-handshake); else no gRPC server.
 func failedHandshake(i int, why error, d clienttls.Dialed) dialResult {
 	var te *clienttls.Error
 	if why != nil && errors.As(clienttls.Explain(d, why), &te) {
 		return dialResult{i: i, reason: te.Error(), tls: te}
 	}
+	if why != nil && connectionClosed(why.Error()) {
+		return dialResult{i: i, reason: "the connection closed during the handshake (the member may have stopped)"}
+	}
 	return dialResult{i: i, reason: "not a gRPC server"}
+}
+
+// connectionClosed reports whether grpc-go's reason is the connection ending rather than
+// something unexpected arriving on it.
+func connectionClosed(msg string) bool {
+	for _, s := range []string{"EOF", "connection reset by peer", "broken pipe", "use of closed network connection"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
 }
 
 // connectionError is why a connection in transient failure failed, as grpc-go reports it: a

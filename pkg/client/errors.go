@@ -58,6 +58,8 @@ type EndpointFailure struct {
 	// TLS is set when a TLS handshake or a transport-security mismatch stopped the connection;
 	// Reason is then its message.
 	TLS *clienttls.Error
+	// Answer is the member's own answer when it gave one (no leader, request timed out).
+	Answer *ServerError
 }
 
 func (e *ConnectError) Error() string {
@@ -65,15 +67,20 @@ func (e *ConnectError) Error() string {
 		// It names the endpoint and says what to do.
 		return e.Tried[0].TLS.Error()
 	}
-	parts := make([]string, len(e.Tried))
-	for i, t := range e.Tried {
+	return "no endpoint answered: " + joinTried(e.Tried)
+}
+
+// joinTried names every endpoint tried and why it did not answer.
+func joinTried(tried []EndpointFailure) string {
+	parts := make([]string, len(tried))
+	for i, t := range tried {
 		if t.TLS != nil {
 			parts[i] = "(" + t.TLS.Error() + ")"
 		} else {
 			parts[i] = t.Endpoint + " (" + t.Reason + ")"
 		}
 	}
-	return "no endpoint answered: " + strings.Join(parts, ", ")
+	return strings.Join(parts, ", ")
 }
 
 // TLS returns the first endpoint's TLS failure, or nil when TLS stopped none. When no endpoint
@@ -86,6 +93,35 @@ func (e *ConnectError) TLS() *clienttls.Error {
 		}
 	}
 	return nil
+}
+
+// TimeoutError reports that the caller's deadline ran out before any member answered, and that
+// nothing was changed: a read that went unanswered, or a change that was never sent because
+// connecting took the whole time. Tried names every endpoint, each with what it said or did.
+// A change that was sent and went unanswered is an *OutcomeUnknownError instead.
+type TimeoutError struct {
+	Tried []EndpointFailure
+}
+
+func (e *TimeoutError) Error() string {
+	return "timed out before any member answered; nothing was changed: " + joinTried(e.Tried)
+}
+
+// PeerEndpointError reports an endpoint that answered without etcd's client services: a peer
+// URL given where a client URL belongs. Nothing was done there.
+type PeerEndpointError struct {
+	Endpoint string
+	Message  string // the server's own words, e.g. "unknown service etcdserverpb.Cluster"
+}
+
+func (e *PeerEndpointError) Error() string {
+	return fmt.Sprintf("endpoint %s has no etcd client service (%s): it looks like a peer URL; give the member's client URL (--advertise-client-urls) instead", e.Endpoint, e.Message)
+}
+
+// peerEndpoint reports whether se is grpc's answer for a service the server does not have, what
+// a member's peer port answers to the client API.
+func peerEndpoint(se *ServerError) bool {
+	return se.Code == codes.Unimplemented && strings.HasPrefix(se.Message, "unknown service etcdserverpb.")
 }
 
 // OutcomeUnknownError reports a membership change that was sent but not answered in time: it may

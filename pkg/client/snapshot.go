@@ -32,6 +32,24 @@ type SnapshotResult struct {
 	Checksum string // hex SHA-256 of the database part
 }
 
+// SaveInProgressError reports a FILE.part that another snapshot save into the same FILE is
+// writing, and still holds: nothing was sent, and that save's bytes were left alone.
+type SaveInProgressError struct{ Part string }
+
+func (e *SaveInProgressError) Error() string {
+	return fmt.Sprintf("%s is being written by another snapshot save into the same file; wait for it, or stop it (a part it leaves is taken over by the next save)", e.Part)
+}
+
+// SnapshotFileError reports a local file that could not be created or written before anything
+// was sent: a directory that is not there or not writable.
+type SnapshotFileError struct {
+	Path string
+	Err  error
+}
+
+func (e *SnapshotFileError) Error() string { return fmt.Sprintf("snapshot file %s: %v", e.Path, e.Err) }
+func (e *SnapshotFileError) Unwrap() error { return e.Err }
+
 // SnapshotStreamError reports a snapshot stream that broke after bytes had arrived: the stream
 // is not asked of another member then, since the copy would mix two members' databases.
 type SnapshotStreamError struct {
@@ -49,18 +67,20 @@ func (e *SnapshotStreamError) Unwrap() error { return e.Err }
 // SaveSnapshot streams a snapshot from the first member that answers into path. It writes
 // path.part beside path, checks the trailing SHA-256, syncs, renames it to path and syncs the
 // directory, so path either holds a whole, checked snapshot or does not exist. On any failure,
-// ctx's cancellation included, path.part is removed. An existing path is never replaced: the
-// caller refuses it, and the rename does not happen when it appeared meanwhile.
+// ctx's cancellation included, path.part is removed. A path.part that a killed save left behind
+// is taken over; one another save is still writing (it holds its lock) is refused with
+// *SaveInProgressError before anything is sent. An existing path is never replaced: the caller
+// refuses it, and the rename does not happen when it appeared meanwhile.
 func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotResult, err error) {
 	part := path + ".part"
-	// O_EXCL: a second save into the same file must not write into this one's bytes.
-	f, err := os.OpenFile(part, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	f, err := claimPart(part)
 	if err != nil {
 		return nil, err
 	}
+	// The lock is let go only once part is renamed or removed: see claimPart.
+	defer f.Close()
 	defer func() {
 		if err != nil {
-			f.Close()
 			os.Remove(part)
 		}
 	}()
@@ -69,9 +89,6 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 		return nil, err
 	}
 	if err = f.Sync(); err != nil {
-		return nil, err
-	}
-	if err = f.Close(); err != nil {
 		return nil, err
 	}
 	if _, serr := os.Lstat(path); serr == nil {

@@ -4,13 +4,18 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"math"
 	"strconv"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 )
 
-// SnapshotStatusResult is what a snapshot file holds, as snapshot status prints it.
+// SnapshotStatusResult is what a snapshot file holds, as snapshot status prints it. A snapshot
+// taken from etcd holds a key space rather than a membership: Etcd is then set, and only it is
+// printed, as etcdutl prints it.
 type SnapshotStatusResult struct {
+	Etcd *EtcdSnapshotStatus
+
 	ClusterID uint64
 	// MemberID is the member the snapshot was taken from.
 	MemberID uint64
@@ -18,6 +23,15 @@ type SnapshotStatusResult struct {
 	Size     int64  // bytes, checksum included
 	Checksum string // hex SHA-256 of the database part
 	Members  []client.Member
+}
+
+// EtcdSnapshotStatus is what `etcdutl snapshot status` shows of a snapshot taken from etcd.
+type EtcdSnapshotStatus struct {
+	Hash      uint32 // etcdutl's CRC-32 over the buckets, not a checksum of the file
+	Revision  int64
+	TotalKey  int
+	TotalSize int64
+	Version   string // the storage version; empty before etcd 3.6
 }
 
 // RestoreResult is the data directory snapshot restore created.
@@ -70,8 +84,38 @@ var snapshotColumns = []column[*SnapshotStatusResult]{
 	{name: "sha256", value: func(r *SnapshotStatusResult) string { return r.Checksum }},
 }
 
+// etcdSnapshotColumns are etcdutl 3.7's snapshot status fields, in its order, with its header
+// words and its formatting (the hash in hex without padding, the size as go-humanize's Bytes),
+// so that its simple line and its table come out letter for letter.
+var etcdSnapshotColumns = []column[*EtcdSnapshotStatus]{
+	{name: "hash", value: func(r *EtcdSnapshotStatus) string { return strconv.FormatUint(uint64(r.Hash), 16) }},
+	{name: "revision", value: func(r *EtcdSnapshotStatus) string { return strconv.FormatInt(r.Revision, 10) }},
+	{name: "total keys", value: func(r *EtcdSnapshotStatus) string { return strconv.Itoa(r.TotalKey) }},
+	{name: "total size", value: func(r *EtcdSnapshotStatus) string { return humanBytes(r.TotalSize) }},
+	{name: "version", value: func(r *EtcdSnapshotStatus) string { return r.Version }},
+}
+
+// humanBytes writes a size as etcdutl does (go-humanize's Bytes): SI units, one decimal below
+// ten, none above ("8.2 kB", "25 kB"), and plain bytes below ten.
+func humanBytes(n int64) string {
+	if n < 10 {
+		return fmt.Sprintf("%d B", n)
+	}
+	units := []string{"B", "kB", "MB", "GB", "TB", "PB", "EB"}
+	e := int(math.Floor(math.Log(float64(n)) / math.Log(1000)))
+	val := math.Floor(float64(n)/math.Pow(1000, float64(e))*10+0.5) / 10
+	if val < 10 {
+		return fmt.Sprintf("%.1f %s", val, units[e])
+	}
+	return fmt.Sprintf("%.0f %s", val, units[e])
+}
+
 func simpleSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
 	var b bytes.Buffer
+	if r.Etcd != nil {
+		simpleLine(&b, etcdSnapshotColumns, r.Etcd)
+		return flush(w, &b)
+	}
 	keyValues(&b, snapshotColumns, r)
 	// The member lines are member list's, so the same parsing reads both.
 	for _, m := range r.Members {
@@ -83,6 +127,10 @@ func simpleSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
 // tableSnapshotStatus draws a table of the fields, a blank line, and a table of the members.
 func tableSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
 	var b bytes.Buffer
+	if r.Etcd != nil {
+		table(&b, etcdSnapshotColumns, []*EtcdSnapshotStatus{r.Etcd})
+		return flush(w, &b)
+	}
 	table(&b, snapshotColumns, []*SnapshotStatusResult{r})
 	b.WriteByte('\n')
 	table(&b, fileMemberColumns, r.Members)
@@ -135,7 +183,20 @@ func jsonSaved(w io.Writer, r *client.SnapshotResult) error {
 		ClusterID: client.FormatID(r.Header.ClusterID), MemberID: client.FormatID(r.Header.MemberID)})
 }
 
+// etcdSnapshotStatusJSON is etcdutl's snapshot.Status as it marshals it.
+type etcdSnapshotStatusJSON struct {
+	Hash      uint32 `json:"hash"`
+	Revision  int64  `json:"revision"`
+	TotalKey  int    `json:"totalKey"`
+	TotalSize int64  `json:"totalSize"`
+	Version   string `json:"version"`
+}
+
 func jsonSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
+	if e := r.Etcd; e != nil {
+		return writeJSON(w, etcdSnapshotStatusJSON{Hash: e.Hash, Revision: e.Revision, TotalKey: e.TotalKey,
+			TotalSize: e.TotalSize, Version: e.Version})
+	}
 	return writeJSON(w, snapshotStatusJSON{ClusterID: client.FormatID(r.ClusterID), MemberID: client.FormatID(r.MemberID),
 		AppliedIndex: r.Applied, TotalSize: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
 }

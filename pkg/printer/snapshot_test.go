@@ -29,6 +29,11 @@ func TestGoldenSnapshot(t *testing.T) {
 				Applied: 1207, Size: 20512, Checksum: "444eabbdad684098b29254de0ee40a994b1002e30f016b89c4592094957c8109",
 				Members: snapshotMembers()})
 		}},
+		// etcdutl 3.7's output for pkg/datadir/testdata/etcd-3.7.1.db.
+		{"snapshot_status_etcd", SnapshotStatus, func(p Printer, b *bytes.Buffer) error {
+			return p.SnapshotStatus(b, &SnapshotStatusResult{Etcd: &EtcdSnapshotStatus{Hash: 3626235757, Revision: 5,
+				TotalKey: 2, TotalSize: 24576, Version: "3.7.0"}})
+		}},
 		{"snapshot_restore", SnapshotRestore, func(p Printer, b *bytes.Buffer) error {
 			return p.SnapshotRestore(b, &RestoreResult{Path: "/backup/infra.db", DataDir: "/var/lib/clusterd/new0", Name: "new0",
 				MemberID: 0x1c6b2b2e0e2a1f3d, ClusterID: 0x5e0e7cbb1a2b3c4d, Members: []client.Member{
@@ -68,5 +73,15 @@ func TestSnapshotFormats(t *testing.T) {
 	p, _ := New(Table)
 	if err := p.SnapshotSave(&bytes.Buffer{}, &client.SnapshotResult{}); err == nil {
 		t.Error("table printed snapshot save")
+	}
+}
+
+// humanBytes is go-humanize's Bytes, which etcdutl prints sizes with.
+func TestHumanBytes(t *testing.T) {
+	for n, want := range map[int64]string{0: "0 B", 9: "9 B", 10: "10 B", 999: "999 B", 1000: "1.0 kB",
+		8192: "8.2 kB", 9999: "10 kB", 24576: "25 kB", 2_100_000: "2.1 MB", 94_371_840: "94 MB", 1 << 40: "1.1 TB"} {
+		if got := humanBytes(n); got != want {
+			t.Errorf("humanBytes(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -31,6 +31,8 @@ const (
 	exitPermissionDenied = 21
 	exitAuthFailed       = 22
 	exitAuthRequired     = 23
+	exitTimedOut         = 24
+	exitInUse            = 25
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -70,9 +72,10 @@ var serverExits = []struct {
 	{client.ErrUserNotFound, exitAuthRequired},
 }
 
-// argumentError reports whether err is package datadir refusing what the command line asked: a
-// snapshot file that is not there, a data directory in use, a token or an --initial-cluster that
-// does not fit. Nothing was written.
+// argumentError reports whether err refuses what the command line asked: a snapshot file that is
+// not there or cannot be created where it was asked for, an etcd snapshot given to restore, a
+// data directory in use, a token or an --initial-cluster that does not fit, an endpoint that is a
+// peer URL. Nothing was written or changed.
 func argumentError(err error) bool {
 	var (
 		noFile   *datadir.NoSnapshotFileError
@@ -80,9 +83,13 @@ func argumentError(err error) bool {
 		clash    *datadir.TokenClashError
 		noName   *datadir.NameNotInClusterError
 		mismatch *datadir.PeerURLsMismatchError
+		etcd     *datadir.EtcdSnapshotError
+		peer     *client.PeerEndpointError
+		file     *client.SnapshotFileError
 	)
 	return errors.As(err, &noFile) || errors.As(err, &notEmpty) || errors.As(err, &clash) ||
-		errors.As(err, &noName) || errors.As(err, &mismatch)
+		errors.As(err, &noName) || errors.As(err, &mismatch) || errors.As(err, &etcd) || errors.As(err, &peer) ||
+		errors.As(err, &file)
 }
 
 // exitCode is the code err ends the process with.
@@ -97,6 +104,10 @@ func exitCode(err error) int {
 		interrupted *interruptedError
 		tlsErr      *clienttls.Error
 		tlsArg      *clienttls.ArgError
+		timedOut    *client.TimeoutError
+		content     *datadir.SnapshotContentError
+		restoring   *datadir.RestoreInProgressError
+		saving      *client.SaveInProgressError
 	)
 	switch {
 	case err == nil:
@@ -111,6 +122,11 @@ func exitCode(err error) int {
 		return exitTLS
 	case errors.As(err, &connect):
 		return exitCannotConnect
+	case errors.As(err, &timedOut):
+		// A read unanswered, or a change not sent: nothing changed, unlike 14.
+		return exitTimedOut
+	case errors.As(err, &restoring), errors.As(err, &saving):
+		return exitInUse
 	case errors.As(err, &unknown):
 		// Before the server errors: a timed-out change wraps the server's timeout answer.
 		return exitOutcomeUnknown
@@ -122,7 +138,7 @@ func exitCode(err error) int {
 		return exitAmbiguousName
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
-	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum):
+	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum), errors.As(err, &content):
 		return exitCorruptSnapshot
 	}
 	for _, s := range serverExits {

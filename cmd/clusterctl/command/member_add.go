@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
 )
@@ -58,10 +59,14 @@ func (o *memberAddOptions) validate(args []string) error {
 		return tooManyArgs(args[1:])
 	}
 	o.Name = args[0]
-	// The name travels as gRPC metadata, which carries printable ASCII only, and lands in
-	// ETCD_INITIAL_CLUSTER, where "," and "=" separate members.
-	if strings.ContainsFunc(o.Name, func(r rune) bool { return r < ' ' || r > '~' || r == ',' || r == '=' }) {
-		return fmt.Errorf("member name %q: only printable ASCII other than \",\" and \"=\" is allowed", o.Name)
+	// The one rule for names, clusterd's too: a name it would refuse is refused before sending.
+	if err := membership.ValidateName(o.Name); err != nil {
+		return err
+	}
+	// Beyond the rule, the wire: the name travels as gRPC metadata, which carries printable
+	// ASCII only.
+	if strings.ContainsFunc(o.Name, func(r rune) bool { return r < ' ' || r > '~' }) {
+		return fmt.Errorf("member name %q: clusterctl sends the name as gRPC metadata, which carries printable ASCII only", o.Name)
 	}
 	var err error
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {

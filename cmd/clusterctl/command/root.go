@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -176,12 +178,37 @@ func loadSettings(flags *pflag.FlagSet) (*viper.Viper, error) {
 		return nil, err
 	}
 	if path := v.GetString("config-file"); path != "" {
+		if err := checkConfigFile(path); err != nil {
+			return nil, &usageError{err}
+		}
 		v.SetConfigFile(path)
 		if err := v.ReadInConfig(); err != nil {
 			return nil, &usageError{fmt.Errorf("config file %s: %w", path, err)}
 		}
 	}
 	return v, nil
+}
+
+// configTypes are the config file types, by extension, in the order messages name them.
+var configTypes = []string{"yaml", "yml", "json", "toml"}
+
+// checkConfigFile says what is wrong with a config file before viper reads it: viper answers a
+// missing file without an extension with `Unsupported Config Type ""`.
+func checkConfigFile(path string) error {
+	fi, err := os.Stat(path)
+	switch {
+	case errors.Is(err, os.ErrNotExist):
+		return fmt.Errorf("config file %s does not exist", path)
+	case err != nil:
+		return fmt.Errorf("config file %s: %w", path, err)
+	case fi.IsDir():
+		return fmt.Errorf("config file %s is a directory", path)
+	}
+	ext := strings.TrimPrefix(filepath.Ext(path), ".")
+	if !slices.Contains(configTypes, ext) {
+		return fmt.Errorf("config file %s: unknown type %q, from its extension; supported: .%s", path, ext, strings.Join(configTypes, ", ."))
+	}
+	return nil
 }
 
 // settle checks the global settings and makes Client. The durations and the format are checked

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"syscall"
 
 	"github.com/clusterctl/clusterctl/pkg/printer"
@@ -24,8 +25,12 @@ func newSnapshotSaveCmd(g *Globals) *cobra.Command {
 		Long: `Stream a consistent snapshot from the first endpoint that answers into FILE. The bytes go to
 FILE.part beside FILE; FILE appears only once the snapshot's SHA-256 matched and it was synced.
 A failed or interrupted save (SIGINT, SIGTERM, --command-timeout) removes FILE.part and leaves no
-FILE; a signal ends it with the shell's code for that signal (130, 143). An existing FILE is
-refused before anything is sent.`,
+FILE; a signal ends it with the shell's code for that signal (130, 143). An existing FILE, or a
+directory that is not there, is refused before anything is sent (exit 128).
+
+A save holds a lock on FILE.part while it writes. A FILE.part left by a save that was killed
+(kill -9, a power cut) holds no lock: the next save into FILE takes it over and succeeds. One that
+another running save holds is refused (exit 25), naming it.`,
 		Example: `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 snapshot save backup.db`,
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
@@ -40,9 +45,18 @@ func (o *snapshotSaveOptions) validate(args []string) error {
 	return o.Printer.Check(printer.SnapshotSave)
 }
 
+func isDir(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.IsDir()
+}
+
 func (o *snapshotSaveOptions) run(ctx context.Context) error {
 	if _, err := os.Lstat(o.Path); err == nil {
 		return &usageError{fmt.Errorf("%s already exists: choose another file, or remove it first", o.Path)}
+	}
+	// A file that cannot be written is the command line's to fix, found before anything is sent.
+	if dir := filepath.Dir(o.Path); !isDir(dir) {
+		return &usageError{fmt.Errorf("cannot save %s: directory %s does not exist", o.Path, dir)}
 	}
 	c, err := o.Client()
 	if err != nil {

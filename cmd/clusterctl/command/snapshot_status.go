@@ -19,7 +19,11 @@ func newSnapshotStatusCmd(g *Globals) *cobra.Command {
 		Use:   "status FILE",
 		Short: "Show what a snapshot file holds",
 		Long: `Check a snapshot file's SHA-256 and print what it holds: the cluster ID, the member it was
-taken from, its applied raft index, its size, its SHA-256 and its members. Offline: nothing is sent.`,
+taken from, its applied raft index, its size, its SHA-256 and its members. Offline: nothing is sent.
+
+A snapshot taken from etcd (by clusterctl or etcdctl snapshot save) holds etcd's key space rather
+than a membership: it is shown as etcdutl snapshot status shows it, in every format (hash,
+revision, total keys, total size, version).`,
 		Example: `  clusterctl snapshot status backup.db -w table`,
 		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
@@ -36,10 +40,15 @@ func (o *snapshotStatusOptions) validate(args []string) error {
 
 // run reads the file offline: it never calls Client, so no client setting can fail it.
 func (o *snapshotStatusOptions) run(context.Context) error {
-	info, err := datadir.ReadSnapshot(o.Path)
+	st, err := datadir.ReadStatus(o.Path)
 	if err != nil {
 		return err
 	}
+	if e := st.Etcd; e != nil {
+		return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{Etcd: &printer.EtcdSnapshotStatus{
+			Hash: e.Hash, Revision: e.Revision, TotalKey: e.TotalKey, TotalSize: e.TotalSize, Version: e.Version}})
+	}
+	info := st.Clusterd
 	return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{
 		ClusterID: uint64(info.ClusterID), MemberID: uint64(info.MemberID), Applied: info.Applied,
 		Size: info.Size, Checksum: info.Checksum, Members: members(info.Cluster),

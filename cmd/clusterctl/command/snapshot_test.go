@@ -1,11 +1,14 @@
 package command
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -340,5 +343,135 @@ func TestSnapshotSaveInterruptedBySignal(t *testing.T) {
 		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Errorf("%s: %v, want it gone", p, err)
 		}
+	}
+}
+
+// A save killed with SIGKILL cannot clean up: it leaves FILE.part. While a save runs, a second
+// one into the same FILE is refused naming FILE.part (exit 25); once it is dead, the next save
+// takes the leftover over and succeeds.
+func TestSnapshotSaveAfterSIGKILL(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &stallingMaintenance{sent: make(chan struct{})}
+	s := grpc.NewServer()
+	pb.RegisterMaintenanceServer(s, m)
+	go s.Serve(l)
+	defer s.Stop()
+
+	path := filepath.Join(t.TempDir(), "backup.db")
+	part := path + ".part"
+	save := exec.Command(os.Args[0], "--endpoints="+l.Addr().String(), "snapshot", "save", path)
+	save.Env = append(os.Environ(), beClusterctl+"=1")
+	if err := save.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer save.Process.Kill()
+	select {
+	case <-m.sent:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the save did not start streaming")
+	}
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		if fi, err := os.Stat(part); err != nil || fi.Size() == 0 {
+			return fmt.Errorf("%s: %v", part, err)
+		}
+		return nil
+	})
+
+	ms := servertest.Start(t, 1, nil)
+	ep := "--endpoints=" + ms[0].ClientAddr()
+	_, errOut, code := runArgs(ep, "snapshot", "save", path)
+	if code != exitInUse || !strings.Contains(errOut, part) || !strings.Contains(errOut, "another snapshot save") {
+		t.Errorf("save while another runs: exit %d, %s", code, errOut)
+	}
+	if fi, err := os.Stat(part); err != nil || fi.Size() == 0 {
+		t.Errorf("the running save's %s was touched: %v", part, err)
+	}
+
+	if err := save.Process.Signal(syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	save.Wait()
+	if _, err := os.Stat(part); err != nil {
+		t.Fatalf("SIGKILL left no %s (%v): the test proves nothing", part, err)
+	}
+	out, errOut, code := runArgs(ep, "snapshot", "save", path)
+	if code != exitOK || out != "Snapshot saved at "+path+"\n" {
+		t.Fatalf("retry: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Lstat(part); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("%s left after the retry: %v", part, err)
+	}
+	if _, _, code := runArgs("snapshot", "status", path); code != exitOK {
+		t.Errorf("the retried snapshot does not read back: exit %d", code)
+	}
+}
+
+// A file that cannot be created is the command line's fault, found before anything is sent.
+func TestSnapshotSaveIntoMissingDirectory(t *testing.T) {
+	addr, conns := listener(t)
+	path := filepath.Join(t.TempDir(), "nonexistent", "x.db")
+	_, errOut, code := runArgs("--endpoints="+addr, "snapshot", "save", path)
+	want := "Error: cannot save " + path + ": directory " + filepath.Dir(path) + " does not exist\n"
+	if code != exitBadArgs || errOut != want {
+		t.Errorf("exit %d, %q; want 128, %q", code, errOut, want)
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("%d connections made", n)
+	}
+}
+
+// etcdSnapshot is a real etcd 3.7.1 snapshot, taken with etcdctl snapshot save.
+const etcdSnapshot = "../../../pkg/datadir/testdata/etcd-3.7.1.db"
+
+// A snapshot taken from etcd is shown as etcdutl 3.7 shows it, in every format, and refused by
+// restore in one line that says what restores it.
+func TestSnapshotFromEtcd(t *testing.T) {
+	for _, tc := range []struct{ format, want string }{
+		{"simple", "d823f76d, 5, 2, 25 kB, 3.7.0\n"},
+		{"json", `{"hash":3626235757,"revision":5,"totalKey":2,"totalSize":24576,"version":"3.7.0"}` + "\n"},
+		{"table", `+----------+----------+------------+------------+---------+
+|   HASH   | REVISION | TOTAL KEYS | TOTAL SIZE | VERSION |
++----------+----------+------------+------------+---------+
+| d823f76d |        5 |          2 |      25 kB |   3.7.0 |
++----------+----------+------------+------------+---------+
+`},
+	} {
+		out, errOut, code := runArgs("-w", tc.format, "snapshot", "status", etcdSnapshot)
+		if code != exitOK || out != tc.want || errOut != "" {
+			t.Errorf("%s: exit %d\n%s%s\nwant\n%s", tc.format, code, out, errOut, tc.want)
+		}
+	}
+	dir := filepath.Join(t.TempDir(), "r0")
+	out, errOut, code := runArgs("snapshot", "restore", etcdSnapshot, "--data-dir="+dir, "--name=r0",
+		"--initial-cluster=r0=http://127.0.0.1:1", "--initial-advertise-peer-urls=http://127.0.0.1:1")
+	want := "Error: snapshot file " + etcdSnapshot + " was taken from etcd: clusterctl restores clusterd snapshots; restore an etcd snapshot with etcdutl snapshot restore\n"
+	if code != exitBadArgs || out != "" || errOut != want {
+		t.Errorf("restore: exit %d\n%s%s", code, out, errOut)
+	}
+	if _, err := os.Lstat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("restore wrote %s", dir)
+	}
+}
+
+// A file whose checksum matches but which holds neither clusterd's nor etcd's database is a
+// corrupt snapshot (19), for status and restore alike.
+func TestSnapshotNeitherClusterdNorEtcd(t *testing.T) {
+	body := bytes.Repeat([]byte("not a database "), 1000)
+	sum := sha256.Sum256(body)
+	file := filepath.Join(t.TempDir(), "other.db")
+	if err := os.WriteFile(file, append(body, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if out, errOut, code := runArgs("snapshot", "status", file); code != exitCorruptSnapshot ||
+		!strings.HasPrefix(errOut, "Error: snapshot file "+file+" holds no usable clusterd or etcd database") {
+		t.Errorf("status: exit %d\n%s%s", code, out, errOut)
+	}
+	dir := filepath.Join(t.TempDir(), "r0")
+	if out, errOut, code := runArgs("snapshot", "restore", file, "--data-dir="+dir, "--name=r0",
+		"--initial-cluster=r0=http://127.0.0.1:1", "--initial-advertise-peer-urls=http://127.0.0.1:1"); code != exitCorruptSnapshot {
+		t.Errorf("restore: exit %d\n%s%s", code, out, errOut)
 	}
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -52,8 +53,20 @@ func TestMemberAddValidate(t *testing.T) {
 		{"no port", []string{"infra6"}, "http://127.0.0.1", printer.Simple, `URL address does not have the form "host:port": http://127.0.0.1`},
 		{"path", []string{"infra6"}, "http://127.0.0.1:2380/x", printer.Simple, "URL must not contain a path: http://127.0.0.1:2380/x"},
 		{"second URL bad", []string{"infra6"}, "http://a:1,b:2", printer.Simple, "URL scheme must be http, https, unix, or unixs: b:2"},
-		{"comma in name", []string{"a,b"}, "http://a:1", printer.Simple, `member name "a,b": only printable ASCII other than "," and "=" is allowed`},
-		{"non-ASCII name", []string{"nœud"}, "http://a:1", printer.Simple, `member name "nœud": only printable ASCII other than "," and "=" is allowed`},
+		{"comma in name", []string{"a,b"}, "http://a:1", printer.Simple, `member name "a,b" must not contain ',' or '=', which separate --initial-cluster's entries`},
+		{"equals in name", []string{"a=b"}, "http://a:1", printer.Simple, `member name "a=b" must not contain ',' or '=', which separate --initial-cluster's entries`},
+		{"leading space", []string{" infra3"}, "http://a:1", printer.Simple, `member name " infra3" must not begin or end with white space`},
+		{"trailing space", []string{"infra3 "}, "http://a:1", printer.Simple, `member name "infra3 " must not begin or end with white space`},
+		{"only spaces", []string{"   "}, "http://a:1", printer.Simple, `member name "   " is only white space`},
+		{"too long", []string{strings.Repeat("n", 100000)}, "http://a:1", printer.Simple, "member name is 100000 bytes long; at most 253 are allowed"},
+		{"space inside", []string{"rack 3 node"}, "http://a:1", printer.Simple, ""},
+		{"odd but valid", []string{`a"b$c\d#e'f`}, "http://a:1", printer.Simple, ""},
+		{"non-ASCII name", []string{"nœud"}, "http://a:1", printer.Simple, `member name "nœud": clusterctl sends the name as gRPC metadata, which carries printable ASCII only`},
+		// URLs: the validator's one-line messages (membership.ValidateURL), for add and update.
+		{"port 0", []string{"infra6"}, "http://10.0.0.1:0", printer.Simple, "URL port must be a number from 1 to 65535 without leading zeros: http://10.0.0.1:0"},
+		{"port 99999", []string{"infra6"}, "http://10.0.0.1:99999", printer.Simple, "URL port must be a number from 1 to 65535 without leading zeros: http://10.0.0.1:99999"},
+		{"empty host", []string{"infra6"}, "http://:2380", printer.Simple, "URL host must not be empty: http://:2380"},
+		{"leading zero port", []string{"infra6"}, "http://10.0.0.1:02380", printer.Simple, "URL port must be a number from 1 to 65535 without leading zeros: http://10.0.0.1:02380"},
 		{"table refused", []string{"infra3"}, "http://a:1", printer.Table,
 			`output format "table" is not supported by member add (supported: simple, json, env)`},
 	}
@@ -99,6 +112,10 @@ func TestMemberUpdateValidate(t *testing.T) {
 		{"no URLs", []string{"infra0"}, "", "member peer urls not provided"},
 		{"URL as argument", []string{"infra0", "http://a:1"}, "", "too many arguments, did you mean --peer-urls=http://a:1"},
 		{"bad URL", []string{"infra0"}, "http://a", `URL address does not have the form "host:port": http://a`},
+		{"port 0", []string{"infra0"}, "http://a:0", "URL port must be a number from 1 to 65535 without leading zeros: http://a:0"},
+		{"port 99999", []string{"infra0"}, "http://a:99999", "URL port must be a number from 1 to 65535 without leading zeros: http://a:99999"},
+		{"empty host", []string{"infra0"}, "http://:2380", "URL host must not be empty: http://:2380"},
+		{"leading zero port", []string{"infra0"}, "http://a:02380", "URL port must be a number from 1 to 65535 without leading zeros: http://a:02380"},
 	}
 	for _, tt := range tests {
 		o := &memberUpdateOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, printer.Simple), kind: printer.MemberUpdate}, PeerURLsFlag: tt.urls}
