@@ -205,3 +205,23 @@ func (a *moveLeaderAnswer) unmarshal(b []byte) error {
 		return nil
 	})
 }
+
+// GivenEndpoints are the endpoints as given, scheme included, in order of preference.
+func (c *Client) GivenEndpoints() []string {
+	out := make([]string, len(c.dialed))
+	for i, d := range c.dialed {
+		out[i] = d.Endpoint
+	}
+	return out
+}
+
+// LocalMemberList is a serializable member list without MemberList's extra request for the
+// leader: the members as the first member that answers has applied them, also without a leader,
+// which is what a command that asks every member itself needs.
+func (c *Client) LocalMemberList(ctx context.Context) ([]Member, error) {
+	r, _, err := c.list(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.Members, nil
+}

@@ -31,6 +31,10 @@ const (
 	exitPermissionDenied = 21
 	exitAuthFailed       = 22
 	exitAuthRequired     = 23
+	exitNoAnswer         = 25
+	exitUnhealthy        = 26
+	exitBadTransferee    = 27
+	exitNotLeader        = 28
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -68,6 +72,8 @@ var serverExits = []struct {
 	{client.ErrAuthFailed, exitAuthFailed},
 	{client.ErrUserEmpty, exitAuthRequired},
 	{client.ErrUserNotFound, exitAuthRequired},
+	{client.ErrBadLeaderTransferee, exitBadTransferee},
+	{client.ErrNotLeader, exitNotLeader},
 }
 
 // argumentError reports whether err is package datadir refusing what the command line asked: a
@@ -97,6 +103,7 @@ func exitCode(err error) int {
 		interrupted *interruptedError
 		tlsErr      *clienttls.Error
 		tlsArg      *clienttls.ArgError
+		endpoints   *endpointsError
 	)
 	switch {
 	case err == nil:
@@ -122,6 +129,10 @@ func exitCode(err error) int {
 		return exitAmbiguousName
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &endpoints) && endpoints.unhealthy:
+		return exitUnhealthy
+	case errors.As(err, &endpoints):
+		return exitNoAnswer
 	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum):
 		return exitCorruptSnapshot
 	}
