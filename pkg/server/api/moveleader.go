@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"errors"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 
@@ -23,7 +24,7 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 		return nil, rpcerr.Status(err)
 	}
 	if to != n.ID() {
-		ctx, cancel := s.withTimeout(ctx)
+		ctx, cancel := transferTimeout(s.withTimeout(ctx))
 		defer cancel()
 		if err := n.TransferLeadership(ctx, to); err != nil {
 			if errors.Is(err, raftnode.ErrTimeout) || ctx.Err() != nil {
@@ -33,6 +34,15 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 		}
 	}
 	return &pb.MoveLeaderResponse{Header: s.header()}, nil
+}
+
+// transferTimeout leaves the caller a quarter of its time to receive the answer, so that a
+// transfer that does not finish is answered ErrLeaderTransferTimedOut rather than left to the
+// caller's deadline.
+func transferTimeout(ctx context.Context, cancel context.CancelFunc) (context.Context, context.CancelFunc) {
+	d, _ := ctx.Deadline()
+	tctx, tcancel := context.WithTimeout(ctx, time.Until(d)*3/4)
+	return tctx, func() { tcancel(); cancel() }
 }
 
 // checkTransferee refuses a transfer this member cannot make: it does not lead, or to cannot
