@@ -15,7 +15,10 @@ BIN := bin
 # size, and about a tenth of a short clusterctl run. tests/bench builds with these flags and tags,
 # the other tests with these tags (tests/internal/cluster.BuildTags).
 TAGS := grpcnotrace
-BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w
+# VERSION is what `clusterctl version` and `clusterd --version` print (pkg/version); a plain
+# `go build` prints the VCS revision instead.
+VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
+BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w\ -X\ github.com/clusterctl/clusterctl/pkg/version.Version=$(VERSION)
 
 .PHONY: build run test check unit race bench chaos clean man
 

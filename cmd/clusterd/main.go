@@ -37,6 +37,10 @@ const (
 func main() { os.Exit(run(os.Args[1:], os.Stderr)) }
 
 func run(args []string, stderr io.Writer) int {
+	if versionAsked(args) {
+		printVersion(os.Stdout)
+		return exitOK
+	}
 	cfg, err := parse(args, stderr)
 	if errors.Is(err, pflag.ErrHelp) {
 		return exitOK

@@ -22,6 +22,7 @@ const (
 	methodMemberPromote = "/etcdserverpb.Cluster/MemberPromote"
 	methodStatus        = "/etcdserverpb.Maintenance/Status"
 	methodAuthenticate  = "/etcdserverpb.Auth/Authenticate"
+	methodMoveLeader    = "/etcdserverpb.Maintenance/MoveLeader"
 )
 
 // request is a message sent: its wire encoding.
@@ -169,13 +170,19 @@ func (m *Member) unmarshal(b []byte) error {
 	})
 }
 
-// statusAnswer is the part of StatusResponse used: {header = 1, leader = 4, raftIndex = 5,
-// raftAppliedIndex = 7}.
+// statusAnswer is StatusResponse{header = 1, version = 2, dbSize = 3, leader = 4, raftIndex = 5,
+// raftTerm = 6, raftAppliedIndex = 7, errors = 8, dbSizeInUse = 9, isLearner = 10}.
 type statusAnswer struct {
 	Header           Header
+	Version          string
+	DBSize           int64
 	Leader           uint64
 	RaftIndex        uint64
+	RaftTerm         uint64
 	RaftAppliedIndex uint64
+	Errors           []string
+	DBSizeInUse      int64
+	IsLearner        bool
 }
 
 func (s *statusAnswer) unmarshal(b []byte) error {
@@ -183,13 +190,25 @@ func (s *statusAnswer) unmarshal(b []byte) error {
 		switch {
 		case f.num == 1 && f.typ == protowire.BytesType:
 			return s.Header.unmarshal(f.bytes)
+		case f.num == 2 && f.typ == protowire.BytesType:
+			s.Version = string(f.bytes)
+		case f.num == 8 && f.typ == protowire.BytesType:
+			s.Errors = append(s.Errors, string(f.bytes))
 		case f.typ != protowire.VarintType:
+		case f.num == 3:
+			s.DBSize = int64(f.varint)
 		case f.num == 4:
 			s.Leader = f.varint
 		case f.num == 5:
 			s.RaftIndex = f.varint
+		case f.num == 6:
+			s.RaftTerm = f.varint
 		case f.num == 7:
 			s.RaftAppliedIndex = f.varint
+		case f.num == 9:
+			s.DBSizeInUse = int64(f.varint)
+		case f.num == 10:
+			s.IsLearner = protowire.DecodeBool(f.varint)
 		}
 		return nil
 	})

@@ -88,7 +88,7 @@ func TestStatusDecodesFromEtcdMessage(t *testing.T) {
 	b, err := proto.Marshal(&pb.StatusResponse{
 		Header: pbHeader, Version: "3.7.1", DbSize: 1 << 20, Leader: 0x77f41cbd71028a3a,
 		RaftIndex: 1200, RaftTerm: 3, RaftAppliedIndex: 1100, Errors: []string{"x"}, IsLearner: true,
-		StorageVersion: "3.7.0", DowngradeInfo: &pb.DowngradeInfo{Enabled: true, TargetVersion: "3.6"},
+		DbSizeInUse: 1 << 19, StorageVersion: "3.7.0", DowngradeInfo: &pb.DowngradeInfo{Enabled: true, TargetVersion: "3.6"},
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -97,8 +97,9 @@ func TestStatusDecodesFromEtcdMessage(t *testing.T) {
 	if err := s.unmarshal(b); err != nil {
 		t.Fatal(err)
 	}
-	want := statusAnswer{Header: wantHeader, Leader: 0x77f41cbd71028a3a, RaftIndex: 1200, RaftAppliedIndex: 1100}
-	if s != want {
+	want := statusAnswer{Header: wantHeader, Version: "3.7.1", DBSize: 1 << 20, Leader: 0x77f41cbd71028a3a,
+		RaftIndex: 1200, RaftTerm: 3, RaftAppliedIndex: 1100, Errors: []string{"x"}, DBSizeInUse: 1 << 19, IsLearner: true}
+	if !reflect.DeepEqual(s, want) {
 		t.Errorf("decoded %+v, want %+v", s, want)
 	}
 }

@@ -63,6 +63,11 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.logf("endpoint status --cluster: %d runs (+%d warm-up) per CLI", b.opt.listRuns, b.opt.warmup)
+	statuses, err := b.endpointStatusRuns(ctx, boot[0].ClientAddr)
+	if err != nil {
+		return err
+	}
 	b.logf("member list peak RSS: %d runs (+%d warm-up) per program", b.opt.rssRuns, b.opt.warmup)
 	peaks, err := b.peakRuns(ctx, tools)
 	if err != nil {
@@ -140,7 +145,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, statuses: statuses, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
 	})
 	return nil

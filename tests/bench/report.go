@@ -154,7 +154,8 @@ func device(dir string) string {
 // figures are the raw measurements of one run.
 type figures struct {
 	lists    map[string][]runResult
-	peaks    map[string]samples // peak RSS of member list processes, MiB
+	statuses map[string][]runResult // endpoint status --cluster
+	peaks    map[string]samples     // peak RSS of member list processes, MiB
 	inits    map[string]initProfile
 	pairs    map[string]samples
 	conf     map[route]samples
@@ -213,6 +214,7 @@ func (r *report) fill(f figures) {
 		cmp.Median, cmp.P99 = list.Median/e.Median, list.P99/e.P99
 		r.Rows = append(r.Rows, cmp)
 	}
+	r.fillEndpointStatus(f)
 	r.Rows = append(r.Rows,
 		stat("member_list_cpu", "clusterctl member list, CPU user+sys", "ms", pick(ctl, cpuOf), w, "report (etcdctl vs etcd: 12 ms)"),
 		stat("floor_cpu", "floor, CPU user+sys", "ms", pick(floor, cpuOf), w, "report"))

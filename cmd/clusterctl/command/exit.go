@@ -33,6 +33,10 @@ const (
 	exitAuthRequired     = 23
 	exitTimedOut         = 24
 	exitInUse            = 25
+	exitUnhealthy        = 26
+	exitBadTransferee    = 27
+	exitNotLeader        = 28
+	exitNoAnswer         = 29
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -70,6 +74,8 @@ var serverExits = []struct {
 	{client.ErrAuthFailed, exitAuthFailed},
 	{client.ErrUserEmpty, exitAuthRequired},
 	{client.ErrUserNotFound, exitAuthRequired},
+	{client.ErrBadLeaderTransferee, exitBadTransferee},
+	{client.ErrNotLeader, exitNotLeader},
 }
 
 // argumentError reports whether err refuses what the command line asked: a snapshot file that is
@@ -108,6 +114,7 @@ func exitCode(err error) int {
 		content     *datadir.SnapshotContentError
 		restoring   *datadir.RestoreInProgressError
 		saving      *client.SaveInProgressError
+		endpoints   *endpointsError
 	)
 	switch {
 	case err == nil:
@@ -138,6 +145,10 @@ func exitCode(err error) int {
 		return exitAmbiguousName
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &endpoints) && endpoints.unhealthy:
+		return exitUnhealthy
+	case errors.As(err, &endpoints):
+		return exitNoAnswer
 	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum), errors.As(err, &content):
 		return exitCorruptSnapshot
 	}

@@ -127,6 +127,8 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
 	f.String("password", "", "the password of --user (then --user is the whole name)")
 	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
 	root.AddCommand(newDiscoveryCmd(g))
+	root.AddCommand(newEndpointCmd(g), newMoveLeaderCmd(g), newVersionCmd(g))
+	registerCompletions(root)
 	return root
 }
 

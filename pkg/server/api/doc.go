@@ -1,4 +1,4 @@
-// Package api serves etcd's v3 gRPC Cluster service and Maintenance.Status on the client
+// Package api serves etcd's v3 gRPC Cluster service, Maintenance.Status, Snapshot and MoveLeader on the client
 // URLs, so that etcd's own clients work against clusterd unchanged.
 //
 // Invariants:

@@ -1,0 +1,227 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/codes"
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+)
+
+// The per-endpoint calls of endpoint status, endpoint health and move-leader: each endpoint is
+// dialed on its own, as etcdctl does, so that one member that does not answer is one row with
+// its error and never hides the others.
+
+// Status is one member's Maintenance.Status answer.
+type Status struct {
+	Header  Header
+	Version string
+	// DBSize and DBSizeInUse are the database file's size and the part of it in use, in bytes.
+	DBSize, DBSizeInUse int64
+	Leader              uint64
+	RaftTerm            uint64
+	// RaftIndex is the member's raft index (etcd's committed index, clusterd's last log index),
+	// RaftAppliedIndex the index it has applied.
+	RaftIndex, RaftAppliedIndex uint64
+	IsLearner                   bool
+	// Errors are the member's own alarms and conditions ("etcdserver: no leader").
+	Errors []string
+}
+
+// IsLeader reports whether the member that answered leads, by its own account.
+func (s *Status) IsLeader() bool { return s.Leader != 0 && s.Leader == s.Header.MemberID }
+
+// EndpointStatus is the status of one endpoint: Status when it answered, Err when it did not.
+type EndpointStatus struct {
+	Endpoint string
+	Status   *Status
+	Err      error
+}
+
+// EndpointHealth is the result of one endpoint's health check: Err says why it is unhealthy.
+type EndpointHealth struct {
+	Endpoint string
+	Took     time.Duration
+	Err      error
+}
+
+// Healthy reports whether the check passed.
+func (h EndpointHealth) Healthy() bool { return h.Err == nil }
+
+// sibling is a client of endpoint alone, with c's transport security and credentials. An
+// endpoint of the other kind than c's (https:// among http:// ones) is refused, as New refuses
+// such a list.
+func (c *Client) sibling(endpoint string) (*Client, error) {
+	first := c.dialed[0]
+	addr, secure, err := parseEndpoint(endpoint, first.TLS)
+	if err != nil {
+		return nil, err
+	}
+	if secure != first.TLS {
+		return nil, fmt.Errorf("endpoint %q: one uses TLS and %q does not; give endpoints of one kind", endpoint, first.Endpoint)
+	}
+	return &Client{
+		endpoints:   []string{addr},
+		dialed:      []clienttls.Dialed{{Endpoint: endpoint, TLS: secure, ClientCert: first.ClientCert}},
+		creds:       c.creds,
+		dialTimeout: c.dialTimeout,
+		username:    c.username,
+		password:    c.password,
+	}, nil
+}
+
+// onEach runs fn against every endpoint at once, each on its own connection and bounded by
+// timeout, and returns when all have finished.
+func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(context.Context, int, *Client) error) []error {
+	errs := make([]error, len(endpoints))
+	var wg sync.WaitGroup
+	for i, ep := range endpoints {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			one, err := c.sibling(ep)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			// The process usually ends right after; closing is for callers that go on.
+			defer one.Close()
+			ctx, cancel := context.WithTimeout(ctx, timeout)
+			defer cancel()
+			errs[i] = fn(ctx, i, one)
+		}()
+	}
+	wg.Wait()
+	return errs
+}
+
+// StatusOfEach asks every endpoint for its status, all at once, each within timeout.
+func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointStatus {
+	out := make([]EndpointStatus, len(endpoints))
+	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client) error {
+		st, err := one.status(ctx)
+		if err == nil {
+			out[i].Status = st.toStatus()
+		}
+		return err
+	})
+	for i, ep := range endpoints {
+		out[i].Endpoint, out[i].Err = ep, errs[i]
+	}
+	return out
+}
+
+// Status asks the first endpoint that answers for its status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
+	st, err := c.status(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return st.toStatus(), nil
+}
+
+func (a *statusAnswer) toStatus() *Status {
+	return &Status{
+		Header: a.Header, Version: a.Version, DBSize: a.DBSize, DBSizeInUse: a.DBSizeInUse,
+		Leader: a.Leader, RaftTerm: a.RaftTerm, RaftIndex: a.RaftIndex, RaftAppliedIndex: a.RaftAppliedIndex,
+		IsLearner: a.IsLearner, Errors: a.Errors,
+	}
+}
+
+// HealthOfEach checks every endpoint at once, each within timeout.
+func (c *Client) HealthOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointHealth {
+	out := make([]EndpointHealth, len(endpoints))
+	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client) error {
+		start := time.Now()
+		err := one.checkHealth(ctx)
+		out[i].Took = time.Since(start)
+		return err
+	})
+	for i, ep := range endpoints {
+		out[i].Endpoint, out[i].Err = ep, errs[i]
+	}
+	return out
+}
+
+// healthKey is the key etcdctl reads to check an endpoint's health.
+const healthKey = "health"
+
+// checkHealth proves that the member serves a linearizable read, which needs a leader and a
+// quorum: on etcd the read etcdctl makes (a linearizable get of "health", where a permission
+// denied answer still proves it, as etcdctl counts it); on clusterd, which has no KV service, a
+// linearizable member list.
+func (c *Client) checkHealth(ctx context.Context) error {
+	_, err := c.invoke(ctx, true, methodRange, rangeRequest(healthKey, ""), &rangeAnswer{})
+	var se *ServerError
+	switch {
+	case err == nil, errors.Is(err, ErrPermissionDenied):
+		return nil
+	case errors.As(err, &se) && se.Code == codes.Unimplemented:
+		_, _, err = c.list(ctx, true)
+		return err
+	}
+	return err
+}
+
+// The refusals of MoveLeader, under this package's names.
+var (
+	ErrNotLeader              = rpcerr.ErrNotLeader
+	ErrBadLeaderTransferee    = rpcerr.ErrBadLeaderTransferee
+	ErrLeaderTransferTimedOut = rpcerr.ErrLeaderTransferTimedOut
+)
+
+// MoveLeader asks the leader at endpoint leaderEndpoint to hand leadership to member target;
+// it answers once target leads.
+func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target uint64) (*Header, error) {
+	one, err := c.sibling(leaderEndpoint)
+	if err != nil {
+		return nil, err
+	}
+	defer one.Close()
+	var a moveLeaderAnswer
+	if _, err := one.invoke(ctx, false, methodMoveLeader, moveLeaderRequest(target), &a); err != nil {
+		return nil, err
+	}
+	return &a.Header, nil
+}
+
+// moveLeaderRequest is MoveLeaderRequest{targetID = 1}.
+func moveLeaderRequest(target uint64) request { return appendUint(nil, 1, target) }
+
+// moveLeaderAnswer is MoveLeaderResponse{header = 1}.
+type moveLeaderAnswer struct{ Header Header }
+
+func (a *moveLeaderAnswer) unmarshal(b []byte) error {
+	return eachField(b, func(f field) error {
+		if f.num == 1 && f.typ == protowire.BytesType {
+			return a.Header.unmarshal(f.bytes)
+		}
+		return nil
+	})
+}
+
+// GivenEndpoints are the endpoints as given, scheme included, in order of preference.
+func (c *Client) GivenEndpoints() []string {
+	out := make([]string, len(c.dialed))
+	for i, d := range c.dialed {
+		out[i] = d.Endpoint
+	}
+	return out
+}
+
+// LocalMemberList is a serializable member list without MemberList's extra request for the
+// leader: the members as the first member that answers has applied them, also without a leader,
+// which is what a command that asks every member itself needs.
+func (c *Client) LocalMemberList(ctx context.Context) ([]Member, error) {
+	r, _, err := c.list(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	return r.Members, nil
+}

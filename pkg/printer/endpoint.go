@@ -1,0 +1,286 @@
+package printer
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+// The maintenance commands' kinds: endpoint status and health, move-leader, version. Like the
+// discovery kinds they keep their rows here, beside kinds, and print without Printer fields.
+const (
+	EndpointStatus Kind = 200 + iota
+	EndpointHealth
+	MoveLeader
+	Version
+)
+
+var maintenanceKinds = map[Kind]struct {
+	name    string
+	formats []Format
+}{
+	EndpointStatus: {"endpoint status", []Format{Simple, Table, JSON}},
+	EndpointHealth: {"endpoint health", []Format{Simple, Table, JSON}},
+	MoveLeader:     {"move-leader", []Format{Simple, JSON}},
+	Version:        {"version", []Format{Simple, JSON}},
+}
+
+// CheckMaintenance refuses a format the maintenance kind k cannot print; a command calls it
+// before sending, as Check.
+func (p Printer) CheckMaintenance(k Kind) error {
+	row := maintenanceKinds[k]
+	if !slices.Contains(row.formats, p.format) {
+		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, row.name, join(row.formats))
+	}
+	return nil
+}
+
+// MaintenanceFormats returns the formats that can print the maintenance kind k.
+func MaintenanceFormats(k Kind) []Format { return slices.Clone(maintenanceKinds[k].formats) }
+
+// StatusRow is one endpoint of endpoint status: its answer or its error, the member's name, and
+// how far its raft index trails the leader's in the same round of calls.
+type StatusRow struct {
+	client.EndpointStatus
+	Name string
+	// Behind is the leader's raft index less this member's; BehindKnown is false when the
+	// member did not answer or the leader was not among those that did.
+	Behind      uint64
+	BehindKnown bool
+}
+
+func (r StatusRow) field(f func(*client.Status) string) string {
+	if r.Status == nil {
+		return ""
+	}
+	return f(r.Status)
+}
+
+// statusColumns are etcdctl's endpoint status columns it has a value for, with the name and the
+// lag after the ID and the errors last, where a failed call's reason goes.
+var statusColumns = []column[StatusRow]{
+	{name: "ENDPOINT", value: func(r StatusRow) string { return r.Endpoint }},
+	{name: "ID", value: func(r StatusRow) string {
+		return r.field(func(s *client.Status) string { return client.FormatID(s.Header.MemberID) })
+	}},
+	{name: "NAME", value: func(r StatusRow) string { return r.Name }},
+	{name: "VERSION", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return s.Version }) }},
+	{name: "DB SIZE", value: func(r StatusRow) string {
+		return r.field(func(s *client.Status) string { return humanBytes(s.DBSize) })
+	}},
+	{name: "IS LEADER", value: func(r StatusRow) string {
+		return r.field(func(s *client.Status) string { return strconv.FormatBool(s.IsLeader()) })
+	}},
+	{name: "IS LEARNER", value: func(r StatusRow) string {
+		return r.field(func(s *client.Status) string { return strconv.FormatBool(s.IsLearner) })
+	}},
+	{name: "RAFT TERM", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return uitoa(s.RaftTerm) }) }},
+	{name: "RAFT INDEX", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return uitoa(s.RaftIndex) }) }},
+	{name: "RAFT APPLIED INDEX", value: func(r StatusRow) string {
+		return r.field(func(s *client.Status) string { return uitoa(s.RaftAppliedIndex) })
+	}},
+	{name: "BEHIND LEADER", value: func(r StatusRow) string {
+		if !r.BehindKnown {
+			return ""
+		}
+		return uitoa(r.Behind)
+	}},
+	{name: "ERRORS", value: rowErrors},
+}
+
+func rowErrors(r StatusRow) string {
+	if r.Err != nil {
+		return oneLine(r.Err.Error())
+	}
+	return strings.Join(r.Status.Errors, ", ")
+}
+
+func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
+
+// oneLine keeps a reason on its row.
+func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
+
+// EndpointStatus prints one row an endpoint, in the order given.
+func (p Printer) EndpointStatus(w io.Writer, rows []StatusRow) error {
+	if err := p.CheckMaintenance(EndpointStatus); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	switch p.format {
+	case JSON:
+		return writeJSON(w, toStatusJSON(rows))
+	case Table:
+		table(&b, statusColumns, rows)
+	default:
+		for _, r := range rows {
+			simpleLine(&b, statusColumns, r)
+		}
+	}
+	return flush(w, &b)
+}
+
+// healthColumns are etcdctl's endpoint health table columns.
+var healthColumns = []column[client.EndpointHealth]{
+	{name: "ENDPOINT", value: func(h client.EndpointHealth) string { return h.Endpoint }},
+	{name: "HEALTH", value: func(h client.EndpointHealth) string { return strconv.FormatBool(h.Healthy()) }},
+	{name: "TOOK", value: func(h client.EndpointHealth) string { return took(h.Took) }},
+	{name: "ERROR", value: func(h client.EndpointHealth) string { return healthError(h) }},
+}
+
+func took(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
+
+func healthError(h client.EndpointHealth) string {
+	if h.Err == nil {
+		return ""
+	}
+	return oneLine(h.Err.Error())
+}
+
+// EndpointHealth prints one line an endpoint: in simple, etcdctl's sentences, all on stdout.
+func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
+	if err := p.CheckMaintenance(EndpointHealth); err != nil {
+		return err
+	}
+	var b bytes.Buffer
+	switch p.format {
+	case JSON:
+		out := make([]healthJSON, len(hs))
+		for i, h := range hs {
+			out[i] = healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: healthError(h)}
+		}
+		return writeJSON(w, out)
+	case Table:
+		table(&b, healthColumns, hs)
+	default:
+		for _, h := range hs {
+			if h.Healthy() {
+				fmt.Fprintf(&b, "%s is healthy: took = %s\n", h.Endpoint, took(h.Took))
+			} else {
+				fmt.Fprintf(&b, "%s is unhealthy: %s\n", h.Endpoint, healthError(h))
+			}
+		}
+	}
+	return flush(w, &b)
+}
+
+// LeaderMove is what move-leader did.
+type LeaderMove struct {
+	Header   client.Header
+	From, To uint64
+}
+
+// MoveLeader prints etcdctl's line, or the move as JSON.
+func (p Printer) MoveLeader(w io.Writer, m *LeaderMove) error {
+	if err := p.CheckMaintenance(MoveLeader); err != nil {
+		return err
+	}
+	if p.format == JSON {
+		return writeJSON(w, moveJSON{Header: toJSONHeader(m.Header), From: client.FormatID(m.From), To: client.FormatID(m.To)})
+	}
+	_, err := fmt.Fprintf(w, "Leadership transferred from %s to %s\n", client.FormatID(m.From), client.FormatID(m.To))
+	return err
+}
+
+// Versions is what version prints: the program's, the Go release it was built with, and the
+// server's when one answered (ServerErr says why not otherwise).
+type Versions struct {
+	Program, Name, Go string
+	Server            string
+	ServerErr         error
+}
+
+// Version prints the versions, one "what: version" line each in simple.
+func (p Printer) Version(w io.Writer, v *Versions) error {
+	if err := p.CheckMaintenance(Version); err != nil {
+		return err
+	}
+	serverErr := ""
+	if v.ServerErr != nil {
+		serverErr = oneLine(v.ServerErr.Error())
+	}
+	if p.format == JSON {
+		return writeJSON(w, versionJSON{Version: v.Program, Go: v.Go, Server: v.Server, ServerError: serverErr})
+	}
+	server := v.Server
+	if server == "" {
+		server = "unknown (" + serverErr + ")"
+	}
+	_, err := fmt.Fprintf(w, "%s version: %s\nGo version: %s\nserver version: %s\n", v.Name, v.Program, v.Go, server)
+	return err
+}
+
+// The JSON of the maintenance commands (docs/output.md). etcdctl's names where etcdctl has the
+// field; IDs as 16-hex-digit strings; clusterctl's own fields in lower camel case. Never rename
+// a field.
+
+type statusRowJSON struct {
+	Endpoint string      `json:"Endpoint"`
+	Status   *statusJSON `json:"Status"`
+	// name, behindLeader and error are clusterctl's own: BehindLeader is null when
+	// unknown, Error "" when the endpoint answered.
+	Name         string  `json:"name"`
+	BehindLeader *uint64 `json:"behindLeader"`
+	Error        string  `json:"error"`
+}
+
+type statusJSON struct {
+	Header           headerJSON `json:"header"`
+	Version          string     `json:"version"`
+	DBSize           int64      `json:"dbSize"`
+	Leader           string     `json:"leader"`
+	RaftIndex        uint64     `json:"raftIndex"`
+	RaftTerm         uint64     `json:"raftTerm"`
+	RaftAppliedIndex uint64     `json:"raftAppliedIndex"`
+	Errors           []string   `json:"errors"`
+	DBSizeInUse      int64      `json:"dbSizeInUse"`
+	IsLearner        bool       `json:"isLearner"`
+}
+
+func toStatusJSON(rows []StatusRow) []statusRowJSON {
+	out := make([]statusRowJSON, len(rows))
+	for i, r := range rows {
+		j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name}
+		if r.BehindKnown {
+			behind := r.Behind
+			j.BehindLeader = &behind
+		}
+		if r.Err != nil {
+			j.Error = oneLine(r.Err.Error())
+		}
+		if s := r.Status; s != nil {
+			j.Status = &statusJSON{
+				Header: toJSONHeader(s.Header), Version: s.Version, DBSize: s.DBSize, Leader: client.FormatID(s.Leader),
+				RaftIndex: s.RaftIndex, RaftTerm: s.RaftTerm, RaftAppliedIndex: s.RaftAppliedIndex,
+				Errors: nonNil(s.Errors), DBSizeInUse: s.DBSizeInUse, IsLearner: s.IsLearner,
+			}
+		}
+		out[i] = j
+	}
+	return out
+}
+
+type healthJSON struct {
+	Endpoint string `json:"endpoint"`
+	Health   bool   `json:"health"`
+	Took     string `json:"took"`
+	Error    string `json:"error"`
+}
+
+type moveJSON struct {
+	Header headerJSON `json:"header"`
+	From   string     `json:"from"`
+	To     string     `json:"to"`
+}
+
+type versionJSON struct {
+	Version     string `json:"version"`
+	Go          string `json:"goVersion"`
+	Server      string `json:"serverVersion"`
+	ServerError string `json:"serverError"`
+}

@@ -1,0 +1,76 @@
+package server_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
+
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+)
+
+func maintenance(t *testing.T, m *servertest.Member) pb.MaintenanceClient {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+m.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { conn.Close() })
+	return pb.NewMaintenanceClient(conn)
+}
+
+// MoveLeader answers once the target leads, with etcd's refusals otherwise: sent to a
+// follower, to an unknown member, to a learner, and to a member the leader no longer hears.
+func TestMoveLeader(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	leader, other, leaderID := leaderAndOther(t, ms)
+	r, err := servertest.List(other.Client(t), false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	otherID := r.GetHeader().GetMemberId()
+	move := func(m *servertest.Member, to uint64) error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := maintenance(t, m).MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: to})
+		return err
+	}
+	if got := message(move(other, leaderID)); got != "etcdserver: not leader" {
+		t.Errorf("sent to a follower: %q", got)
+	}
+	if got := message(move(leader, 0x1234)); got != "etcdserver: bad leader transferee" {
+		t.Errorf("to an unknown member: %q", got)
+	}
+	if err := move(leader, leaderID); err != nil {
+		t.Errorf("to the leader itself: %v", err)
+	}
+	if err := move(leader, otherID); err != nil {
+		t.Fatalf("to a voter: %v", err)
+	}
+	st, err := maintenance(t, other).Status(context.Background(), &pb.StatusRequest{})
+	if err != nil || st.Leader != otherID {
+		t.Fatalf("after the move %016x leads (%v), want %016x", st.GetLeader(), err, otherID)
+	}
+
+	_, learnerID := startLearner(t, ms, "l")
+	if got := message(move(other, learnerID)); got != "etcdserver: bad leader transferee" {
+		t.Errorf("to a learner: %q", got)
+	}
+	// The old leader stops: the new one no longer hears it within an election timeout.
+	if err := leader.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	servertest.Eventually(t, 10*time.Second, func() error {
+		if got := message(move(other, leaderID)); got != "etcdserver: bad leader transferee" {
+			return &refusal{got}
+		}
+		return nil
+	})
+}
+
+type refusal struct{ got string }
+
+func (r *refusal) Error() string { return "to a stopped member: " + r.got }
