@@ -118,10 +118,12 @@ func (e *PeerEndpointError) Error() string {
 	return fmt.Sprintf("endpoint %s has no etcd client service (%s): it looks like a peer URL; give the member's client URL (--advertise-client-urls) instead", e.Endpoint, e.Message)
 }
 
-// peerEndpoint reports whether se is grpc's answer for a service the server does not have, what
-// a member's peer port answers to the client API.
+// peerEndpoint reports whether se is grpc's answer for a service every member's client port has
+// (Cluster, Maintenance), which a member's peer port answers to the client API. A missing KV
+// service is no sign: clusterd serves membership only.
 func peerEndpoint(se *ServerError) bool {
-	return se.Code == codes.Unimplemented && strings.HasPrefix(se.Message, "unknown service etcdserverpb.")
+	return se.Code == codes.Unimplemented && (se.Message == "unknown service etcdserverpb.Cluster" ||
+		se.Message == "unknown service etcdserverpb.Maintenance")
 }
 
 // OutcomeUnknownError reports a membership change that was sent but not answered in time: it may
