@@ -4,41 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/registry"
 )
-
-// The discovery commands' kinds. They keep their rows in discoveryKinds, beside kinds, and
-// their printers here rather than as Printer fields.
-const (
-	DiscoveryNew Kind = 100 + iota
-	DiscoveryStatus
-)
-
-var discoveryKinds = map[Kind]struct {
-	name    string
-	formats []Format
-}{
-	DiscoveryNew:    {"discovery new", []Format{Simple, JSON, Env}},
-	DiscoveryStatus: {"discovery status", []Format{Simple, Table, JSON}},
-}
-
-// CheckDiscovery refuses a format the discovery kind k cannot print; a command calls it before
-// sending, as Check.
-func (p Printer) CheckDiscovery(k Kind) error {
-	row := discoveryKinds[k]
-	if !slices.Contains(row.formats, p.format) {
-		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, row.name, join(row.formats))
-	}
-	return nil
-}
-
-// DiscoveryFormats returns the formats that can print the discovery kind k.
-func DiscoveryFormats(k Kind) []Format { return slices.Clone(discoveryKinds[k].formats) }
 
 // NewToken is a token discovery new created.
 type NewToken struct {
@@ -57,7 +28,7 @@ type TokenStatus struct {
 // DiscoveryNew prints the token discovery new created: in simple the token alone, so that
 // TOKEN=$(clusterctl discovery new) works; in env the lines a member starts with.
 func (p Printer) DiscoveryNew(w io.Writer, r *NewToken) error {
-	if err := p.CheckDiscovery(DiscoveryNew); err != nil {
+	if err := p.Check(DiscoveryNew); err != nil {
 		return err
 	}
 	switch p.format {
@@ -92,7 +63,7 @@ func registrationID(r registry.Registration) string {
 
 // DiscoveryStatus prints the expected size and every registration, in the cluster's order.
 func (p Printer) DiscoveryStatus(w io.Writer, r *TokenStatus) error {
-	if err := p.CheckDiscovery(DiscoveryStatus); err != nil {
+	if err := p.Check(DiscoveryStatus); err != nil {
 		return err
 	}
 	var b bytes.Buffer

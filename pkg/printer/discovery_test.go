@@ -45,7 +45,7 @@ func TestDiscoveryGolden(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		for _, f := range DiscoveryFormats(tt.kind) {
+		for _, f := range Formats(tt.kind) {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {
@@ -63,7 +63,7 @@ func TestDiscoveryGolden(t *testing.T) {
 
 func TestDiscoveryRefusesFormatsBeforeSending(t *testing.T) {
 	p, _ := New(Table)
-	err := p.CheckDiscovery(DiscoveryNew)
+	err := p.Check(DiscoveryNew)
 	if err == nil || !strings.Contains(err.Error(), `output format "table" is not supported by discovery new (supported: simple, json, env)`) {
 		t.Errorf("table for discovery new: %v", err)
 	}

@@ -4,45 +4,12 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 )
-
-// The maintenance commands' kinds: endpoint status and health, move-leader, version. Like the
-// discovery kinds they keep their rows here, beside kinds, and print without Printer fields.
-const (
-	EndpointStatus Kind = 200 + iota
-	EndpointHealth
-	MoveLeader
-	Version
-)
-
-var maintenanceKinds = map[Kind]struct {
-	name    string
-	formats []Format
-}{
-	EndpointStatus: {"endpoint status", []Format{Simple, Table, JSON}},
-	EndpointHealth: {"endpoint health", []Format{Simple, Table, JSON}},
-	MoveLeader:     {"move-leader", []Format{Simple, JSON}},
-	Version:        {"version", []Format{Simple, JSON}},
-}
-
-// CheckMaintenance refuses a format the maintenance kind k cannot print; a command calls it
-// before sending, as Check.
-func (p Printer) CheckMaintenance(k Kind) error {
-	row := maintenanceKinds[k]
-	if !slices.Contains(row.formats, p.format) {
-		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, row.name, join(row.formats))
-	}
-	return nil
-}
-
-// MaintenanceFormats returns the formats that can print the maintenance kind k.
-func MaintenanceFormats(k Kind) []Format { return slices.Clone(maintenanceKinds[k].formats) }
 
 // StatusRow is one endpoint of endpoint status: its answer or its error, the member's name, and
 // how far its raft index trails the leader's in the same round of calls.
@@ -98,7 +65,7 @@ func rowErrors(r StatusRow) string {
 	if r.Err != nil {
 		return oneLine(r.Err.Error())
 	}
-	return strings.Join(r.Status.Errors, ", ")
+	return r.field(func(s *client.Status) string { return strings.Join(s.Errors, ", ") })
 }
 
 func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -108,7 +75,7 @@ func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
 // EndpointStatus prints one row an endpoint, in the order given.
 func (p Printer) EndpointStatus(w io.Writer, rows []StatusRow) error {
-	if err := p.CheckMaintenance(EndpointStatus); err != nil {
+	if err := p.Check(EndpointStatus); err != nil {
 		return err
 	}
 	var b bytes.Buffer
@@ -144,7 +111,7 @@ func healthError(h client.EndpointHealth) string {
 
 // EndpointHealth prints one line an endpoint: in simple, etcdctl's sentences, all on stdout.
 func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
-	if err := p.CheckMaintenance(EndpointHealth); err != nil {
+	if err := p.Check(EndpointHealth); err != nil {
 		return err
 	}
 	var b bytes.Buffer
@@ -177,7 +144,7 @@ type LeaderMove struct {
 
 // MoveLeader prints etcdctl's line, or the move as JSON.
 func (p Printer) MoveLeader(w io.Writer, m *LeaderMove) error {
-	if err := p.CheckMaintenance(MoveLeader); err != nil {
+	if err := p.Check(MoveLeader); err != nil {
 		return err
 	}
 	if p.format == JSON {
@@ -197,7 +164,7 @@ type Versions struct {
 
 // Version prints the versions, one "what: version" line each in simple.
 func (p Printer) Version(w io.Writer, v *Versions) error {
-	if err := p.CheckMaintenance(Version); err != nil {
+	if err := p.Check(Version); err != nil {
 		return err
 	}
 	serverErr := ""

@@ -37,6 +37,12 @@ const (
 	SnapshotSave
 	SnapshotStatus
 	SnapshotRestore
+	DiscoveryNew
+	DiscoveryStatus
+	EndpointStatus
+	EndpointHealth
+	MoveLeader
+	Version
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -56,6 +62,23 @@ var kinds = map[Kind]struct {
 	SnapshotSave:    {"snapshot save", []Format{Simple, JSON}, nil},
 	SnapshotStatus:  {"snapshot status", []Format{Simple, Table, JSON}, nil},
 	SnapshotRestore: {"snapshot restore", []Format{Simple, JSON}, nil},
+	DiscoveryNew:    {"discovery new", []Format{Simple, JSON, Env}, nil},
+	DiscoveryStatus: {"discovery status", []Format{Simple, Table, JSON}, nil},
+	EndpointStatus:  {"endpoint status", []Format{Simple, Table, JSON}, nil},
+	EndpointHealth:  {"endpoint health", []Format{Simple, Table, JSON}, nil},
+	MoveLeader:      {"move-leader", []Format{Simple, JSON}, nil},
+	Version:         {"version", []Format{Simple, JSON}, nil},
+}
+
+// KindNamed returns the kind whose name is name (a command's path below the root, such as
+// "member list"), for completion.
+func KindNamed(name string) (Kind, bool) {
+	for k, row := range kinds {
+		if row.name == name {
+			return k, true
+		}
+	}
+	return 0, false
 }
 
 func (k Kind) String() string {

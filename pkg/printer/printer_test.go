@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -217,6 +218,18 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.SnapshotStatus(&b, &SnapshotStatusResult{Members: members})
 	case SnapshotRestore:
 		return p.SnapshotRestore(&b, &RestoreResult{Members: members})
+	case DiscoveryNew:
+		return p.DiscoveryNew(&b, &NewToken{Token: "t", Size: 3})
+	case DiscoveryStatus:
+		return p.DiscoveryStatus(&b, &TokenStatus{Token: "t", Cluster: &registry.Cluster{}})
+	case EndpointStatus:
+		return p.EndpointStatus(&b, []StatusRow{{}, {EndpointStatus: client.EndpointStatus{Endpoint: "e", Status: &client.Status{}}}})
+	case EndpointHealth:
+		return p.EndpointHealth(&b, []client.EndpointHealth{{}})
+	case MoveLeader:
+		return p.MoveLeader(&b, &LeaderMove{})
+	case Version:
+		return p.Version(&b, &Versions{})
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

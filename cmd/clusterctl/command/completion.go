@@ -7,47 +7,13 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// formatsAnnotation lists, on a command, the -w formats it prints, comma-separated.
-const formatsAnnotation = "clusterctl-formats"
-
-// registerFormats records the formats cmd prints, for -w's completion.
-func registerFormats(cmd *cobra.Command, fs []printer.Format) {
-	s := make([]string, len(fs))
-	for i, f := range fs {
-		s[i] = string(f)
-	}
-	if cmd.Annotations == nil {
-		cmd.Annotations = map[string]string{}
-	}
-	cmd.Annotations[formatsAnnotation] = strings.Join(s, ",")
-}
-
-// kindOf is the printer kind of the commands that print through the kinds table, by path
-// below the root.
-var kindOf = map[string]printer.Kind{
-	"member add": printer.MemberAdd, "member remove": printer.MemberRemove,
-	"member update": printer.MemberUpdate, "member promote": printer.MemberPromote,
-	"member list": printer.MemberList, "snapshot save": printer.SnapshotSave,
-	"snapshot status": printer.SnapshotStatus, "snapshot restore": printer.SnapshotRestore,
-}
-
-var discoveryKindOf = map[string]printer.Kind{
-	"discovery new": printer.DiscoveryNew, "discovery status": printer.DiscoveryStatus,
-}
-
-// formatsOf are the formats cmd prints; every format for a command that prints none of its own.
+// formatsOf are the formats cmd prints: its kind's row in the printer's table, found by the
+// command's path below the root, which is the kind's name; every format for a command that
+// prints none of its own.
 func formatsOf(cmd *cobra.Command) []string {
-	if s, ok := cmd.Annotations[formatsAnnotation]; ok {
-		return strings.Split(s, ",")
-	}
-	path := strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")
-	var fs []printer.Format
-	if k, ok := kindOf[path]; ok {
+	fs := []printer.Format{printer.Simple, printer.Table, printer.JSON, printer.Env}
+	if k, ok := printer.KindNamed(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")); ok {
 		fs = printer.Formats(k)
-	} else if k, ok := discoveryKindOf[path]; ok {
-		fs = printer.DiscoveryFormats(k)
-	} else {
-		fs = []printer.Format{printer.Simple, printer.Table, printer.JSON, printer.Env}
 	}
 	out := make([]string, len(fs))
 	for i, f := range fs {

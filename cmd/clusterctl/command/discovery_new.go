@@ -51,7 +51,7 @@ func (o *discoveryNewOptions) validate(args []string) error {
 			return fmt.Errorf("--token: %w", err)
 		}
 	}
-	return o.Printer.CheckDiscovery(printer.DiscoveryNew)
+	return o.Printer.Check(printer.DiscoveryNew)
 }
 
 func (o *discoveryNewOptions) run(ctx context.Context) error {

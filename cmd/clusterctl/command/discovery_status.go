@@ -42,7 +42,7 @@ func (o *discoveryStatusOptions) validate(args []string) error {
 		return err
 	}
 	o.Token = args[0]
-	return o.Printer.CheckDiscovery(printer.DiscoveryStatus)
+	return o.Printer.Check(printer.DiscoveryStatus)
 }
 
 func (o *discoveryStatusOptions) run(ctx context.Context) error {

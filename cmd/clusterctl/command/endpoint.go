@@ -91,7 +91,6 @@ endpoint that does not answer is a row with its error; the exit status is then 2
 		RunE: runE(g, o),
 	}
 	o.addFlags(cmd)
-	registerFormats(cmd, printer.MaintenanceFormats(printer.EndpointStatus))
 	return cmd
 }
 
@@ -99,7 +98,7 @@ func (o *endpointStatusOptions) validate(args []string) error {
 	if len(args) > 0 {
 		return tooManyArgs(args)
 	}
-	return o.Printer.CheckMaintenance(printer.EndpointStatus)
+	return o.Printer.Check(printer.EndpointStatus)
 }
 
 func (o *endpointStatusOptions) run(ctx context.Context) error {

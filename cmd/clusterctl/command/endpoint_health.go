@@ -25,7 +25,6 @@ is 26.`,
 		RunE: runE(g, o),
 	}
 	o.addFlags(cmd)
-	registerFormats(cmd, printer.MaintenanceFormats(printer.EndpointHealth))
 	return cmd
 }
 
@@ -33,7 +32,7 @@ func (o *endpointHealthOptions) validate(args []string) error {
 	if len(args) > 0 {
 		return tooManyArgs(args)
 	}
-	return o.Printer.CheckMaintenance(printer.EndpointHealth)
+	return o.Printer.Check(printer.EndpointHealth)
 }
 
 func (o *endpointHealthOptions) run(ctx context.Context) error {

@@ -32,7 +32,6 @@ the member leads.`,
 		ValidArgsFunction: g.completeMember,
 		RunE:              runE(g, o),
 	}
-	registerFormats(cmd, printer.MaintenanceFormats(printer.MoveLeader))
 	return cmd
 }
 
@@ -44,7 +43,7 @@ func (o *moveLeaderOptions) validate(args []string) error {
 		return tooManyArgs(args[1:])
 	}
 	o.Ref = args[0]
-	return o.Printer.CheckMaintenance(printer.MoveLeader)
+	return o.Printer.Check(printer.MoveLeader)
 }
 
 func (o *moveLeaderOptions) run(ctx context.Context) error {

@@ -24,7 +24,6 @@ etcd's own from etcd). Offline it still exits 0 and says why the server's versio
 		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
-	registerFormats(cmd, printer.MaintenanceFormats(printer.Version))
 	return cmd
 }
 
@@ -32,7 +31,7 @@ func (o *versionOptions) validate(args []string) error {
 	if len(args) > 0 {
 		return tooManyArgs(args)
 	}
-	return o.Printer.CheckMaintenance(printer.Version)
+	return o.Printer.Check(printer.Version)
 }
 
 func (o *versionOptions) run(ctx context.Context) error {
