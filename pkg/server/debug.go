@@ -8,9 +8,9 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 )
 
-// debugHandler serves --listen-metrics-urls: /health always, and Go's profiles under
-// /debug/pprof/ when --enable-pprof is on. They get listeners of their own because the client
-// URLs speak gRPC only.
+// debugHandler is etcd's HTTP endpoints, served on --listen-metrics-urls and on the HTTP/1 half
+// of the plain client URLs: /health always, and Go's profiles under /debug/pprof/ when
+// --enable-pprof is on (etcd serves them on its client URLs too).
 func debugHandler(node *raftnode.Node, withPprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {

@@ -14,6 +14,8 @@
 //     each port's https:// listeners are served by a gRPC server with TLS credentials and its
 //     plain ones by another with the same services. The client port's servers check admin
 //     operations (authz) whether the listener is TLS or not: a plain caller has no CN.
-//   - The metrics URLs (/health, and profiles with EnablePprof) only read the member: nothing
-//     served there changes it, and they close with it, cutting a profile in progress short.
+//   - The metrics URLs (/metrics, /health, and profiles with EnablePprof) only read the member:
+//     nothing served there changes it, and they close with it, cutting a profile in progress
+//     short. Each plain client listener serves the same over HTTP/1 beside gRPC (portmux tells
+//     a connection's protocol from its first bytes); an https:// one serves gRPC only.
 package server

@@ -18,8 +18,8 @@ import (
 )
 
 // Three in-process members, each with its own metrics URL: every scrape is what the member
-// knows (one leader, seen by all; three started voters), the client API's gRPC series are
-// there, and promtool finds nothing to say about a live member's output.
+// knows (one leader, seen by all; three started voters; the round trip to each peer), the
+// client API's gRPC series are there, and promtool finds nothing to say about a live member's output.
 func TestMetricsOfALiveCluster(t *testing.T) {
 	metricsURL := map[string]string{}
 	for i := range 3 {
@@ -45,6 +45,10 @@ func TestMetricsOfALiveCluster(t *testing.T) {
 			// Every member publishes itself once it runs; each applies the others' publishes.
 			if n := members(fams, "voter", "started"); n != 3 {
 				return fmt.Errorf("%s: %v started voters, want 3", name, n)
+			}
+			// The prober's first round trips come an interval (etcd's 4 s) after the start.
+			if n := len(fams["etcd_network_peer_round_trip_time_seconds"].GetMetric()); n != 2 {
+				return fmt.Errorf("%s: round trips to %d peers, want 2", name, n)
 			}
 			return nil
 		})

@@ -29,11 +29,8 @@ func newObserver(notify *sdnotify.Notifier, log *slog.Logger) *observer {
 // watch points the state metrics at the node, once it exists.
 func (o *observer) watch(node *raftnode.Node) { o.metrics.ReadStateFrom(node.MetricsState) }
 
-// withMetrics serves /metrics from m and everything else from next, for --listen-metrics-urls.
-// The client URLs serve gRPC only, so /metrics is not there as it is on etcd's (etcd splits the
-// client port with cmux): serving HTTP/1 beside gRPC on one port would need either a connection
-// multiplexer or grpc.Server's ServeHTTP, which runs gRPC on Go's HTTP/2 server, a slower path
-// for every client call. docs/metrics.md.
+// withMetrics serves /metrics from m and everything else from next, for --listen-metrics-urls
+// and the HTTP/1 half of the plain client URLs (portmux; docs/metrics.md).
 func withMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", m.Handler())

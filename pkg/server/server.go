@@ -23,6 +23,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/api"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
+	"github.com/clusterctl/clusterctl/pkg/server/portmux"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/server/sdnotify"
@@ -135,8 +136,11 @@ type running struct {
 	peerSrv, peerTLS     *grpc.Server
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
-	metrics              *http.Server
-	obs                  *observer
+	// metrics serves /metrics, /health (and profiles) on --listen-metrics-urls and on the
+	// HTTP/1 half of every plain client listener (muxes).
+	metrics *http.Server
+	muxes   []*portmux.Mux
+	obs     *observer
 }
 
 func (m *running) close() {
@@ -204,8 +208,30 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	if s.tls.Client != nil {
 		m.clientTLS = client(grpc.Creds(servertls.Credentials(s.tls.Client, s.refusals["client"])))
 	}
-	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: 5 * time.Second}
+	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: httpHeaderTimeout}
 	return nil
+}
+
+// httpHeaderTimeout bounds how long an HTTP client may take to send its request's headers, and
+// a connection to a plain client URL to show whether it is gRPC or HTTP/1 (portmux): a client
+// that connects and says nothing is closed then.
+const httpHeaderTimeout = 5 * time.Second
+
+// serveClients serves the client listeners. A plain one is split (portmux) between gRPC and
+// HTTP/1, as etcd's client port is: /metrics and /health are there as on the metrics URLs. An
+// https:// one serves gRPC only: docs/metrics.md says why.
+func (s *Server) serveClients(wg *sync.WaitGroup, ls []net.Listener, m *running) {
+	for i, l := range ls {
+		if secureURL(s.cfg.ListenClientURLs[i]) {
+			wg.Go(func() { _ = m.clientTLS.Serve(l) })
+			continue
+		}
+		mux := portmux.New(l, httpHeaderTimeout)
+		m.muxes = append(m.muxes, mux)
+		wg.Go(func() { _ = m.clientSrv.Serve(mux.GRPC()) })
+		wg.Go(func() { _ = m.metrics.Serve(mux.HTTP()) })
+		wg.Go(func() { _ = mux.Serve() })
+	}
 }
 
 // serve runs the member until its raft node stops, then shuts it down: the work beside the
@@ -218,10 +244,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 		srv := pick(s.cfg.ListenPeerURLs[i], m.peerSrv, m.peerTLS)
 		wg.Go(func() { _ = srv.Serve(l) })
 	}
-	for i, l := range ls.client {
-		srv := pick(s.cfg.ListenClientURLs[i], m.clientSrv, m.clientTLS)
-		wg.Go(func() { _ = srv.Serve(l) })
-	}
+	s.serveClients(&wg, ls.client, m)
 	for _, l := range ls.metrics {
 		wg.Go(func() { _ = m.metrics.Serve(l) })
 	}
@@ -244,6 +267,9 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 		if srv != nil {
 			stopGracefully(srv, time.Second)
 		}
+	}
+	for _, mux := range m.muxes {
+		mux.Close()
 	}
 	wg.Wait()
 	if errors.Is(runErr, raftnode.ErrRemoved) {
@@ -322,10 +348,15 @@ func watchHealth(ctx context.Context, node *raftnode.Node, h *health.Server, eve
 // pick is the server of a listen URL: the TLS one for https:// and unixs:// (Validate made sure
 // it exists), else the plain one.
 func pick(listenURL string, plain, secure *grpc.Server) *grpc.Server {
-	if strings.HasPrefix(listenURL, "https://") || strings.HasPrefix(listenURL, "unixs://") {
+	if secureURL(listenURL) {
 		return secure
 	}
 	return plain
+}
+
+// secureURL reports whether a listen URL speaks TLS.
+func secureURL(listenURL string) bool {
+	return strings.HasPrefix(listenURL, "https://") || strings.HasPrefix(listenURL, "unixs://")
 }
 
 func stopGracefully(srv *grpc.Server, within time.Duration) {

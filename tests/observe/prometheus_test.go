@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -143,6 +144,33 @@ func firing(promURL, alert string) (bool, error) {
 	return false, nil
 }
 
+// waitUp waits until Prometheus has scraped the target instance successfully.
+func waitUp(t *testing.T, promURL, instance string, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for {
+		resp, err := http.Get(promURL + "/api/v1/query?query=" + url.QueryEscape(`up{instance="`+instance+`"}`))
+		if err == nil {
+			var body struct {
+				Data struct {
+					Result []struct {
+						Value []any `json:"value"`
+					} `json:"result"`
+				} `json:"data"`
+			}
+			err = json.NewDecoder(resp.Body).Decode(&body)
+			resp.Body.Close()
+			if r := body.Data.Result; err == nil && len(r) == 1 && len(r[0].Value) == 2 && r[0].Value[1] == "1" {
+				return
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("Prometheus has not scraped %s within %v (%v)", instance, within, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 func waitAlert(t *testing.T, promURL, alert string, want bool, within time.Duration) {
 	t.Helper()
 	deadline := time.Now().Add(within)
@@ -158,7 +186,7 @@ func waitAlert(t *testing.T, promURL, alert string, want bool, within time.Durat
 	}
 }
 
-// A real Prometheus with the shipped rules, scraping a 3-member cluster: no leader fires once
+// A real Prometheus with the shipped rules, scraping a 3-member cluster (one on its client URL): no leader fires once
 // two members are killed and resolves once they are back; a learner added and never started
 // fires the unstarted-member alert, which resolves when it is removed.
 func TestAlertsFireAndResolve(t *testing.T) {
@@ -172,12 +200,15 @@ func TestAlertsFireAndResolve(t *testing.T) {
 	if err := c.WaitStarted(30*time.Second, names...); err != nil {
 		t.Fatal(err)
 	}
-	var targets []string
-	for _, m := range ms {
+	// The first member, never killed, is scraped on its client URL, which serves /metrics
+	// beside gRPC as etcd's does; the others on their metrics URLs.
+	targets := []string{ms[0].ClientAddr}
+	for _, m := range ms[1:] {
 		targets = append(targets, strings.TrimPrefix(m.MetricsURL, "http://"))
 	}
 	prom := startPrometheus(t, bin, targets)
 	waitAlert(t, prom, "clusterdNoLeader", false, 30*time.Second)
+	waitUp(t, prom, ms[0].ClientAddr, 30*time.Second)
 
 	for _, n := range names[1:] {
 		if err := c.Kill(n); err != nil {

@@ -1,8 +1,9 @@
 // Package transport carries raft messages between members over gRPC streams on the peer URLs,
 // and gives the server a codec and dialer for its own peer-to-peer calls.
 //
-// transport.go is the Transport: the receiving end, the notices (Removed, Hello) and the
-// address book; peer.go is the sender to one peer, its queue and its stream; dial.go holds the
+// transport.go is the Transport: the receiving end, the notices (Removed, Hello, Probe) and the
+// address book; peer.go is the sender to one peer, its queue and its stream; probe.go measures
+// the round trip to each peer; dial.go holds the
 // dial and server options every peer connection shares (backoff, the fixed window, the
 // message size); codec.go is the wire format.
 //
@@ -22,6 +23,10 @@
 //   - The URL's scheme decides the connection: an https:// or unixs:// peer URL is always
 //     dialed with the member's peer credentials (Config.PeerCreds, servertls's peer client
 //     side), an http:// or unix:// one never is. Every dial of the member goes through Dial.
+//   - With Metrics, each peer's round trip is probed (probe.go) every ProbeInterval on a
+//     connection of its own, one call at a time, bounded by the interval; only answered calls on
+//     an established connection are observed. A removed peer's prober stops with it, and its
+//     series is never written again; Close waits for every prober.
 //   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted) unless the
 //     peer is removed; it never carries a raft message of its own.
 package transport

@@ -49,6 +49,10 @@ type Config struct {
 	Metrics *metrics.Metrics
 	// PeerCreds dial the https:// peer URLs; nil when this member has no peer TLS settings.
 	PeerCreds credentials.TransportCredentials
+	// ProbeInterval is how often each peer's round trip is measured, for
+	// etcd_network_peer_round_trip_time_seconds; ProbeInterval (etcd's) when zero. Without
+	// Metrics nothing is probed.
+	ProbeInterval time.Duration
 }
 
 // Dial opens a connection to a peer URL with this member's peer credentials.
@@ -65,6 +69,8 @@ type Transport struct {
 	peers     map[membership.ID]*peer
 	lastHeard map[membership.ID]time.Time
 	closed    bool
+
+	probes sync.WaitGroup // every peer's prober, which Close waits for
 }
 
 // New returns a transport; Attach the local member before serving or sending.
@@ -92,6 +98,8 @@ func (t *Transport) Register(s *grpc.Server) {
 				t.cfg.Logger.Error("a peer reports that this member has been removed from the cluster", "peer", membership.ID(n.From).String())
 				t.h.MarkRemoved()
 			})},
+			// Answered at once, touching nothing: its time is the round trip (probe.go).
+			{MethodName: "Probe", Handler: t.unary(func(*notice) {})},
 			{MethodName: "Hello", Handler: t.unary(func(n *notice) {
 				if t.h.Cluster().IsRemoved(membership.ID(n.From)) {
 					return
@@ -244,6 +252,14 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 		p := newPeer(t, id, m.PeerURLs)
 		t.peers[id] = p
 		go p.run()
+		if t.cfg.Metrics != nil {
+			interval := t.cfg.ProbeInterval
+			if interval <= 0 {
+				interval = ProbeInterval
+			}
+			t.probes.Add(1)
+			go p.probe(interval)
+		}
 	}
 	// The peers, not the removed IDs: those are as many as the cluster's whole history.
 	for id, p := range t.peers {
@@ -291,13 +307,14 @@ func (t *Transport) PeerURLs() []string {
 	return out
 }
 
-// Close stops every peer.
+// Close stops every peer, and returns once their probers have ended.
 func (t *Transport) Close() {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.closed = true
 	for id, p := range t.peers {
 		p.close()
 		delete(t.peers, id)
 	}
+	t.mu.Unlock()
+	t.probes.Wait()
 }
