@@ -4,10 +4,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -167,10 +169,8 @@ func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
 	if f := v.GetString("config-file"); f != "" {
-		v.SetConfigFile(f)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("--config-file %q: %v", f, err)
+		if err := readConfigFile(v, f); err != nil {
+			return nil, err
 		}
 		for _, k := range v.AllKeys() {
 			if fs.Lookup(k) == nil {
@@ -179,6 +179,29 @@ func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
 		}
 	}
 	return v, nil
+}
+
+// readConfigFile reads the YAML file f into v. Read by hand, not by viper's ReadInConfig, whose
+// errors do not say what is wrong: a file that does not exist was "Unsupported Config Type".
+func readConfigFile(v *viper.Viper, f string) error {
+	b, err := os.ReadFile(f)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--config-file %q: the file does not exist", f)
+	case err != nil:
+		return fmt.Errorf("--config-file %q: %v", f, err)
+	}
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		// The YAML parser's error may run over several lines: one line is the contract.
+		return fmt.Errorf("--config-file %q: not a YAML file of settings (key: value lines): %s", f, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
 }
 
 // buildConfig reads every setting from v, refusing a value that does not convert, and builds
