@@ -103,6 +103,7 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
 	fs.Int("max-learners", 1, "how many learners the cluster may have")
 	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
+	fs.Bool("force-new-cluster-bypass-live-check", false, "DANGEROUS: with --force-new-cluster, do not first ask the other members whether a quorum of them still runs with a leader, and force a new cluster even then, removing them")
 	fs.String("listen-metrics-urls", "", "URLs to serve /health and /metrics on, and /debug/pprof/ with --enable-pprof (none by default)")
 	fs.Bool("enable-pprof", false, "serve Go's runtime profiles under /debug/pprof/ on --listen-metrics-urls")
 	defineTLSFlags(fs)
@@ -217,7 +218,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		return server.Config{}, err
 	}
 	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
-		append([]string{"strict-reconfig-check", "force-new-cluster", "enable-pprof",
+		append([]string{"strict-reconfig-check", "force-new-cluster", "force-new-cluster-bypass-live-check", "enable-pprof",
 			"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls"}, discoveryBools...)...)
 	if err != nil {
 		return server.Config{}, err
@@ -241,25 +242,26 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		dataDir = name + ".clusterd"
 	}
 	return server.Config{
-		Name:                     name,
-		DataDir:                  dataDir,
-		ListenClientURLs:         membership.SplitURLs(v.GetString("listen-client-urls")),
-		AdvertiseClientURLs:      membership.SplitURLs(v.GetString("advertise-client-urls")),
-		ListenPeerURLs:           membership.SplitURLs(v.GetString("listen-peer-urls")),
-		InitialAdvertisePeerURLs: membership.SplitURLs(v.GetString("initial-advertise-peer-urls")),
-		InitialCluster:           v.GetString("initial-cluster"),
-		InitialClusterGiven:      fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
-		InitialClusterState:      v.GetString("initial-cluster-state"),
-		InitialClusterToken:      token,
-		Discovery:                disc,
-		HeartbeatInterval:        time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
-		ElectionTimeout:          time.Duration(nums["election-timeout"]) * time.Millisecond,
-		SnapshotCount:            max(nums["snapshot-count"], 1),
-		StrictReconfigCheck:      bools["strict-reconfig-check"],
-		ForceNewCluster:          bools["force-new-cluster"],
-		MaxLearners:              int(nums["max-learners"]),
-		ListenMetricsURLs:        membership.SplitURLs(v.GetString("listen-metrics-urls")),
-		EnablePprof:              bools["enable-pprof"],
+		Name:                           name,
+		DataDir:                        dataDir,
+		ListenClientURLs:               membership.SplitURLs(v.GetString("listen-client-urls")),
+		AdvertiseClientURLs:            membership.SplitURLs(v.GetString("advertise-client-urls")),
+		ListenPeerURLs:                 membership.SplitURLs(v.GetString("listen-peer-urls")),
+		InitialAdvertisePeerURLs:       membership.SplitURLs(v.GetString("initial-advertise-peer-urls")),
+		InitialCluster:                 v.GetString("initial-cluster"),
+		InitialClusterGiven:            fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
+		InitialClusterState:            v.GetString("initial-cluster-state"),
+		InitialClusterToken:            token,
+		Discovery:                      disc,
+		HeartbeatInterval:              time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
+		ElectionTimeout:                time.Duration(nums["election-timeout"]) * time.Millisecond,
+		SnapshotCount:                  max(nums["snapshot-count"], 1),
+		StrictReconfigCheck:            bools["strict-reconfig-check"],
+		ForceNewCluster:                bools["force-new-cluster"],
+		ForceNewClusterBypassLiveCheck: bools["force-new-cluster-bypass-live-check"],
+		MaxLearners:                    int(nums["max-learners"]),
+		ListenMetricsURLs:              membership.SplitURLs(v.GetString("listen-metrics-urls")),
+		EnablePprof:                    bools["enable-pprof"],
 		TLS: servertls.Settings{
 			Client: servertls.Side{
 				CertFile: v.GetString("cert-file"), KeyFile: v.GetString("key-file"),

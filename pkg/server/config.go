@@ -36,6 +36,10 @@ type Config struct {
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
 	// raftnode.ForceNewCluster.
 	ForceNewCluster bool
+	// ForceNewClusterBypassLiveCheck forces a new cluster even when a quorum of the other
+	// members answers that it is running with a leader. Dangerous: it removes a healthy
+	// cluster's members for good.
+	ForceNewClusterBypassLiveCheck bool
 	// ListenMetricsURLs serve /health and /metrics, and Go's profiles when EnablePprof is set;
 	// none by default.
 	ListenMetricsURLs []string
