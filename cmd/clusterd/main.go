@@ -149,12 +149,27 @@ func checkEnvironment(fs *pflag.FlagSet, environ []string) error {
 			// An empty variable counts as unset, as everywhere else in clusterd.
 			continue
 		}
+		if !envName(name) {
+			// Quoted: a name with a control character would otherwise break the one line.
+			return fmt.Errorf("%q is set, and names no clusterd setting: unset it (docs/clusterd.md lists the settings clusterd takes)", name)
+		}
 		flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "ETCD_")), "_", "-")
 		if fs.Lookup(flag) == nil || flag == "help" {
 			return fmt.Errorf("%s is set, and clusterd does not implement etcd's --%s: unset it (docs/clusterd.md lists the settings clusterd takes)", name, flag)
 		}
 	}
 	return nil
+}
+
+// envName reports whether name is spelled as a setting's variable is: upper-case letters,
+// digits and underscores.
+func envName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // readSources layers the ETCD_* environment and the config file under the parsed flags.
