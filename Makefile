@@ -87,7 +87,11 @@ FUZZ_TARGETS := \
 	./pkg/membership:FuzzValidateName \
 	./pkg/datadir:FuzzParseInitialCluster \
 	./pkg/datadir:FuzzReadStatus \
-	./pkg/storage:FuzzLoad
+	./pkg/storage:FuzzLoad \
+	./cmd/clusterd:FuzzParse \
+	./pkg/server/transport:FuzzEnvelope \
+	./pkg/server/api:FuzzRequests \
+	./pkg/server/raftnode:FuzzProposalOf
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
