@@ -94,7 +94,11 @@ FUZZ_TARGETS := \
 	./pkg/client:FuzzParseEndpoint \
 	./pkg/client:FuzzResolveIn \
 	./pkg/client:FuzzDecodeAnswers \
-	./cmd/clusterctl/command:FuzzConfigFile
+	./cmd/clusterctl/command:FuzzConfigFile \
+	./cmd/clusterd:FuzzParse \
+	./pkg/server/transport:FuzzEnvelope \
+	./pkg/server/api:FuzzRequests \
+	./pkg/server/raftnode:FuzzProposalOf
 .PHONY: fuzz
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \

@@ -4,10 +4,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"os/signal"
@@ -105,6 +107,7 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
 	fs.Int("max-learners", 1, "how many learners the cluster may have")
 	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
+	fs.Bool("force-new-cluster-bypass-live-check", false, "DANGEROUS: with --force-new-cluster, do not first ask the other members whether a quorum of them still runs with a leader, and force a new cluster even then, removing them")
 	fs.String("listen-metrics-urls", "", "URLs to serve /health and /metrics on, and /debug/pprof/ with --enable-pprof (none by default)")
 	fs.Bool("enable-pprof", false, "serve Go's runtime profiles under /debug/pprof/ on --listen-metrics-urls")
 	defineTLSFlags(fs)
@@ -150,12 +153,27 @@ func checkEnvironment(fs *pflag.FlagSet, environ []string) error {
 			// An empty variable counts as unset, as everywhere else in clusterd.
 			continue
 		}
+		if !envName(name) {
+			// Quoted: a name with a control character would otherwise break the one line.
+			return fmt.Errorf("%q is set, and names no clusterd setting: unset it (docs/clusterd.md lists the settings clusterd takes)", name)
+		}
 		flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "ETCD_")), "_", "-")
 		if fs.Lookup(flag) == nil || flag == "help" {
 			return fmt.Errorf("%s is set, and clusterd does not implement etcd's --%s: unset it (docs/clusterd.md lists the settings clusterd takes)", name, flag)
 		}
 	}
 	return nil
+}
+
+// envName reports whether name is spelled as a setting's variable is: upper-case letters,
+// digits and underscores.
+func envName(name string) bool {
+	for _, r := range name {
+		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // readSources layers the ETCD_* environment and the config file under the parsed flags.
@@ -171,10 +189,8 @@ func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
 	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	v.AutomaticEnv()
 	if f := v.GetString("config-file"); f != "" {
-		v.SetConfigFile(f)
-		v.SetConfigType("yaml")
-		if err := v.ReadInConfig(); err != nil {
-			return nil, fmt.Errorf("--config-file %q: %v", f, err)
+		if err := readConfigFile(v, f); err != nil {
+			return nil, err
 		}
 		for _, k := range v.AllKeys() {
 			if fs.Lookup(k) == nil {
@@ -183,6 +199,29 @@ func readSources(fs *pflag.FlagSet) (*viper.Viper, error) {
 		}
 	}
 	return v, nil
+}
+
+// readConfigFile reads the YAML file f into v. Read by hand, not by viper's ReadInConfig, whose
+// errors do not say what is wrong: a file that does not exist was "Unsupported Config Type".
+func readConfigFile(v *viper.Viper, f string) error {
+	b, err := os.ReadFile(f)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("--config-file %q: the file does not exist", f)
+	case err != nil:
+		return fmt.Errorf("--config-file %q: %v", f, err)
+	}
+	v.SetConfigType("yaml")
+	if err := v.ReadConfig(bytes.NewReader(b)); err != nil {
+		// The YAML parser's error may run over several lines: one line is the contract.
+		return fmt.Errorf("--config-file %q: not a YAML file of settings (key: value lines): %s", f, oneLine(err.Error()))
+	}
+	return nil
+}
+
+// oneLine joins the lines of s with "; ".
+func oneLine(s string) string {
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", "; ")), " ")
 }
 
 // buildConfig reads every setting from v, refusing a value that does not convert, and builds
@@ -198,7 +237,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		return server.Config{}, err
 	}
 	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
-		append([]string{"strict-reconfig-check", "force-new-cluster", "enable-pprof",
+		append([]string{"strict-reconfig-check", "force-new-cluster", "force-new-cluster-bypass-live-check", "enable-pprof",
 			"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls"}, discoveryBools...)...)
 	if err != nil {
 		return server.Config{}, err
@@ -222,25 +261,26 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		dataDir = name + ".clusterd"
 	}
 	return server.Config{
-		Name:                     name,
-		DataDir:                  dataDir,
-		ListenClientURLs:         membership.SplitURLs(v.GetString("listen-client-urls")),
-		AdvertiseClientURLs:      membership.SplitURLs(v.GetString("advertise-client-urls")),
-		ListenPeerURLs:           membership.SplitURLs(v.GetString("listen-peer-urls")),
-		InitialAdvertisePeerURLs: membership.SplitURLs(v.GetString("initial-advertise-peer-urls")),
-		InitialCluster:           v.GetString("initial-cluster"),
-		InitialClusterGiven:      fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
-		InitialClusterState:      v.GetString("initial-cluster-state"),
-		InitialClusterToken:      token,
-		Discovery:                disc,
-		HeartbeatInterval:        time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
-		ElectionTimeout:          time.Duration(nums["election-timeout"]) * time.Millisecond,
-		SnapshotCount:            max(nums["snapshot-count"], 1),
-		StrictReconfigCheck:      bools["strict-reconfig-check"],
-		ForceNewCluster:          bools["force-new-cluster"],
-		MaxLearners:              int(nums["max-learners"]),
-		ListenMetricsURLs:        membership.SplitURLs(v.GetString("listen-metrics-urls")),
-		EnablePprof:              bools["enable-pprof"],
+		Name:                           name,
+		DataDir:                        dataDir,
+		ListenClientURLs:               membership.SplitURLs(v.GetString("listen-client-urls")),
+		AdvertiseClientURLs:            membership.SplitURLs(v.GetString("advertise-client-urls")),
+		ListenPeerURLs:                 membership.SplitURLs(v.GetString("listen-peer-urls")),
+		InitialAdvertisePeerURLs:       membership.SplitURLs(v.GetString("initial-advertise-peer-urls")),
+		InitialCluster:                 v.GetString("initial-cluster"),
+		InitialClusterGiven:            fs.Changed("initial-cluster") || os.Getenv("ETCD_INITIAL_CLUSTER") != "" || v.InConfig("initial-cluster"),
+		InitialClusterState:            v.GetString("initial-cluster-state"),
+		InitialClusterToken:            token,
+		Discovery:                      disc,
+		HeartbeatInterval:              time.Duration(nums["heartbeat-interval"]) * time.Millisecond,
+		ElectionTimeout:                time.Duration(nums["election-timeout"]) * time.Millisecond,
+		SnapshotCount:                  max(nums["snapshot-count"], 1),
+		StrictReconfigCheck:            bools["strict-reconfig-check"],
+		ForceNewCluster:                bools["force-new-cluster"],
+		ForceNewClusterBypassLiveCheck: bools["force-new-cluster-bypass-live-check"],
+		MaxLearners:                    int(nums["max-learners"]),
+		ListenMetricsURLs:              membership.SplitURLs(v.GetString("listen-metrics-urls")),
+		EnablePprof:                    bools["enable-pprof"],
 		TLS: servertls.Settings{
 			Client: servertls.Side{
 				CertFile: v.GetString("cert-file"), KeyFile: v.GetString("key-file"),

@@ -94,7 +94,11 @@ func TestRunRefusesBadInput(t *testing.T) {
 		{nil, map[string]string{"ETCD_ELECTION_TIMEOUT": "1s"}, `--election-timeout "1s": must be a whole number, without a unit`},
 		{nil, map[string]string{"ETCD_STRICT_RECONFIG_CHECK": "maybe"}, `--strict-reconfig-check "maybe": must be true or false`},
 		{[]string{"--log-level=loud"}, nil, `--log-level "loud"`},
-		{[]string{"--config-file=/nonexistent/c.yaml"}, nil, `--config-file "/nonexistent/c.yaml"`},
+		{[]string{"--config-file=/nonexistent/c.yaml"}, nil, `--config-file "/nonexistent/c.yaml": the file does not exist`},
+		{[]string{"--config-file=/nonexistent"}, nil, `--config-file "/nonexistent": the file does not exist`},
+		{[]string{"--heartbeat-interval=0"}, nil, `--heartbeat-interval 0: must be at least 1 (milliseconds)`},
+		{nil, map[string]string{"ETCD_HEARTBEAT_INTERVAL": "0", "ETCD_ELECTION_TIMEOUT": "0"}, `--heartbeat-interval 0: must be at least 1`},
+		{[]string{"--heartbeat-interval=100", "--election-timeout=400"}, nil, `--election-timeout 400ms must be at least 5 times --heartbeat-interval 100ms`},
 		{[]string{"stray"}, nil, `unexpected argument "stray"`},
 		{[]string{"--initial-cluster-state=old"}, nil, `--initial-cluster-state "old": must be new or existing`},
 		{[]string{"--name=a", "--initial-cluster=a=notaurl"}, nil, `URL scheme must be http, https, unix, or unixs: notaurl`},
@@ -142,6 +146,26 @@ func TestRunRefusesBadInput(t *testing.T) {
 		}
 		for k := range tt.env {
 			os.Unsetenv(k)
+		}
+	}
+}
+
+// A config file that is not YAML of settings is refused in one line that says so.
+func TestRunRefusesConfigFileNotYAML(t *testing.T) {
+	for name, text := range map[string]string{
+		"tab":    "name: a\n\tdata-dir: x\n",
+		"list":   "- a\n- b\n",
+		"binary": "\x00\x01\x02: [\n",
+	} {
+		file := filepath.Join(t.TempDir(), name)
+		if err := os.WriteFile(file, []byte(text), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var stderr strings.Builder
+		code := run([]string{"--data-dir", filepath.Join(t.TempDir(), "d"), "--config-file", file}, &stderr)
+		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
+		if code != exitFailed || len(lines) != 1 || !strings.Contains(lines[0], "not a YAML file of settings") {
+			t.Errorf("%s: exit %d, stderr %q", name, code, stderr.String())
 		}
 	}
 }

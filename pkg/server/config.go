@@ -36,6 +36,10 @@ type Config struct {
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
 	// raftnode.ForceNewCluster.
 	ForceNewCluster bool
+	// ForceNewClusterBypassLiveCheck forces a new cluster even when a quorum of the other
+	// members answers that it is running with a leader. Dangerous: it removes a healthy
+	// cluster's members for good.
+	ForceNewClusterBypassLiveCheck bool
 	// ListenMetricsURLs serve /health and /metrics, and Go's profiles when EnablePprof is set;
 	// none by default.
 	ListenMetricsURLs []string
@@ -71,7 +75,10 @@ func (c *Config) validate() ([]datadir.Initial, error) {
 	if c.InitialClusterState != "new" && c.InitialClusterState != "existing" {
 		return nil, fmt.Errorf("--initial-cluster-state %q: must be new or existing", c.InitialClusterState)
 	}
-	if c.HeartbeatInterval <= 0 || c.ElectionTimeout < 5*c.HeartbeatInterval {
+	if c.HeartbeatInterval <= 0 {
+		return nil, fmt.Errorf("--heartbeat-interval %d: must be at least 1 (milliseconds)", c.HeartbeatInterval.Milliseconds())
+	}
+	if c.ElectionTimeout < 5*c.HeartbeatInterval {
 		return nil, fmt.Errorf("--election-timeout %v must be at least 5 times --heartbeat-interval %v", c.ElectionTimeout, c.HeartbeatInterval)
 	}
 	if c.MaxLearners < 0 {

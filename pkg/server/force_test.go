@@ -164,3 +164,62 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 	// Only a one-voter cluster elects itself and answers a linearizable list.
 	servertest.WaitMembers(t, m, 1, true)
 }
+
+// --force-new-cluster on a member of a healthy cluster is refused before anything is written:
+// the two others run and have a leader, a quorum of three. The cluster stays as it was. With the
+// override it goes ahead.
+func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	m := ms[0]
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	db := filepath.Join(m.Dir, storage.FileName)
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv, err := server.New(m.Config(servertest.InitialCluster(ms), "new", func(c *server.Config) { c.ForceNewCluster = true }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	err = srv.Run(t.Context())
+	if err == nil || !strings.Contains(err.Error(), "--force-new-cluster: refused: 2 of the other voters (m1, m2) are running") || strings.Contains(err.Error(), "\n") {
+		t.Fatalf("force on a healthy cluster: %v", err)
+	}
+	if d := time.Since(start); d > 3*time.Second {
+		t.Errorf("refusal took %v", d)
+	}
+	if after, _ := os.ReadFile(db); string(after) != string(before) {
+		t.Error("the refused start rewrote member.db")
+	}
+	// The member comes back as before, and the cluster still has three.
+	m.Start(t, m.Config(servertest.InitialCluster(ms), "new", nil))
+	servertest.WaitMembers(t, m, 3, true)
+
+	// The override: the others are removed, as the flag says.
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Start(t, m.Config(servertest.InitialCluster(ms), "new", func(c *server.Config) {
+		c.ForceNewCluster, c.ForceNewClusterBypassLiveCheck = true, true
+	}))
+	servertest.WaitMembers(t, m, 1, true)
+}
+
+// With the other members dead, nothing answers and the forced start goes ahead promptly.
+func TestForceNewClusterWithMajorityDead(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	for _, m := range ms {
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	start := time.Now()
+	ms[0].Start(t, ms[0].Config(servertest.InitialCluster(ms), "new", func(c *server.Config) { c.ForceNewCluster = true }))
+	servertest.WaitMembers(t, ms[0], 1, true)
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("forced start took %v", d)
+	}
+}

@@ -37,7 +37,7 @@ func (s *Server) open(ctx context.Context) (*opened, error) {
 		if s.cfg.Discovery.Enabled() {
 			s.cfg.Logger.Info("the discovery token is not used: the data directory already holds a member")
 		}
-		return s.restart()
+		return s.restart(ctx)
 	}
 	if s.cfg.Discovery.Enabled() && s.cfg.InitialClusterState == "new" {
 		// Bootstrap only: the service names the first members, as --initial-cluster would.
@@ -57,7 +57,7 @@ func (s *Server) open(ctx context.Context) (*opened, error) {
 	return s.join(ctx, local)
 }
 
-func (s *Server) restart() (_ *opened, err error) {
+func (s *Server) restart(ctx context.Context) (_ *opened, err error) {
 	st, err := storage.Open(s.cfg.DataDir)
 	if err != nil {
 		return nil, fmt.Errorf("--data-dir %q: %w", s.cfg.DataDir, err)
@@ -79,6 +79,13 @@ func (s *Server) restart() (_ *opened, err error) {
 		return nil, ErrRemoved
 	}
 	if s.cfg.ForceNewCluster {
+		c, err := raftnode.ForcedFrom(state)
+		if err != nil {
+			return nil, fmt.Errorf("--force-new-cluster: %w", err)
+		}
+		if err := s.checkNoLiveQuorum(ctx, state.MemberID, c); err != nil {
+			return nil, fmt.Errorf("--force-new-cluster: %w", err)
+		}
 		if err := raftnode.ForceNewCluster(st, state); err != nil {
 			return nil, fmt.Errorf("--force-new-cluster: %w", err)
 		}
@@ -251,4 +258,80 @@ func describeMembers(members []*membership.Member) string {
 	}
 	sort.Strings(parts)
 	return strings.Join(slices.Compact(parts), " ")
+}
+
+// liveCheckTimeout bounds the question --force-new-cluster asks the other members: they are
+// asked all at once, so a dead or unreachable one holds the start-up this long at most. A live
+// member answers from memory, in a round trip.
+const liveCheckTimeout = 2 * time.Second
+
+// checkNoLiveQuorum refuses to force a new cluster while the cluster it would leave is healthy:
+// the forced member's log removes every other member, and each of them, once it hears of it,
+// stops for good. So before anything is rewritten, every other member of c is asked over its
+// peer URLs whether it runs and has a leader; if a quorum of c's voters does, the cluster does
+// not need rescuing. A member that does not answer, answers for another cluster, or has no
+// leader does not count. --force-new-cluster-bypass-live-check skips the question.
+func (s *Server) checkNoLiveQuorum(ctx context.Context, self membership.ID, c *membership.Cluster) error {
+	if s.cfg.ForceNewClusterBypassLiveCheck {
+		s.cfg.Logger.Warn("--force-new-cluster-bypass-live-check: not asking the other members whether they still have a quorum")
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, liveCheckTimeout)
+	defer cancel()
+	type answer struct {
+		m      *membership.Member
+		leader membership.ID // zero: no answer, or no leader
+	}
+	var others []*membership.Member
+	for _, m := range c.List() {
+		if m.ID != self {
+			others = append(others, m)
+		}
+	}
+	answers := make(chan answer, len(others))
+	for _, m := range others {
+		go func() { answers <- answer{m, s.peerLeader(ctx, c.ID, m)} }()
+	}
+	voters := c.Voters()
+	var live []string
+	var leader membership.ID
+	for range others {
+		a := <-answers
+		if a.leader == 0 || a.m.IsLearner {
+			continue
+		}
+		live = append(live, nameOf(a.m))
+		leader = a.leader
+	}
+	if quorum := len(voters)/2 + 1; len(live) >= quorum {
+		sort.Strings(live)
+		return fmt.Errorf("refused: %d of the other voters (%s) are running and follow leader %s, a quorum of the cluster's %d voters: "+
+			"the cluster is healthy, and forcing a new cluster here would remove them; restart this member without --force-new-cluster "+
+			"(--force-new-cluster-bypass-live-check overrides this: see docs/runbooks/majority-loss.md)",
+			len(live), strings.Join(live, ", "), leader, len(voters))
+	}
+	return nil
+}
+
+// peerLeader asks m, at each of its peer URLs in turn, which leader it follows; zero when it does
+// not answer, has no leader, or belongs to another cluster.
+func (s *Server) peerLeader(ctx context.Context, cluster membership.ID, m *membership.Member) membership.ID {
+	for _, u := range m.PeerURLs {
+		info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
+		if err != nil {
+			continue
+		}
+		if info.Cluster == nil || info.Cluster.ID != cluster {
+			return 0
+		}
+		return info.Leader
+	}
+	return 0
+}
+
+func nameOf(m *membership.Member) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return m.ID.String()
 }

@@ -59,11 +59,25 @@ func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterMaintenanceServer(g, s)
 }
 
+// withTimeout bounds a request that waits for the cluster: by the client's deadline, or by
+// RequestTimeout without one, and in any case by this member stopping (removed, or shutting
+// down), which ends every wait at once with ErrStopped so that the client moves on.
 func (s *Server) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	if _, ok := ctx.Deadline(); ok {
-		return context.WithCancel(ctx)
+	cancelTimeout := context.CancelFunc(func() {})
+	if _, ok := ctx.Deadline(); !ok {
+		ctx, cancelTimeout = context.WithTimeout(ctx, s.cfg.RequestTimeout)
 	}
-	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	ctx, cancelStop := s.cfg.Node.WithStop(ctx)
+	return ctx, func() { cancelStop(); cancelTimeout() }
+}
+
+// refuseStopped refuses a request on a member that is stopping before it waits for anything:
+// what it would answer, the cluster may have moved past, and it may never be answered.
+func (s *Server) refuseStopped() error {
+	if s.cfg.Node.Stopped() {
+		return rpcerr.Status(raftnode.ErrStopped)
+	}
+	return nil
 }
 
 func (s *Server) header() *pb.ResponseHeader {
@@ -151,6 +165,9 @@ func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.Mem
 	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
 		return nil, rpcerr.Status(err)
 	}
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{
 		Name: incoming(ctx, MDMemberName), PeerURLs: r.GetPeerURLs(), IsLearner: r.GetIsLearner(),
 	}}
@@ -164,6 +181,9 @@ func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.Mem
 
 // MemberRemove removes a member.
 func (s *Server) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(r.GetID())}})
 	if err != nil {
 		return nil, err
@@ -177,6 +197,9 @@ func (s *Server) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*
 	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
 		return nil, rpcerr.Status(err)
 	}
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: membership.ID(r.GetID()), PeerURLs: r.GetPeerURLs()}})
 	if err != nil {
 		return nil, err
@@ -187,6 +210,9 @@ func (s *Server) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*
 
 // MemberPromote makes a learner that has caught up a voter.
 func (s *Server) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: membership.ID(r.GetID())}})
 	if err != nil {
 		return nil, err
@@ -198,6 +224,9 @@ func (s *Server) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) 
 // MemberList lists the members: linearizable unless the request asks for a serializable read,
 // which any member answers from what it has applied, even without a leader.
 func (s *Server) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	c := s.cfg.Node.Cluster()
 	if r.GetLinearizable() {
 		ctx2, cancel := s.withTimeout(ctx)
@@ -213,6 +242,9 @@ func (s *Server) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.M
 
 // Status reports this member's raft position.
 func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusResponse, error) {
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	n := s.cfg.Node
 	resp := &pb.StatusResponse{
 		Header: s.header(), Version: Version, Leader: uint64(n.Leader()),
@@ -237,6 +269,9 @@ const snapshotChunk = 32 << 10
 // layout etcd uses, so etcdctl snapshot save works too. The copy is small (the membership and
 // at most a snapshot's worth of log), so it is taken into memory in one read transaction.
 func (s *Server) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
+	if err := s.refuseStopped(); err != nil {
+		return err
+	}
 	var buf bytes.Buffer
 	if _, err := s.cfg.Store.WriteTo(&buf); err != nil {
 		return rpcerr.Status(err)

@@ -6,6 +6,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
@@ -21,28 +22,12 @@ import (
 // as the Ready loop (a stale proposal is not applied) and write entries in the loop's format.
 // state is as loaded from st; load it again afterwards.
 func ForceNewCluster(st *storage.Store, state *storage.State) error {
+	c, err := ForcedFrom(state)
+	if err != nil {
+		return err
+	}
 	hs := state.HardState
 	commit := hs.GetCommit()
-	// The membership as it will be once the committed log is applied.
-	c := state.Cluster
-	for _, e := range state.Entries {
-		if e.GetIndex() > commit {
-			break
-		}
-		if e.GetIndex() <= state.Applied {
-			continue
-		}
-		if ch, ok := changeOf(e); ok {
-			c, _ = c.Apply(ch)
-		}
-	}
-	self := c.Member(state.MemberID)
-	if self == nil {
-		return errors.New("this member is not in its own cluster's membership")
-	}
-	if self.IsLearner {
-		return errors.New("this member is a learner: a new cluster must start from a voter's data")
-	}
 	last := commit
 	var added []*raftpb.Entry
 	for _, m := range c.List() {
@@ -59,4 +44,32 @@ func ForceNewCluster(st *storage.Store, state *storage.State) error {
 	newHS := proto.CloneOf(hs)
 	newHS.Commit = proto.Uint64(last)
 	return st.Save(storage.Update{HardState: newHS, TruncateFrom: commit + 1, Entries: added})
+}
+
+// ForcedFrom returns the membership a forced new cluster starts from, the stored one once the
+// committed log is applied, or why this member's data cannot start one (it is not in that
+// membership, or it is a learner). It writes nothing: the start-up asks the members it names
+// whether they are alive before anything is rewritten.
+func ForcedFrom(state *storage.State) (*membership.Cluster, error) {
+	commit := state.HardState.GetCommit()
+	c := state.Cluster
+	for _, e := range state.Entries {
+		if e.GetIndex() > commit {
+			break
+		}
+		if e.GetIndex() <= state.Applied {
+			continue
+		}
+		if ch, ok := changeOf(e); ok {
+			c, _ = c.Apply(ch)
+		}
+	}
+	self := c.Member(state.MemberID)
+	if self == nil {
+		return nil, errors.New("this member is not in its own cluster's membership")
+	}
+	if self.IsLearner {
+		return nil, errors.New("this member is a learner: a new cluster must start from a voter's data")
+	}
+	return c, nil
 }

@@ -97,6 +97,7 @@ type Node struct {
 	waiters  map[uint64]*waiter
 	reads    map[string]chan uint64
 	progress chan struct{} // closed and replaced whenever applied advances or the leader changes
+	leaderCh chan struct{} // closed and replaced whenever the leader or the term changes
 
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
@@ -104,7 +105,12 @@ type Node struct {
 	// toldRemoved: a peer, not an applied entry, said this member is removed; Run writes the
 	// tombstone then, since only the loop may write to the store and only while it is open.
 	toldRemoved atomic.Bool
-	done        chan struct{}
+	// stopping is closed as soon as this member knows it is removed or Run is ending, before
+	// anything else of the shutdown: every wait for raft selects on it, so no client request
+	// waits on a member that will never answer it.
+	stopping chan struct{}
+	stopOnce sync.Once
+	done     chan struct{}
 }
 
 // restartStorage hands raft the configuration of the applied membership, not the older one
@@ -138,7 +144,8 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, id: uint64(st.MemberID), mem: mem, store: cfg.Store, log: cfg.Logger,
 		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
-		progress: make(chan struct{}), removed: make(chan struct{}), done: make(chan struct{}),
+		progress: make(chan struct{}), leaderCh: make(chan struct{}),
+		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	n.cluster.Store(st.Cluster)
 	n.applied.Store(st.Applied)
@@ -172,6 +179,7 @@ func (n *Node) Run(ctx context.Context) error {
 	defer n.raft.Stop()
 	// Proposals still waiting were made: whether they apply is unknown.
 	defer n.failAll(ErrTimeout)
+	defer n.stop()
 	ticker := time.NewTicker(n.cfg.TickInterval)
 	defer ticker.Stop()
 	for {
@@ -210,6 +218,53 @@ func (n *Node) progressCh() <-chan struct{} {
 	return n.progress
 }
 
+// notifyLeader wakes the reads waiting for an answer from the leader of the moment: raft drops
+// a pending read silently when the leader or the term changes, so they ask again at once.
+func (n *Node) notifyLeader() {
+	n.mu.Lock()
+	close(n.leaderCh)
+	n.leaderCh = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *Node) leaderChanged() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.leaderCh
+}
+
+// stop marks the member as stopping: every waiter is released and every new request refused
+// with ErrStopped. Idempotent.
+func (n *Node) stop() { n.stopOnce.Do(func() { close(n.stopping) }) }
+
+// Stopping is closed once this member knows it is removed or is shutting down. Nothing it
+// starts from then on can be answered by the cluster.
+func (n *Node) Stopping() <-chan struct{} { return n.stopping }
+
+// Stopped reports whether Stopping is closed.
+func (n *Node) Stopped() bool {
+	select {
+	case <-n.stopping:
+		return true
+	default:
+		return false
+	}
+}
+
+// WithStop returns a context that is also cancelled, with ErrStopped as its cause, once this
+// member is stopping, so that a call to another member (a forwarded change) ends at once too.
+func (n *Node) WithStop(ctx context.Context) (context.Context, context.CancelFunc) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	go func() {
+		select {
+		case <-n.stopping:
+			cancel(ErrStopped)
+		case <-ctx.Done():
+		}
+	}()
+	return ctx, func() { cancel(context.Canceled) }
+}
+
 // waitFor blocks until cond holds, ctx ends (false), or the node stops (false).
 func (n *Node) waitFor(ctx context.Context, cond func() bool) bool {
 	for {
@@ -221,7 +276,7 @@ func (n *Node) waitFor(ctx context.Context, cond func() bool) bool {
 		case <-ch:
 		case <-ctx.Done():
 			return false
-		case <-n.done:
+		case <-n.stopping:
 			return false
 		}
 	}
@@ -235,7 +290,11 @@ func (n *Node) MarkRemoved() {
 	n.markRemoved()
 }
 
-func (n *Node) markRemoved() { n.rmOnce.Do(func() { close(n.removed) }) }
+func (n *Node) markRemoved() {
+	// Released first, so that no request waits while Run winds down.
+	n.stop()
+	n.rmOnce.Do(func() { close(n.removed) })
+}
 
 // Step hands a message from a peer to raft.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error { return n.raft.Step(ctx, m) }

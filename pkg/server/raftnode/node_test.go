@@ -128,3 +128,58 @@ func TestMarkRemovedAfterStop(t *testing.T) {
 		t.Fatalf("logged after the store was closed:\n%s", after[len(before):])
 	}
 }
+
+// A read waiting for the cluster on a member that learns it was removed is answered at once
+// with ErrStopped, not at its deadline, and so is every read after it: the client moves on to
+// another member.
+func TestRemovalReleasesWaitingReads(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "a")
+	// Two voters, one running: no leader ever, so a read waits for one.
+	c := datadir.NewCluster([]datadir.Initial{
+		{Name: "a", URLs: []string{"http://127.0.0.1:1"}}, {Name: "b", URLs: []string{"http://127.0.0.1:2"}},
+	}, "test")
+	store, err := datadir.Create(dir, "a", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := store.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	node, err := raftnode.New(raftnode.Config{
+		Store: store, State: st, Transport: nowhere{}, TickInterval: 10 * time.Millisecond,
+		ElectionTicks: 1000, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	run := make(chan error, 1)
+	go func() { run <- node.Run(context.Background()) }()
+
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	const readers = 4
+	errs := make(chan error, readers)
+	for range readers {
+		go func() { _, err := node.ReadIndex(ctx); errs <- err }()
+	}
+	time.Sleep(100 * time.Millisecond)
+	removed := time.Now()
+	node.MarkRemoved()
+	for range readers {
+		if err := <-errs; !errors.Is(err, raftnode.ErrStopped) {
+			t.Errorf("waiting read: %v, want ErrStopped", err)
+		}
+	}
+	// Generous for a loaded machine; without the release the reads wait for seconds.
+	if d := time.Since(removed); d > time.Second {
+		t.Errorf("waiting reads answered %v after the removal", d)
+	}
+	if _, err := node.ReadIndex(ctx); !errors.Is(err, raftnode.ErrStopped) {
+		t.Errorf("read after the removal: %v, want ErrStopped", err)
+	}
+	if err := waitRun(t, run); !errors.Is(err, raftnode.ErrRemoved) {
+		t.Fatalf("Run: %v, want ErrRemoved", err)
+	}
+}

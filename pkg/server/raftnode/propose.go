@@ -67,6 +67,9 @@ func (n *Node) Propose(ctx context.Context, term uint64, ch membership.Change) (
 
 // proposeAndWait proposes ch in term and waits for its entry to be applied.
 func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Change) (*membership.Cluster, error) {
+	if n.Stopped() {
+		return nil, ErrStopped // nothing proposed
+	}
 	req := randomID()
 	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch})
 	if err != nil {
@@ -96,8 +99,10 @@ func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Ch
 	case <-ctx.Done():
 		n.forget(req)
 		return nil, ErrTimeout
-	case <-n.done:
-		// The proposal was made before the node stopped: its outcome is unknown.
+	case <-n.stopping:
+		// The proposal was made before the member stopped (or learnt it was removed): its
+		// outcome is unknown, and this member will never know it.
+		n.forget(req)
 		return nil, ErrTimeout
 	}
 }
@@ -109,10 +114,8 @@ func (n *Node) forget(req uint64) {
 }
 
 func (n *Node) ctxErr(ctx context.Context) error {
-	select {
-	case <-n.done:
+	if n.Stopped() {
 		return ErrStopped
-	default:
 	}
 	if n.lead.Load() == raft.None {
 		return ErrNoLeader
@@ -127,41 +130,58 @@ func (n *Node) ConfLock() func() {
 }
 
 // ReadIndex returns the membership as of a linearizable read: everything committed before the
-// call is in it.
+// call is in it. It asks again at once when the leader or the term changes (raft drops a pending
+// read then, silently), and returns ErrStopped at once when the member is stopping.
 func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
 	retry := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 2
 	for {
+		if n.Stopped() {
+			return nil, ErrStopped
+		}
+		moved := n.leaderChanged()
 		if _, err := n.WaitLeader(ctx); err != nil {
 			return nil, err
 		}
-		rctx := binary.BigEndian.AppendUint64(nil, randomID())
-		ch := make(chan uint64, 1)
-		n.mu.Lock()
-		n.reads[string(rctx)] = ch
-		n.mu.Unlock()
-		if err := n.raft.ReadIndex(ctx, rctx); err != nil {
-			n.forgetRead(rctx)
+		idx, err := n.readIndexOnce(ctx, moved, retry)
+		if err != nil {
+			return nil, err
+		}
+		if idx == 0 {
+			continue // dropped: ask again
+		}
+		if !n.waitFor(ctx, func() bool { return n.applied.Load() >= idx }) {
 			return nil, n.ctxErr(ctx)
 		}
-		timer := time.NewTimer(retry)
-		select {
-		case idx := <-ch:
-			timer.Stop()
-			if !n.waitFor(ctx, func() bool { return n.applied.Load() >= idx }) {
-				return nil, n.ctxErr(ctx)
-			}
-			return n.cluster.Load(), nil
-		case <-timer.C:
-			// raft drops a read request silently when leadership moves; ask again.
-			n.forgetRead(rctx)
-		case <-ctx.Done():
-			timer.Stop()
-			n.forgetRead(rctx)
-			return nil, n.ctxErr(ctx)
-		case <-n.done:
-			timer.Stop()
-			return nil, ErrStopped
-		}
+		return n.cluster.Load(), nil
+	}
+}
+
+// readIndexOnce asks raft for a read index once and waits for it: zero when raft may have
+// dropped the request (the leader moved, or no answer within retry).
+func (n *Node) readIndexOnce(ctx context.Context, moved <-chan struct{}, retry time.Duration) (uint64, error) {
+	rctx := binary.BigEndian.AppendUint64(nil, randomID())
+	ch := make(chan uint64, 1)
+	n.mu.Lock()
+	n.reads[string(rctx)] = ch
+	n.mu.Unlock()
+	defer n.forgetRead(rctx)
+	if err := n.raft.ReadIndex(ctx, rctx); err != nil {
+		return 0, n.ctxErr(ctx)
+	}
+	timer := time.NewTimer(retry)
+	defer timer.Stop()
+	select {
+	case idx := <-ch:
+		return max(idx, 1), nil
+	case <-moved:
+		// The leader or the term changed since the request was made: raft dropped it.
+		return 0, nil
+	case <-timer.C:
+		return 0, nil
+	case <-ctx.Done():
+		return 0, n.ctxErr(ctx)
+	case <-n.stopping:
+		return 0, ErrStopped
 	}
 }
 
@@ -191,7 +211,7 @@ func (n *Node) WaitLeader(ctx context.Context) (membership.ID, error) {
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	if !n.waitFor(wctx, func() bool { return n.lead.Load() != raft.None }) {
-		if ctx.Err() == nil && n.lead.Load() == raft.None {
+		if ctx.Err() == nil && n.lead.Load() == raft.None && !n.Stopped() {
 			return 0, ErrNoLeader
 		}
 		return 0, n.ctxErr(ctx)

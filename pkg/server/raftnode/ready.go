@@ -85,14 +85,20 @@ func (n *Node) handleReady(rd raft.Ready) error {
 // term comes first: whoever sees this member as leader then sees its new term too.
 func (n *Node) recordState(rd raft.Ready) (prevTerm uint64) {
 	prevTerm = n.term.Load()
+	moved := false
 	if rd.HardState != nil {
 		n.term.Store(rd.HardState.GetTerm())
 		n.commit.Store(rd.HardState.GetCommit())
+		moved = rd.HardState.GetTerm() != prevTerm
 	}
 	if rd.SoftState != nil {
+		moved = moved || n.lead.Load() != rd.SoftState.Lead
 		n.lead.Store(rd.SoftState.Lead)
 		n.cfg.Metrics.ObserveLeader(rd.SoftState.Lead)
 		n.notifyProgress()
+	}
+	if moved {
+		n.notifyLeader()
 	}
 	return prevTerm
 }

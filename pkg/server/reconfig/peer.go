@@ -64,11 +64,18 @@ func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) erro
 	if err := dec(req); err != nil {
 		return nil, err
 	}
-	if c.cfg.Node.Leader() != c.cfg.Node.ID() {
-		// Never forward twice: the caller re-routes.
+	if c.cfg.Node.Leader() != c.cfg.Node.ID() || c.cfg.Node.Stopped() {
+		// Never forward twice, and a stopping leader decides nothing more: the caller
+		// re-routes.
 		return nil, rpcerr.Status(raftnode.ErrNotLeader)
 	}
+	ctx, cancel := c.cfg.Node.WithStop(ctx)
+	defer cancel()
 	reply, err := c.decide(ctx, *req)
+	if errors.Is(err, raftnode.ErrStopped) {
+		// This leader stopped before it proposed anything: the caller tries the next one.
+		err = raftnode.ErrNotLeader
+	}
 	if reply != nil {
 		// The caller answers its client with the members; the removed IDs, as many as the
 		// cluster's whole history, would cost every forwarded change their encoding.

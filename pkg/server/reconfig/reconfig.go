@@ -66,6 +66,10 @@ func retryable(err error) bool {
 func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 	backoff := 10 * time.Millisecond
 	for {
+		if c.cfg.Node.Stopped() {
+			// Removed or shutting down: whatever was sent before has its answer already.
+			return nil, raftnode.ErrStopped
+		}
 		lead, err := c.cfg.Node.WaitLeader(ctx)
 		if err != nil {
 			return nil, err
@@ -83,6 +87,8 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		select {
 		case <-ctx.Done():
 			return nil, raftnode.ErrTimeout
+		case <-c.cfg.Node.Stopping():
+			return nil, raftnode.ErrStopped
 		case <-time.After(backoff):
 			backoff = min(2*backoff, 200*time.Millisecond)
 		}

@@ -1,0 +1,135 @@
+package server_test
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/server"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+)
+
+// leaderOf returns the member that the others follow, by asking each for its status.
+func leaderOf(t *testing.T, ms []*servertest.Member) *servertest.Member {
+	t.Helper()
+	var lead *servertest.Member
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		for _, m := range ms {
+			conn, err := grpc.NewClient("passthrough:///"+m.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+			if err != nil {
+				return err
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			st, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+			cancel()
+			conn.Close()
+			if err == nil && st.Leader != 0 && st.Leader == st.Header.MemberId {
+				lead = m
+				return nil
+			}
+		}
+		return errors.New("no leader yet")
+	})
+	return lead
+}
+
+// A member that is removed answers every request it holds, and every request that reaches it
+// afterwards, at once: a linearizable list sent to the leader while the leader is removed either
+// succeeds or fails with "server stopped" (or the connection closing), well within an election timeout,
+// never after waiting for an answer that cannot come. Several removals, since the window is short.
+func TestRemovedLeaderLetsGo(t *testing.T) {
+	ms := servertest.Start(t, 5, nil)
+	for round := range 2 {
+		lead := leaderOf(t, ms)
+		var rest []*servertest.Member
+		for _, m := range ms {
+			if m != lead {
+				rest = append(rest, m)
+			}
+		}
+		leadID := memberID(t, lead)
+		leaderClient := lead.Client(t)
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		var mu sync.Mutex
+		var slow []string
+		var longest time.Duration
+		const clientTimeout = 3 * time.Second
+		for range 4 {
+			wg.Go(func() {
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					ctx, cancel := context.WithTimeout(context.Background(), clientTimeout)
+					start := time.Now()
+					_, err := leaderClient.MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
+					d := time.Since(start)
+					cancel()
+					st := status.Convert(err)
+					mu.Lock()
+					longest = max(longest, d)
+					mu.Unlock()
+					// Before the release, a read the new leader dropped waited half an
+					// election timeout or more.
+					bad := d > servertest.ElectionTimeout*3/4 ||
+						err != nil && st.Code() != codes.Unavailable
+					if bad {
+						mu.Lock()
+						slow = append(slow, d.Round(time.Millisecond).String()+": "+st.Message())
+						mu.Unlock()
+					}
+					if err != nil && st.Message() != "etcdserver: server stopped" {
+						// Gone: the connection closed or was refused.
+						time.Sleep(10 * time.Millisecond)
+					}
+				}
+			})
+		}
+		time.Sleep(100 * time.Millisecond)
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		_, err := rest[0].Client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: leadID})
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: removing the leader %s: %v", round, lead.Name, err)
+		}
+		if err := lead.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+			t.Errorf("round %d: removed leader's Run: %v", round, err)
+		}
+		time.Sleep(200 * time.Millisecond)
+		close(stop)
+		wg.Wait()
+		t.Logf("round %d: longest request to the removed leader %v", round, longest)
+		if len(slow) > 0 {
+			t.Errorf("round %d: requests to the removed leader %s held or refused wrongly: %v", round, lead.Name, slow)
+		}
+		ms = rest
+	}
+}
+
+// memberID is the member's own ID, from its status.
+func memberID(t *testing.T, m *servertest.Member) uint64 {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+m.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+	defer cancel()
+	st, err := pb.NewMaintenanceClient(conn).Status(ctx, &pb.StatusRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return st.Header.MemberId
+}
