@@ -43,7 +43,10 @@ race:
 unit:
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
+# make test ends with every fuzz target for a few seconds each, beyond the seed corpora that the
+# unit run already replays.
 test: check race unit
+	$(MAKE) fuzz FUZZTIME=3s
 
 # make bench BENCHFLAGS=-profile=bench-results/profile   also profiles the leader (docs/benchmarks.md)
 # The bench program builds bin/clusterd, bin/clusterctl and its floors itself, with BUILD's flags.
