@@ -27,7 +27,7 @@ type QuorumReport struct {
 // Report summarises the voting configuration of c as seen through p.
 func (c *Cluster) Report(p Peers) QuorumReport {
 	voters := c.Voters()
-	r := QuorumReport{Voters: len(voters), Learners: len(c.Members) - len(voters), Quorum: len(voters)/2 + 1}
+	r := QuorumReport{Voters: len(voters), Learners: len(c.Members) - len(voters)}
 	for _, id := range voters {
 		if p.Started[id] {
 			r.StartedVoters++
@@ -36,8 +36,38 @@ func (c *Cluster) Report(p Peers) QuorumReport {
 			r.ConnectedVoters++
 		}
 	}
+	return r.tally()
+}
+
+// tally sets the quorum of r's voters and its fault tolerance from its counts.
+func (r QuorumReport) tally() QuorumReport {
+	r.Quorum = r.Voters/2 + 1
 	r.FaultTolerance = r.ConnectedVoters - r.Quorum
 	return r
+}
+
+// Plus is r after a change that adds the given numbers of voters, learners, started voters and
+// connected voters (negative to take away), quorum and fault tolerance counted again: the
+// report of a change that cannot be sent yet, such as the steps after the first of a plan.
+func (r QuorumReport) Plus(voters, learners, started, connected int) QuorumReport {
+	r.Voters += voters
+	r.Learners += learners
+	r.StartedVoters += started
+	r.ConnectedVoters += connected
+	return r.tally()
+}
+
+// Strict is the rule of the strict reconfiguration check for a configuration after a change:
+// ErrNotEnoughStarted when fewer voters have started than its quorum, ErrUnhealthy when fewer are
+// connected to the leader.
+func (r QuorumReport) Strict() error {
+	if r.StartedVoters < r.Quorum {
+		return ErrNotEnoughStarted
+	}
+	if r.ConnectedVoters < r.Quorum {
+		return ErrUnhealthy
+	}
+	return nil
 }
 
 // CheckQuorum is the strict reconfiguration check: it refuses ch when the configuration after it
@@ -60,13 +90,7 @@ func (c *Cluster) CheckQuorum(ch Change, p Peers) (before, after QuorumReport, e
 	if ch.Kind == KindAdd && !ch.Member.IsLearner && before.Voters == 1 && before.StartedVoters == 1 {
 		return before, after, nil
 	}
-	if after.StartedVoters < after.Quorum {
-		return before, after, ErrNotEnoughStarted
-	}
-	if after.ConnectedVoters < after.Quorum {
-		return before, after, ErrUnhealthy
-	}
-	return before, after, nil
+	return before, after, after.Strict()
 }
 
 func (p Peers) without(id ID) Peers {

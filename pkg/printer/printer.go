@@ -43,6 +43,7 @@ const (
 	EndpointHealth
 	MoveLeader
 	Version
+	MemberReplace
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -68,6 +69,9 @@ var kinds = map[Kind]struct {
 	EndpointHealth:  {"endpoint health", []Format{Simple, Table, JSON}, nil},
 	MoveLeader:      {"move-leader", []Format{Simple, JSON}, nil},
 	Version:         {"version", []Format{Simple, JSON}, nil},
+	// member replace prints member add's output for its add, and in simple the success line of
+	// each later step; its --dry-run is a plan of several steps (ReplacePlan).
+	MemberReplace: {"member replace", []Format{Simple, Env}, []Format{Simple}},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

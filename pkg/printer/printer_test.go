@@ -195,6 +195,12 @@ func TestKindsHavePrinters(t *testing.T) {
 		}
 		for _, f := range row.dryRun {
 			p, _ := New(f)
+			if k == MemberReplace {
+				if err := p.ReplacePlan(&bytes.Buffer{}, &client.ReplacePlan{}); err != nil {
+					t.Errorf("%s --dry-run in %s: %v", k, f, err)
+				}
+				continue
+			}
 			if err := p.DryRun(&bytes.Buffer{}, k, &client.DryRun{}); err != nil {
 				t.Errorf("%s --dry-run in %s: %v", k, f, err)
 			}
@@ -230,6 +236,11 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.MoveLeader(&b, &LeaderMove{})
 	case Version:
 		return p.Version(&b, &Versions{})
+	case MemberReplace:
+		if err := p.ReplaceAdd(&b, addResult(true)); err != nil {
+			return err
+		}
+		return p.ReplaceChange(&b, MemberRemove, changeResult())
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

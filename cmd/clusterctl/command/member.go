@@ -30,6 +30,7 @@ func newMemberCmd(g *Globals) *cobra.Command {
 		newMemberUpdateCmd(g),
 		newMemberPromoteCmd(g),
 		newMemberListCmd(g),
+		newMemberReplaceCmd(g),
 	)
 	return cmd
 }

@@ -2,9 +2,11 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
+	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
@@ -16,6 +18,8 @@ type memberAddOptions struct {
 	Learner      bool
 	// DryRun asks clusterd to run every check and add nothing.
 	DryRun bool
+	// IfNotExists takes a member with this name and exactly these peer URLs as added.
+	IfNotExists bool
 
 	Name     string
 	PeerURLs []string
@@ -34,11 +38,20 @@ so adding it cannot cost the cluster its quorum.
 
 With --dry-run, clusterd runs every check without adding anything and clusterctl prints the
 voters and quorum before and after and whether the add would be accepted. The ID it shows is
-provisional: the add itself assigns another.`,
+provisional: the add itself assigns another.
+
+With --if-not-exists, a member with this name and exactly these peer URLs already in the cluster
+(on etcd, also one with these peer URLs that has not started, so has no name yet) is success:
+exit 0 and the same output, its environment included. A member with this name and other peer
+URLs, or with one of these peer URLs and another name, is still refused (exit 11), with what
+differs.`,
 		Example: `  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner
 
   # export the environment of phase two; clusterd and etcd read ETCD_* at start-up
   set -a; eval "$(clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner -w env)"; set +a
+
+  # in a script that may run twice: the member already there with these URLs is success
+  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner --if-not-exists -w env > infra3.env
 
   # would adding a voter keep the cluster's quorum?
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
@@ -47,6 +60,7 @@ provisional: the add itself assigns another.`,
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().BoolVar(&o.Learner, "learner", false, "add the member as a learner (non-voting)")
+	cmd.Flags().BoolVar(&o.IfNotExists, "if-not-exists", false, "succeed, printing the same output, when a member with this name and exactly these peer URLs exists already")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
@@ -59,20 +73,31 @@ func (o *memberAddOptions) validate(args []string) error {
 		return tooManyArgs(args[1:])
 	}
 	o.Name = args[0]
-	// The one rule for names, clusterd's too: a name it would refuse is refused before sending.
-	if err := membership.ValidateName(o.Name); err != nil {
+	if err := checkName(o.Name); err != nil {
 		return err
-	}
-	// Beyond the rule, the wire: the name travels as gRPC metadata, which carries printable
-	// ASCII only.
-	if strings.ContainsFunc(o.Name, func(r rune) bool { return r < ' ' || r > '~' }) {
-		return fmt.Errorf("member name %q: clusterctl sends the name as gRPC metadata, which carries printable ASCII only", o.Name)
 	}
 	var err error
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
 		return err
 	}
+	if o.IfNotExists && o.DryRun {
+		return errors.New("--if-not-exists and --dry-run cannot be used together")
+	}
 	return checkFormat(o.Printer, printer.MemberAdd, o.DryRun)
+}
+
+// checkName refuses a new member's name that clusterd would refuse, or that cannot travel.
+func checkName(name string) error {
+	// The one rule for names, clusterd's too: a name it would refuse is refused before sending.
+	if err := membership.ValidateName(name); err != nil {
+		return err
+	}
+	// Beyond the rule, the wire: the name travels as gRPC metadata, which carries printable
+	// ASCII only.
+	if strings.ContainsFunc(name, func(r rune) bool { return r < ' ' || r > '~' }) {
+		return fmt.Errorf("member name %q: clusterctl sends the name as gRPC metadata, which carries printable ASCII only", name)
+	}
+	return nil
 }
 
 func (o *memberAddOptions) run(ctx context.Context) error {
@@ -87,8 +112,36 @@ func (o *memberAddOptions) run(ctx context.Context) error {
 		return o.printDryRun(printer.MemberAdd, r, err)
 	}
 	r, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
+	if o.IfNotExists && alreadyExists(err) {
+		if found, ferr := o.existing(ctx, c); ferr != nil || found != nil {
+			r, err = found, ferr
+		}
+	}
 	if err != nil {
 		return err
 	}
 	return o.Printer.MemberAdd(o.Out, r)
+}
+
+// alreadyExists reports the refusals an add meets when its member may be there already.
+func alreadyExists(err error) bool {
+	return errors.Is(err, client.ErrMemberNameExists) || errors.Is(err, client.ErrPeerURLExists)
+}
+
+// existing is the result of an add that finds its member there already, read from the member
+// list, or the refusal saying what differs; nil and no error when the member in the way was
+// removed since the add, whose refusal then stands (running again adds it).
+func (o *memberAddOptions) existing(ctx context.Context, c *client.Client) (*client.AddResult, error) {
+	list, err := c.ListForResolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	m, err := client.FindAdded(list.Members, o.Name, o.PeerURLs)
+	if err != nil {
+		return nil, err
+	}
+	if m == nil {
+		return nil, nil
+	}
+	return client.AddedResult(list, *m, o.Name), nil
 }

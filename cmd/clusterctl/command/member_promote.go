@@ -61,38 +61,53 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 	deadline := time.Now().Add(o.Wait)
 	return o.change(ctx, func(c *client.Client, cctx context.Context, id uint64) (*client.ChangeResult, error) {
 		r, err := c.MemberPromote(cctx, id)
-		// Bounded by the deadline: every pass waits promoteRetryInterval first. Only "not in
-		// sync" is retried: it is a refusal, so nothing changed and asking again is safe.
-		for errors.Is(err, client.ErrLearnerNotReady) && time.Now().Add(promoteRetryInterval).Before(deadline) {
-			o.progress(ctx, c, id)
-			select {
-			case <-ctx.Done():
-				return r, err
-			case <-time.After(promoteRetryInterval):
-			}
-			r, err = o.promoteOnce(ctx, c, id)
+		if !errors.Is(err, client.ErrLearnerNotReady) {
+			return r, err
 		}
-		return r, err
+		return o.promoteUntil(ctx, c, id, deadline, func(int) time.Duration { return promoteRetryInterval })
 	}, (*client.Client).MemberPromoteDryRun)
 }
 
-// promoteOnce gives each retry its own --command-timeout; --wait bounds them all.
-func (o *memberPromoteOptions) promoteOnce(ctx context.Context, c *client.Client, id uint64) (*client.ChangeResult, error) {
-	ctx, cancel := o.withTimeout(ctx)
+// promoteUntil promotes learner id, asking again after interval(attempt) while it is not in
+// sync, with a progress line on stderr before each attempt, until deadline. Bounded by the
+// deadline: every pass waits first. Only "not in sync" is retried: it is a refusal, so nothing
+// changed and asking again is safe.
+func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration) (*client.ChangeResult, error) {
+	err := error(client.ErrLearnerNotReady)
+	var r *client.ChangeResult
+	for attempt := 0; errors.Is(err, client.ErrLearnerNotReady); attempt++ {
+		wait := interval(attempt)
+		if !time.Now().Add(wait).Before(deadline) {
+			return nil, err
+		}
+		g.progress(ctx, c, id)
+		select {
+		case <-ctx.Done():
+			return nil, err
+		case <-time.After(wait):
+		}
+		r, err = g.promoteOnce(ctx, c, id)
+	}
+	return r, err
+}
+
+// promoteOnce gives each retry its own --command-timeout; the deadline bounds them all.
+func (g *Globals) promoteOnce(ctx context.Context, c *client.Client, id uint64) (*client.ChangeResult, error) {
+	ctx, cancel := g.withTimeout(ctx)
 	defer cancel()
 	return c.MemberPromote(ctx, id)
 }
 
 // progress prints how far the learner is behind. It is advice to the person waiting: when the
 // figures cannot be had, it says why and the wait goes on.
-func (o *memberPromoteOptions) progress(ctx context.Context, c *client.Client, id uint64) {
-	ctx, cancel := o.withTimeout(ctx)
+func (g *Globals) progress(ctx context.Context, c *client.Client, id uint64) {
+	ctx, cancel := g.withTimeout(ctx)
 	defer cancel()
 	p, err := c.FetchLearnerProgress(ctx, id)
 	if err != nil {
-		fmt.Fprintf(o.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
+		fmt.Fprintf(g.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
 		return
 	}
-	fmt.Fprintf(o.Err, "learner %s not in sync yet: %d entries behind the leader (applied %d of %d, %.1f%%)\n",
+	fmt.Fprintf(g.Err, "learner %s not in sync yet: %d entries behind the leader (applied %d of %d, %.1f%%)\n",
 		client.FormatID(id), p.Behind(), p.LearnerApplied, p.LeaderIndex, p.Percent())
 }

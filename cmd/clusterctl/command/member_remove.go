@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -16,10 +17,12 @@ const twoVoterWarning = "Warning: removing a voter from a cluster of two voters:
 
 type memberRemoveOptions struct {
 	memberChangeOptions
+	// IgnoreNotFound takes a member that is not there as removed.
+	IgnoreNotFound bool
 }
 
 func newMemberRemoveCmd(g *Globals) *cobra.Command {
-	o := &memberRemoveOptions{memberChangeOptions{Globals: g, kind: printer.MemberRemove}}
+	o := &memberRemoveOptions{memberChangeOptions: memberChangeOptions{Globals: g, kind: printer.MemberRemove}}
 	cmd := &cobra.Command{
 		Use:   "remove <id|name> [--dry-run]",
 		Short: "Remove a member from the cluster",
@@ -29,19 +32,41 @@ name; a name that matches more than one member is refused (exit 16).
 Removing a voter from a cluster of two voters prints a warning on stderr first: until the removal
 is applied, both voters must stay up.
 
+With --ignore-not-found (kubectl's flag), a member that is not there is success: exit 0, nothing
+on stdout, a note on stderr; a script that removes and may run twice needs nothing more.
+
 With --dry-run, clusterd runs every check without removing anything and clusterctl prints the
 voters and quorum before and after and whether the removal would be accepted.`,
 		Example: `  clusterctl member remove 96dbf27657837fe1
-  clusterctl member remove infra3 --dry-run`,
+  clusterctl member remove infra3 --dry-run
+  clusterctl member remove infra3 --ignore-not-found`,
 		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
 		RunE:              runE(g, o),
 	}
+	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "succeed when no member has this ID or name: it is gone already")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
 
+func (o *memberRemoveOptions) validate(args []string) error {
+	if o.IgnoreNotFound && o.DryRun {
+		return errors.New("--ignore-not-found and --dry-run cannot be used together")
+	}
+	return o.memberChangeOptions.validate(args)
+}
+
 func (o *memberRemoveOptions) run(ctx context.Context) error {
+	err := o.removeOnce(ctx)
+	if o.IgnoreNotFound && errors.Is(err, client.ErrMemberNotFound) {
+		// kubectl's --ignore-not-found: nothing on stdout, and a note on stderr for the person.
+		fmt.Fprintf(o.Err, "member %s not found: nothing to remove\n", o.Ref)
+		return nil
+	}
+	return err
+}
+
+func (o *memberRemoveOptions) removeOnce(ctx context.Context) error {
 	c, err := o.Client()
 	if err != nil {
 		return err

@@ -240,3 +240,44 @@ func TestRemovesOneOfTwoVoters(t *testing.T) {
 		}
 	}
 }
+
+func TestMemberReplaceValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		args   []string
+		urls   string
+		format printer.Format
+		dryRun bool
+		wait   time.Duration
+		want   string
+	}{
+		{"ok", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, false, time.Minute, ""},
+		{"env", []string{"infra1", "infra3"}, "http://a:1", printer.Env, false, time.Minute, ""},
+		{"dry run", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, true, time.Minute, ""},
+		{"no old", nil, "http://a:1", printer.Simple, false, time.Minute, "member ID is not provided"},
+		{"no new name", []string{"infra1"}, "http://a:1", printer.Simple, false, time.Minute, "member name not provided"},
+		{"same name", []string{"infra1", "infra1"}, "http://a:1", printer.Simple, false, time.Minute,
+			`the new member needs a name of its own: "infra1" is the member to replace`},
+		{"URL as argument", []string{"infra1", "infra3", "http://a:1"}, "", printer.Simple, false, time.Minute,
+			"too many arguments, did you mean --peer-urls=http://a:1"},
+		{"no peer URLs", []string{"infra1", "infra3"}, "", printer.Simple, false, time.Minute, "member peer urls not provided"},
+		{"bad name", []string{"infra1", "a,b"}, "http://a:1", printer.Simple, false, time.Minute,
+			`member name "a,b" must not contain ',' or '=', which separate --initial-cluster's entries`},
+		{"zero wait", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, false, 0, "--wait-timeout must be positive, not 0s"},
+		{"table", []string{"infra1", "infra3"}, "http://a:1", printer.Table, false, time.Minute,
+			`output format "table" is not supported by member replace (supported: simple, env)`},
+		{"env dry run", []string{"infra1", "infra3"}, "http://a:1", printer.Env, true, time.Minute,
+			`output format "env" is not supported by member replace --dry-run (supported: simple)`},
+	}
+	for _, tt := range tests {
+		o := &memberReplaceOptions{Globals: globals(t, tt.format), PeerURLsFlag: tt.urls, DryRun: tt.dryRun, WaitTimeout: tt.wait}
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+}
+
+func TestIdempotentFlagsValidate(t *testing.T) {
+	add := &memberAddOptions{Globals: globals(t, printer.Simple), PeerURLsFlag: "http://a:1", IfNotExists: true, DryRun: true}
+	check(t, "add", add.validate([]string{"infra3"}), "--if-not-exists and --dry-run cannot be used together")
+	rm := &memberRemoveOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, printer.Simple), kind: printer.MemberRemove, DryRun: true}, IgnoreNotFound: true}
+	check(t, "remove", rm.validate([]string{"infra3"}), "--ignore-not-found and --dry-run cannot be used together")
+}

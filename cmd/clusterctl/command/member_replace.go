@@ -1,0 +1,243 @@
+package command
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/cobra"
+)
+
+// replaceFirstRetry is the first wait for a learner to catch up; it doubles up to
+// promoteRetryInterval. A learner started at once is in sync within a few hundred milliseconds
+// on a small cluster, and a short first wait promotes it that soon; the doubling keeps the
+// progress lines of a long wait few.
+const replaceFirstRetry = 50 * time.Millisecond
+
+type memberReplaceOptions struct {
+	*Globals
+	PeerURLsFlag string
+	WaitTimeout  time.Duration
+	DryRun       bool
+
+	OldRef   string
+	Name     string
+	PeerURLs []string
+}
+
+func newMemberReplaceCmd(g *Globals) *cobra.Command {
+	o := &memberReplaceOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "replace <old-id|old-name> <new-name> --peer-urls=URL[,URL...] [--wait-timeout=DURATION] [--dry-run]",
+		Short: "Replace a member by a new one: add it as a learner, promote it, remove the old one",
+		Long: `Replace a member (a failed machine, or one to retire) by a new member, in four steps, each
+reported on stderr:
+
+  1. add the new member as a learner, and print the environment its process starts with
+     (member add's output; -w env prints the environment alone);
+  2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
+     behind, and promote it;
+  3. if the old member leads, move leadership to the new member;
+  4. remove the old member.
+
+Interrupted anywhere, the same command line run again finds what is done and goes on: a member
+with the new name and exactly these peer URLs is taken as added (its environment is printed
+again), a voter as promoted, an old member that is gone as removed.
+
+With --dry-run (clusterd only), clusterd judges the add and the removal against the cluster now,
+and clusterctl prints the voters, quorum and fault tolerance after each step. Against clusterd the
+same check runs before the first change, and a plan that would be refused changes nothing.`,
+		Example: `  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w env > infra3.env
+  # on 10.0.0.4: env $(cat infra3.env) clusterd --data-dir ... (the command waits for it)
+
+  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
+		Args:              cobra.ArbitraryArgs,
+		ValidArgsFunction: g.completeMember,
+		RunE:              runE(g, o),
+	}
+	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
+	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start and catch up")
+	addDryRunFlag(cmd.Flags(), &o.DryRun)
+	return cmd
+}
+
+func (o *memberReplaceOptions) validate(args []string) error {
+	switch {
+	case len(args) == 0 || args[0] == "":
+		return errNoID
+	case len(args) == 1 || args[1] == "":
+		return errNoName
+	case len(args) > 2:
+		return tooManyArgs(args[2:])
+	}
+	o.OldRef = args[0]
+	if err := checkName(args[1]); err != nil {
+		return err
+	}
+	if args[1] == o.OldRef {
+		// Names are unique while both members are in the cluster, and once the old one is gone a
+		// second run would take the new member for the old.
+		return fmt.Errorf("the new member needs a name of its own: %q is the member to replace", o.OldRef)
+	}
+	if o.WaitTimeout <= 0 {
+		return fmt.Errorf("--wait-timeout must be positive, not %s", o.WaitTimeout)
+	}
+	var err error
+	o.Name = args[1]
+	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
+		return err
+	}
+	return checkFormat(o.Printer, printer.MemberReplace, o.DryRun)
+}
+
+// step writes the line of one step on stderr.
+func (o *memberReplaceOptions) step(n int, format string, a ...any) {
+	fmt.Fprintf(o.Err, "step %d of 4: "+format+"\n", append([]any{n}, a...)...)
+}
+
+func (o *memberReplaceOptions) run(ctx context.Context) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	r, err := o.find(ctx, c)
+	if err != nil {
+		return err
+	}
+	if err := o.checkPlan(ctx, c, r); err != nil || o.DryRun {
+		return err
+	}
+	newID, err := o.add(ctx, c, r)
+	if err != nil {
+		return err
+	}
+	if err := o.promote(ctx, c, r, newID); err != nil {
+		return err
+	}
+	if r.Old == nil {
+		o.step(3, "%s is gone already: leadership not moved", o.OldRef)
+		o.step(4, "%s is gone already: removal skipped", o.OldRef)
+		return nil
+	}
+	if err := o.moveLeader(ctx, c, r.OldID, newID); err != nil {
+		return err
+	}
+	return o.remove(ctx, c, r.OldID)
+}
+
+// find reads where the replacement stands from one linearizable member list.
+func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*client.Replacement, error) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	list, err := c.ListForResolve(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
+}
+
+// checkPlan asks clusterd to judge the plan and returns its refusal; with --dry-run it also
+// prints the plan. Real etcd cannot judge a change without making it: then the plan is
+// not checked, and each step meets the server's own checks as it is sent.
+func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, r *client.Replacement) error {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	plan, err := c.ReplaceDryRun(ctx, r, o.Name, o.PeerURLs)
+	var unsupported *client.DryRunUnsupportedError
+	switch {
+	case errors.As(err, &unsupported) && !o.DryRun:
+		return nil
+	case err != nil:
+		return err
+	case o.DryRun:
+		if err := o.Printer.ReplacePlan(o.Out, plan); err != nil {
+			return err
+		}
+	}
+	return plan.Err
+}
+
+// add adds the new member as a learner unless it is there already, and prints member add's
+// output either way. It returns the new member's ID.
+func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement) (uint64, error) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	if r.New != nil {
+		o.step(1, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
+		return r.New.ID, o.Printer.ReplaceAdd(o.Out, client.AddedResult(r.List, *r.New, o.Name))
+	}
+	added, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, true)
+	if err != nil {
+		return 0, err
+	}
+	o.step(1, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
+	return added.ID, o.Printer.ReplaceAdd(o.Out, added)
+}
+
+// promote waits for the new member to catch up and promotes it, unless it is a voter already.
+func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, id uint64) error {
+	if r.New != nil && !r.New.IsLearner {
+		o.step(2, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
+		return nil
+	}
+	deadline := time.Now().Add(o.WaitTimeout)
+	res, err := o.promoteOnce(ctx, c, id)
+	if errors.Is(err, client.ErrLearnerNotReady) {
+		fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
+		res, err = o.promoteUntil(ctx, c, id, deadline, func(attempt int) time.Duration {
+			return min(replaceFirstRetry<<min(attempt, 8), promoteRetryInterval)
+		})
+	}
+	if err != nil {
+		return err
+	}
+	o.step(2, "promoted %s (%s)", o.Name, client.FormatID(id))
+	return o.Printer.ReplaceChange(o.Out, printer.MemberPromote, res)
+}
+
+// moveLeader hands leadership from the old member to the new one when the old one leads.
+func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, oldID, newID uint64) error {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	// Asked again: leadership may have moved while the new member caught up.
+	list, err := c.MemberList(ctx, true)
+	if err != nil {
+		return err
+	}
+	leads := false
+	for _, m := range list.Members {
+		leads = leads || (m.ID == oldID && m.IsLeader)
+	}
+	if !leads {
+		o.step(3, "%s does not lead: leadership not moved", o.OldRef)
+		return nil
+	}
+	url, err := clientURLOf(list.Members, oldID)
+	if err != nil {
+		return err
+	}
+	if _, err := c.MoveLeader(ctx, url, newID); err != nil {
+		return err
+	}
+	o.step(3, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
+	return nil
+}
+
+// remove removes the old member; one that is gone already counts as removed.
+func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64) error {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	res, err := c.MemberRemove(ctx, oldID)
+	if errors.Is(err, client.ErrMemberNotFound) {
+		o.step(4, "%s is gone already: removal skipped", o.OldRef)
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	o.step(4, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
+	return o.Printer.ReplaceChange(o.Out, printer.MemberRemove, res)
+}

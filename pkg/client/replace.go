@@ -1,0 +1,230 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// MemberDiffersError reports a member that stands in the way of adding name with the given peer
+// URLs, where an identical one would have been taken as added already: one with that name and
+// other peer URLs, or one holding one of those peer URLs under another name. It is the server's
+// refusal for errors.Is (ErrMemberNameExists or ErrPeerURLExists), with one line saying what
+// differs.
+type MemberDiffersError struct {
+	Name     string
+	PeerURLs []string
+	// Other is the member in the way.
+	Other Member
+	// Refusal is ErrMemberNameExists or ErrPeerURLExists.
+	Refusal error
+}
+
+func (e *MemberDiffersError) Error() string {
+	if errors.Is(e.Refusal, ErrMemberNameExists) {
+		return fmt.Sprintf("%v: member %s (%s) has peer URLs %s, not %s", e.Refusal, e.Name, FormatID(e.Other.ID),
+			strings.Join(e.Other.PeerURLs, ","), strings.Join(e.PeerURLs, ","))
+	}
+	return fmt.Sprintf("%v: member %q (%s) has peer URLs %s, asked for %s under the name %s", e.Refusal, e.Other.Name,
+		FormatID(e.Other.ID), strings.Join(e.Other.PeerURLs, ","), strings.Join(e.PeerURLs, ","), e.Name)
+}
+
+func (e *MemberDiffersError) Unwrap() error { return e.Refusal }
+
+// FindAdded returns the member that an add of name with exactly peerURLs has made already: the
+// member with those peer URLs (compared in canonical form, in any order) and that name, or no
+// name yet (etcd learns a member's name when it starts). It returns nil when there is none, and a
+// *MemberDiffersError when a member with that name or one of those URLs differs.
+func FindAdded(members []Member, name string, peerURLs []string) (*Member, error) {
+	want := canonicalURLs(peerURLs)
+	for i, m := range members {
+		have := canonicalURLs(m.PeerURLs)
+		shared := slices.ContainsFunc(have, func(u string) bool { return slices.Contains(want, u) })
+		switch {
+		case slices.Equal(have, want) && (m.Name == name || m.Name == ""):
+			return &members[i], nil
+		case m.Name == name:
+			return nil, &MemberDiffersError{Name: name, PeerURLs: peerURLs, Other: m, Refusal: ErrMemberNameExists}
+		case shared:
+			return nil, &MemberDiffersError{Name: name, PeerURLs: peerURLs, Other: m, Refusal: ErrPeerURLExists}
+		}
+	}
+	return nil, nil
+}
+
+// canonicalURLs is urls in canonical form, sorted: two lists naming the same addresses compare
+// equal. A URL that has no canonical form is kept as it is.
+func canonicalURLs(urls []string) []string {
+	out := make([]string, len(urls))
+	for i, u := range urls {
+		if c, err := membership.CanonicalURL(u); err == nil {
+			u = c
+		}
+		out[i] = u
+	}
+	slices.Sort(out)
+	return out
+}
+
+// AddedResult is the AddResult a successful add of m under name would have answered, built from
+// a member list: what an add that finds its member already there prints again. The name is the
+// one asked for, which etcd does not know before the member starts.
+func AddedResult(list *ListResult, m Member, name string) *AddResult {
+	r := &AddResult{ChangeResult: ChangeResult{Header: list.Header, ID: m.ID, Members: slices.Clone(list.Members)}}
+	for i := range r.Members {
+		if r.Members[i].ID == m.ID {
+			r.Members[i].Name = name
+			r.Member = r.Members[i]
+		}
+	}
+	return r
+}
+
+// Replacement is where a replacement of Old by a new member stands, read from one member list.
+type Replacement struct {
+	List *ListResult
+	// OldRef names the member to replace as the command line did; OldID is its ID, and Old the
+	// member, both zero once it is gone.
+	OldRef string
+	OldID  uint64
+	Old    *Member
+	// New is nil until the new member is added.
+	New *Member
+}
+
+// FindReplacement reads from list where the replacement of the member oldRef names by name
+// with peerURLs stands. An old member that is gone is no error once the new member is there: a
+// run that was interrupted after the removal. An old member that matches the new member is an
+// error: it would remove what it added.
+func FindReplacement(list *ListResult, oldRef, name string, peerURLs []string) (*Replacement, error) {
+	r := &Replacement{List: list, OldRef: oldRef}
+	var err error
+	if r.New, err = FindAdded(list.Members, name, peerURLs); err != nil {
+		return nil, err
+	}
+	r.OldID, err = ResolveIn(list.Members, oldRef)
+	if err != nil && (!errors.Is(err, ErrMemberNotFound) || r.New == nil) {
+		return nil, err
+	}
+	if i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == r.OldID }); err == nil && i >= 0 {
+		r.Old = &list.Members[i]
+	} else {
+		r.OldID = 0
+	}
+	if r.Old == nil && r.New == nil {
+		// A hex reference is taken as an ID that the server judges; here the list is the judge.
+		return nil, &NotFoundError{Ref: oldRef}
+	}
+	if r.Old != nil && r.New != nil && r.Old.ID == r.New.ID {
+		return nil, fmt.Errorf("member %s (%s) is the new member itself: name the member to replace", oldRef, FormatID(r.Old.ID))
+	}
+	return r, nil
+}
+
+// The steps of a replacement, in order.
+const (
+	StepAdd     = "add"
+	StepPromote = "promote"
+	StepMove    = "move-leader"
+	StepRemove  = "remove"
+)
+
+// PlanStep is one step of a replacement and the voting configuration after it.
+type PlanStep struct {
+	Action string
+	// Who names the member the step is about.
+	Who string
+	// Done is set for a step an earlier run made; it is skipped.
+	Done bool
+	// Skip is set for a step there is no need for: moving leadership when the old member does
+	// not lead.
+	Skip bool
+	// After is nil when it cannot be counted: nothing was asked of the server, every step
+	// having been done.
+	After *QuorumReport
+	// Err is the refusal the step would meet, nil when it would be accepted.
+	Err error
+}
+
+// ReplacePlan is the verdict on a replacement: the configuration now and after each step.
+type ReplacePlan struct {
+	ClusterID uint64
+	Old       Member
+	OldGone   bool
+	New       Member
+	// Now is nil when it was not counted (every step but the promotion done already).
+	Now   *QuorumReport
+	Steps []PlanStep
+	// Err is the first step's refusal, nil when every step would be accepted.
+	Err error
+}
+
+// ReplaceDryRun judges the replacement r with clusterd's dry runs: the add of the learner and the
+// removal of the old member are asked of the server against the configuration now, which also
+// says whether the old member is started and connected; the promotion and the removal are then
+// counted on from the add's report, with the new member started and caught up, as the
+// replacement waits for that. It needs clusterd (a *DryRunUnsupportedError otherwise).
+func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string, peerURLs []string) (*ReplacePlan, error) {
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldGone: r.Old == nil}
+	p.Old = Member{Name: r.OldRef}
+	if r.Old != nil {
+		p.Old = *r.Old
+	}
+	p.New = Member{Name: name, PeerURLs: peerURLs, IsLearner: true}
+	if r.New != nil {
+		p.New = *r.New
+		p.New.Name = name
+	}
+	// The old member's share of the started and connected voters, from the removal's report.
+	var oldStarted, oldConnected int
+	if r.Old != nil {
+		rm, err := c.MemberRemoveDryRun(ctx, r.OldID)
+		if err != nil {
+			return nil, err
+		}
+		if rm.Before == nil || rm.After == nil {
+			return nil, fmt.Errorf("the server judged the removal of %s without counting voters: %v", FormatID(r.OldID), rm.Err)
+		}
+		p.Now = rm.Before
+		oldStarted = rm.Before.StartedVoters - rm.After.StartedVoters
+		oldConnected = rm.Before.ConnectedVoters - rm.After.ConnectedVoters
+	}
+	add := PlanStep{Action: StepAdd, Who: name, Done: r.New != nil, After: p.Now}
+	if r.New == nil {
+		d, err := c.MemberAddDryRun(ctx, name, peerURLs, true)
+		if err != nil {
+			return nil, err
+		}
+		if d.Before != nil {
+			p.Now = d.Before
+		}
+		add.After, add.Err = d.After, d.Err
+	}
+	promote := PlanStep{Action: StepPromote, Who: name, Done: r.New != nil && !r.New.IsLearner, After: add.After}
+	if !promote.Done && add.After != nil {
+		q := add.After.Plus(1, -1, 1, 1)
+		promote.After, promote.Err = &q, q.Strict()
+	}
+	move := PlanStep{Action: StepMove, Who: name, Skip: r.Old == nil || !r.Old.IsLeader, After: promote.After}
+	remove := PlanStep{Action: StepRemove, Who: p.Old.Name, Done: r.Old == nil, After: promote.After}
+	if !remove.Done && promote.After != nil {
+		voter := 1
+		if r.Old.IsLearner {
+			voter = 0
+		}
+		q := promote.After.Plus(-voter, voter-1, -oldStarted, -oldConnected)
+		remove.After, remove.Err = &q, q.Strict()
+	}
+	p.Steps = []PlanStep{add, promote, move, remove}
+	for _, s := range p.Steps {
+		if s.Err != nil {
+			p.Err = s.Err
+			break
+		}
+	}
+	return p, nil
+}

@@ -1,0 +1,69 @@
+package client
+
+import (
+	"errors"
+	"strings"
+	"testing"
+)
+
+func TestFindReplacement(t *testing.T) {
+	old := Member{ID: 0xa, Name: "infra1", PeerURLs: []string{"http://10.0.0.2:2380"}, Started: true}
+	other := Member{ID: 0xb, Name: "infra2", PeerURLs: []string{"http://10.0.0.3:2380"}, Started: true}
+	learner := Member{ID: 0xc, Name: "infra3", PeerURLs: []string{"http://10.0.0.4:2380"}, IsLearner: true}
+	unnamed := learner
+	unnamed.Name = "" // etcd, before the member starts
+	moved := learner
+	moved.PeerURLs = []string{"http://10.0.0.5:2380"}
+	urls := []string{"http://10.0.0.4:2380"}
+	for _, tt := range []struct {
+		name     string
+		members  []Member
+		ref      string
+		wantOld  bool
+		wantNew  uint64
+		wantErr  error
+		wantCode string
+	}{
+		{"nothing done", []Member{old, other}, "infra1", true, 0, nil, ""},
+		{"by ID", []Member{old, other}, "a", true, 0, nil, ""},
+		{"added", []Member{old, other, learner}, "infra1", true, 0xc, nil, ""},
+		{"added, no name yet", []Member{old, other, unnamed}, "infra1", true, 0xc, nil, ""},
+		{"old gone", []Member{other, learner}, "infra1", false, 0xc, nil, ""},
+		{"old gone, hex ref", []Member{other, learner}, "a", false, 0xc, nil, ""},
+		{"nothing there", []Member{other}, "infra1", false, 0, ErrMemberNotFound, ""},
+		{"hex ref, nothing there", []Member{other}, "e3", false, 0, ErrMemberNotFound, ""},
+		{"name with other URLs", []Member{old, moved}, "infra1", false, 0, ErrMemberNameExists, "has peer URLs http://10.0.0.5:2380, not http://10.0.0.4:2380"},
+		{"URL under another name", []Member{old, other}, "infra1", false, 0, ErrPeerURLExists, ""},
+		{"old is the new member", []Member{old, learner}, "c", false, 0, nil, "is the new member itself"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := urls
+			if tt.name == "URL under another name" {
+				in = other.PeerURLs
+			}
+			r, err := FindReplacement(&ListResult{Members: tt.members}, tt.ref, "infra3", in)
+			if tt.wantErr != nil || tt.wantCode != "" {
+				if err == nil || (tt.wantErr != nil && !errors.Is(err, tt.wantErr)) || (tt.wantCode != "" && !contains(err.Error(), tt.wantCode)) {
+					t.Fatalf("err = %v, want %v %q", err, tt.wantErr, tt.wantCode)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if (r.Old != nil) != tt.wantOld || (r.Old != nil && r.Old.ID != 0xa) {
+				t.Errorf("old = %+v, want present %v", r.Old, tt.wantOld)
+			}
+			if got := uint64(0); r.New != nil {
+				got = r.New.ID
+				if got != tt.wantNew {
+					t.Errorf("new = %x, want %x", got, tt.wantNew)
+				}
+			} else if tt.wantNew != 0 {
+				t.Errorf("new not found, want %x", tt.wantNew)
+			}
+		})
+	}
+}
+
+func contains(s, sub string) bool { return strings.Contains(s, sub) }
