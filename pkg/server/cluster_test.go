@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -255,4 +256,26 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 	n, _, initial := addMember(t, ms[1].Client(t), "late", false)
 	n.Start(t, n.Config(initial, "existing", nil))
 	servertest.WaitMembers(t, n, len(before.Members)+1, false)
+}
+
+// TestRemoveLeaderThroughItself removes the leader by a request to the leader itself, twice: it
+// answers the removal it applied, then stops. An answer given and the stop it causes come in one
+// pass of the Ready loop, and the answer must win (the removal happened): never "request timed
+// out", which tells a script the outcome is unknown.
+func TestRemoveLeaderThroughItself(t *testing.T) {
+	ms := servertest.Start(t, 4, nil)
+	for range 2 {
+		leader, other, lead := leaderAndOther(t, ms)
+		ctx, cancel := ctxWithName("")
+		_, err := leader.Client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: lead})
+		cancel()
+		if err != nil {
+			t.Fatalf("removing leader %x through itself: %v", lead, err)
+		}
+		if err := leader.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+			t.Fatalf("removed leader: %v", err)
+		}
+		ms = slices.DeleteFunc(ms, func(m *servertest.Member) bool { return m == leader })
+		ms = append([]*servertest.Member{other}, slices.DeleteFunc(ms, func(m *servertest.Member) bool { return m == other })...)
+	}
 }

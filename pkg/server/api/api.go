@@ -60,15 +60,17 @@ func (s *Server) Register(g *grpc.Server) {
 }
 
 // withTimeout bounds a request that waits for the cluster: by the client's deadline, or by
-// RequestTimeout without one, and in any case by this member stopping (removed, or shutting
-// down), which ends every wait at once with ErrStopped so that the client moves on.
+// RequestTimeout without one. This member stopping (removed, or shutting down) ends the waits
+// that are its own at once (a read, a proposal, waiting for a leader: raftnode selects on it),
+// but not a change forwarded to the leader: that answer is the change's outcome, and it comes
+// from a member that still runs. A removed leader that handed off and forwarded its own
+// removal learns of it as the new leader answers; cancelling the call then would turn a done
+// removal into "request timed out".
 func (s *Server) withTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	cancelTimeout := context.CancelFunc(func() {})
-	if _, ok := ctx.Deadline(); !ok {
-		ctx, cancelTimeout = context.WithTimeout(ctx, s.cfg.RequestTimeout)
+	if _, ok := ctx.Deadline(); ok {
+		return context.WithCancel(ctx)
 	}
-	ctx, cancelStop := s.cfg.Node.WithStop(ctx)
-	return ctx, func() { cancelStop(); cancelTimeout() }
+	return context.WithTimeout(ctx, s.cfg.RequestTimeout)
 }
 
 // refuseStopped refuses a request on a member that is stopping before it waits for anything:

@@ -97,14 +97,20 @@ func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Ch
 	case r := <-w.ch:
 		return r.cluster, r.err
 	case <-ctx.Done():
-		n.forget(req)
-		return nil, ErrTimeout
 	case <-n.stopping:
-		// The proposal was made before the member stopped (or learnt it was removed): its
-		// outcome is unknown, and this member will never know it.
-		n.forget(req)
-		return nil, ErrTimeout
 	}
+	// select picks at random among ready cases: an answer already given wins over the end of
+	// the wait. A leader that applies its own removal answers its proposer and then stops, in
+	// the same pass of the Ready loop, and the removal did happen.
+	select {
+	case r := <-w.ch:
+		return r.cluster, r.err
+	default:
+	}
+	// The proposal was made, and the wait ended first (the context, or the member stopped or
+	// learnt it was removed): its outcome is unknown, and this member may never know it.
+	n.forget(req)
+	return nil, ErrTimeout
 }
 
 func (n *Node) forget(req uint64) {
