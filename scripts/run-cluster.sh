@@ -11,7 +11,8 @@
 # With --tls (make run TLS=1) the same members serve https:// on both ports with client
 # certificate authentication, as kubeadm sets etcd up. A CA and the certificates of the members
 # and of clusterctl are made with openssl under DATA_DIR/pki (default ./data-tls), once; the
-# script prints the CLUSTERCTL_* variables that reach the cluster.
+# script prints the member table, as without --tls, and the CLUSTERCTL_* variables that reach
+# the cluster; it checks them first, waiting for the members through them.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 tls=
@@ -100,17 +101,33 @@ for i in 0 1 2; do
 	pids+=($!)
 done
 
+endpoints=127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379
 if [ -n "$tls" ]; then
 	endpoints=https://127.0.0.1:2379,https://127.0.0.1:22379,https://127.0.0.1:32379
-	# The members are up when one has seen a leader elected; clusterctl is not asked, so that
-	# the wait does not depend on its TLS settings.
-	for _ in $(seq 1 100); do
-		if grep -q "elected leader" "$data"/infra*.log 2>/dev/null; then
-			break
-		fi
-		sleep 0.1
-	done
+fi
+# ctl runs clusterctl against these members: over TLS with the variables printed below, so the
+# wait and the table check the very settings the user is told to export. They are not exported
+# to this shell: the members were started before and do not see them either way.
+ctl() {
+	if [ -n "$tls" ]; then
+		CLUSTERCTL_ENDPOINTS=$endpoints CLUSTERCTL_CACERT=$pki/ca.pem CLUSTERCTL_CERT=$pki/client.pem \
+			CLUSTERCTL_KEY=$pki/client-key.pem bin/clusterctl "$@"
+	else
+		bin/clusterctl --endpoints "$endpoints" "$@"
+	fi
+}
+# The members are up when a linearizable member list answers.
+for _ in $(seq 1 100); do
+	if ctl member list >/dev/null 2>&1; then
+		break
+	fi
+	sleep 0.1
+done
+ctl member list -w table
+
+if [ -n "$tls" ]; then
 	cat <<TXT
+
 A 3-member cluster is running with TLS and client-certificate authentication on both ports
 (logs: $data/infra*.log, certificates: $pki). In another shell:
 
@@ -126,23 +143,13 @@ export CLUSTERCTL_KEY=$pki/client-key.pem
 etcdctl takes the same files: --cacert, --cert and --key.
 Ctrl-C stops it; the data stays in $data/.
 TXT
-	wait "${pids[@]}"
-	exit 0
-fi
-
-endpoints=127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379
-for _ in $(seq 1 100); do
-	if bin/clusterctl --endpoints "$endpoints" member list >/dev/null 2>&1; then
-		break
-	fi
-	sleep 0.1
-done
-bin/clusterctl --endpoints "$endpoints" member list -w table
-cat <<TXT
+else
+	cat <<TXT
 
 A 3-member cluster is running (logs: $data/infra*.log). In another shell:
   bin/clusterctl member list -w table
   bin/clusterctl member add infra3 --peer-urls=http://127.0.0.1:12380 --learner
 Ctrl-C stops it; the data stays in $data/.
 TXT
+fi
 wait "${pids[@]}"

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"crypto/tls"
 	"fmt"
 	"os"
 	"time"
@@ -30,24 +31,31 @@ func (b *bench) newCluster(ctx context.Context) *cluster.Cluster {
 }
 
 // newClient returns a pkg/client for the given members, in that order.
-func newClient(ms []*cluster.Member) (*client.Client, error) {
+func newClient(ms []*cluster.Member) (*client.Client, error) { return newTLSClient(ms, nil) }
+
+// newTLSClient returns a pkg/client for the given members, in that order, over TLS with cfg
+// (plain when cfg is nil).
+func newTLSClient(ms []*cluster.Member, cfg *tls.Config) (*client.Client, error) {
 	eps := make([]string, len(ms))
 	for i, m := range ms {
 		eps[i] = m.ClientAddr
 	}
-	return client.New(client.Config{Endpoints: eps, DialTimeout: 2 * time.Second})
+	return client.New(client.Config{Endpoints: eps, DialTimeout: 2 * time.Second, TLS: cfg})
 }
 
 // leaderFirst returns the running members with the leader first, so an in-process request goes
 // straight to the member that decides it and the figure holds no forwarding hop, and the
 // leader's ID.
-func (b *bench) leaderFirst() ([]*cluster.Member, uint64, error) {
-	leader, id, err := b.c.WaitLeader(10 * time.Second)
+func (b *bench) leaderFirst() ([]*cluster.Member, uint64, error) { return leaderFirstOf(b.c) }
+
+// leaderFirstOf is leaderFirst for any of the bench's clusters.
+func leaderFirstOf(c *cluster.Cluster) ([]*cluster.Member, uint64, error) {
+	leader, id, err := c.WaitLeader(10 * time.Second)
 	if err != nil {
 		return nil, 0, err
 	}
 	ms := []*cluster.Member{leader}
-	for _, m := range b.c.Running() {
+	for _, m := range c.Running() {
 		if m != leader {
 			ms = append(ms, m)
 		}
@@ -57,12 +65,16 @@ func (b *bench) leaderFirst() ([]*cluster.Member, uint64, error) {
 
 // waitReady waits for a leader and until every member answers a linearizable member list in
 // which every member has started.
-func (b *bench) waitReady(ctx context.Context) error {
-	if _, _, err := b.c.WaitLeader(20 * time.Second); err != nil {
+func (b *bench) waitReady(ctx context.Context) error { return waitReadyOf(ctx, b.c, nil) }
+
+// waitReadyOf is waitReady for any of the bench's clusters, reached over TLS with cfg (plain
+// when nil).
+func waitReadyOf(ctx context.Context, c *cluster.Cluster, cfg *tls.Config) error {
+	if _, _, err := c.WaitLeader(20 * time.Second); err != nil {
 		return err
 	}
-	for _, m := range b.c.Running() {
-		cl, err := newClient([]*cluster.Member{m})
+	for _, m := range c.Running() {
+		cl, err := newTLSClient([]*cluster.Member{m}, cfg)
 		if err != nil {
 			return err
 		}

@@ -8,6 +8,11 @@
 //
 //   - whole `clusterctl member list` processes, interleaved with the floor (dial plus one unary
 //     gRPC call) and, when scripts/build-etcd.sh has already built it, etcdctl 3.7.1;
+//   - on a second cluster with TLS and client-certificate authentication on both ports and RSA
+//     2048 keys (kubeadm's), whole `member list` processes of clusterctl and etcdctl with the same
+//     --cacert/--cert/--key, and of the floor over TLS, interleaved with clusterctl and the floor
+//     in plain text on the first cluster, so what TLS adds is a difference of two medians from
+//     one stretch of time; then single conf changes on both clusters in turn (-tls=false skips it);
 //   - `member add --learner` followed by `member remove`, two processes per pair;
 //   - one membership change through pkg/client in this process, and the append+fdatasync floor of
 //     a 4 KiB record in the same file system;

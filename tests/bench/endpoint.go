@@ -9,9 +9,9 @@ import (
 // built, interleaved and warmed up as the member list series; both print one line a member.
 func (b *bench) endpointStatusRuns(ctx context.Context, ep string) (map[string][]runResult, error) {
 	args := []string{"--endpoints=" + ep, "endpoint", "status", "--cluster"}
-	tools := []tool{{key: "clusterctl", path: b.clusterctl, args: args}}
+	tools := []tool{{key: "clusterctl", path: b.clusterctl, args: args, lines: 3}}
 	if b.etcdctl != "" {
-		tools = append(tools, tool{key: "etcdctl", path: b.etcdctl, args: args})
+		tools = append(tools, tool{key: "etcdctl", path: b.etcdctl, args: args, lines: 3})
 	}
 	return b.listRuns(ctx, tools)
 }

@@ -22,6 +22,8 @@ import (
 type options struct {
 	warmup        int
 	listRuns      int
+	tlsRuns       int
+	tls           bool
 	rssRuns       int
 	changeRuns    int
 	confRuns      int
@@ -52,6 +54,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"cycles get one unmeasured cycle unless this is 0, as each cycle takes about a second and leaves a removed member behind "+
 		"(idle RSS is one reading of each member, not a series)")
 	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
+	fs.IntVar(&o.tlsRuns, "tls-runs", 100, "measured `member list` processes per program in the TLS phase (clusterctl and etcdctl over TLS, the floor over TLS and in plain text, clusterctl in plain text)")
+	fs.BoolVar(&o.tls, "tls", true, "measure the TLS phase: a second cluster with TLS and client certificates on both ports, RSA 2048 keys")
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
 	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
@@ -77,7 +81,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	for name, v := range map[string]int{"list-runs": o.listRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
+	for name, v := range map[string]int{"list-runs": o.listRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
 		"conf-runs": o.confRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)

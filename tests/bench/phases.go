@@ -9,7 +9,8 @@ import (
 )
 
 // measure runs every measurement in an order that needs no member to be restarted: the figures
-// that want a fresh, quiet cluster first, then the log is filled, then each cycle adds a
+// that want a fresh, quiet cluster first, then the TLS phase (a second cluster, started beside
+// the first while both are fresh and stopped again before the next figure), then the log is filled, then each cycle adds a
 // learner (learner ready) and removes the leader (leader removal), which leaves three voters
 // again for the next cycle; last come conf changes after a long history of removals, and the
 // profiles.
@@ -50,13 +51,13 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.logf("member list: %d runs (+%d warm-up) per program", b.opt.listRuns, b.opt.warmup)
 	tools := []tool{
-		{key: "clusterctl", path: b.clusterctl, args: []string{"--endpoints=" + eps, "member", "list"}},
+		{key: "clusterctl", path: b.clusterctl, args: []string{"--endpoints=" + eps, "member", "list"}, lines: 3},
 		{key: "floor", path: b.floor, args: []string{boot[0].ClientAddr}},
 		{key: "gostart", path: b.gostart},
 	}
 	clis := map[string]string{"clusterctl": b.clusterctl}
 	if b.etcdctl != "" {
-		tools = append(tools, tool{key: "etcdctl", path: b.etcdctl, args: []string{"--endpoints=" + eps, "member", "list"}})
+		tools = append(tools, tool{key: "etcdctl", path: b.etcdctl, args: []string{"--endpoints=" + eps, "member", "list"}, lines: 3})
 		clis["etcdctl"] = b.etcdctl
 	}
 	lists, err := b.listRuns(ctx, tools)
@@ -77,6 +78,13 @@ func (b *bench) measure(ctx context.Context) error {
 	inits, err := b.initRuns(ctx, tools)
 	if err != nil {
 		return err
+	}
+
+	var tlsf *tlsFigures
+	if b.opt.tls {
+		if tlsf, err = b.tlsPhase(ctx, boot); err != nil {
+			return err
+		}
 	}
 
 	b.logf("member add --learner + member remove: %d pairs (+%d warm-up) per CLI", b.opt.changeRuns, b.opt.warmup)
@@ -146,7 +154,7 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.rep.fill(figures{
 		lists: lists, statuses: statuses, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
-		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill,
+		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill, tls: tlsf,
 	})
 	return nil
 }

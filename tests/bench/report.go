@@ -72,7 +72,7 @@ func newReport(o options, dir, fsType string) *report {
 		// whether the binaries were used as found), and -dir (machine.file_system and
 		// machine.device say what it put the data dirs on).
 		Options: map[string]any{
-			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "rss_runs": o.rssRuns,
+			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
 			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
 			"cycles": o.cycles, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
@@ -168,6 +168,7 @@ type figures struct {
 	gaps     samples
 	removals []removalResult
 	fill     fillResult
+	tls      *tlsFigures // nil with -tls=false
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -215,6 +216,7 @@ func (r *report) fill(f figures) {
 		r.Rows = append(r.Rows, cmp)
 	}
 	r.fillEndpointStatus(f)
+	r.fillTLS(f.tls)
 	r.Rows = append(r.Rows,
 		stat("member_list_cpu", "clusterctl member list, CPU user+sys", "ms", pick(ctl, cpuOf), w, "report (etcdctl vs etcd: 12 ms)"),
 		stat("floor_cpu", "floor, CPU user+sys", "ms", pick(floor, cpuOf), w, "report"))

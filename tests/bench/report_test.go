@@ -36,6 +36,11 @@ func testFigures() figures {
 		gaps:     samples{6.8, 24.1},
 		removals: []removalResult{{LongestGapMS: 24.1, Successes: 1000, SuccessesAfter: 400, RemoveMS: 22}},
 		fill:     fillResult{Changes: 9601, RaftIndex: 10036, Seconds: 16.5},
+		tls: &tlsFigures{
+			lists: map[string][]runResult{tlsCtl: list(8, 6), tlsFloor: list(7, 5), tlsEtcdctl: list(20, 18),
+				plainCtl: list(5, 4), plainFloor: list(4, 3)},
+			conf: map[bool]samples{true: {2.2, 2.4}, false: {2, 2}},
+		},
 	}
 }
 
@@ -73,7 +78,9 @@ func TestWriteJSON(t *testing.T) {
 	}
 	units := map[string]string{"member_list_wall": "ms", "member_list_vs_floor": "x", "member_list_vs_etcdctl": "x",
 		"clusterctl_init": "ms", "fsync_floor": "ms", "leader_removal_gap": "ms", "learner_ready": "ms",
-		"idle_rss": "MiB", "member_list_peak_rss": "MiB"}
+		"idle_rss": "MiB", "member_list_peak_rss": "MiB",
+		"tls_member_list_wall": "ms", "tls_member_list_vs_etcdctl": "x", "tls_member_list_cost": "ms",
+		"tls_member_list_share": "%", "tls_floor_cost": "ms", "conf_change_peer_tls": "ms"}
 	rows := map[string]map[string]any{}
 	for _, x := range raw["rows"].([]any) {
 		row := x.(map[string]any)
@@ -128,5 +135,15 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if g := rows["leader_removal_gap"]; g["max"] != 24.1 || g["runs"] != 2.0 {
 		t.Errorf("leader_removal_gap: %v", g)
+	}
+	// The TLS rows: medians 8.45 (clusterctl), 20.45 (etcdctl), 5.45 (plain clusterctl).
+	if v := rows["tls_member_list_cost"]["median"].(float64); math.Abs(v-3) > 1e-9 {
+		t.Errorf("tls_member_list_cost %v, want 3", v)
+	}
+	if v := rows["tls_member_list_share"]["median"].(float64); math.Abs(v-100*3/8.45) > 1e-9 {
+		t.Errorf("tls_member_list_share %v, want %v", v, 100*3/8.45)
+	}
+	if v := rows["tls_member_list_vs_etcdctl"]; math.Abs(v["median"].(float64)-8.45/20.45) > 1e-9 || v["met"] != true {
+		t.Errorf("tls_member_list_vs_etcdctl %v", v)
 	}
 }

@@ -1,6 +1,9 @@
 // Command floor is the least a Go process can do to ask a member for its member list: dial one
 // endpoint, make one unary gRPC call (etcdserverpb.Cluster/MemberList, linearizable, the request
-// `clusterctl member list` sends by default), write the size of the answer, exit.
+// `clusterctl member list` sends by default), write the size of the answer, exit. Given a CA
+// file, a certificate and a key after the address (`floor HOST:PORT CACERT CERT KEY`), it makes
+// the same call over TLS with that client certificate, as `--cacert/--cert/--key` do: the
+// handshake's own cost is the difference between the two.
 //
 // It is the floor that `make bench` measures `clusterctl member list` against, in the same run
 // and on the same cluster, so the ratio between them is what clusterctl itself costs: flag

@@ -1,0 +1,148 @@
+package runbooks
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
+)
+
+// make run TLS=1's promise (docs/security.md, docs/clusterd.md): three members with TLS and
+// client certificates on both ports, the member table printed as the plain run prints it, and
+// export lines that reach the cluster as they are; without the client certificate clusterctl is
+// refused at the handshake (exit 20). Ctrl-C keeps the data, and a second run reuses the
+// certificates and restarts the same cluster.
+func TestRunClusterTLS(t *testing.T) {
+	work := workspace(t)
+	groups := &processGroups{}
+	defer groups.kill()
+	out := filepath.Join(work, "run-tls.out")
+	run := func() (pgid int, exited chan error) {
+		f, err := os.Create(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer f.Close()
+		cmd := exec.Command("scripts/run-cluster.sh", "--tls")
+		cmd.Dir = work
+		cmd.Env = withoutEtcdVars()
+		cmd.Stdout, cmd.Stderr = f, f
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		groups.pgids = append(groups.pgids, cmd.Process.Pid)
+		exited = make(chan error, 1)
+		go func() { exited <- cmd.Wait() }()
+		return cmd.Process.Pid, exited
+	}
+
+	pgid, exited := run()
+	env, table := waitExports(t, work, out)
+	for _, name := range []string{"infra0", "infra1", "infra2"} {
+		if !strings.Contains(table, "| "+name+" ") || !strings.Contains(table, "https://127.0.0.1:") {
+			t.Fatalf("the printed table lacks %s or https URLs:\n%s", name, table)
+		}
+	}
+	ctl := func(env []string, args ...string) (string, error) {
+		cmd := exec.Command("bin/clusterctl", args...)
+		cmd.Dir = work
+		cmd.Env = append(withoutEtcdVars(), env...)
+		b, err := cmd.CombinedOutput()
+		return string(b), err
+	}
+	before, err := ctl(env, "member", "list")
+	if err != nil || strings.Count(before, ", started, ") != 3 {
+		t.Fatalf("member list with the printed variables: %v\n%s", err, before)
+	}
+	// The CA alone is not enough: the members ask for a client certificate.
+	var caOnly []string
+	for _, kv := range env {
+		if !strings.HasPrefix(kv, "CLUSTERCTL_CERT=") && !strings.HasPrefix(kv, "CLUSTERCTL_KEY=") {
+			caOnly = append(caOnly, kv)
+		}
+	}
+	o, err := ctl(caOnly, "member", "list")
+	if ee, ok := err.(*exec.ExitError); !ok || ee.ExitCode() != 20 {
+		t.Fatalf("member list without a client certificate: %v, want exit 20\n%s", err, o)
+	}
+
+	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run-cluster.sh --tls after Ctrl-C: %v\n%s", err, tlsLogs(work))
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run-cluster.sh --tls did not stop within 30s of Ctrl-C\n%s", tlsLogs(work))
+	}
+	if err := proc.Poll(10*time.Second, "the members exit", func() (bool, error) {
+		return syscall.Kill(-pgid, 0) != nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(filepath.Join(work, "data-tls", "pki", "ca.pem"))
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	run()
+	env2, _ := waitExports(t, work, out)
+	if strings.Join(env2, " ") != strings.Join(env, " ") {
+		t.Fatalf("the second run prints other variables:\n%s\n%s", env, env2)
+	}
+	if again, _ := os.ReadFile(filepath.Join(work, "data-tls", "pki", "ca.pem")); !bytes.Equal(again, ca) {
+		t.Fatal("the second run made a new CA")
+	}
+	after, err := ctl(env, "member", "list")
+	if err != nil || after != before {
+		t.Fatalf("the restarted cluster is not the same (%v):\n--- before ---\n%s--- after ---\n%s", err, before, after)
+	}
+}
+
+// waitExports waits until run-cluster.sh --tls has printed its export lines into out and
+// returns them as variables, with the member table printed before them.
+func waitExports(t *testing.T, work, out string) (env []string, table string) {
+	t.Helper()
+	err := proc.Poll(60*time.Second, "run-cluster.sh --tls prints its export lines", func() (bool, error) {
+		b, err := os.ReadFile(out)
+		if err != nil {
+			return false, err
+		}
+		text := string(b)
+		table, _, _ = strings.Cut(text, "\nA 3-member cluster")
+		env = nil
+		for _, line := range strings.Split(text, "\n") {
+			if kv, ok := strings.CutPrefix(line, "export "); ok {
+				env = append(env, kv)
+			}
+		}
+		if len(env) < 4 {
+			return false, fmt.Errorf("output so far:\n%s", text)
+		}
+		return true, nil
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, tlsLogs(work))
+	}
+	return env, table
+}
+
+// tlsLogs is the end of each member's log under data-tls/, for a failure message.
+func tlsLogs(work string) string {
+	logs, _ := filepath.Glob(filepath.Join(work, "data-tls", "*.log"))
+	var b strings.Builder
+	for _, l := range logs {
+		fmt.Fprintf(&b, "--- end of %s ---\n%s\n", filepath.Base(l), proc.Tail(l, 8))
+	}
+	return b.String()
+}
