@@ -45,7 +45,7 @@ var faultKinds = []string{
 	"drop peer traffic", "delay peer traffic", "remove leader",
 	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
 	"drop peer traffic", "delay peer traffic", "remove leader",
-	"restart all",
+	"restart all", "crash point", "crash point", "snapshot catch-up",
 }
 
 // run injects faults until ctx ends. Every fault heals before the next one starts, and before
@@ -181,6 +181,10 @@ func (f *injector) inject(ctx context.Context, kind string) bool {
 		}
 		sortInts(idxs)
 		return len(idxs) > 0 && f.killRestart(ctx, idxs)
+	case "crash point":
+		return f.crashPoint(ctx, sn)
+	case "snapshot catch-up":
+		return f.snapshotCatchUp(ctx, sn)
 	}
 	panic("unknown fault " + kind)
 }
