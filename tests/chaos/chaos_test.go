@@ -31,6 +31,9 @@ var (
 	flagRace     = flag.Bool("race-server", false, "build clusterd with -race")
 	flagKeep     = flag.Bool("keep", false, "keep data dirs and logs even when the test passes")
 	flagCheck    = flag.Duration("check-timeout", 5*time.Minute, "time the linearizability check may take")
+	flagVoters   = flag.Int("voters", 0, "the shape: most voters at once, and the members at the start; 0 keeps -members and -slots")
+	flagLearners = flag.Int("learners", 1, "most learners at once (--max-learners); with -voters, slots are voters plus learners")
+	flagFaults   = flag.String("faults", "all", "fault kinds, comma-separated with - for spaces (kill-leader,crash-point,...), or all")
 )
 
 // TestChaos churns the membership of real clusterd processes under faults and checks what the
@@ -42,9 +45,18 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
 	fmt.Fprintf(os.Stderr, "chaos: seed %d\n", seed)
-	if *flagMembers < 1 || *flagMembers > *flagSlots {
-		t.Fatalf("-members %d must be between 1 and -slots %d", *flagMembers, *flagSlots)
+	members, slots, maxVoters := *flagMembers, *flagSlots, *flagSlots
+	if *flagVoters > 0 {
+		members, slots, maxVoters = *flagVoters, *flagVoters+*flagLearners, *flagVoters
 	}
+	if members < 1 || members > slots {
+		t.Fatalf("-members %d must be between 1 and -slots %d", members, slots)
+	}
+	kinds, err := faultSet(*flagFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("shape: %d members at the start, at most %d voters and %d learners; faults: %s", members, maxVoters, *flagLearners, strings.Join(kinds, ", "))
 
 	dir, err := os.MkdirTemp("", "clusterd-chaos-")
 	if err != nil {
@@ -62,11 +74,11 @@ func TestChaos(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := settings{
-		bin: bin, dir: dir, slots: *flagSlots,
+		bin: bin, dir: dir, slots: slots, maxVoters: maxVoters,
 		heartbeat: 50 * time.Millisecond, election: 500 * time.Millisecond,
 		// Small, so that snapshots, compaction and catching up from a snapshot happen all along.
 		snapshotCount: 8,
-		maxLearners:   1,
+		maxLearners:   *flagLearners,
 		settle:        10 * time.Second, removalDeadline: 30 * time.Second,
 		cameBackWithin: 30 * time.Second,
 	}
@@ -83,10 +95,10 @@ func TestChaos(t *testing.T) {
 	rec := newRecorder()
 	t.Cleanup(rec.close)
 
-	if err := c.bootstrap(*flagMembers); err != nil {
+	if err := c.bootstrap(members); err != nil {
 		t.Fatal(err)
 	}
-	initial := waitFirstList(t, c, rec, *flagMembers)
+	initial := waitFirstList(t, c, rec, members)
 
 	var faults sync.Map // fault kind to *int64 count
 	countFault := func(kind string) {
@@ -115,7 +127,7 @@ func TestChaos(t *testing.T) {
 		go func() { defer wg.Done(); churn(runCtx, c, rec, 1+i, rnd) }()
 	}
 	for i := 0; i < *flagLanes; i++ {
-		f := &injector{c: c, rec: rec, rnd: rand.New(rand.NewPCG(seed, uint64(100+i))), client: *flagClients + 1 + i, count: countFault}
+		f := &injector{c: c, rec: rec, rnd: rand.New(rand.NewPCG(seed, uint64(100+i))), client: *flagClients + 1 + i, count: countFault, kinds: kinds}
 		wg.Add(1)
 		go func() { defer wg.Done(); f.run(runCtx) }()
 	}
@@ -240,7 +252,8 @@ func churn(ctx context.Context, c *cluster, rec *recorder, client int, rnd *rand
 			if s == nil {
 				continue
 			}
-			in := input{Kind: opAdd, Name: s.name, URL: s.url, Learner: rnd.IntN(3) == 0}
+			// A voter past the shape's most voters is added as a learner instead.
+			in := input{Kind: opAdd, Name: s.name, URL: s.url, Learner: rnd.IntN(3) == 0 || len(voters) >= c.cfg.maxVoters}
 			out, after, sent := rec.do(ctx, client, addr, in, timeout)
 			if !sent {
 				out = output{Err: "not sent"}
@@ -264,7 +277,7 @@ func churn(ctx context.Context, c *cluster, rec *recorder, client int, rnd *rand
 			rec.do(ctx, client, addr, input{Kind: opRemove, ID: id}, timeout)
 		case r < 53:
 			cands := learners
-			if rnd.IntN(5) == 0 || len(cands) == 0 {
+			if rnd.IntN(5) == 0 || len(cands) == 0 || len(voters) >= c.cfg.maxVoters {
 				cands = voters // refused: only a learner can be promoted
 			}
 			if len(cands) == 0 {

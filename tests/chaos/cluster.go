@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,7 @@ type settings struct {
 	bin           string
 	dir           string // data dirs and logs
 	slots         int    // member slots: at most this many members at once
+	maxVoters     int    // the clients add a learner where a voter would make more
 	heartbeat     time.Duration
 	election      time.Duration
 	snapshotCount int
@@ -89,7 +91,9 @@ func (v *view) member(id uint64) (mem, bool) {
 type cluster struct {
 	cfg settings
 	net *network
-	rnd *rand.Rand // the reconciler's; only its goroutine uses it
+	// catchingUp is held by the snapshot catch-up fault while it has a member cut off.
+	catchingUp atomic.Bool
+	rnd        *rand.Rand // the reconciler's; only its goroutine uses it
 
 	mu       sync.Mutex
 	slots    []*slot

@@ -3,6 +3,7 @@ package chaos
 import (
 	"context"
 	"fmt"
+	"os"
 	"strings"
 	"syscall"
 	"time"
@@ -167,9 +168,12 @@ func (p *process) markCrashed(line string) bool {
 // follower is let back.
 func (f *injector) snapshotCatchUp(ctx context.Context, sn snapshot) bool {
 	idx, lead := f.followerSlot(sn), f.leaderSlot(sn)
-	if idx < 0 || lead < 0 {
+	// One member cut off at a time: two would take a three-member cluster's quorum, and then
+	// nobody gets ahead of anybody.
+	if idx < 0 || lead < 0 || !f.c.catchingUp.CompareAndSwap(false, true) {
 		return false
 	}
+	defer f.c.catchingUp.Store(false)
 	h, ok := f.holdMember(ctx, idx)
 	if !ok {
 		return false
@@ -188,7 +192,7 @@ func (f *injector) snapshotCatchUp(ctx context.Context, sn snapshot) bool {
 	// Compaction keeps snapshotCount entries behind each snapshot: past twice that, the member's
 	// next entry is gone from every log.
 	target := h.applied + 2*uint64(f.c.cfg.snapshotCount) + 2
-	behind := f.waitApplied(ctx, f.c.clientAddr(lead), target, 20*time.Second)
+	behind := f.driveApplied(ctx, h.id, f.c.clientAddr(lead), target, 20*time.Second)
 	if !behind {
 		f.c.net.heal(cut)
 		f.c.countStat("snapshot catch-up: the others did not get far enough ahead in 20s")
@@ -209,6 +213,7 @@ func (f *injector) snapshotCatchUp(ctx context.Context, sn snapshot) bool {
 			}
 		}
 	}
+	healedAt := logSize(h.p)
 	f.c.net.heal(cut)
 	switch {
 	case receiver != nil:
@@ -223,12 +228,70 @@ func (f *injector) snapshotCatchUp(ctx context.Context, sn snapshot) bool {
 		f.c.countStat("snapshot catch-up: caught up after the cut")
 	} else {
 		f.c.countStat("snapshot catch-up: not caught up within 15s of the heal")
+		f.c.events.add("slot %d: %s not caught up to %d:\n%s", idx, h.p.name, target, h.p.logTail(10))
 	}
-	if strings.Contains(h.p.ownLog(), "restore snapshot") {
+	if log := h.p.ownLog(); int64(len(log)) > healedAt-h.p.logFrom && strings.Contains(log[healedAt-h.p.logFrom:], "restore snapshot") {
 		f.c.countStat("snapshot catch-up: restored a snapshot")
 	}
 	f.c.release(idx, false)
 	return true
+}
+
+// driveApplied waits until the member at addr has applied index target, bounded by within,
+// and meanwhile makes entries of its own: it moves the member id, which the caller cut off,
+// between its slot's two peer URLs (both lead to its process), recorded as client f.client.
+func (f *injector) driveApplied(ctx context.Context, id uint64, addr string, target uint64, within time.Duration) bool {
+	urls, cur, ok := f.slotURLs(id)
+	deadline := time.Now().Add(within)
+	for ctx.Err() == nil && time.Now().Before(deadline) {
+		if st, err := memberStatus(ctx, addr, time.Second); err == nil && st.GetRaftAppliedIndex() >= target {
+			return true
+		}
+		if ok {
+			next := urls[1-cur]
+			out, _, sent := f.rec.do(ctx, f.client, addr, input{Kind: opUpdate, ID: id, URL: next}, 2*time.Second)
+			switch {
+			case sent && !out.Unknown && out.Err == "":
+				cur = 1 - cur
+			case sent && (out.Unknown || out.Err == errNotFound):
+				ok = false // where it is now is not known, or it is gone: no more moves
+			}
+		}
+		sleep(ctx, 100*time.Millisecond)
+	}
+	return false
+}
+
+// slotURLs are the two peer URLs of member id's slot and which of them the latest list gives it.
+func (f *injector) slotURLs(id uint64) ([2]string, int, bool) {
+	v := f.c.latestView()
+	if v == nil {
+		return [2]string{}, 0, false
+	}
+	m, ok := v.member(id)
+	if !ok {
+		return [2]string{}, 0, false
+	}
+	f.c.mu.Lock()
+	defer f.c.mu.Unlock()
+	s := f.c.slotOf(m.URL)
+	if s == nil {
+		return [2]string{}, 0, false
+	}
+	u := s.urls()
+	if m.URL == u[0] {
+		return u, 0, true
+	}
+	return u, 1, true
+}
+
+// logSize is how long p's log is now.
+func logSize(p *process) int64 {
+	st, err := os.Stat(p.logPath)
+	if err != nil {
+		return 0
+	}
+	return st.Size()
 }
 
 // waitApplied waits until the member at addr has applied index target, bounded by within.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -36,16 +37,51 @@ type injector struct {
 	rnd    *rand.Rand
 	client int // its client number in the history
 	count  func(string)
+	kinds  []string // drawn from with equal chance
 }
 
-// faultKinds are drawn with equal chance; restarting every member takes the whole cluster down
-// for a while, so it is listed once where the others are listed twice.
-var faultKinds = []string{
-	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
-	"drop peer traffic", "delay peer traffic", "remove leader",
-	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
-	"drop peer traffic", "delay peer traffic", "remove leader",
-	"restart all", "crash point", "crash point", "snapshot catch-up",
+// faultKinds are every fault and its weight: restarting every member takes the whole cluster
+// down for a while, and a snapshot catch-up holds a member for up to a minute, so they come half
+// as often as the others.
+var faultKinds = []struct {
+	kind   string
+	weight int
+}{
+	{"kill leader", 2}, {"kill follower", 2}, {"pause leader", 2}, {"pause follower", 2},
+	{"isolate leader", 2}, {"split", 2}, {"drop peer traffic", 2}, {"delay peer traffic", 2},
+	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1},
+}
+
+// faultSet reads -faults: "all", or kinds with - for spaces, separated by commas. It returns
+// the kinds, each as often as its weight.
+func faultSet(spec string) ([]string, error) {
+	want := map[string]bool{}
+	all := spec == "all"
+	if !all {
+		for _, k := range strings.Split(spec, ",") {
+			want[strings.TrimSpace(k)] = true
+		}
+	}
+	var out []string
+	for _, fk := range faultKinds {
+		flag := strings.ReplaceAll(fk.kind, " ", "-")
+		if all || want[flag] {
+			delete(want, flag)
+			for range fk.weight {
+				out = append(out, fk.kind)
+			}
+		}
+	}
+	for k := range want {
+		if k != "" {
+			var names []string
+			for _, fk := range faultKinds {
+				names = append(names, strings.ReplaceAll(fk.kind, " ", "-"))
+			}
+			return nil, fmt.Errorf("-faults: no fault %q; there are %s", k, strings.Join(names, ","))
+		}
+	}
+	return out, nil
 }
 
 // run injects faults until ctx ends. Every fault heals before the next one starts, and before
@@ -56,7 +92,10 @@ func (f *injector) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		kind := faultKinds[f.rnd.IntN(len(faultKinds))]
+		if len(f.kinds) == 0 {
+			return
+		}
+		kind := f.kinds[f.rnd.IntN(len(f.kinds))]
 		f.c.events.add("fault lane %d: %s begins", f.client, kind)
 		if f.inject(ctx, kind) {
 			f.count(kind)
