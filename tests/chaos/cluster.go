@@ -93,7 +93,8 @@ type cluster struct {
 	net *network
 	// catchingUp is held by the snapshot catch-up fault while it has a member cut off.
 	catchingUp atomic.Bool
-	rnd        *rand.Rand // the reconciler's; only its goroutine uses it
+	mounts     map[string]bool // tmpfs mounts of the full-disk fault, under mu
+	rnd        *rand.Rand      // the reconciler's; only its goroutine uses it
 
 	mu       sync.Mutex
 	slots    []*slot
@@ -117,7 +118,7 @@ func (c *cluster) tally(s *slot, what string) {
 }
 
 func newCluster(cfg settings, seed uint64, logf func(string, ...any)) (*cluster, error) {
-	c := &cluster{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, cameBack: map[string]int{}, logf: logf}
+	c := &cluster{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, cameBack: map[string]int{}, logf: logf, mounts: map[string]bool{}}
 	events, err := newJournal(filepath.Join(cfg.dir, "events.log"))
 	if err != nil {
 		return nil, err
@@ -700,6 +701,7 @@ func (c *cluster) stopAll(check bool) {
 
 func (c *cluster) close() {
 	c.stopAll(false)
+	c.unmountAll()
 	c.mu.Lock()
 	slots := c.slots
 	c.mu.Unlock()

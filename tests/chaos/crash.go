@@ -167,7 +167,10 @@ func (p *process) markCrashed(line string) bool {
 // restarted with "before sending a snapshot" armed, which it reaches if it leads again when the
 // follower is let back.
 func (f *injector) snapshotCatchUp(ctx context.Context, sn snapshot) bool {
-	idx, lead := f.followerSlot(sn), f.leaderSlot(sn)
+	if sn.view == nil {
+		return false
+	}
+	idx, lead := f.followerOf(sn, true), f.leaderSlot(sn)
 	// One member cut off at a time: two would take a three-member cluster's quorum, and then
 	// nobody gets ahead of anybody.
 	if idx < 0 || lead < 0 || !f.c.catchingUp.CompareAndSwap(false, true) {

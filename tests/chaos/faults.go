@@ -49,7 +49,7 @@ var faultKinds = []struct {
 }{
 	{"kill leader", 2}, {"kill follower", 2}, {"pause leader", 2}, {"pause follower", 2},
 	{"isolate leader", 2}, {"split", 2}, {"drop peer traffic", 2}, {"delay peer traffic", 2},
-	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1},
+	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1}, {"full disk", 1},
 }
 
 // faultSet reads -faults: "all", or kinds with - for spaces, separated by commas. It returns
@@ -84,6 +84,11 @@ func faultSet(spec string) ([]string, error) {
 	return out, nil
 }
 
+// without is kinds less every kind named drop.
+func without(kinds []string, drop string) []string {
+	return slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == drop })
+}
+
 // run injects faults until ctx ends. Every fault heals before the next one starts, and before
 // run returns.
 func (f *injector) run(ctx context.Context) {
@@ -115,10 +120,19 @@ func (f *injector) leaderSlot(sn snapshot) int {
 	return -1
 }
 
-func (f *injector) followerSlot(sn snapshot) int {
+func (f *injector) followerSlot(sn snapshot) int { return f.followerOf(sn, false) }
+
+// followerOf is a random follower's slot, a voter's if voter (clients remove learners at every
+// turn, and a fault that lasts a while would mostly see its member removed), or -1.
+func (f *injector) followerOf(sn snapshot, voter bool) int {
 	lead := f.leaderSlot(sn)
 	var out []int
 	for id := range sn.clients {
+		if voter {
+			if m, ok := sn.view.member(id); !ok || m.Learner {
+				continue
+			}
+		}
 		if idx := sn.slotOf[id]; idx != lead {
 			out = append(out, idx)
 		}
@@ -224,6 +238,8 @@ func (f *injector) inject(ctx context.Context, kind string) bool {
 		return f.crashPoint(ctx, sn)
 	case "snapshot catch-up":
 		return f.snapshotCatchUp(ctx, sn)
+	case "full disk":
+		return f.fullDisk(ctx, sn)
 	}
 	panic("unknown fault " + kind)
 }
