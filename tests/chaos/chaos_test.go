@@ -16,6 +16,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/anishathalye/porcupine"
@@ -33,6 +35,7 @@ var (
 	flagCheck    = flag.Duration("check-timeout", 5*time.Minute, "time the linearizability check may take")
 	flagVoters   = flag.Int("voters", 0, "the shape: most voters at once, and the members at the start; 0 keeps -members and -slots")
 	flagLearners = flag.Int("learners", 1, "most learners at once (--max-learners); with -voters, slots are voters plus learners")
+	flagTLS      = flag.Bool("tls", true, "TLS with client-certificate authentication on both ports of every member (make test's run has it; -tls=false for plain http)")
 	flagFaults   = flag.String("faults", "all", "fault kinds, comma-separated with - for spaces (kill-leader,crash-point,...), or all")
 )
 
@@ -62,7 +65,10 @@ func TestChaos(t *testing.T) {
 			kinds = without(kinds, "full disk")
 		}
 	}
-	t.Logf("shape: %d members at the start, at most %d voters and %d learners; faults: %s", members, maxVoters, *flagLearners, strings.Join(kinds, ", "))
+	if !*flagTLS {
+		kinds = without(kinds, "rotate certs")
+	}
+	t.Logf("shape: %d members at the start, at most %d voters and %d learners, TLS %v; faults: %s", members, maxVoters, *flagLearners, *flagTLS, strings.Join(slices.Compact(slices.Clone(kinds)), ", "))
 
 	dir, err := os.MkdirTemp("", "clusterd-chaos-")
 	if err != nil {
@@ -79,6 +85,15 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pki *clusterPKI
+	if *flagTLS {
+		var creds credentials.TransportCredentials
+		if pki, creds, err = newPKI(dir, slots); err != nil {
+			t.Fatal(err)
+		}
+		transportCreds = creds
+		t.Cleanup(func() { transportCreds = insecure.NewCredentials() })
+	}
 	cfg := settings{
 		bin: bin, dir: dir, slots: slots, maxVoters: maxVoters,
 		heartbeat: 50 * time.Millisecond, election: 500 * time.Millisecond,
@@ -88,7 +103,7 @@ func TestChaos(t *testing.T) {
 		settle:        10 * time.Second, removalDeadline: 30 * time.Second,
 		cameBackWithin: 30 * time.Second,
 	}
-	c, err := newCluster(cfg, seed, t.Logf)
+	c, err := newCluster(cfg, pki, seed, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -106,11 +121,15 @@ func TestChaos(t *testing.T) {
 	}
 	initial := waitFirstList(t, c, rec, members)
 
-	var faults sync.Map // fault kind to *int64 count
-	countFault := func(kind string) {
-		v, _ := faults.LoadOrStore(kind, new(int))
+	// Fault kind to *[2]int: injected, and survived (no failure recorded while it ran).
+	var faults sync.Map
+	countFault := func(kind string, survived bool) {
+		v, _ := faults.LoadOrStore(kind, new([2]int))
 		c.mu.Lock()
-		*v.(*int)++
+		v.(*[2]int)[0]++
+		if survived {
+			v.(*[2]int)[1]++
+		}
 		c.mu.Unlock()
 	}
 
@@ -414,7 +433,7 @@ func checkFinal(t *testing.T, c *cluster, rec *recorder, final *view) {
 
 // serializableView is one member's own view of the membership, with no leader involved.
 func serializableView(addr string) (*view, error) {
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecureCreds()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(transportCreds))
 	if err != nil {
 		return nil, err
 	}
@@ -511,9 +530,10 @@ func report(t *testing.T, c *cluster, rec *recorder, faults *sync.Map) {
 	}
 	rec.mu.Unlock()
 	c.mu.Lock()
-	var fl []string
+	var kinds, fl []string
 	faults.Range(func(k, v any) bool {
-		fl = append(fl, fmt.Sprintf("  %-70s %d", k, *v.(*int)))
+		n := v.(*[2]int)
+		kinds = append(kinds, fmt.Sprintf("  %-30s injected %4d, survived %4d", k, n[0], n[1]))
 		return true
 	})
 	for k, v := range c.stats {
@@ -521,8 +541,10 @@ func report(t *testing.T, c *cluster, rec *recorder, faults *sync.Map) {
 	}
 	c.mu.Unlock()
 	sort.Strings(fl)
+	sort.Strings(kinds)
 	t.Logf("operations recorded: %d\n%s", ops, strings.Join(lines, "\n"))
-	t.Logf("faults and processes:\n%s\n  proxy: %d connections, %d cut, %d from an unknown source",
+	t.Logf("faults (survived: no failure recorded while it ran):\n%s", strings.Join(kinds, "\n"))
+	t.Logf("what the faults and the reconciler did:\n%s\n  proxy: %d connections, %d cut, %d from an unknown source",
 		strings.Join(fl, "\n"), c.net.accepted.Load(), c.net.cut.Load(), c.net.unknownSource.Load())
 	t.Logf("%s", cameBackReport(c))
 }

@@ -11,8 +11,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // sleep waits d or until ctx ends. It shapes the load and the length of faults; nothing waits
@@ -36,7 +34,7 @@ type injector struct {
 	rec    *recorder
 	rnd    *rand.Rand
 	client int // its client number in the history
-	count  func(string)
+	count  func(kind string, survived bool)
 	kinds  []string // drawn from with equal chance
 }
 
@@ -49,7 +47,7 @@ var faultKinds = []struct {
 }{
 	{"kill leader", 2}, {"kill follower", 2}, {"pause leader", 2}, {"pause follower", 2},
 	{"isolate leader", 2}, {"split", 2}, {"drop peer traffic", 2}, {"delay peer traffic", 2},
-	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1}, {"full disk", 1},
+	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1}, {"full disk", 1}, {"rotate certs", 1},
 }
 
 // faultSet reads -faults: "all", or kinds with - for spaces, separated by commas. It returns
@@ -84,6 +82,13 @@ func faultSet(spec string) ([]string, error) {
 	return out, nil
 }
 
+// failureCount is how many failures the run has recorded so far.
+func (c *cluster) failureCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.failures)
+}
+
 // without is kinds less every kind named drop.
 func without(kinds []string, drop string) []string {
 	return slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == drop })
@@ -102,8 +107,9 @@ func (f *injector) run(ctx context.Context) {
 		}
 		kind := f.kinds[f.rnd.IntN(len(f.kinds))]
 		f.c.events.add("fault lane %d: %s begins", f.client, kind)
+		before := f.c.failureCount()
 		if f.inject(ctx, kind) {
-			f.count(kind)
+			f.count(kind, f.c.failureCount() == before)
 		}
 		f.c.events.add("fault lane %d: %s over", f.client, kind)
 	}
@@ -240,6 +246,8 @@ func (f *injector) inject(ctx context.Context, kind string) bool {
 		return f.snapshotCatchUp(ctx, sn)
 	case "full disk":
 		return f.fullDisk(ctx, sn)
+	case "rotate certs":
+		return f.rotateCerts(ctx, sn)
 	}
 	panic("unknown fault " + kind)
 }
@@ -442,7 +450,7 @@ func (c *cluster) clientAddr(idx int) string {
 // memberStatus asks one member for its Maintenance.Status on a connection of its own, so that a
 // restarted member is reached at once.
 func memberStatus(ctx context.Context, addr string, timeout time.Duration) (*pb.StatusResponse, error) {
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(transportCreds))
 	if err != nil {
 		return nil, err
 	}
@@ -460,8 +468,6 @@ func pick(rnd *rand.Rand, m map[uint64]string) string {
 	sortU64(keys)
 	return m[keys[rnd.IntN(len(keys))]]
 }
-
-func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
 
 func sortInts(s []int)   { slices.Sort(s) }
 func sortU64(s []uint64) { slices.Sort(s) }
