@@ -4,7 +4,8 @@
 # make test   every check and every test: what CI runs
 # make bench  the benchmarks (docs/benchmarks.md)
 # make chaos DURATION=10m   membership churn under kills, pauses and partitions, checked for
-#             linearizability (a short run is part of make test)
+#             linearizability (a short run is part of make test); the shape and the faults:
+#             make chaos DURATION=30m VOTERS=7 LEARNERS=2 FAULTS=all (TLS=0 for plain http)
 GO ?= go
 BIN := bin
 # Static binaries, as etcd releases its own: no cgo, so no dynamic loader and libc to start
@@ -62,10 +63,17 @@ bench:
 	echo "$(BIN)/bench -timeout=$${left}s $(BENCHFLAGS)"; \
 	timeout --foreground -k 5 $$(( left + 5 )) $(BIN)/bench -timeout=$${left}s $(BENCHFLAGS)
 
+# The shape (most voters, who are also the members at the start, and most learners), the fault
+# kinds (all, or names with - for spaces: kill-leader,crash-point,full-disk,...; docs/chaos.md)
+# and TLS with client certificates on both ports, which every long run has unless TLS=0.
 DURATION ?= 10m
 CHAOS_TIMEOUT ?= 60m
+VOTERS ?= 5
+LEARNERS ?= 1
+FAULTS ?= all
 chaos:
-	$(GO) test ./tests/chaos -run TestChaos -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -duration=$(DURATION)
+	$(GO) test ./tests/chaos -run TestChaos -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -duration=$(DURATION) \
+		-voters=$(VOTERS) -learners=$(LEARNERS) -faults=$(FAULTS) -tls=$(if $(filter 0 no false,$(TLS)),false,true)
 
 clean:
 	rm -rf $(BIN)

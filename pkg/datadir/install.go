@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 
+	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/fsync"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -58,9 +59,11 @@ func install(dir, name string, c *membership.Cluster) error {
 		return err
 	}
 	hook("built")
+	crashpoint.Hit(crashpoint.RestoreRenameBefore)
 	if err := os.Rename(tmp, dir); err != nil {
 		return err
 	}
+	crashpoint.Hit(crashpoint.RestoreRenameAfter)
 	hook("renamed")
 	return fsync.Dir(filepath.Dir(tmp))
 }

@@ -16,6 +16,8 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/anishathalye/porcupine"
@@ -31,6 +33,10 @@ var (
 	flagRace     = flag.Bool("race-server", false, "build clusterd with -race")
 	flagKeep     = flag.Bool("keep", false, "keep data dirs and logs even when the test passes")
 	flagCheck    = flag.Duration("check-timeout", 5*time.Minute, "time the linearizability check may take")
+	flagVoters   = flag.Int("voters", 0, "the shape: most voters at once, and the members at the start; 0 keeps -members and -slots")
+	flagLearners = flag.Int("learners", 1, "most learners at once (--max-learners); with -voters, slots are voters plus learners")
+	flagTLS      = flag.Bool("tls", true, "TLS with client-certificate authentication on both ports of every member (make test's run has it; -tls=false for plain http)")
+	flagFaults   = flag.String("faults", "all", "fault kinds, comma-separated with - for spaces (kill-leader,crash-point,...), or all")
 )
 
 // TestChaos churns the membership of real clusterd processes under faults and checks what the
@@ -42,9 +48,27 @@ func TestChaos(t *testing.T) {
 	}
 	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
 	fmt.Fprintf(os.Stderr, "chaos: seed %d\n", seed)
-	if *flagMembers < 1 || *flagMembers > *flagSlots {
-		t.Fatalf("-members %d must be between 1 and -slots %d", *flagMembers, *flagSlots)
+	members, slots, maxVoters := *flagMembers, *flagSlots, *flagSlots
+	if *flagVoters > 0 {
+		members, slots, maxVoters = *flagVoters, *flagVoters+*flagLearners, *flagVoters
 	}
+	if members < 1 || members > slots {
+		t.Fatalf("-members %d must be between 1 and -slots %d", members, slots)
+	}
+	kinds, err := faultSet(*flagFaults)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slices.Contains(kinds, "full disk") {
+		if why := mountProbe(os.TempDir()); why != "" {
+			t.Logf("the full-disk fault is left out: %s", why)
+			kinds = without(kinds, "full disk")
+		}
+	}
+	if !*flagTLS {
+		kinds = without(kinds, "rotate certs")
+	}
+	t.Logf("shape: %d members at the start, at most %d voters and %d learners, TLS %v; faults: %s", members, maxVoters, *flagLearners, *flagTLS, strings.Join(slices.Compact(slices.Clone(kinds)), ", "))
 
 	dir, err := os.MkdirTemp("", "clusterd-chaos-")
 	if err != nil {
@@ -61,16 +85,25 @@ func TestChaos(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	var pki *clusterPKI
+	if *flagTLS {
+		var creds credentials.TransportCredentials
+		if pki, creds, err = newPKI(dir, slots); err != nil {
+			t.Fatal(err)
+		}
+		transportCreds = creds
+		t.Cleanup(func() { transportCreds = insecure.NewCredentials() })
+	}
 	cfg := settings{
-		bin: bin, dir: dir, slots: *flagSlots,
+		bin: bin, dir: dir, slots: slots, maxVoters: maxVoters,
 		heartbeat: 50 * time.Millisecond, election: 500 * time.Millisecond,
 		// Small, so that snapshots, compaction and catching up from a snapshot happen all along.
 		snapshotCount: 8,
-		maxLearners:   1,
+		maxLearners:   *flagLearners,
 		settle:        10 * time.Second, removalDeadline: 30 * time.Second,
 		cameBackWithin: 30 * time.Second,
 	}
-	c, err := newCluster(cfg, seed, t.Logf)
+	c, err := newCluster(cfg, pki, seed, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,16 +116,20 @@ func TestChaos(t *testing.T) {
 	rec := newRecorder()
 	t.Cleanup(rec.close)
 
-	if err := c.bootstrap(*flagMembers); err != nil {
+	if err := c.bootstrap(members); err != nil {
 		t.Fatal(err)
 	}
-	initial := waitFirstList(t, c, rec, *flagMembers)
+	initial := waitFirstList(t, c, rec, members)
 
-	var faults sync.Map // fault kind to *int64 count
-	countFault := func(kind string) {
-		v, _ := faults.LoadOrStore(kind, new(int))
+	// Fault kind to *[2]int: injected, and survived (no failure recorded while it ran).
+	var faults sync.Map
+	countFault := func(kind string, survived bool) {
+		v, _ := faults.LoadOrStore(kind, new([2]int))
 		c.mu.Lock()
-		*v.(*int)++
+		v.(*[2]int)[0]++
+		if survived {
+			v.(*[2]int)[1]++
+		}
 		c.mu.Unlock()
 	}
 
@@ -115,7 +152,7 @@ func TestChaos(t *testing.T) {
 		go func() { defer wg.Done(); churn(runCtx, c, rec, 1+i, rnd) }()
 	}
 	for i := 0; i < *flagLanes; i++ {
-		f := &injector{c: c, rec: rec, rnd: rand.New(rand.NewPCG(seed, uint64(100+i))), client: *flagClients + 1 + i, count: countFault}
+		f := &injector{c: c, rec: rec, rnd: rand.New(rand.NewPCG(seed, uint64(100+i))), client: *flagClients + 1 + i, count: countFault, kinds: kinds}
 		wg.Add(1)
 		go func() { defer wg.Done(); f.run(runCtx) }()
 	}
@@ -240,7 +277,8 @@ func churn(ctx context.Context, c *cluster, rec *recorder, client int, rnd *rand
 			if s == nil {
 				continue
 			}
-			in := input{Kind: opAdd, Name: s.name, URL: s.url, Learner: rnd.IntN(3) == 0}
+			// A voter past the shape's most voters is added as a learner instead.
+			in := input{Kind: opAdd, Name: s.name, URL: s.url, Learner: rnd.IntN(3) == 0 || len(voters) >= c.cfg.maxVoters}
 			out, after, sent := rec.do(ctx, client, addr, in, timeout)
 			if !sent {
 				out = output{Err: "not sent"}
@@ -264,7 +302,7 @@ func churn(ctx context.Context, c *cluster, rec *recorder, client int, rnd *rand
 			rec.do(ctx, client, addr, input{Kind: opRemove, ID: id}, timeout)
 		case r < 53:
 			cands := learners
-			if rnd.IntN(5) == 0 || len(cands) == 0 {
+			if rnd.IntN(5) == 0 || len(cands) == 0 || len(voters) >= c.cfg.maxVoters {
 				cands = voters // refused: only a learner can be promoted
 			}
 			if len(cands) == 0 {
@@ -395,7 +433,7 @@ func checkFinal(t *testing.T, c *cluster, rec *recorder, final *view) {
 
 // serializableView is one member's own view of the membership, with no leader involved.
 func serializableView(addr string) (*view, error) {
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecureCreds()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(transportCreds))
 	if err != nil {
 		return nil, err
 	}
@@ -492,9 +530,10 @@ func report(t *testing.T, c *cluster, rec *recorder, faults *sync.Map) {
 	}
 	rec.mu.Unlock()
 	c.mu.Lock()
-	var fl []string
+	var kinds, fl []string
 	faults.Range(func(k, v any) bool {
-		fl = append(fl, fmt.Sprintf("  %-70s %d", k, *v.(*int)))
+		n := v.(*[2]int)
+		kinds = append(kinds, fmt.Sprintf("  %-30s injected %4d, survived %4d", k, n[0], n[1]))
 		return true
 	})
 	for k, v := range c.stats {
@@ -502,8 +541,10 @@ func report(t *testing.T, c *cluster, rec *recorder, faults *sync.Map) {
 	}
 	c.mu.Unlock()
 	sort.Strings(fl)
+	sort.Strings(kinds)
 	t.Logf("operations recorded: %d\n%s", ops, strings.Join(lines, "\n"))
-	t.Logf("faults and processes:\n%s\n  proxy: %d connections, %d cut, %d from an unknown source",
+	t.Logf("faults (survived: no failure recorded while it ran):\n%s", strings.Join(kinds, "\n"))
+	t.Logf("what the faults and the reconciler did:\n%s\n  proxy: %d connections, %d cut, %d from an unknown source",
 		strings.Join(fl, "\n"), c.net.accepted.Load(), c.net.cut.Load(), c.net.unknownSource.Load())
 	t.Logf("%s", cameBackReport(c))
 }

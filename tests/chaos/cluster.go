@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -15,6 +16,7 @@ type settings struct {
 	bin           string
 	dir           string // data dirs and logs
 	slots         int    // member slots: at most this many members at once
+	maxVoters     int    // the clients add a learner where a voter would make more
 	heartbeat     time.Duration
 	election      time.Duration
 	snapshotCount int
@@ -89,7 +91,11 @@ func (v *view) member(id uint64) (mem, bool) {
 type cluster struct {
 	cfg settings
 	net *network
-	rnd *rand.Rand // the reconciler's; only its goroutine uses it
+	pki *clusterPKI // nil for plain http
+	// catchingUp is held by the snapshot catch-up fault while it has a member cut off.
+	catchingUp atomic.Bool
+	mounts     map[string]bool // tmpfs mounts of the full-disk fault, under mu
+	rnd        *rand.Rand      // the reconciler's; only its goroutine uses it
 
 	mu       sync.Mutex
 	slots    []*slot
@@ -112,14 +118,17 @@ func (c *cluster) tally(s *slot, what string) {
 	c.events.add("slot %d: %s: %s (%016x)", s.idx, what, s.name, s.id)
 }
 
-func newCluster(cfg settings, seed uint64, logf func(string, ...any)) (*cluster, error) {
-	c := &cluster{cfg: cfg, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, cameBack: map[string]int{}, logf: logf}
+func newCluster(cfg settings, pki *clusterPKI, seed uint64, logf func(string, ...any)) (*cluster, error) {
+	c := &cluster{cfg: cfg, pki: pki, rnd: rand.New(rand.NewPCG(seed, 0x7265636f6e)), stats: map[string]int{}, cameBack: map[string]int{}, logf: logf, mounts: map[string]bool{}}
 	events, err := newJournal(filepath.Join(cfg.dir, "events.log"))
 	if err != nil {
 		return nil, err
 	}
 	c.events = events
 	c.net = newNetwork(seed, c.livePids)
+	if pki != nil {
+		c.net.scheme = "https"
+	}
 	for _, d := range []string{"data", "logs"} {
 		if err := os.MkdirAll(filepath.Join(cfg.dir, d), 0o755); err != nil {
 			return nil, err
@@ -200,16 +209,20 @@ func (c *cluster) slotOf(url string) *slot {
 // sets: a flag would win over the variable and the printed lines would prove nothing. Called
 // with c.mu held.
 func (c *cluster) start(s *slot, mode string, env []string) error {
+	scheme := c.net.scheme
 	args := []string{
 		"--data-dir", s.dataDir,
-		"--listen-client-urls", fmt.Sprintf("http://127.0.0.1:%d", s.client),
-		"--advertise-client-urls", fmt.Sprintf("http://127.0.0.1:%d", s.client),
-		"--listen-peer-urls", fmt.Sprintf("http://127.0.0.1:%d", s.peer),
+		"--listen-client-urls", fmt.Sprintf("%s://127.0.0.1:%d", scheme, s.client),
+		"--advertise-client-urls", fmt.Sprintf("%s://127.0.0.1:%d", scheme, s.client),
+		"--listen-peer-urls", fmt.Sprintf("%s://127.0.0.1:%d", scheme, s.peer),
 		"--initial-cluster-token", "chaos",
 		"--heartbeat-interval", fmt.Sprint(c.cfg.heartbeat.Milliseconds()),
 		"--election-timeout", fmt.Sprint(c.cfg.election.Milliseconds()),
 		"--snapshot-count", fmt.Sprint(c.cfg.snapshotCount),
 		"--max-learners", fmt.Sprint(c.cfg.maxLearners),
+	}
+	if c.pki != nil {
+		args = append(args, c.pki.args(s.idx)...)
 	}
 	if mode != "join" {
 		state := "existing"
@@ -696,6 +709,7 @@ func (c *cluster) stopAll(check bool) {
 
 func (c *cluster) close() {
 	c.stopAll(false)
+	c.unmountAll()
 	c.mu.Lock()
 	slots := c.slots
 	c.mu.Unlock()

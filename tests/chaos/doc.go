@@ -1,7 +1,9 @@
 // Package chaos is a fault test of clusterd's membership: real clusterd processes on 127.0.0.1,
 // their peer traffic through a TCP proxy of the test's own, clients changing the membership
-// concurrently while members are killed, paused, partitioned and removed, and at the end a
-// linearizability check of everything the clients saw against a model of the membership.
+// concurrently while members are killed, paused, partitioned and removed, die at crash points in
+// their write path, catch up from snapshots, run out of disk and have their certificates
+// rotated, and at the end a linearizability check of everything the clients saw against a model
+// of the membership. docs/chaos.md lists the faults, the crash points and the flags.
 //
 // Invariants the test keeps, so that a failure means the server is wrong:
 //   - The model (model.go) follows the rules of pkg/membership and docs: a refusal is

@@ -5,13 +5,12 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/credentials/insecure"
 )
 
 // sleep waits d or until ctx ends. It shapes the load and the length of faults; nothing waits
@@ -35,17 +34,64 @@ type injector struct {
 	rec    *recorder
 	rnd    *rand.Rand
 	client int // its client number in the history
-	count  func(string)
+	count  func(kind string, survived bool)
+	kinds  []string // drawn from with equal chance
 }
 
-// faultKinds are drawn with equal chance; restarting every member takes the whole cluster down
-// for a while, so it is listed once where the others are listed twice.
-var faultKinds = []string{
-	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
-	"drop peer traffic", "delay peer traffic", "remove leader",
-	"kill leader", "kill follower", "pause leader", "pause follower", "isolate leader", "split",
-	"drop peer traffic", "delay peer traffic", "remove leader",
-	"restart all",
+// faultKinds are every fault and its weight: restarting every member takes the whole cluster
+// down for a while, and a snapshot catch-up holds a member for up to a minute, so they come half
+// as often as the others.
+var faultKinds = []struct {
+	kind   string
+	weight int
+}{
+	{"kill leader", 2}, {"kill follower", 2}, {"pause leader", 2}, {"pause follower", 2},
+	{"isolate leader", 2}, {"split", 2}, {"drop peer traffic", 2}, {"delay peer traffic", 2},
+	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1}, {"full disk", 1}, {"rotate certs", 1},
+}
+
+// faultSet reads -faults: "all", or kinds with - for spaces, separated by commas. It returns
+// the kinds, each as often as its weight.
+func faultSet(spec string) ([]string, error) {
+	want := map[string]bool{}
+	all := spec == "all"
+	if !all {
+		for _, k := range strings.Split(spec, ",") {
+			want[strings.TrimSpace(k)] = true
+		}
+	}
+	var out []string
+	for _, fk := range faultKinds {
+		flag := strings.ReplaceAll(fk.kind, " ", "-")
+		if all || want[flag] {
+			delete(want, flag)
+			for range fk.weight {
+				out = append(out, fk.kind)
+			}
+		}
+	}
+	for k := range want {
+		if k != "" {
+			var names []string
+			for _, fk := range faultKinds {
+				names = append(names, strings.ReplaceAll(fk.kind, " ", "-"))
+			}
+			return nil, fmt.Errorf("-faults: no fault %q; there are %s", k, strings.Join(names, ","))
+		}
+	}
+	return out, nil
+}
+
+// failureCount is how many failures the run has recorded so far.
+func (c *cluster) failureCount() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.failures)
+}
+
+// without is kinds less every kind named drop.
+func without(kinds []string, drop string) []string {
+	return slices.DeleteFunc(slices.Clone(kinds), func(k string) bool { return k == drop })
 }
 
 // run injects faults until ctx ends. Every fault heals before the next one starts, and before
@@ -56,10 +102,14 @@ func (f *injector) run(ctx context.Context) {
 		if ctx.Err() != nil {
 			return
 		}
-		kind := faultKinds[f.rnd.IntN(len(faultKinds))]
+		if len(f.kinds) == 0 {
+			return
+		}
+		kind := f.kinds[f.rnd.IntN(len(f.kinds))]
 		f.c.events.add("fault lane %d: %s begins", f.client, kind)
+		before := f.c.failureCount()
 		if f.inject(ctx, kind) {
-			f.count(kind)
+			f.count(kind, f.c.failureCount() == before)
 		}
 		f.c.events.add("fault lane %d: %s over", f.client, kind)
 	}
@@ -76,10 +126,19 @@ func (f *injector) leaderSlot(sn snapshot) int {
 	return -1
 }
 
-func (f *injector) followerSlot(sn snapshot) int {
+func (f *injector) followerSlot(sn snapshot) int { return f.followerOf(sn, false) }
+
+// followerOf is a random follower's slot, a voter's if voter (clients remove learners at every
+// turn, and a fault that lasts a while would mostly see its member removed), or -1.
+func (f *injector) followerOf(sn snapshot, voter bool) int {
 	lead := f.leaderSlot(sn)
 	var out []int
 	for id := range sn.clients {
+		if voter {
+			if m, ok := sn.view.member(id); !ok || m.Learner {
+				continue
+			}
+		}
 		if idx := sn.slotOf[id]; idx != lead {
 			out = append(out, idx)
 		}
@@ -181,6 +240,14 @@ func (f *injector) inject(ctx context.Context, kind string) bool {
 		}
 		sortInts(idxs)
 		return len(idxs) > 0 && f.killRestart(ctx, idxs)
+	case "crash point":
+		return f.crashPoint(ctx, sn)
+	case "snapshot catch-up":
+		return f.snapshotCatchUp(ctx, sn)
+	case "full disk":
+		return f.fullDisk(ctx, sn)
+	case "rotate certs":
+		return f.rotateCerts(ctx, sn)
 	}
 	panic("unknown fault " + kind)
 }
@@ -383,7 +450,7 @@ func (c *cluster) clientAddr(idx int) string {
 // memberStatus asks one member for its Maintenance.Status on a connection of its own, so that a
 // restarted member is reached at once.
 func memberStatus(ctx context.Context, addr string, timeout time.Duration) (*pb.StatusResponse, error) {
-	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	cc, err := grpc.NewClient("passthrough:///"+addr, grpc.WithTransportCredentials(transportCreds))
 	if err != nil {
 		return nil, err
 	}
@@ -401,8 +468,6 @@ func pick(rnd *rand.Rand, m map[uint64]string) string {
 	sortU64(keys)
 	return m[keys[rnd.IntN(len(keys))]]
 }
-
-func insecureCreds() credentials.TransportCredentials { return insecure.NewCredentials() }
 
 func sortInts(s []int)   { slices.Sort(s) }
 func sortU64(s []uint64) { slices.Sort(s) }

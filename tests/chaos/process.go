@@ -16,23 +16,31 @@ import (
 	harness "github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
-// buildClusterd compiles cmd/clusterd once for the run.
+// buildClusterd compiles cmd/clusterd once for the run, with the crash points armable
+// (internal/crashpoint): the released binaries have none.
 func buildClusterd(dir string, race bool) (string, error) {
-	bin := filepath.Join(dir, "clusterd")
-	args := []string{"build", "-tags=" + harness.BuildTags, "-o", bin}
+	if err := buildTagged(dir, race, "github.com/clusterctl/clusterctl/cmd/clusterd"); err != nil {
+		return "", err
+	}
+	return filepath.Join(dir, "clusterd"), nil
+}
+
+// buildTagged compiles pkgs into dir with make build's tags and crashpoints.
+func buildTagged(dir string, race bool, pkgs ...string) error {
+	args := []string{"build", "-tags=" + harness.BuildTags + ",crashpoints", "-o", dir + string(filepath.Separator)}
 	if race {
 		args = append(args, "-race")
 	}
-	args = append(args, "github.com/clusterctl/clusterctl/cmd/clusterd")
+	args = append(args, pkgs...)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
-		return "", err
+		return err
 	}
 	out, err := exec.Command(goBin, args...).CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build: %v\n%s", err, out)
+		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
-	return bin, nil
+	return nil
 }
 
 // freePort is a port on 127.0.0.1 that no other member or proxy of this run was given. Another
@@ -53,6 +61,7 @@ type process struct {
 	mode    string // new, join or restart
 	pid     int
 	logPath string
+	logFrom int64 // where this run's part of the log begins
 	started time.Time
 	cmd     *exec.Cmd
 	done    chan struct{} // closed once the process has exited and its status is known
@@ -75,6 +84,10 @@ func startProcess(events *journal, bin, logPath string, slot int, name, mode str
 	if err != nil {
 		return nil, err
 	}
+	var from int64
+	if st, err := logf.Stat(); err == nil {
+		from = st.Size()
+	}
 	cmd := exec.Command(bin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	cmd.Stdout, cmd.Stderr = logf, logf
@@ -86,7 +99,7 @@ func startProcess(events *journal, bin, logPath string, slot int, name, mode str
 		logf.Close()
 		return nil, err
 	}
-	p := &process{slot: slot, name: name, mode: mode, pid: cmd.Process.Pid, logPath: logPath,
+	p := &process{slot: slot, name: name, mode: mode, pid: cmd.Process.Pid, logPath: logPath, logFrom: from,
 		started: time.Now(), cmd: cmd, done: make(chan struct{}), events: events}
 	events.add("slot %d: %s started (%s), pid %d", slot, name, mode, p.pid)
 	go func() {
@@ -234,6 +247,15 @@ func (p *process) ownExit() (int, bool) {
 		return 0, false
 	}
 	return p.exitCode, true
+}
+
+// ownLog is this run's part of the log.
+func (p *process) ownLog() string {
+	b, _ := os.ReadFile(p.logPath)
+	if p.logFrom <= int64(len(b)) {
+		b = b[p.logFrom:]
+	}
+	return string(b)
 }
 
 // logTail is the end of this run's log, for a failure message.

@@ -35,7 +35,8 @@ type rule struct {
 // network is the proxy between members. Faults are layered: each fault adds its own rules and
 // takes them away again, and a link obeys all of them at once, so faults may overlap.
 type network struct {
-	pids func() map[int]int // live member processes: pid to slot
+	pids   func() map[int]int // live member processes: pid to slot
+	scheme string             // of the members' URLs: http, or https with -tls
 
 	mu     sync.Mutex
 	rnd    *rand.Rand
@@ -48,7 +49,7 @@ type network struct {
 
 func newNetwork(seed uint64, pids func() map[int]int) *network {
 	return &network{
-		pids: pids, rnd: rand.New(rand.NewPCG(seed, 0x70726f7879)),
+		pids: pids, scheme: "http", rnd: rand.New(rand.NewPCG(seed, 0x70726f7879)),
 		layers: map[int]map[link]rule{}, conns: map[*pconn]struct{}{},
 	}
 }
@@ -191,7 +192,7 @@ func listenProxy(n *network, slot int, target func() string) (*proxy, error) {
 	return p, nil
 }
 
-func (p *proxy) url() string { return "http://" + p.ln.Addr().String() }
+func (p *proxy) url() string { return p.n.scheme + "://" + p.ln.Addr().String() }
 
 func (p *proxy) serve() {
 	defer p.wg.Done()

@@ -9,6 +9,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
@@ -137,6 +138,7 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 // applyEntry applies one committed entry to p's membership and records what it did for its
 // proposer.
 func (n *Node) applyEntry(p *pass, e *raftpb.Entry) error {
+	crashpoint.Hit(crashpoint.ApplyBefore)
 	r := appliedEntry{entry: e}
 	prop, err := proposalOf(e)
 	if err != nil {
@@ -176,9 +178,13 @@ func (n *Node) persist(p *pass) error {
 	// bbolt's commit, with its fsync, is nearly all of Save's time: the transaction only puts
 	// a few keys first.
 	start := time.Now()
+	crashpoint.Hit(crashpoint.RaftSaveBefore)
+	crashpoint.HitIf(up.Cluster != nil, crashpoint.MembershipSaveBefore)
 	if err := n.store.Save(up); err != nil {
 		return fmt.Errorf("persisting raft state: %w", err)
 	}
+	crashpoint.Hit(crashpoint.RaftSaveAfter)
+	crashpoint.HitIf(up.Cluster != nil, crashpoint.MembershipSaveAfter)
 	n.cfg.Metrics.BackendCommit(time.Since(start))
 	return nil
 }

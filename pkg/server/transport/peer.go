@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 
+	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
@@ -148,6 +149,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	m := first
 	for {
 		env := &Envelope{ClusterID: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
+		crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
 		if err := s.SendMsg(env); err != nil {
 			p.t.report(m, false)
 			if errors.Is(err, io.EOF) {

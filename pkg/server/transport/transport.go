@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
@@ -199,6 +200,7 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 		t.heard(membership.ID(env.From))
 		// Counted once checked: a refused sender's ID is not a member's, and would be a series.
 		t.cfg.Metrics.PeerReceived(env.From, env.size())
+		crashpoint.HitIf(env.Message.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotReceive)
 		if err := t.h.Step(stream.Context(), env.Message); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
