@@ -359,12 +359,6 @@ func waitHealed(t *testing.T, c *cluster, rec *recorder, healer int, within time
 	return nil
 }
 
-func (c *cluster) latestView() *view {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.latest
-}
-
 // settled reports whether the cluster is quiet, or what it still waits for.
 func (c *cluster) settled(after time.Time) (string, bool) {
 	c.mu.Lock()

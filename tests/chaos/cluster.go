@@ -758,3 +758,10 @@ func (c *cluster) describeSlots() string {
 	}
 	return b.String()
 }
+
+// latestView is the last linearizable list the clients recorded, or nil.
+func (c *cluster) latestView() *view {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.latest
+}
