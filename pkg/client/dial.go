@@ -1,0 +1,219 @@
+package client
+
+import (
+	"context"
+	"errors"
+	"net"
+	"strings"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
+)
+
+// staggerDelay is how long an endpoint that neither answers nor fails holds up the next one.
+// Refused connections fail at once and move on immediately; this only matters for an address
+// that drops packets, which would otherwise use the whole dial timeout (RFC 8305 uses 250 ms for
+// the same purpose).
+const staggerDelay = 250 * time.Millisecond
+
+// connect makes sure c.conn is connected to one of c.endpoints[from:].
+func (c *Client) connect(ctx context.Context, from int) error {
+	if c.conn != nil && c.at >= from {
+		return nil
+	}
+	c.Close()
+	limit := c.dialTimeout
+	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
+		limit = time.Until(d)
+	}
+	dctx, cancel := context.WithTimeout(ctx, limit)
+	defer cancel()
+	conn, i, tried := c.dialFirst(dctx, from, "no answer within "+limit.Round(time.Millisecond).String())
+	if conn == nil {
+		return &ConnectError{Tried: tried}
+	}
+	c.conn, c.at = conn, from+i
+	return nil
+}
+
+type dialResult struct {
+	i      int
+	conn   *grpc.ClientConn
+	reason string
+	tls    *clienttls.Error // set when TLS stopped the connection
+}
+
+// dialFirst connects to the first of eps that answers. It starts them in order, the next one
+// as soon as the previous one failed or after staggerDelay, so a silent endpoint cannot use up
+// the whole timeout, and a live endpoint early in the list is preferred. It returns the
+// connection and its index, or nil and why each endpoint failed; silent is the reason given for
+// an endpoint still silent when ctx ends.
+func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.ClientConn, int, []EndpointFailure) {
+	eps := c.endpoints[from:]
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	results := make(chan dialResult, len(eps))
+	reasons := make([]string, len(eps))
+	tlsErrs := make([]*clienttls.Error, len(eps))
+	for i := range reasons {
+		reasons[i] = silent
+	}
+	started, pending := 0, 0
+	// A dial timeout shorter than staggerDelay per endpoint is shared out instead, so that a
+	// silent endpoint cannot keep the later ones from being tried at all.
+	delay := staggerDelay
+	if d, ok := ctx.Deadline(); ok {
+		delay = min(delay, time.Until(d)/time.Duration(len(eps)))
+	}
+	stagger := time.NewTimer(delay)
+	defer stagger.Stop()
+	start := func() {
+		go func(i int) { results <- dial(ctx, i, eps[i], c.creds, c.dialed[from+i]) }(started)
+		started++
+		pending++
+		stagger.Reset(delay)
+	}
+	start()
+	// Every pass starts an attempt, collects one, or ends, so there are at most 2*len(eps).
+	for pending > 0 {
+		select {
+		case r := <-results:
+			pending--
+			if r.conn != nil {
+				// Attempts still running see the cancelled context, fail, and close their
+				// connection; one that won the race at the same moment is closed here.
+				go func(n int) {
+					for ; n > 0; n-- {
+						if late := <-results; late.conn != nil {
+							late.conn.Close()
+						}
+					}
+				}(pending)
+				return r.conn, r.i, nil
+			}
+			if r.reason != "" {
+				reasons[r.i] = r.reason
+			}
+			tlsErrs[r.i] = r.tls
+			if started < len(eps) {
+				start()
+			}
+		case <-stagger.C:
+			if started < len(eps) {
+				start()
+			}
+		case <-ctx.Done():
+			// The attempts end on the same context; their reasons are not waited for, since
+			// the deadline is the reason.
+			pending = 0
+		}
+	}
+	// Every endpoint is named, also those the time ran out before.
+	tried := make([]EndpointFailure, len(eps))
+	for i := range tried {
+		if i >= started {
+			reasons[i] = "not tried: no time left"
+		}
+		tried[i] = EndpointFailure{Endpoint: eps[i], Reason: reasons[i], TLS: tlsErrs[i]}
+	}
+	return nil, 0, tried
+}
+
+// dial connects to one endpoint and waits until it can carry requests or has failed once. how says
+// how, for explaining a TLS failure.
+func dial(ctx context.Context, i int, addr string, creds credentials.TransportCredentials, how clienttls.Dialed) dialResult {
+	var (
+		mu      sync.Mutex
+		lastErr error
+		d       net.Dialer
+	)
+	// Dialing ourselves keeps the operating system's reason ("connection refused"), which grpc
+	// only logs.
+	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
+		conn, err := d.DialContext(ctx, "tcp", addr)
+		if err != nil {
+			var op *net.OpError
+			if errors.As(err, &op) {
+				err = op.Err
+			}
+			mu.Lock()
+			lastErr = err
+			mu.Unlock()
+		}
+		return conn, err
+	}
+	conn, err := grpc.NewClient("passthrough:///"+addr,
+		grpc.WithTransportCredentials(creds),
+		grpc.WithContextDialer(dialer),
+		grpc.WithUserAgent("clusterctl"),
+		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})),
+		// A command makes a few calls and exits: no service config to look for (an endpoint
+		// is a member, not a name to resolve), no idleness timer, and a write buffer sized for
+		// requests of a few hundred bytes rather than grpc's 32 KiB. The read buffer keeps its
+		// size: a snapshot arrives in full 16 KiB frames.
+		grpc.WithDisableServiceConfig(),
+		grpc.WithIdleTimeout(0),
+		grpc.WithWriteBufferSize(16<<10),
+	)
+	if err != nil {
+		return dialResult{i: i, reason: err.Error()}
+	}
+	conn.Connect()
+	// Bounded by ctx: WaitForStateChange returns false once it is done.
+	for s := conn.GetState(); s != connectivity.Ready; s = conn.GetState() {
+		if s == connectivity.TransientFailure || !conn.WaitForStateChange(ctx, s) {
+			var why error
+			if s == connectivity.TransientFailure {
+				why = connectionError(ctx, conn)
+			}
+			conn.Close()
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case lastErr != nil:
+				return dialResult{i: i, reason: lastErr.Error()}
+			case ctx.Err() != nil:
+				// Silent until the deadline: the caller words that.
+				return dialResult{i: i}
+			}
+			return failedHandshake(i, why, how)
+		}
+	}
+	return dialResult{i: i, conn: conn}
+}
+
+// failedHandshake words a connection that reached the server and failed before HTTP/2 started:
+// a TLS problem when clienttls recognises grpc-go's reason; a connection that ended under it (a
+// member stopping or killed mid-handshake); else no gRPC server.
+func failedHandshake(i int, why error, d clienttls.Dialed) dialResult {
+	var te *clienttls.Error
+	if why != nil && errors.As(clienttls.Explain(d, why), &te) {
+		return dialResult{i: i, reason: te.Error(), tls: te}
+	}
+	if why != nil && connectionClosed(why.Error()) {
+		return dialResult{i: i, reason: "the connection closed during the handshake (the member may have stopped)"}
+	}
+	return dialResult{i: i, reason: "not a gRPC server"}
+}
+
+// connectionClosed reports whether grpc-go's reason is the connection ending rather than
+// something unexpected arriving on it.
+func connectionClosed(msg string) bool {
+	for _, s := range []string{"EOF", "connection reset by peer", "broken pipe", "use of closed network connection"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// connectionError is why a connection in transient failure failed, as grpc-go reports it: a
+// request on it fails at once with that reason, and nothing reaches the server.
+func connectionError(ctx context.Context, conn *grpc.ClientConn) error {
+	return conn.Invoke(ctx, methodMemberList, memberListRequest(false), &ignoredAnswer{})
+}
