@@ -272,8 +272,8 @@ func TestOpenInUse(t *testing.T) {
 	}
 }
 
-// BenchmarkCheckFile checks a member.db of 1000 entries of 200 bytes (about 300 KiB), as
-// clusterd's start-up does before opening it.
+// BenchmarkCheckFile checks a member.db of 1000 entries of 200 bytes, as clusterd's start-up
+// does before opening it (figures in docs/benchmarks.md).
 func BenchmarkCheckFile(b *testing.B) {
 	path := filepath.Join(b.TempDir(), FileName)
 	data := memberDB(b, 1000, 200)
