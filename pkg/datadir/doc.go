@@ -17,6 +17,9 @@
 //     membership: there are no bootstrap entries to apply.
 //   - A snapshot file is a consistent copy of a member's database followed by the SHA-256 of
 //     that copy (etcd's layout); a file whose checksum does not match is never used.
+//   - bbolt opens a snapshot's database only through storage (ViewFile, Open), which checks its
+//     structure first (storage.CheckFile): a damaged one, clusterd's or etcd's, is a
+//     *SnapshotContentError, never a crash.
 //   - Restore runs each of its checks once, all before it creates anything: a refused restore
 //     writes nothing, and it never writes into a directory that holds anything. The restored
 //     cluster records every ID of the old one as removed and never has the old cluster's ID.

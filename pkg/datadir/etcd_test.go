@@ -1,6 +1,8 @@
 package datadir
 
 import (
+	"bytes"
+	"crypto/sha256"
 	"errors"
 	"flag"
 	"os"
@@ -70,5 +72,39 @@ func TestRestoreRefusesEtcdSnapshot(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("a refused restore wrote %s", dir)
+	}
+}
+
+// A snapshot whose checksum matches but whose database is damaged (here cut to half, so its
+// pages run past its end) is refused by status and by restore in one line, clusterd's and
+// etcd's alike, before bbolt opens it; the file and the data directory are left alone.
+func TestSnapshotRefusesDamagedDatabase(t *testing.T) {
+	for _, src := range []string{clusterdSnapshot, etcdSnapshot} {
+		data, err := os.ReadFile(src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		db := data[:(len(data)-sha256.Size)/2]
+		sum := sha256.Sum256(db)
+		path := filepath.Join(t.TempDir(), "snap.db")
+		damaged := append(db[:len(db):len(db)], sum[:]...)
+		if err := os.WriteFile(path, damaged, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		var ce *SnapshotContentError
+		if _, err := ReadStatus(path); !errors.As(err, &ce) || strings.Contains(err.Error(), "\n") {
+			t.Errorf("%s: status: %v", src, err)
+		}
+		dir := filepath.Join(t.TempDir(), "new")
+		cfg := RestoreConfig{Snapshot: path, DataDir: dir, Name: "x", Initial: []Initial{{Name: "x", URLs: []string{"http://127.0.0.1:9"}}}, Token: "new"}
+		if _, err := Restore(cfg); !errors.As(err, &ce) {
+			t.Errorf("%s: restore: %v", src, err)
+		}
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: a refused restore wrote %s", src, dir)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, damaged) {
+			t.Errorf("%s: the snapshot file was changed", src)
+		}
 	}
 }

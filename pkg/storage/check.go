@@ -3,11 +3,9 @@ package storage
 import (
 	"errors"
 	"fmt"
-	"os"
 	"runtime/debug"
 
 	bolt "go.etcd.io/bbolt"
-	berrors "go.etcd.io/bbolt/errors"
 )
 
 // CorruptError is a member.db that cannot be used: empty, not a bbolt file, damaged, or a bbolt
@@ -21,32 +19,12 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("%s is empty or corrupt (%s); nothing was written to it", e.Path, e.Reason)
 }
 
-// checkFile refuses a database file that bbolt would rewrite or fail on, before it is opened for
-// writing: bbolt turns a 0-byte file into a new empty database, which would hide what happened
-// to the old one. It opens the file read-only, which writes nothing; a file another process
-// holds is reported as in use.
-func checkFile(dir, path string) error {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return err
-	}
-	if fi.Size() == 0 {
-		return &CorruptError{Path: path, Reason: "it has 0 bytes"}
-	}
-	opts := *BoltOptions()
-	opts.ReadOnly = true
-	db, err := guard(func() (*bolt.DB, error) { return bolt.Open(path, 0o400, &opts) })
-	if errors.Is(err, berrors.ErrTimeout) {
-		return fmt.Errorf("data directory %s is in use by another process", dir)
-	}
-	if err != nil {
-		return &CorruptError{Path: path, Reason: err.Error()}
-	}
-	return db.Close()
-}
+// errInUse is a database file another process holds for writing.
+var errInUse = errors.New("in use by another process")
 
-// guard runs f, turning a panic or a memory fault inside it into an error: bbolt trusts the pages
-// it reads, and a damaged file must be refused, not crash the process.
+// guard runs f, turning a panic or a memory fault inside it into an error. It is the second line
+// of defence: CheckFile refuses the damaged files bbolt would fault on, some of them in goroutines
+// of its own where no guard reaches.
 func guard[T any](f func() (T, error)) (v T, err error) {
 	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
 	defer func() {
@@ -58,18 +36,12 @@ func guard[T any](f func() (T, error)) (v T, err error) {
 }
 
 // ViewFile runs f in a read transaction of the bbolt file at path, which may come from anywhere
-// (a snapshot file, say): the file is opened read-only, so nothing is written to it, and an error
-// opening it or a panic or fault while reading it is a *CorruptError. bbolt's own consistency
-// check (tx.Check, which etcdutl runs) is not run: on a file without a synced free list it
-// rebuilds the list in a goroutine of its own, where a damaged page's panic cannot be recovered
-// and ends the process (the fuzz corpus holds such a file).
+// (a snapshot file, say): the file is checked (CheckFile) and opened read-only, so nothing is
+// written to it, and a damaged file is a *CorruptError. bbolt's own consistency check (tx.Check,
+// which etcdutl runs) is not run: CheckFile checks what it does, without bbolt's mmap.
 func ViewFile(path string, f func(*bolt.Tx) error) error {
-	fi, err := os.Stat(path)
-	if err != nil {
+	if err := CheckFile(path); err != nil {
 		return err
-	}
-	if fi.Size() == 0 {
-		return &CorruptError{Path: path, Reason: "it has 0 bytes"}
 	}
 	opts := *BoltOptions()
 	opts.ReadOnly = true

@@ -19,4 +19,9 @@
 //     the membership reflects, and replay after a restart never applies an entry twice.
 //   - The applied index never exceeds the persisted HardState's commit index.
 //   - Once the tombstone is written it is never cleared.
+//   - bbolt never opens a file whose integrity is not known (Open, ViewFile): CheckFile first
+//     walks its structure with bounds checks and without mmap, and a damaged file is refused as
+//     a *CorruptError with nothing written to it. bbolt trusts every page it maps; a page past
+//     the end of the file faults, in goroutines of its own too, where no recover reaches. The one
+//     file opened unchecked is the new one Create builds.
 package storage

@@ -161,10 +161,16 @@ func Open(dir string) (*Store, error) {
 
 func open(dir string) (*Store, error) {
 	path := filepath.Join(dir, FileName)
-	if err := checkFile(dir, path); err != nil {
+	// Opening for writing rebuilds the free list from every page, in a goroutine whose fault on a
+	// damaged page ends the process; and a 0-byte file would become a new empty database, hiding
+	// what happened to the old one. So the file is checked first, writing nothing.
+	err := CheckFile(path)
+	if errors.Is(err, errInUse) {
+		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
+	}
+	if err != nil {
 		return nil, err
 	}
-	// Opening for writing rebuilds the free list from the pages, which panics on damaged ones.
 	db, err := guard(func() (*bolt.DB, error) { return bolt.Open(path, 0o600, BoltOptions()) })
 	if errors.Is(err, berrors.ErrTimeout) {
 		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
