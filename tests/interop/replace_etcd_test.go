@@ -1,0 +1,231 @@
+package interop
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
+)
+
+// TestClusterctlReplacesEtcdMember replaces an etcd 3.7.1 member that dies while member replace
+// runs: the command adds the new member, prints its environment (-w env) and waits; the old
+// member is killed; a new etcd starts from that environment plus where to listen; the command
+// promotes it and removes the dead member. Run again with the same arguments it finds every step
+// done: exit 0, nothing changed.
+//
+// The learner is added while the old member still runs: etcd's strict reconfiguration check
+// refuses any member add, a learner's too, while the leader is not connected to every voter. A
+// member already dead when the command starts is therefore refused by etcd at step 1 (exit 12,
+// nothing done), which the end of the test pins; clusterd, which counts a learner out of quorum,
+// accepts it.
+func TestClusterctlReplacesEtcdMember(t *testing.T) {
+	needBinaries(t)
+	c := startCluster(t, etcd.Etcd)
+	ctl := filepath.Join(binDir, "clusterctl")
+	oldID := mustID(t, c, "infra1")
+	var alive []*cluster.Member
+	for _, m := range c.Members() {
+		if m.Name != "infra1" {
+			alive = append(alive, m)
+		}
+	}
+	ep := "--endpoints=" + cluster.Endpoints(alive)
+	m3, err := c.Alloc("infra3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{ep, "member", "replace", "infra1", "infra3", "--peer-urls=" + m3.PeerURL, "--wait-timeout=1m", "-w", "env"}
+
+	// etcd refuses a change for a while after a member stopped or started (exit 12, unhealthy
+	// cluster, nothing done): the command is run again until it adds the learner and prints the
+	// environment, which is all it prints on stdout with -w env.
+	var run *bgRun
+	err = proc.Poll(2*waitTimeout, "member replace adds the learner", func() (bool, error) {
+		run = startCLI(t, ctl, args...)
+		for {
+			if out := run.stdout(); strings.Count(out, "\n") >= 4 {
+				return true, nil
+			}
+			if r, done := run.result(); done {
+				if r.code == 12 && r.stdout == "" {
+					return false, fmt.Errorf("%v", r)
+				}
+				t.Fatalf("member replace before printing the environment: %v", r)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := run.stdout()
+	if !strings.HasPrefix(block, "ETCD_NAME=\"infra3\"\n") || strings.Count(block, "\n") != 4 || strings.Count(block, "ETCD_") != 4 {
+		t.Fatalf("member replace -w env printed:\n%s", block)
+	}
+	for _, m := range c.Members() {
+		if !strings.Contains(block, m.Name+"="+m.PeerURL) {
+			t.Errorf("ETCD_INITIAL_CLUSTER lacks %s=%s:\n%s", m.Name, m.PeerURL, block)
+		}
+	}
+
+	// The old machine dies while the command waits; etcd reads the ETCD_* variables clusterctl
+	// printed; the command promotes the new member and removes the dead one.
+	if err := c.Kill("infra1"); err != nil {
+		t.Fatal(err)
+	}
+	startFromEnv(t, c, "infra3", block)
+	r := run.wait(t)
+	if r.code != 0 || r.stdout != block {
+		t.Fatalf("member replace: %v", r)
+	}
+	newID := mustID(t, c, "infra3")
+	for _, want := range []string{
+		fmt.Sprintf("step 1 of 4: added infra3 (%016x) as learner\n", newID),
+		fmt.Sprintf("step 2 of 4: promoted infra3 (%016x)\n", newID),
+		fmt.Sprintf("step 4 of 4: removed infra1 (%016x)\n", oldID),
+	} {
+		if !strings.Contains(r.stderr, want) {
+			t.Errorf("member replace's stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+
+	all := "--endpoints=" + cluster.Endpoints(append(alive, m3))
+	list := runCLI(t, ctl, all, "member", "list")
+	if list.code != 0 || strings.Contains(list.stdout, "infra1") || strings.Count(list.stdout, ", started, ") != 3 ||
+		!strings.Contains(list.stdout, fmt.Sprintf("%016x, started, infra3, %s, %s, false\n", newID, m3.PeerURL, m3.ClientURL())) {
+		t.Fatalf("after the replacement: %v", list)
+	}
+
+	// Run again after completion: every step found done, exit 0, the membership unchanged. The
+	// environment printed again lists the members of now.
+	again := runCLI(t, ctl, append([]string{all}, args[1:]...)...)
+	if again.code != 0 {
+		t.Fatalf("member replace run again: %v", again)
+	}
+	if !strings.HasPrefix(again.stdout, "ETCD_NAME=\"infra3\"\n") || strings.Contains(again.stdout, "infra1=") {
+		t.Errorf("member replace run again printed:\n%s", again.stdout)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("step 1 of 4: infra3 (%016x) is in the cluster already: add skipped\n", newID),
+		fmt.Sprintf("step 2 of 4: infra3 (%016x) is a voter already: promotion skipped\n", newID),
+		"step 3 of 4: infra1 is gone already: leadership not moved\n",
+		"step 4 of 4: infra1 is gone already: removal skipped\n",
+	} {
+		if !strings.Contains(again.stderr, want) {
+			t.Errorf("member replace run again: stderr lacks %q:\n%s", want, again.stderr)
+		}
+	}
+	if after := runCLI(t, ctl, all, "member", "list"); after.stdout != list.stdout {
+		t.Errorf("member replace run again changed the membership:\nbefore:\n%s\nafter:\n%s", list.stdout, after.stdout)
+	}
+
+	// A member dead before the command starts: etcd refuses the learner, nothing is changed.
+	if err := c.Kill("infra2"); err != nil {
+		t.Fatal(err)
+	}
+	m4, err := c.Alloc("infra4")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := runCLI(t, ctl, all, "member", "replace", "infra2", "infra4", "--peer-urls="+m4.PeerURL, "--wait-timeout=10s")
+	if dead.code != 12 || dead.stdout != "" || !strings.HasSuffix(dead.stderr, "Error: etcdserver: unhealthy cluster\n") {
+		t.Errorf("member replace of a dead etcd member: %v; want exit 12, etcd's unhealthy cluster, nothing on stdout", dead)
+	}
+	if after := runCLI(t, ctl, all, "member", "list"); strings.Contains(after.stdout, "infra4") || !strings.Contains(after.stdout, ", infra2, ") {
+		t.Errorf("the refused replace changed the membership:\n%s", after.stdout)
+	}
+}
+
+// bgRun is a CLI run in the background, for a command that waits for something the test does
+// while it runs.
+type bgRun struct {
+	cmd    *exec.Cmd
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	out    bytes.Buffer
+	errb   bytes.Buffer
+	done   chan struct{}
+	err    error
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	b  *bytes.Buffer
+}
+
+func (w lockedWriter) Write(p []byte) (int, error) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return w.b.Write(p)
+}
+
+// startCLI starts a CLI as runCLI runs it, without waiting for it.
+func startCLI(t *testing.T, bin string, args ...string) *bgRun {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*cmdTimeout)
+	b := &bgRun{cancel: cancel, done: make(chan struct{})}
+	b.cmd = exec.CommandContext(ctx, bin, args...)
+	b.cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	b.cmd.Stdout = lockedWriter{&b.mu, &b.out}
+	b.cmd.Stderr = lockedWriter{&b.mu, &b.errb}
+	if err := b.cmd.Start(); err != nil {
+		cancel()
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cancel(); <-b.done })
+	go func() {
+		b.err = b.cmd.Wait()
+		close(b.done)
+	}()
+	t.Logf("$ %s %s &", filepath.Base(bin), strings.Join(args, " "))
+	return b
+}
+
+func (b *bgRun) stdout() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.out.String()
+}
+
+// result returns how the run ended, and false while it runs.
+func (b *bgRun) result() (result, bool) {
+	select {
+	case <-b.done:
+	default:
+		return result{}, false
+	}
+	b.mu.Lock()
+	r := result{stdout: b.out.String(), stderr: b.errb.String()}
+	b.mu.Unlock()
+	var ee *exec.ExitError
+	switch {
+	case b.err == nil:
+	case errors.As(b.err, &ee) && ee.ExitCode() >= 0:
+		r.code = ee.ExitCode()
+	default:
+		r.code = -1
+	}
+	return r, true
+}
+
+// wait waits for the run to end, up to its own time limit.
+func (b *bgRun) wait(t *testing.T) result {
+	t.Helper()
+	<-b.done
+	r, _ := b.result()
+	t.Logf("$ (background run ended)\n%v", r)
+	if r.code == -1 {
+		t.Fatalf("the background run did not exit by itself: %v\n%v", b.err, r)
+	}
+	return r
+}
