@@ -92,9 +92,9 @@ man:
 promtool:
 	scripts/install-promtool.sh
 
-# make fuzz [FUZZTIME=30s]   run every fuzz target for FUZZTIME each, one at a time (go test runs
-#                            only one -fuzz target per invocation). A crash is written to the
-#                            package's testdata/fuzz, where it then runs as an ordinary test.
+# make fuzz [FUZZTIME=30s]   run every fuzz target for FUZZTIME each, one at a time
+#                            (scripts/fuzz.sh). A crash is written to the package's
+#                            testdata/fuzz, where it then runs as an ordinary test.
 FUZZTIME ?= 30s
 FUZZ_TARGETS := \
 	./pkg/membership:FuzzCanonicalURL \
@@ -112,8 +112,4 @@ FUZZ_TARGETS := \
 	./pkg/server/raftnode:FuzzProposalOf
 .PHONY: fuzz
 fuzz:
-	@set -e; for t in $(FUZZ_TARGETS); do \
-		pkg=$${t%%:*}; fn=$${t##*:}; \
-		echo "$(GO) test -run '^$$' -fuzz '^$$fn\$$' -fuzztime $(FUZZTIME) $$pkg"; \
-		$(GO) test -run '^$$' -fuzz "^$$fn\$$" -fuzztime $(FUZZTIME) $$pkg; \
-	done
+	scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)
