@@ -50,6 +50,19 @@ type SnapshotFileError struct {
 func (e *SnapshotFileError) Error() string { return fmt.Sprintf("snapshot file %s: %v", e.Path, e.Err) }
 func (e *SnapshotFileError) Unwrap() error { return e.Err }
 
+// LocalWriteError reports that writing the snapshot to this machine's disk failed once the
+// stream had begun (disk full, an I/O error): the member did nothing wrong, and the part written
+// was removed.
+type LocalWriteError struct {
+	Path string
+	Err  error
+}
+
+func (e *LocalWriteError) Error() string {
+	return fmt.Sprintf("writing %s failed on this machine: %v; nothing was kept", e.Path, e.Err)
+}
+func (e *LocalWriteError) Unwrap() error { return e.Err }
+
 // SnapshotStreamError reports a snapshot stream that broke after bytes had arrived: the stream
 // is not asked of another member then, since the copy would mix two members' databases.
 type SnapshotStreamError struct {
@@ -85,17 +98,21 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 		}
 	}()
 	res, err = c.streamSnapshot(ctx, f)
+	var we *writeError
+	if errors.As(err, &we) {
+		return nil, &LocalWriteError{Path: part, Err: we.err}
+	}
 	if err != nil {
 		return nil, err
 	}
 	if err = f.Sync(); err != nil {
-		return nil, err
+		return nil, &LocalWriteError{Path: part, Err: err}
 	}
 	if _, serr := os.Lstat(path); serr == nil {
 		return nil, fmt.Errorf("%s appeared while the snapshot was saved; it was left alone", path)
 	}
 	if err = os.Rename(part, path); err != nil {
-		return nil, err
+		return nil, &LocalWriteError{Path: path, Err: err}
 	}
 	if err = fsync.Dir(filepath.Dir(path)); err != nil {
 		// The file is whole but its name may not survive a crash: say so rather than keep it
@@ -105,6 +122,12 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 	res.Path = path
 	return res, nil
 }
+
+// writeError is a failure to write the stream into the local file, told apart from the
+// stream's own failures.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return e.err.Error() }
 
 // streamSnapshot copies the Snapshot stream into w and checks its checksum. A member that cannot
 // be reached or fails before its first byte is replaced by the next endpoint, as for any read;
@@ -141,7 +164,11 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 				res.Header = a.Header
 			}
 			if err == nil {
-				_, err = w.Write(a.Blob)
+				if _, werr := w.Write(a.Blob); werr != nil {
+					// The disk, not the member: no other endpoint is asked.
+					streamed = &writeError{werr}
+					return nil
+				}
 				sum.Write(a.Blob)
 			}
 			if err != nil {

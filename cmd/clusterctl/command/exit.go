@@ -37,6 +37,7 @@ const (
 	exitBadTransferee    = 27
 	exitNotLeader        = 28
 	exitNoAnswer         = 29
+	exitLocalWrite       = 30
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -115,6 +116,7 @@ func exitCode(err error) int {
 		restoring   *datadir.RestoreInProgressError
 		saving      *client.SaveInProgressError
 		endpoints   *endpointsError
+		localWrite  *client.LocalWriteError
 	)
 	switch {
 	case err == nil:
@@ -134,6 +136,9 @@ func exitCode(err error) int {
 		return exitTimedOut
 	case errors.As(err, &restoring), errors.As(err, &saving):
 		return exitInUse
+	case errors.As(err, &localWrite):
+		// This machine's disk, not the cluster: 1 would blame the server.
+		return exitLocalWrite
 	case errors.As(err, &unknown):
 		// Before the server errors: a timed-out change wraps the server's timeout answer.
 		return exitOutcomeUnknown

@@ -77,6 +77,7 @@ func TestExitCode(t *testing.T) {
 		{"restore in progress", &datadir.RestoreInProgressError{Dir: "d.tmp"}, 25},
 		{"snapshot file cannot be created", &client.SnapshotFileError{Path: "/ro/x.db.part", Err: syscall.EROFS}, 128},
 		{"save in progress", &client.SaveInProgressError{Part: "x.db.part"}, 25},
+		{"local write failed", &client.LocalWriteError{Path: "x.db.part", Err: syscall.ENOSPC}, 30},
 		{"save interrupted by SIGINT", fmt.Errorf("snapshot save interrupted: %w", &interruptedError{syscall.SIGINT}), 130},
 		{"save interrupted by SIGTERM", fmt.Errorf("snapshot save interrupted: %w", &interruptedError{syscall.SIGTERM}), 143},
 	}

@@ -475,3 +475,30 @@ func TestSnapshotNeitherClusterdNorEtcd(t *testing.T) {
 		t.Errorf("restore: exit %d\n%s%s", code, out, errOut)
 	}
 }
+
+// TestSnapshotSaveDiskFull saves into a file system too small for the snapshot: the write fails
+// on this machine, which is exit 30, not the server's refusal (1), and nothing is left behind.
+func TestSnapshotSaveDiskFull(t *testing.T) {
+	ms := servertest.Start(t, 1, nil)
+	dir := t.TempDir()
+	// Smaller than any member's database: the first write already fills it.
+	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=8k", "tmpfs", dir).CombinedOutput(); err != nil {
+		t.Skipf("this test needs a small file system of its own, and mount -t tmpfs is not permitted here: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", dir).CombinedOutput(); err != nil {
+			t.Errorf("umount %s: %v: %s", dir, err, out)
+		}
+	})
+	file := filepath.Join(dir, "backup.db")
+	out, errOut, code := runArgs("--endpoints="+ms[0].ClientAddr(), "snapshot", "save", file)
+	if code != exitLocalWrite || out != "" || !strings.HasPrefix(errOut, "Error: writing "+file+".part failed on this machine: ") ||
+		strings.Count(errOut, "\n") != 1 {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	for _, p := range []string{file, file + ".part"} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it gone", p, err)
+		}
+	}
+}
