@@ -206,7 +206,8 @@ func TestDiscoveryOverTLSWithAuth(t *testing.T) {
 	stderr, _ := os.ReadFile(bad.Stderr)
 	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
 	last := lines[len(lines)-1]
-	if exit.Code != 1 || !strings.HasPrefix(last, "clusterd: discovery: ") || !strings.Contains(last, "authentication failed") {
+	if exit.Code != 1 || !strings.HasPrefix(last, "clusterd: discovery: the discovery service at "+ep+" refused the credentials (etcdserver: authentication failed, invalid user ID or password)") ||
+		!strings.Contains(last, "check --discovery-user and --discovery-password") {
 		t.Errorf("wrong password: %v\n%s", exit, stderr)
 	}
 	t.Logf("clusterd with a wrong password: %s", last)
