@@ -30,7 +30,9 @@ size under /_etcd/registry/<token>/_config/size, as etcd's v3 discovery protocol
 print the token. A token already in use is refused: a token bootstraps one cluster only.
 
 -w env prints the ETCD_DISCOVERY_TOKEN and ETCD_DISCOVERY_ENDPOINTS lines every member of the new
-cluster starts with.`,
+cluster starts with; when the discovery service was reached over TLS, also the members' TLS
+settings (ETCD_DISCOVERY_CACERT, _CERT, _KEY), naming the files --cacert, --cert and --key gave:
+each member must have them at those paths. A user or password is never printed.`,
 		Example: `  TOKEN=$(clusterctl --endpoints=10.0.0.9:2379 discovery new --size=3)
   clusterctl --endpoints=10.0.0.9:2379 discovery new --size=5 -w env > discovery.env`,
 		Args: cobra.ArbitraryArgs,
