@@ -60,6 +60,9 @@ func (c *Client) CreateKey(ctx context.Context, key, value string) (created bool
 // Endpoints are the client's endpoints, host:port, in order of preference.
 func (c *Client) Endpoints() []string { return append([]string(nil), c.endpoints...) }
 
+// UsesTLS reports whether the client reaches its endpoints over TLS (New refuses a mix).
+func (c *Client) UsesTLS() bool { return c.dialed[0].TLS }
+
 // prefixEnd is the range end of every key starting with prefix (etcd's GetPrefixRangeEnd).
 func prefixEnd(prefix string) string {
 	b := []byte(prefix)

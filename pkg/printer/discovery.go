@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
@@ -17,6 +18,9 @@ type NewToken struct {
 	Size  int
 	// Endpoints are the discovery service's, as the members give them to --discovery-endpoints.
 	Endpoints []string
+	// TLS are the files the members reach the service with, nil when it was reached without
+	// TLS. Only -w env prints them; the JSON schema has no field for them.
+	TLS *clienttls.Options
 }
 
 // TokenStatus is a token's registry as discovery status shows it.
@@ -35,12 +39,33 @@ func (p Printer) DiscoveryNew(w io.Writer, r *NewToken) error {
 	case JSON:
 		return writeJSON(w, newTokenJSON{Token: r.Token, Size: r.Size, Endpoints: nonNil(r.Endpoints)})
 	case Env:
-		_, err := fmt.Fprintf(w, "ETCD_DISCOVERY_TOKEN=\"%s\"\nETCD_DISCOVERY_ENDPOINTS=\"%s\"\n",
-			dquote.Replace(r.Token), dquote.Replace(strings.Join(r.Endpoints, ",")))
-		return err
+		return flush(w, discoveryEnv(r))
 	}
 	_, err := fmt.Fprintln(w, r.Token)
 	return err
+}
+
+// discoveryEnv is the ETCD_DISCOVERY_* lines of a member: the token and endpoints, and with TLS
+// the settings that make etcd's discovery client use TLS as clusterctl did. Never a user or a
+// password: credentials are each member's own to give.
+func discoveryEnv(r *NewToken) *bytes.Buffer {
+	var b bytes.Buffer
+	line := func(k, v string) { fmt.Fprintf(&b, "%s=\"%s\"\n", k, dquote.Replace(v)) }
+	line("ETCD_DISCOVERY_TOKEN", r.Token)
+	line("ETCD_DISCOVERY_ENDPOINTS", strings.Join(r.Endpoints, ","))
+	if t := r.TLS; t != nil {
+		// The endpoints are printed as host:port, which etcd dials in the clear by default.
+		line("ETCD_DISCOVERY_INSECURE_TRANSPORT", "false")
+		for _, kv := range [][2]string{{"ETCD_DISCOVERY_CACERT", t.CACert}, {"ETCD_DISCOVERY_CERT", t.Cert}, {"ETCD_DISCOVERY_KEY", t.Key}} {
+			if kv[1] != "" {
+				line(kv[0], kv[1])
+			}
+		}
+		if t.InsecureSkipVerify {
+			line("ETCD_DISCOVERY_INSECURE_SKIP_TLS_VERIFY", "true")
+		}
+	}
+	return &b
 }
 
 // registrationColumns feed both the simple lines and the table of discovery status.

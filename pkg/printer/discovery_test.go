@@ -6,6 +6,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
@@ -38,6 +39,11 @@ func TestDiscoveryGolden(t *testing.T) {
 	}{
 		{"discovery_new", DiscoveryNew, func(p Printer, b *bytes.Buffer) error {
 			return p.DiscoveryNew(b, &NewToken{Token: "4a2f0c9e1b7d4e3a8c6b5d2e1f0a9b8c", Size: 3, Endpoints: []string{"10.0.0.9:2379", "10.0.0.10:2379"}})
+		}},
+		// Reached over TLS: env adds the members' TLS lines, json is unchanged.
+		{"discovery_new_tls", DiscoveryNew, func(p Printer, b *bytes.Buffer) error {
+			return p.DiscoveryNew(b, &NewToken{Token: "4a2f0c9e1b7d4e3a8c6b5d2e1f0a9b8c", Size: 3, Endpoints: []string{"10.0.0.9:2379"},
+				TLS: &clienttls.Options{CACert: "/etc/clusterd/discovery/ca.crt", Cert: "/etc/clusterd/discovery/client.crt", Key: "/etc/clusterd/discovery/client.key"}})
 		}},
 		{"discovery_status", DiscoveryStatus, func(p Printer, b *bytes.Buffer) error { return p.DiscoveryStatus(b, tokenStatus(t)) }},
 		{"discovery_status_empty", DiscoveryStatus, func(p Printer, b *bytes.Buffer) error {

@@ -156,7 +156,7 @@ func TestDiscoveryThroughEtcd(t *testing.T) {
 	}
 	// The token cannot be created again.
 	res := runCLI(t, ctl, "--endpoints="+ep, "discovery", "new", "--token="+token)
-	if res.code == 0 || !strings.Contains(res.stderr, "is already in use") || strings.Count(res.stderr, "\n") != 1 {
+	if res.code != 11 || !strings.Contains(res.stderr, "is already in use") || strings.Count(res.stderr, "\n") != 1 {
 		t.Errorf("discovery new with a used token: %v", res)
 	}
 	// status shows the three members and the refused fourth nowhere (it wrote nothing).

@@ -5,8 +5,10 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
+	"path/filepath"
 	"strconv"
 
+	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/registry"
 	"github.com/spf13/cobra"
@@ -28,7 +30,9 @@ size under /_etcd/registry/<token>/_config/size, as etcd's v3 discovery protocol
 print the token. A token already in use is refused: a token bootstraps one cluster only.
 
 -w env prints the ETCD_DISCOVERY_TOKEN and ETCD_DISCOVERY_ENDPOINTS lines every member of the new
-cluster starts with.`,
+cluster starts with; when the discovery service was reached over TLS, also the members' TLS
+settings (ETCD_DISCOVERY_CACERT, _CERT, _KEY), naming the files --cacert, --cert and --key gave:
+each member must have them at those paths. A user or password is never printed.`,
 		Example: `  TOKEN=$(clusterctl --endpoints=10.0.0.9:2379 discovery new --size=3)
   clusterctl --endpoints=10.0.0.9:2379 discovery new --size=5 -w env > discovery.env`,
 		Args: cobra.ArbitraryArgs,
@@ -84,5 +88,24 @@ func (o *discoveryNewOptions) run(ctx context.Context) error {
 	if !created {
 		return &TokenInUseError{Token: token, Keys: 1}
 	}
-	return o.Printer.DiscoveryNew(o.Out, &printer.NewToken{Token: token, Size: o.Size, Endpoints: c.Endpoints()})
+	out := &printer.NewToken{Token: token, Size: o.Size, Endpoints: c.Endpoints()}
+	if c.UsesTLS() {
+		out.TLS = memberTLS(o.tlsFiles)
+	}
+	return o.Printer.DiscoveryNew(o.Out, out)
+}
+
+// memberTLS are the TLS settings a member reaches the discovery service with, as clusterctl
+// just did: the same files, made absolute, since a member does not run in clusterctl's
+// directory. A path that cannot be made absolute (no working directory) is kept as given.
+func memberTLS(o clienttls.Options) *clienttls.Options {
+	for _, p := range []*string{&o.CACert, &o.Cert, &o.Key} {
+		if *p == "" {
+			continue
+		}
+		if abs, err := filepath.Abs(*p); err == nil {
+			*p = abs
+		}
+	}
+	return &o
 }

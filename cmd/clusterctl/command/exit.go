@@ -10,6 +10,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
 // Exit codes, docs/exit-codes.md. Scripts depend on them: never renumber.
@@ -117,6 +118,7 @@ func exitCode(err error) int {
 		saving      *client.SaveInProgressError
 		endpoints   *endpointsError
 		localWrite  *client.LocalWriteError
+		tokenInUse  *TokenInUseError
 	)
 	switch {
 	case err == nil:
@@ -148,6 +150,13 @@ func exitCode(err error) int {
 		return exitOutcomeUnknown
 	case errors.As(err, &ambiguous):
 		return exitAmbiguousName
+	case errors.As(err, &tokenInUse):
+		// discovery new: the token has keys already; a script makes a fresh one.
+		return exitAlreadyExists
+	case errors.Is(err, registry.ErrSizeNotFound):
+		// discovery status: no size key, so no such token here. A size key that cannot be read
+		// (registry.ErrBadSizeKey) is no absence: it stays 1.
+		return exitNotFound
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
 	case errors.As(err, &endpoints) && endpoints.unhealthy:

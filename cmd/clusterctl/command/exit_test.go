@@ -10,6 +10,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/registry"
 	"google.golang.org/grpc/codes"
 )
 
@@ -55,6 +56,9 @@ func TestExitCode(t *testing.T) {
 			{Endpoint: "b:1", TLS: &clienttls.Error{Endpoint: "https://b:1", Kind: clienttls.ClientCertRequired}}}}, 20},
 		{"TLS error alone", &clienttls.Error{Endpoint: "https://a:1", Kind: clienttls.PlainToTLS}, 20},
 		{"bad TLS file", &usageError{&clienttls.ArgError{Flag: "--cacert", Msg: "x: no such file"}}, 128},
+		{"discovery token in use", &TokenInUseError{Token: "t", Keys: 1}, 11},
+		{"discovery token without a size", &NoTokenError{Token: "t", Err: registry.ErrSizeNotFound}, 10},
+		{"discovery token with a bad size", &NoTokenError{Token: "t", Err: registry.ErrBadSizeKey}, 1},
 		{"permission denied", client.ErrPermissionDenied, 21},
 		{"authentication failed", client.ErrAuthFailed, 22},
 		{"auth required", client.ErrUserEmpty, 23},

@@ -41,6 +41,9 @@ type Globals struct {
 	Client func() (*client.Client, error)
 	// built is the client Client built, if any: run closes it.
 	built *client.Client
+	// tlsFiles are the TLS settings as given, for a verb that passes them on (discovery new
+	// -w env); the client has read the files.
+	tlsFiles clienttls.Options
 	// askPassword reads a password without echo from the terminal, or fails when there is
 	// none to ask; nil during completion, which must never wait for input.
 	askPassword func() (string, error)
@@ -230,6 +233,7 @@ func (g *Globals) settle(v *viper.Viper) error {
 	if err != nil {
 		return err
 	}
+	g.tlsFiles = security.tls
 	g.Client = func() (*client.Client, error) {
 		if g.built != nil {
 			return g.built, nil

@@ -5,6 +5,8 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+
 	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
@@ -79,6 +81,30 @@ func (e *UnreachableError) Error() string {
 }
 
 func (e *UnreachableError) Unwrap() error { return e.Err }
+
+// CredentialsError: the discovery service refused --discovery-user and --discovery-password;
+// nothing was registered. The password is never in the line.
+type CredentialsError struct {
+	Endpoints []string
+	Err       error
+}
+
+func (e *CredentialsError) Error() string {
+	return fmt.Sprintf("discovery: the discovery service at %s refused the credentials (%v); nothing was registered: check --discovery-user and --discovery-password",
+		strings.Join(e.Endpoints, ","), e.Err)
+}
+
+func (e *CredentialsError) Unwrap() error { return e.Err }
+
+// credentialsRefused reports whether err is etcd refusing a user or password as the client
+// authenticates.
+func credentialsRefused(err error) bool {
+	switch rpctypes.Error(err) {
+	case rpctypes.ErrAuthFailed, rpctypes.ErrUserEmpty, rpctypes.ErrUserNotFound:
+		return true
+	}
+	return false
+}
 
 // TimeoutError: the cluster did not fill within the wait.
 type TimeoutError struct {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -281,6 +282,11 @@ func (m *member) failed(ctx context.Context, err error, within time.Duration) er
 	return fmt.Errorf("discovery: %w", err)
 }
 
+// unreachable words an error of connecting. etcd's client authenticates as it connects, so a
+// refused user or password comes here too: the service answered, and the line says so.
 func (m *member) unreachable(err error) error {
+	if credentialsRefused(err) {
+		return &CredentialsError{Endpoints: m.cfg.Endpoints, Err: rpctypes.Error(err)}
+	}
 	return &UnreachableError{Endpoints: m.cfg.Endpoints, Within: m.cfg.DialTimeout, Err: err}
 }
