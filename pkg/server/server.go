@@ -229,10 +229,13 @@ const httpHeaderTimeout = 5 * time.Second
 // details.
 func (s *Server) serveClients(wg *sync.WaitGroup, ls []net.Listener, m *running) {
 	for i, l := range ls {
-		mux, grpcSrv, httpSrv := portmux.New(l, httpHeaderTimeout), m.clientSrv, m.metrics
+		var mux *portmux.Mux
+		grpcSrv, httpSrv := m.clientSrv, m.metrics
 		if secureURL(s.cfg.ListenClientURLs[i]) {
 			mux = portmux.NewTLS(l, httpHeaderTimeout, s.tls.Client, s.refusals["client"].Refused)
 			grpcSrv, httpSrv = m.clientTLS, m.metricsTLS
+		} else {
+			mux = portmux.New(l, httpHeaderTimeout)
 		}
 		m.muxes = append(m.muxes, mux)
 		wg.Go(func() { _ = grpcSrv.Serve(mux.GRPC()) })

@@ -3,6 +3,7 @@ package observe
 import (
 	"context"
 	"crypto/tls"
+	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -26,7 +27,8 @@ import (
 // An https:// client URL serves etcd's HTTP endpoints beside gRPC, as etcd's does, behind the
 // same client-certificate check: /metrics and /health over HTTP/1.1 and HTTP/2 (curl's and
 // Prometheus's default), refused without a certificate (logged once), gRPC on the same port for
-// clusterctl with the admin check in force, and a renewed certificate served without a restart.
+// clusterctl with the admin check in force, a renewed certificate served without a restart, and
+// a real Prometheus scraping it.
 func TestHTTPSClientURLServesMetricsAndGRPC(t *testing.T) {
 	if buildErr != nil {
 		t.Fatal(buildErr)
@@ -148,6 +150,12 @@ func TestHTTPSClientURLServesMetricsAndGRPC(t *testing.T) {
 	if out, err := ctl(reader, "member", "list"); err != nil {
 		t.Errorf("member list after the renewal: %v\n%s", err, out)
 	}
+
+	// A real Prometheus, with its default HTTP settings, scrapes the https client URL.
+	job := fmt.Sprintf("    scheme: https\n    tls_config:\n      ca_file: %q\n      cert_file: %q\n      key_file: %q\n",
+		ca.CertFile, reader.CertFile, reader.KeyFile)
+	prom := startPrometheus(t, prometheusPath(t), []string{m.ClientAddr}, job)
+	waitUp(t, prom, m.ClientAddr, 30*time.Second)
 }
 
 // listsHandled is grpc_server_handled_total of the successful MemberList calls.
