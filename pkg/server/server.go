@@ -137,10 +137,11 @@ type running struct {
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
 	// metrics serves /metrics, /health (and profiles) on --listen-metrics-urls and on the
-	// HTTP/1 half of every plain client listener (muxes).
-	metrics *http.Server
-	muxes   []*portmux.Mux
-	obs     *observer
+	// HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
+	// HTTP half of every https:// one, and passes on the gRPC calls that come to it.
+	metrics, metricsTLS *http.Server
+	muxes               []*portmux.Mux
+	obs                 *observer
 }
 
 func (m *running) close() {
@@ -205,10 +206,14 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	if s.tls.PeerServer != nil {
 		m.peerTLS = peer(grpc.Creds(servertls.Credentials(s.tls.PeerServer, s.refusals["peer"])))
 	}
+	handler := withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics)
+	m.metrics = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
 	if s.tls.Client != nil {
-		m.clientTLS = client(grpc.Creds(servertls.Credentials(s.tls.Client, s.refusals["client"])))
+		// The client port's mux terminates TLS (serveClients): the connections reach gRPC
+		// handshaken.
+		m.clientTLS = client(grpc.Creds(servertls.Terminated()))
+		m.metricsTLS = &http.Server{Handler: portmux.SplitHTTP2(m.clientTLS, handler), ReadHeaderTimeout: httpHeaderTimeout}
 	}
-	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: httpHeaderTimeout}
 	return nil
 }
 
@@ -217,19 +222,24 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 // that connects and says nothing is closed then.
 const httpHeaderTimeout = 5 * time.Second
 
-// serveClients serves the client listeners. A plain one is split (portmux) between gRPC and
-// HTTP/1, as etcd's client port is: /metrics and /health are there as on the metrics URLs. An
-// https:// one serves gRPC only: docs/metrics.md says why.
+// serveClients serves the client listeners, each split (portmux) between gRPC and HTTP, as
+// etcd's client port is: /metrics and /health are there as on the metrics URLs. On an https://
+// (or unixs://) one the mux terminates TLS with the client port's config, and logs a refused
+// client through the port's Refusals, as gRPC's credentials did: docs/metrics.md has the
+// details.
 func (s *Server) serveClients(wg *sync.WaitGroup, ls []net.Listener, m *running) {
 	for i, l := range ls {
+		var mux *portmux.Mux
+		grpcSrv, httpSrv := m.clientSrv, m.metrics
 		if secureURL(s.cfg.ListenClientURLs[i]) {
-			wg.Go(func() { _ = m.clientTLS.Serve(l) })
-			continue
+			mux = portmux.NewTLS(l, httpHeaderTimeout, s.tls.Client, s.refusals["client"].Refused)
+			grpcSrv, httpSrv = m.clientTLS, m.metricsTLS
+		} else {
+			mux = portmux.New(l, httpHeaderTimeout)
 		}
-		mux := portmux.New(l, httpHeaderTimeout)
 		m.muxes = append(m.muxes, mux)
-		wg.Go(func() { _ = m.clientSrv.Serve(mux.GRPC()) })
-		wg.Go(func() { _ = m.metrics.Serve(mux.HTTP()) })
+		wg.Go(func() { _ = grpcSrv.Serve(mux.GRPC()) })
+		wg.Go(func() { _ = httpSrv.Serve(mux.HTTP()) })
 		wg.Go(func() { _ = mux.Serve() })
 	}
 }
@@ -263,6 +273,9 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
 	m.metrics.Close()
+	if m.metricsTLS != nil {
+		m.metricsTLS.Close()
+	}
 	for _, srv := range []*grpc.Server{m.clientSrv, m.clientTLS, m.peerSrv, m.peerTLS} {
 		if srv != nil {
 			stopGracefully(srv, time.Second)

@@ -69,8 +69,9 @@ func shortRules(t *testing.T, dir string) string {
 }
 
 // startPrometheus runs Prometheus scraping targets every second as the job clusterd, with the
-// rules evaluated every second, and returns its URL.
-func startPrometheus(t *testing.T, bin string, targets []string) string {
+// rules evaluated every second, and returns its URL. job holds further settings of the job
+// (YAML indented by four spaces), or is empty.
+func startPrometheus(t *testing.T, bin string, targets []string, job string) string {
 	t.Helper()
 	dir := t.TempDir()
 	rules := shortRules(t, dir)
@@ -88,9 +89,9 @@ func startPrometheus(t *testing.T, bin string, targets []string) string {
 rule_files: [%q]
 scrape_configs:
   - job_name: clusterd
-    static_configs:
+%s    static_configs:
       - targets: [%s]
-`, rules, strings.Join(quoted, ", "))
+`, rules, job, strings.Join(quoted, ", "))
 	cfgPath := filepath.Join(dir, "prometheus.yml")
 	if err := os.WriteFile(cfgPath, []byte(config), 0o644); err != nil {
 		t.Fatal(err)
@@ -206,7 +207,7 @@ func TestAlertsFireAndResolve(t *testing.T) {
 	for _, m := range ms[1:] {
 		targets = append(targets, strings.TrimPrefix(m.MetricsURL, "http://"))
 	}
-	prom := startPrometheus(t, bin, targets)
+	prom := startPrometheus(t, bin, targets, "")
 	waitAlert(t, prom, "clusterdNoLeader", false, 30*time.Second)
 	waitUp(t, prom, ms[0].ClientAddr, 30*time.Second)
 

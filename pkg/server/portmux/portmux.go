@@ -17,6 +17,7 @@ type Mux struct {
 	timeout time.Duration
 	grpc    *half
 	http    *half
+	tls     *tlsSplit // nil on a plain listener
 
 	wg        sync.WaitGroup // the accept loop's sniffing goroutines
 	mu        sync.Mutex
@@ -76,7 +77,16 @@ func (m *Mux) Serve() error {
 
 // route reads c's first bytes and hands it to its half, or closes it.
 func (m *Mux) route(c net.Conn) {
-	head, isGRPC, err := sniff(c, m.timeout)
+	var conn net.Conn
+	var isGRPC bool
+	var err error
+	if m.tls != nil {
+		conn, isGRPC, err = m.tls.handshake(c, m.timeout)
+	} else {
+		var head []byte
+		head, isGRPC, err = sniff(c, m.timeout)
+		conn = &sniffedConn{Conn: c, head: head}
+	}
 	m.untrack(c)
 	if err != nil {
 		c.Close()
@@ -86,7 +96,7 @@ func (m *Mux) route(c net.Conn) {
 	if isGRPC {
 		to = m.grpc
 	}
-	to.deliver(&sniffedConn{Conn: c, head: head})
+	to.deliver(conn)
 }
 
 // sniff reads from c, within timeout, until its bytes either are the whole preface or depart

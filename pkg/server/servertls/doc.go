@@ -26,6 +26,10 @@
 //     read at Build only, as etcd does: rotating a CA takes a restart.
 //   - Certificate verification is crypto/tls's own (VerifiedChains is filled in, which the admin
 //     authorization relies on); this package only adds the allowed-CN/host-name check after it.
+//   - Where a multiplexer terminates TLS before gRPC (the client port, which shares its https://
+//     listeners with /metrics), it uses the same tls.Config and reports to the same Refusals,
+//     and gRPC takes the connections through Terminated, whose AuthInfo is the one Credentials
+//     give: nothing of the above changes.
 //   - A refused handshake is logged by Credentials through Refusals: once per remote host and
 //     certificate identity per interval, with the number of attempts not logged in between,
 //     so a peer retrying every 100ms with a bad certificate yields one line, not a flood. A
