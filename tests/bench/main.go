@@ -30,6 +30,8 @@ type options struct {
 	history       int
 	fsyncRuns     int
 	cycles        int
+	replaceRuns   int
+	removals      int
 	entries       int
 	snapshotCount int
 	idle          time.Duration
@@ -62,6 +64,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
+	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: `clusterctl member replace` and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
+	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
 	fs.IntVar(&o.entries, "entries", 10000, "raft log entries the cluster holds before the first learner starts")
 	fs.IntVar(&o.snapshotCount, "snapshot-count", 1000, "--snapshot-count of every member")
 	fs.DurationVar(&o.idle, "idle", 10*time.Second, "idle time before the members' RSS is read")
@@ -82,7 +86,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
-		"conf-runs": o.confRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "entries": o.entries} {
+		"conf-runs": o.confRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "removals": o.removals, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}

@@ -50,8 +50,10 @@ type report struct {
 	Rows     []row           `json:"rows"`
 	Learners []learnerResult `json:"learners,omitempty"`
 	Removals []removalResult `json:"leader_removals,omitempty"`
-	Fill     *fillResult     `json:"log_fill,omitempty"`
-	Notes    []string        `json:"notes"`
+	// V3Removals are the leader removals seen by etcd's clientv3 (issue 14).
+	V3Removals []removalResult `json:"leader_removals_clientv3,omitempty"`
+	Fill       *fillResult     `json:"log_fill,omitempty"`
+	Notes      []string        `json:"notes"`
 }
 
 func newReport(o options, dir, fsType string) *report {
@@ -74,7 +76,7 @@ func newReport(o options, dir, fsType string) *report {
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
 			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
-			"cycles": o.cycles, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
+			"cycles": o.cycles, "replace_runs": o.replaceRuns, "removals": o.removals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},
 		Notes: []string{},
@@ -167,6 +169,8 @@ type figures struct {
 	learners []learnerResult
 	gaps     samples
 	removals []removalResult
+	replaces map[string]samples // member replace end to end, per CLI
+	v3       []removalResult    // leader removals seen by clientv3
 	fill     fillResult
 	tls      *tlsFigures // nil with -tls=false
 }
@@ -261,6 +265,8 @@ func (r *report) fill(f figures) {
 	ready := stat("learner_ready", fmt.Sprintf("learner ready: process start to promote (log of %d entries)", f.fill.RaftIndex), "ms", f.ready, cw, "<= 52 ms")
 	ready.Met = ptr(ready.Median <= 52)
 	r.Rows = append(r.Rows, lr, ready)
+	r.fillReplace(f.replaces, cw)
+	r.fillV3Removals(f.v3, cw)
 
 	idle := stat("idle_rss", "idle clusterd RSS after 10 s (each of 3)", "MiB", f.rss, 0, "<= 20 MiB")
 	idle.Met = ptr(idle.Max <= 20)
@@ -308,6 +314,13 @@ func (r *report) printTable(w io.Writer) {
 	}
 	for _, rm := range r.Removals {
 		fmt.Fprintf(w, "leader removal: longest gap %.1f ms from %+.1f ms, %d lists ok (%d after the removal), %d failed, remove took %.1f ms, removed member: %s\n",
+			rm.LongestGapMS, rm.GapFromMS, rm.Successes, rm.SuccessesAfter, rm.Failures, rm.RemoveMS, rm.ExitStatus)
+		if rm.FirstError != "" {
+			fmt.Fprintf(w, "  first failed list: %s\n", rm.FirstError)
+		}
+	}
+	for _, rm := range r.V3Removals {
+		fmt.Fprintf(w, "leader removal (clientv3): longest gap %.1f ms from %+.1f ms, %d lists ok (%d after), %d failed, remove took %.1f ms, removed member: %s\n",
 			rm.LongestGapMS, rm.GapFromMS, rm.Successes, rm.SuccessesAfter, rm.Failures, rm.RemoveMS, rm.ExitStatus)
 		if rm.FirstError != "" {
 			fmt.Fprintf(w, "  first failed list: %s\n", rm.FirstError)
