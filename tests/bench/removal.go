@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"sync/atomic"
 	"time"
 
@@ -69,14 +71,14 @@ func v3Reader(ctx context.Context, cli *clientv3.Client, stop <-chan struct{}, l
 // the longest time without a successful list (see longestGap). pkg/server's
 // TestLeaderRemovalGapClientv3 measures the same in process, on servertest members the bench has
 // no use for; what the two share, the gap, is longestGap here.
-func (b *bench) leaderRemovalV3(ctx context.Context) (removalResult, error) {
-	ms, leaderID, err := b.leaderFirst()
+func (b *bench) leaderRemovalV3(ctx context.Context, c *cluster.Cluster) (removalResult, error) {
+	ms, leaderID, err := leaderFirstOf(c)
 	if err != nil {
 		return removalResult{}, err
 	}
 	leader := ms[0]
 	eps := make([]string, 0, len(ms))
-	for _, m := range b.c.Running() { // allocation order: the leader is anywhere in the list
+	for _, m := range c.Running() { // allocation order: the leader is anywhere in the list
 		eps = append(eps, m.ClientURL())
 	}
 	cli, err := clientv3.New(clientv3.Config{Endpoints: eps, DialTimeout: 2 * time.Second, Logger: zap.NewNop()})
@@ -100,12 +102,12 @@ func (b *bench) leaderRemovalV3(ctx context.Context) (removalResult, error) {
 		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.Name, err)
 	}
 	res := removalResult{RemoveMS: millis(answered.Sub(rmStart))}
-	if e, werr := b.c.WaitExit(leader.Name, 10*time.Second); werr != nil {
+	if e, werr := c.WaitExit(leader.Name, 10*time.Second); werr != nil {
 		res.ExitStatus = "still running 10s after its removal"
 	} else {
 		res.ExitStatus = e.String()
 	}
-	if _, _, err := b.c.WaitLeader(10 * time.Second); err != nil {
+	if _, _, err := c.WaitLeader(10 * time.Second); err != nil {
 		finish()
 		return res, err
 	}
@@ -162,33 +164,69 @@ func (b *bench) removeMember(ctx context.Context, ms []*cluster.Member, id uint6
 	}
 }
 
-// v3Removals runs warm-up plus -removals leader removals seen by clientv3, each followed by a
-// new member added, started and promoted (learnerReady), so every removal starts from three
+// v3Removals runs warm-up plus n leader removals of c seen by clientv3, each followed by a new
+// member added, started and promoted (learnerReadyIn), so every removal starts from three
 // started voters.
-func (b *bench) v3Removals(ctx context.Context) ([]removalResult, error) {
+func (b *bench) v3Removals(ctx context.Context, c *cluster.Cluster, n int) ([]removalResult, error) {
 	var res []removalResult
 	warm := b.opt.cycleWarmup()
-	for k := range warm + b.opt.removals {
-		if err := b.waitReady(ctx); err != nil {
+	for k := range warm + n {
+		if err := waitReadyOf(ctx, c, nil); err != nil {
 			return nil, err
 		}
-		rr, err := b.leaderRemovalV3(ctx)
+		rr, err := b.leaderRemovalV3(ctx, c)
 		if err != nil {
 			return nil, fmt.Errorf("clientv3 removal %d: %w", k, err)
 		}
 		if k >= warm {
 			res = append(res, rr)
 		}
-		if _, err := b.learnerReady(ctx, fmt.Sprintf("v3r%d", k)); err != nil {
+		if _, err := b.learnerReadyIn(ctx, c, fmt.Sprintf("v3r%d", k)); err != nil {
 			return nil, err
 		}
 	}
 	return res, nil
 }
 
+// etcdRemovals measures the same on a real etcd 3.7.1 cluster of three members, started beside
+// the bench's cluster for this and stopped after it: what issue 14 compares clusterd with.
+func (b *bench) etcdRemovals(ctx context.Context) ([]removalResult, error) {
+	dir := filepath.Join(b.dir, "etcd")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, err
+	}
+	b.etcdC = cluster.New(cluster.Config{
+		Server:  b.etcdBin,
+		Dir:     dir,
+		Env:     []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
+		Token:   "bench-etcd",
+		Context: ctx,
+		Args:    []string{"--log-level=" + b.opt.logLevel},
+	})
+	if _, err := b.etcdC.Bootstrap(3, nil); err != nil {
+		return nil, err
+	}
+	res, err := b.v3Removals(ctx, b.etcdC, b.opt.etcdRemovals)
+	if serr := b.etcdC.StopAll(5 * time.Second); err == nil && serr != nil {
+		err = serr
+	}
+	b.etcdC = nil
+	return res, err
+}
+
 // fillV3Removals adds the row of issue 14: the longest gap a clientv3 reader saw, per removal,
 // against the target of at most 50 ms in every one.
-func (r *report) fillV3Removals(rs []removalResult, warmup int) {
+func (r *report) fillV3Removals(rs, etcd []removalResult, warmup int) {
+	r.EtcdV3Removals = etcd
+	if len(etcd) > 0 {
+		var gaps samples
+		for _, x := range etcd {
+			gaps = append(gaps, x.LongestGapMS)
+		}
+		defer func() {
+			r.Rows = append(r.Rows, stat("etcd_leader_removal_gap_clientv3", "the same on a real etcd 3.7.1 cluster", "ms", gaps, warmup, "report (issue 14: 1.1 to 1.7 s)"))
+		}()
+	}
 	if len(rs) == 0 {
 		return
 	}

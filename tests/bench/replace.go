@@ -20,95 +20,115 @@ import (
 // a short log in well under a second on loopback.
 const replaceTimeout = 30 * time.Second
 
+// replaceResult is one replacement of the leader, with when each of its four steps was done
+// (add, promote, move of leadership, removal), in milliseconds from its start: for clusterctl
+// when it printed the step's line on stderr, for etcdctl when the step's command exited.
+type replaceResult struct {
+	CLI     string     `json:"cli"`
+	Name    string     `json:"name"`
+	Old     string     `json:"old"`
+	TotalMS float64    `json:"total_ms"`
+	StepsMS [4]float64 `json:"steps_ms"`
+	// PromoteAttempts counts etcdctl's member promote commands (clusterctl's own waits are its
+	// business).
+	PromoteAttempts int `json:"promote_attempts,omitempty"`
+	// Note is the error of a command that failed and was run again.
+	Note string `json:"note,omitempty"`
+}
+
 // replaceRuns times the replacement of the leader by a new member, end to end, run by run in turn
 // with `clusterctl member replace` and with the same steps as separate etcdctl commands, when
 // etcdctl is built. Each replacement starts from three started voters and leaves three; the
 // leader is the member replaced, so every step runs, the move of leadership included.
-func (b *bench) replaceRuns(ctx context.Context) (map[string]samples, error) {
+func (b *bench) replaceRuns(ctx context.Context) (map[string]samples, []replaceResult, error) {
 	keys := []string{"clusterctl"}
 	if b.etcdctl != "" {
 		keys = append(keys, "etcdctl")
 	}
 	res := map[string]samples{}
+	var all []replaceResult
 	warm := b.opt.cycleWarmup()
 	for i := range warm + b.opt.replaceRuns {
 		for j := range keys {
 			k := keys[(i+j)%len(keys)]
-			d, err := b.replaceOnce(ctx, k, fmt.Sprintf("rep-%s-%d", k, i))
+			r, err := b.replaceOnce(ctx, k, fmt.Sprintf("rep-%s-%d", k, i))
 			if err != nil {
-				return nil, fmt.Errorf("replacement %d with %s: %w", i, k, err)
+				return nil, nil, fmt.Errorf("replacement %d with %s: %w", i, k, err)
 			}
 			if i >= warm {
-				res[k] = append(res[k], millis(d))
+				res[k] = append(res[k], r.TotalMS)
+				all = append(all, r)
 			}
 		}
 	}
-	return res, nil
+	return res, all, nil
 }
 
-// replaceOnce replaces the leader by a new member called name with the CLI key and returns how
-// long it took; then it waits, untimed, for the old member to exit and the cluster to be ready.
-func (b *bench) replaceOnce(ctx context.Context, key, name string) (time.Duration, error) {
+// replaceOnce replaces the leader by a new member called name with the CLI key; then it waits,
+// untimed, for the old member to exit.
+func (b *bench) replaceOnce(ctx context.Context, key, name string) (replaceResult, error) {
+	r := replaceResult{CLI: key, Name: name}
 	if err := b.waitReady(ctx); err != nil {
-		return 0, err
+		return r, err
 	}
 	ms, oldID, err := b.leaderFirst()
 	if err != nil {
-		return 0, err
+		return r, err
 	}
+	r.Old = ms[0].Name
 	m, err := b.c.Alloc(name)
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	ctx, cancel := context.WithTimeoutCause(ctx, replaceTimeout, fmt.Errorf("replacing %s took longer than %v", ms[0].Name, replaceTimeout))
 	defer cancel()
-	var d time.Duration
-	var note string
 	if key == "clusterctl" {
-		d, note, err = b.replaceClusterctl(ctx, ms, m)
+		err = b.replaceClusterctl(ctx, ms, m, &r)
 	} else {
-		d, note, err = b.replaceEtcdctl(ctx, ms, oldID, m)
+		err = b.replaceEtcdctl(ctx, ms, oldID, m, &r)
 	}
-	if note != "" {
-		b.rep.note(fmt.Sprintf("replacement %s of %s: %s; done when run again (%.0f ms in all)", name, ms[0].Name, note, millis(d)))
+	if r.Note != "" {
+		b.rep.note(fmt.Sprintf("replacement %s of %s: %s; done when run again (%.0f ms in all)", name, r.Old, r.Note, r.TotalMS))
 	}
 	if err != nil {
-		return 0, err
+		return r, err
 	}
 	if _, err := b.c.WaitExit(ms[0].Name, 10*time.Second); err != nil {
-		return 0, fmt.Errorf("the replaced member %s: %w", ms[0].Name, err)
+		return r, fmt.Errorf("the replaced member %s: %w", ms[0].Name, err)
 	}
-	return d, nil
+	return r, nil
 }
 
 // replaceClusterctl runs `clusterctl member replace OLD NEW --peer-urls=URL -w env` and starts
 // the new member from the environment it prints as soon as the last line of it is read, while
 // the command waits for the member to catch up. A command that fails after that is run again
 // once, as the runbook says to (it goes on from the step it stopped at), and the failure is
-// returned as a note. The time runs from just before the first command is started until the
-// last has exited.
-func (b *bench) replaceClusterctl(ctx context.Context, ms []*cluster.Member, m *cluster.Member) (d time.Duration, note string, err error) {
-	start := time.Now()
+// kept as r.Note. The time runs from just before the first command is started until the last
+// has exited.
+func (b *bench) replaceClusterctl(ctx context.Context, ms []*cluster.Member, m *cluster.Member, r *replaceResult) error {
+	steps := &stepClock{start: time.Now(), at: &r.StepsMS}
+	var err error
 	for attempt := range 2 {
-		err = b.replaceCommand(ctx, ms, m, !m.Running())
+		err = b.replaceCommand(ctx, ms, m, !m.Running(), steps)
 		if err == nil || !m.Running() || ctx.Err() != nil {
 			break
 		}
 		if attempt == 0 {
-			note = strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " | ")
+			r.Note = strings.ReplaceAll(strings.TrimSpace(err.Error()), "\n", " | ")
 		}
 	}
-	return time.Since(start), note, err
+	r.TotalMS = millis(time.Since(steps.start))
+	return err
 }
 
 // replaceCommand runs one `clusterctl member replace ... -w env` to completion, and starts the
-// new member from the printed environment if start is set.
-func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *cluster.Member, start bool) error {
+// new member from the printed environment if start is set. Its stderr goes through steps.
+func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *cluster.Member, start bool, steps *stepClock) error {
 	cmd := exec.CommandContext(ctx, b.clusterctl, "--endpoints="+cluster.Endpoints(ms), "member", "replace", ms[0].Name, m.Name,
 		"--peer-urls="+m.PeerURL, "--wait-timeout="+replaceTimeout.String(), "-w", "env")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
+	steps.text.Reset()
+	cmd.Stderr = steps
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	out, err := cmd.StdoutPipe()
 	if err != nil {
@@ -124,19 +144,46 @@ func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *clu
 	if err != nil {
 		_ = cmd.Process.Kill()
 		_ = cmd.Wait()
-		return fmt.Errorf("member replace -w env: %v\n%s", err, stderr.String())
+		return fmt.Errorf("member replace -w env: %v\n%s", err, steps.text.String())
 	}
 	tail, _ := io.ReadAll(rest)
 	if err := cmd.Wait(); err != nil {
 		if ctx.Err() != nil {
 			return context.Cause(ctx)
 		}
-		return fmt.Errorf("member replace: %v: %s", err, lastLine(stderr.String()))
+		return fmt.Errorf("member replace: %v: %s", err, lastLine(steps.text.String()))
 	}
 	if len(bytes.TrimSpace(tail)) != 0 {
 		return fmt.Errorf("member replace -w env printed more than the environment: %q", tail)
 	}
 	return nil
+}
+
+// stepClock is member replace's stderr: it keeps the text and notes when each "step N of 4:" line
+// arrived. exec copies stderr from one goroutine, so Write is never called concurrently.
+type stepClock struct {
+	start time.Time
+	at    *[4]float64
+	text  bytes.Buffer
+	line  []byte
+}
+
+func (c *stepClock) Write(p []byte) (int, error) {
+	now := time.Now()
+	c.text.Write(p)
+	c.line = append(c.line, p...)
+	for {
+		i := bytes.IndexByte(c.line, '\n')
+		if i < 0 {
+			return len(p), nil
+		}
+		var n int
+		// The first line of each step: a run again after a failure prints the done ones as skipped.
+		if _, err := fmt.Sscanf(string(c.line[:i]), "step %d of 4:", &n); err == nil && n >= 1 && n <= 4 && c.at[n-1] == 0 {
+			c.at[n-1] = millis(now.Sub(c.start))
+		}
+		c.line = c.line[i+1:]
+	}
 }
 
 // lastLine is the last non-empty line of s: a failed command's Error line.
@@ -171,39 +218,44 @@ func readEnv(r io.Reader) ([]string, io.Reader, error) {
 // member remove. The promotions follow each other with no pause, the fastest such a loop can go;
 // whether the old member leads is read in this process (one status call), where a script would
 // run another command. The time runs from just before member add until member remove exited.
-func (b *bench) replaceEtcdctl(ctx context.Context, ms []*cluster.Member, oldID uint64, m *cluster.Member) (d time.Duration, note string, err error) {
+func (b *bench) replaceEtcdctl(ctx context.Context, ms []*cluster.Member, oldID uint64, m *cluster.Member, r *replaceResult) error {
 	eps := "--endpoints=" + cluster.Endpoints(ms)
 	start := time.Now()
+	done := func(step int) { r.StepsMS[step-1] = millis(time.Since(start)) }
 	add, err := b.r.run(ctx, b.etcdctl, eps, "member", "add", m.Name, "--peer-urls="+m.PeerURL, "--learner")
 	if err != nil {
-		return 0, "", err
+		return err
 	}
+	done(1)
 	id := addedID.FindStringSubmatch(add.stdout)
 	if id == nil {
-		return 0, "", fmt.Errorf("etcdctl member add printed %q: no member ID", add.stdout)
+		return fmt.Errorf("etcdctl member add printed %q: no member ID", add.stdout)
 	}
 	_, envText, ok := strings.Cut(add.stdout, "ETCD_NAME=")
 	if !ok {
-		return 0, "", fmt.Errorf("etcdctl member add printed %q: no environment", add.stdout)
+		return fmt.Errorf("etcdctl member add printed %q: no environment", add.stdout)
 	}
 	env, err := cluster.ParseEnv("ETCD_NAME=" + envText)
 	if err != nil {
-		return 0, "", fmt.Errorf("etcdctl member add printed %q: %v", add.stdout, err)
+		return fmt.Errorf("etcdctl member add printed %q: %v", add.stdout, err)
 	}
 	if err := b.c.Start(m.Name, m.ListenArgs(), env); err != nil {
-		return 0, "", err
+		return err
 	}
-	if err := b.promoteLoop(ctx, eps, id[1]); err != nil {
-		return 0, "", err
+	if r.PromoteAttempts, err = b.promoteLoop(ctx, eps, id[1]); err != nil {
+		return err
 	}
-	note, err = b.moveLeaderEtcdctl(ctx, ms[0], oldID, id[1])
-	if err != nil {
-		return 0, note, err
+	done(2)
+	if r.Note, err = b.moveLeaderEtcdctl(ctx, ms[0], oldID, id[1]); err != nil {
+		return err
 	}
+	done(3)
 	if _, err := b.r.run(ctx, b.etcdctl, eps, "member", "remove", fmt.Sprintf("%x", oldID)); err != nil {
-		return 0, "", err
+		return err
 	}
-	return time.Since(start), note, nil
+	done(4)
+	r.TotalMS = r.StepsMS[3]
+	return nil
 }
 
 // moveLeaderEtcdctl runs `etcdctl move-leader NEW` at the old member if it leads, and once more
@@ -227,20 +279,20 @@ func (b *bench) moveLeaderEtcdctl(ctx context.Context, old *cluster.Member, oldI
 }
 
 // promoteLoop runs `etcdctl member promote ID` until it succeeds, bounded by ctx (replaceTimeout)
-// and by a count: each attempt is a process of several milliseconds.
-func (b *bench) promoteLoop(ctx context.Context, eps, id string) error {
+// and by a count: each attempt is a process of several milliseconds. It returns the attempts.
+func (b *bench) promoteLoop(ctx context.Context, eps, id string) (int, error) {
 	var last error
-	for range 5000 {
+	for n := 1; n <= 5000; n++ {
 		_, err := b.r.run(ctx, b.etcdctl, eps, "member", "promote", id)
 		if err == nil {
-			return nil
+			return n, nil
 		}
 		if ctx.Err() != nil {
-			return fmt.Errorf("%w (last attempt: %v)", context.Cause(ctx), err)
+			return n, fmt.Errorf("%w (last attempt: %v)", context.Cause(ctx), err)
 		}
 		last = err
 	}
-	return fmt.Errorf("etcdctl member promote %s: %v", id, last)
+	return 5000, fmt.Errorf("etcdctl member promote %s: %v", id, last)
 }
 
 // fillReplace adds the member replace rows: clusterctl's, etcdctl's steps on the same cluster,

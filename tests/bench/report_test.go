@@ -25,19 +25,21 @@ func testFigures() figures {
 		inits: map[string]initProfile{
 			"clusterctl": {total: samples{1.5, 1.6}, packages: map[string]samples{"google.golang.org/grpc": {0.2, 0.3}}},
 		},
-		pairs:    map[string]samples{"clusterctl": {13, 14, 15}, "etcdctl": {22, 23}},
-		conf:     map[route]samples{viaLeader: {1.8, 1.9}, viaFollower: {2.6}},
-		confLong: map[route]samples{viaLeader: {1.7}, viaFollower: {2.0}},
-		fsync:    samples{0.1, 0.12},
-		bolt:     samples{0.15},
-		rss:      samples{17, 17.01, 16.9},
-		ready:    samples{25.3, 27.4},
-		learners: []learnerResult{{Name: "learner1", ReadyMS: 25.3, Attempts: 4}},
-		gaps:     samples{6.8, 24.1},
-		removals: []removalResult{{LongestGapMS: 24.1, Successes: 1000, SuccessesAfter: 400, RemoveMS: 22}},
-		fill:     fillResult{Changes: 9601, RaftIndex: 10036, Seconds: 16.5},
-		replaces: map[string]samples{"clusterctl": {150, 160, 170}, "etcdctl": {400, 420}},
-		v3:       []removalResult{{LongestGapMS: 12.5, Successes: 300, SuccessesAfter: 100, RemoveMS: 20}, {LongestGapMS: 61, Successes: 280, SuccessesAfter: 90, RemoveMS: 21}},
+		pairs:        map[string]samples{"clusterctl": {13, 14, 15}, "etcdctl": {22, 23}},
+		conf:         map[route]samples{viaLeader: {1.8, 1.9}, viaFollower: {2.6}},
+		confLong:     map[route]samples{viaLeader: {1.7}, viaFollower: {2.0}},
+		fsync:        samples{0.1, 0.12},
+		bolt:         samples{0.15},
+		rss:          samples{17, 17.01, 16.9},
+		ready:        samples{25.3, 27.4},
+		learners:     []learnerResult{{Name: "learner1", ReadyMS: 25.3, Attempts: 4}},
+		gaps:         samples{6.8, 24.1},
+		removals:     []removalResult{{LongestGapMS: 24.1, Successes: 1000, SuccessesAfter: 400, RemoveMS: 22}},
+		fill:         fillResult{Changes: 9601, RaftIndex: 10036, Seconds: 16.5},
+		replacements: []replaceResult{{CLI: "clusterctl", Name: "rep-clusterctl-1", Old: "infra0", TotalMS: 160, StepsMS: [4]float64{10, 120, 140, 160}}},
+		replaces:     map[string]samples{"clusterctl": {150, 160, 170}, "etcdctl": {400, 420}},
+		etcdV3:       []removalResult{{LongestGapMS: 1400, Successes: 50, SuccessesAfter: 20, RemoveMS: 30}},
+		v3:           []removalResult{{LongestGapMS: 12.5, Successes: 300, SuccessesAfter: 100, RemoveMS: 20}, {LongestGapMS: 61, Successes: 280, SuccessesAfter: 90, RemoveMS: 21}},
 		tls: &tlsFigures{
 			lists: map[string][]runResult{tlsCtl: list(8, 6), tlsFloor: list(7, 5), tlsEtcdctl: list(20, 18),
 				plainCtl: list(5, 4), plainFloor: list(4, 3)},
@@ -67,7 +69,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"time", "machine", "options", "rows", "learners", "leader_removals", "leader_removals_clientv3", "log_fill", "notes"} {
+	for _, k := range []string{"time", "machine", "options", "rows", "learners", "leader_removals", "leader_removals_clientv3", "etcd_leader_removals_clientv3", "replacements", "log_fill", "notes"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("no %q in the JSON", k)
 		}
@@ -83,7 +85,7 @@ func TestWriteJSON(t *testing.T) {
 		"idle_rss": "MiB", "member_list_peak_rss": "MiB",
 		"tls_member_list_wall": "ms", "tls_member_list_vs_etcdctl": "x", "tls_member_list_cost": "ms",
 		"tls_member_list_share": "%", "tls_floor_cost": "ms", "conf_change_peer_tls": "ms",
-		"member_replace_wall": "ms", "etcdctl_replace_wall": "ms", "member_replace_vs_etcdctl": "x", "leader_removal_gap_clientv3": "ms"}
+		"member_replace_wall": "ms", "etcdctl_replace_wall": "ms", "member_replace_vs_etcdctl": "x", "leader_removal_gap_clientv3": "ms", "etcd_leader_removal_gap_clientv3": "ms"}
 	rows := map[string]map[string]any{}
 	for _, x := range raw["rows"].([]any) {
 		row := x.(map[string]any)
