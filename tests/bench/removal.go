@@ -207,8 +207,9 @@ func (b *bench) etcdRemovals(ctx context.Context) ([]removalResult, error) {
 		return nil, err
 	}
 	res, err := b.v3Removals(ctx, b.etcdC, b.opt.etcdRemovals)
-	if serr := b.etcdC.StopAll(5 * time.Second); err == nil && serr != nil {
-		err = serr
+	// A member slow to stop is killed, which takes nothing from what was measured.
+	if serr := b.etcdC.StopAll(5 * time.Second); serr != nil {
+		b.logf("stopping the etcd members: %v", serr)
 	}
 	b.etcdC = nil
 	return res, err
