@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
-	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: `clusterctl member replace` and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
+	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
 	fs.IntVar(&o.etcdRemovals, "etcd-removals", 0, "leader removals seen by clientv3 on a real etcd 3.7.1 cluster, for comparison (0: none; needs etcd built, see -build-etcd; each takes seconds, as etcd's gap is over a second)")
 	fs.IntVar(&o.entries, "entries", 10000, "raft log entries the cluster holds before the first learner starts")
