@@ -18,6 +18,12 @@
 //     a 4 KiB record in the same file system;
 //   - the RSS of each idle clusterd, and the peak RSS of the `member list` processes, read
 //     through tests/bench/peakrss (the bench's own children would report the bench's RSS);
+//   - the replacement of the leader by a new member, end to end: `clusterctl member replace
+//     OLD NEW --peer-urls=URL -w env` with the new member started as soon as the environment is
+//     printed, interleaved with the same steps as separate etcdctl commands (member add
+//     --learner, the start, member promote until it succeeds, move-leader, member remove);
+//   - leader removals seen by etcd's own client (clientv3, round-robin over every endpoint)
+//     listing the members in a loop: the longest gap between successful lists of each;
 //   - after filling the log with conf changes (some of them behind a snapshot), how long a new
 //     learner takes from the start of its process until `member promote` succeeds, and the
 //     longest gap between successful linearizable member lists while the leader is removed.

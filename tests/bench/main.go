@@ -30,6 +30,9 @@ type options struct {
 	history       int
 	fsyncRuns     int
 	cycles        int
+	replaceRuns   int
+	removals      int
+	etcdRemovals  int
 	entries       int
 	snapshotCount int
 	idle          time.Duration
@@ -62,6 +65,9 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
+	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
+	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
+	fs.IntVar(&o.etcdRemovals, "etcd-removals", 0, "leader removals seen by clientv3 on a real etcd 3.7.1 cluster, for comparison (0: none; needs etcd built, see -build-etcd; each takes seconds, as etcd's gap is over a second)")
 	fs.IntVar(&o.entries, "entries", 10000, "raft log entries the cluster holds before the first learner starts")
 	fs.IntVar(&o.snapshotCount, "snapshot-count", 1000, "--snapshot-count of every member")
 	fs.DurationVar(&o.idle, "idle", 10*time.Second, "idle time before the members' RSS is read")
@@ -82,10 +88,13 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
-		"conf-runs": o.confRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "entries": o.entries} {
+		"conf-runs": o.confRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "removals": o.removals, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}
+	}
+	if o.etcdRemovals < 0 {
+		return o, errors.New("-etcd-removals must not be negative")
 	}
 	if o.warmup < 0 {
 		return o, errors.New("-warmup must not be negative")
@@ -143,6 +152,9 @@ type bench struct {
 	dir  string // temporary directory for data dirs, logs, the floor and peakrss
 
 	clusterd, clusterctl, floor, gostart, peakrss, etcdctl string
+	etcdBin                                                string // etcd 3.7.1, when built
+
+	etcdC *cluster.Cluster // the real etcd cluster, while -etcd-removals run
 
 	c   *cluster.Cluster
 	r   *runner
@@ -156,8 +168,11 @@ func (b *bench) logf(format string, args ...any) {
 // cleanup stops every member and removes the temporary directory unless -keep was given. It is
 // called on every path out of run.
 func (b *bench) cleanup() {
-	if b.c != nil {
-		if err := b.c.StopAll(5 * time.Second); err != nil {
+	for _, c := range []*cluster.Cluster{b.c, b.etcdC} {
+		if c == nil {
+			continue
+		}
+		if err := c.StopAll(5 * time.Second); err != nil {
 			b.logf("stopping the members: %v", err)
 		}
 	}
@@ -242,7 +257,7 @@ func (b *bench) build(ctx context.Context) error {
 		b.rep.note(fmt.Sprintf("scripts/build-etcd.sh failed (%v): no etcdctl column", err))
 		return nil
 	}
-	b.etcdctl = lines[1]
+	b.etcdBin, b.etcdctl = lines[0], lines[1]
 	return nil
 }
 

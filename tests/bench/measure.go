@@ -377,12 +377,17 @@ type learnerResult struct {
 // printed environment, and asks the leader to promote it every promoteInterval until it accepts.
 // The figure runs from just before the process is started until the promote succeeded.
 func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, error) {
+	return b.learnerReadyIn(ctx, b.c, name)
+}
+
+// learnerReadyIn is learnerReady for any of the bench's clusters, clusterd's or etcd's.
+func (b *bench) learnerReadyIn(ctx context.Context, c *cluster.Cluster, name string) (learnerResult, error) {
 	res := learnerResult{Name: name}
-	ms, _, err := b.leaderFirst()
+	ms, _, err := leaderFirstOf(c)
 	if err != nil {
 		return res, err
 	}
-	m, err := b.c.Alloc(name)
+	m, err := c.Alloc(name)
 	if err != nil {
 		return res, err
 	}
@@ -417,7 +422,7 @@ func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, e
 	}
 	start := time.Now()
 	res.StartedAt = start.UTC().Format(time.RFC3339Nano)
-	if err := b.c.Start(name, m.ListenArgs(), env); err != nil {
+	if err := c.Start(name, m.ListenArgs(), env); err != nil {
 		return res, err
 	}
 	const promoteInterval = 2 * time.Millisecond
@@ -428,7 +433,7 @@ func (b *bench) learnerReady(ctx context.Context, name string) (learnerResult, e
 	// condition wait would use, would add up to its own length to the time measured.
 	for attempt := 0; attempt < int(30*time.Second/promoteInterval); attempt++ {
 		if !m.Running() {
-			e, _ := b.c.WaitExit(name, 0)
+			e, _ := c.WaitExit(name, 0)
 			return res, fmt.Errorf("learner %s exited (%v): %s", name, e, proc.Tail(m.Stderr, 10))
 		}
 		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)

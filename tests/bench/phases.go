@@ -99,6 +99,31 @@ func (b *bench) measure(ctx context.Context) error {
 		return err
 	}
 
+	// Replacements and the clientv3 removals change every member in turn: after the series that
+	// use the boot members' endpoints, and before the log is filled, so new members catch up
+	// with a short log.
+	b.logf("member replace of the leader: %d runs (+%d warm-up) per CLI", b.opt.replaceRuns, b.opt.cycleWarmup())
+	replaces, replacements, err := b.replaceRuns(ctx)
+	if err != nil {
+		return err
+	}
+	b.logf("leader removals seen by clientv3: %d (+%d warm-up)", b.opt.removals, b.opt.cycleWarmup())
+	v3, err := b.v3Removals(ctx, b.c, b.opt.removals)
+	if err != nil {
+		return err
+	}
+	var etcdV3 []removalResult
+	if b.opt.etcdRemovals > 0 {
+		if b.etcdBin == "" {
+			b.rep.note("etcd 3.7.1 is not built: no leader removals on real etcd (-etcd-removals)")
+		} else {
+			b.logf("leader removals seen by clientv3 on real etcd: %d (+%d warm-up)", b.opt.etcdRemovals, b.opt.cycleWarmup())
+			if etcdV3, err = b.etcdRemovals(ctx); err != nil {
+				return fmt.Errorf("real etcd: %w", err)
+			}
+		}
+	}
+
 	b.logf("filling the log to %d entries", b.opt.entries)
 	fill, err := b.fillLog(ctx)
 	if err != nil {
@@ -154,7 +179,7 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.rep.fill(figures{
 		lists: lists, statuses: statuses, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
-		ready: ready, learners: learners, gaps: gaps, removals: removals, fill: fill, tls: tlsf,
+		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf,
 	})
 	return nil
 }

@@ -44,14 +44,19 @@ type machine struct {
 }
 
 type report struct {
-	Time     string          `json:"time"`
-	Machine  machine         `json:"machine"`
-	Options  map[string]any  `json:"options"`
-	Rows     []row           `json:"rows"`
-	Learners []learnerResult `json:"learners,omitempty"`
-	Removals []removalResult `json:"leader_removals,omitempty"`
-	Fill     *fillResult     `json:"log_fill,omitempty"`
-	Notes    []string        `json:"notes"`
+	Time         string          `json:"time"`
+	Machine      machine         `json:"machine"`
+	Options      map[string]any  `json:"options"`
+	Rows         []row           `json:"rows"`
+	Learners     []learnerResult `json:"learners,omitempty"`
+	Removals     []removalResult `json:"leader_removals,omitempty"`
+	Replacements []replaceResult `json:"replacements,omitempty"`
+	// V3Removals are the leader removals seen by etcd's clientv3 (issue 14).
+	V3Removals []removalResult `json:"leader_removals_clientv3,omitempty"`
+	// EtcdV3Removals are the same on a real etcd cluster.
+	EtcdV3Removals []removalResult `json:"etcd_leader_removals_clientv3,omitempty"`
+	Fill           *fillResult     `json:"log_fill,omitempty"`
+	Notes          []string        `json:"notes"`
 }
 
 func newReport(o options, dir, fsType string) *report {
@@ -74,7 +79,7 @@ func newReport(o options, dir, fsType string) *report {
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
 			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
-			"cycles": o.cycles, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
+			"cycles": o.cycles, "replace_runs": o.replaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},
 		Notes: []string{},
@@ -153,22 +158,26 @@ func device(dir string) string {
 
 // figures are the raw measurements of one run.
 type figures struct {
-	lists    map[string][]runResult
-	statuses map[string][]runResult // endpoint status --cluster
-	peaks    map[string]samples     // peak RSS of member list processes, MiB
-	inits    map[string]initProfile
-	pairs    map[string]samples
-	conf     map[route]samples
-	confLong map[route]samples // after -history removals
-	fsync    samples
-	bolt     samples
-	rss      samples
-	ready    samples
-	learners []learnerResult
-	gaps     samples
-	removals []removalResult
-	fill     fillResult
-	tls      *tlsFigures // nil with -tls=false
+	lists        map[string][]runResult
+	statuses     map[string][]runResult // endpoint status --cluster
+	peaks        map[string]samples     // peak RSS of member list processes, MiB
+	inits        map[string]initProfile
+	pairs        map[string]samples
+	conf         map[route]samples
+	confLong     map[route]samples // after -history removals
+	fsync        samples
+	bolt         samples
+	rss          samples
+	ready        samples
+	learners     []learnerResult
+	gaps         samples
+	removals     []removalResult
+	replaces     map[string]samples // member replace end to end, per CLI
+	replacements []replaceResult
+	v3           []removalResult // leader removals seen by clientv3
+	etcdV3       []removalResult // the same on a real etcd cluster (-etcd-removals)
+	fill         fillResult
+	tls          *tlsFigures // nil with -tls=false
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -261,6 +270,9 @@ func (r *report) fill(f figures) {
 	ready := stat("learner_ready", fmt.Sprintf("learner ready: process start to promote (log of %d entries)", f.fill.RaftIndex), "ms", f.ready, cw, "<= 52 ms")
 	ready.Met = ptr(ready.Median <= 52)
 	r.Rows = append(r.Rows, lr, ready)
+	r.fillReplace(f.replaces, cw)
+	r.Replacements = f.replacements
+	r.fillV3Removals(f.v3, f.etcdV3, cw)
 
 	idle := stat("idle_rss", "idle clusterd RSS after 10 s (each of 3)", "MiB", f.rss, 0, "<= 20 MiB")
 	idle.Met = ptr(idle.Max <= 20)
@@ -313,11 +325,34 @@ func (r *report) printTable(w io.Writer) {
 			fmt.Fprintf(w, "  first failed list: %s\n", rm.FirstError)
 		}
 	}
+	for _, x := range r.Replacements {
+		fmt.Fprintf(w, "replacement of %s by %s (%s): %.1f ms; add, promote, move, remove done at %.1f, %.1f, %.1f, %.1f ms",
+			x.Old, x.Name, x.CLI, x.TotalMS, x.StepsMS[0], x.StepsMS[1], x.StepsMS[2], x.StepsMS[3])
+		if x.PromoteAttempts > 0 {
+			fmt.Fprintf(w, ", %d promote attempts", x.PromoteAttempts)
+		}
+		fmt.Fprintln(w)
+	}
+	for _, rm := range r.V3Removals {
+		printV3Removal(w, "clientv3", rm)
+	}
+	for _, rm := range r.EtcdV3Removals {
+		printV3Removal(w, "etcd, clientv3", rm)
+	}
 	if r.Fill != nil {
 		fmt.Fprintf(w, "log: %d conf changes in %.1f s, raft index %d\n", r.Fill.Changes, r.Fill.Seconds, r.Fill.RaftIndex)
 	}
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "note:", n)
+	}
+}
+
+// printV3Removal prints one removal seen by clientv3.
+func printV3Removal(w io.Writer, what string, rm removalResult) {
+	fmt.Fprintf(w, "leader removal (%s): longest gap %.1f ms from %+.1f ms, %d lists ok (%d after), %d failed, remove took %.1f ms, removed member: %s\n", what,
+		rm.LongestGapMS, rm.GapFromMS, rm.Successes, rm.SuccessesAfter, rm.Failures, rm.RemoveMS, rm.ExitStatus)
+	if rm.FirstError != "" {
+		fmt.Fprintf(w, "  first failed list: %s\n", rm.FirstError)
 	}
 }
 

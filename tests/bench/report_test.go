@@ -25,17 +25,21 @@ func testFigures() figures {
 		inits: map[string]initProfile{
 			"clusterctl": {total: samples{1.5, 1.6}, packages: map[string]samples{"google.golang.org/grpc": {0.2, 0.3}}},
 		},
-		pairs:    map[string]samples{"clusterctl": {13, 14, 15}, "etcdctl": {22, 23}},
-		conf:     map[route]samples{viaLeader: {1.8, 1.9}, viaFollower: {2.6}},
-		confLong: map[route]samples{viaLeader: {1.7}, viaFollower: {2.0}},
-		fsync:    samples{0.1, 0.12},
-		bolt:     samples{0.15},
-		rss:      samples{17, 17.01, 16.9},
-		ready:    samples{25.3, 27.4},
-		learners: []learnerResult{{Name: "learner1", ReadyMS: 25.3, Attempts: 4}},
-		gaps:     samples{6.8, 24.1},
-		removals: []removalResult{{LongestGapMS: 24.1, Successes: 1000, SuccessesAfter: 400, RemoveMS: 22}},
-		fill:     fillResult{Changes: 9601, RaftIndex: 10036, Seconds: 16.5},
+		pairs:        map[string]samples{"clusterctl": {13, 14, 15}, "etcdctl": {22, 23}},
+		conf:         map[route]samples{viaLeader: {1.8, 1.9}, viaFollower: {2.6}},
+		confLong:     map[route]samples{viaLeader: {1.7}, viaFollower: {2.0}},
+		fsync:        samples{0.1, 0.12},
+		bolt:         samples{0.15},
+		rss:          samples{17, 17.01, 16.9},
+		ready:        samples{25.3, 27.4},
+		learners:     []learnerResult{{Name: "learner1", ReadyMS: 25.3, Attempts: 4}},
+		gaps:         samples{6.8, 24.1},
+		removals:     []removalResult{{LongestGapMS: 24.1, Successes: 1000, SuccessesAfter: 400, RemoveMS: 22}},
+		fill:         fillResult{Changes: 9601, RaftIndex: 10036, Seconds: 16.5},
+		replacements: []replaceResult{{CLI: "clusterctl", Name: "rep-clusterctl-1", Old: "infra0", TotalMS: 160, StepsMS: [4]float64{10, 120, 140, 160}}},
+		replaces:     map[string]samples{"clusterctl": {150, 160, 170}, "etcdctl": {400, 420}},
+		etcdV3:       []removalResult{{LongestGapMS: 1400, Successes: 50, SuccessesAfter: 20, RemoveMS: 30}},
+		v3:           []removalResult{{LongestGapMS: 12.5, Successes: 300, SuccessesAfter: 100, RemoveMS: 20}, {LongestGapMS: 61, Successes: 280, SuccessesAfter: 90, RemoveMS: 21}},
 		tls: &tlsFigures{
 			lists: map[string][]runResult{tlsCtl: list(8, 6), tlsFloor: list(7, 5), tlsEtcdctl: list(20, 18),
 				plainCtl: list(5, 4), plainFloor: list(4, 3)},
@@ -65,7 +69,7 @@ func TestWriteJSON(t *testing.T) {
 	if err := json.Unmarshal(b, &raw); err != nil {
 		t.Fatal(err)
 	}
-	for _, k := range []string{"time", "machine", "options", "rows", "learners", "leader_removals", "log_fill", "notes"} {
+	for _, k := range []string{"time", "machine", "options", "rows", "learners", "leader_removals", "leader_removals_clientv3", "etcd_leader_removals_clientv3", "replacements", "log_fill", "notes"} {
 		if _, ok := raw[k]; !ok {
 			t.Errorf("no %q in the JSON", k)
 		}
@@ -80,7 +84,8 @@ func TestWriteJSON(t *testing.T) {
 		"clusterctl_init": "ms", "fsync_floor": "ms", "leader_removal_gap": "ms", "learner_ready": "ms",
 		"idle_rss": "MiB", "member_list_peak_rss": "MiB",
 		"tls_member_list_wall": "ms", "tls_member_list_vs_etcdctl": "x", "tls_member_list_cost": "ms",
-		"tls_member_list_share": "%", "tls_floor_cost": "ms", "conf_change_peer_tls": "ms"}
+		"tls_member_list_share": "%", "tls_floor_cost": "ms", "conf_change_peer_tls": "ms",
+		"member_replace_wall": "ms", "etcdctl_replace_wall": "ms", "member_replace_vs_etcdctl": "x", "leader_removal_gap_clientv3": "ms", "etcd_leader_removal_gap_clientv3": "ms"}
 	rows := map[string]map[string]any{}
 	for _, x := range raw["rows"].([]any) {
 		row := x.(map[string]any)
@@ -102,7 +107,7 @@ func TestWriteJSON(t *testing.T) {
 	}
 	// Each series states its warm-up; the cycles have one warm-up cycle, idle RSS none.
 	for key, w := range map[string]float64{"member_list_wall": 3, "member_list_peak_rss": 3, "clusterctl_init": 3,
-		"conf_change": 6, "leader_removal_gap": 1, "learner_ready": 1, "idle_rss": 0} {
+		"conf_change": 6, "leader_removal_gap": 1, "learner_ready": 1, "idle_rss": 0, "member_replace_wall": 1, "leader_removal_gap_clientv3": 1} {
 		if rows[key]["warmup"] != w {
 			t.Errorf("row %s: warm-up %v, want %v", key, rows[key]["warmup"], w)
 		}
@@ -135,6 +140,13 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if g := rows["leader_removal_gap"]; g["max"] != 24.1 || g["runs"] != 2.0 {
 		t.Errorf("leader_removal_gap: %v", g)
+	}
+	// member replace: medians 160 and 410; the clientv3 removals: one of two over 50 ms fails the target.
+	if v := rows["member_replace_vs_etcdctl"]; math.Abs(v["median"].(float64)-160.0/410) > 1e-9 || v["met"] != true {
+		t.Errorf("member_replace_vs_etcdctl %v", v)
+	}
+	if v := rows["leader_removal_gap_clientv3"]; v["max"] != 61.0 || v["runs"] != 2.0 || v["met"] != false {
+		t.Errorf("leader_removal_gap_clientv3 %v", v)
 	}
 	// The TLS rows: medians 8.45 (clusterctl), 20.45 (etcdctl), 5.45 (plain clusterctl).
 	if v := rows["tls_member_list_cost"]["median"].(float64); math.Abs(v-3) > 1e-9 {
