@@ -15,7 +15,7 @@ import (
 // promoteRetryInterval. A learner started at once is in sync within a few hundred milliseconds
 // on a small cluster, and a short first wait promotes it that soon; the doubling keeps the
 // progress lines of a long wait few.
-const replaceFirstRetry = 50 * time.Millisecond
+const replaceFirstRetry = 10 * time.Millisecond
 
 type memberReplaceOptions struct {
 	*Globals

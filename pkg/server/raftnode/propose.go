@@ -198,12 +198,27 @@ func (n *Node) forgetRead(rctx []byte) {
 }
 
 // TransferLeadership hands leadership to another voter and waits until it has it.
+//
+// A target that has not applied its own promotion yet (just promoted, say) ignores raft's
+// invitation to campaign, and raft drops the transfer after an election timeout: so the transfer
+// is asked again each election timeout, while this member still leads, until ctx ends.
 func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
-	n.raft.TransferLeadership(ctx, n.id, uint64(to))
-	if !n.waitFor(ctx, func() bool { return n.lead.Load() == uint64(to) }) {
-		return n.ctxErr(ctx)
+	round := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	for {
+		n.raft.TransferLeadership(ctx, n.id, uint64(to))
+		rctx, cancel := context.WithTimeout(ctx, round)
+		done := n.waitFor(rctx, func() bool { return n.lead.Load() == uint64(to) })
+		cancel()
+		switch {
+		case done:
+			return nil
+		case ctx.Err() != nil || n.Stopped():
+			return n.ctxErr(ctx)
+		case n.lead.Load() != n.id:
+			// Someone else leads now (or nobody yet): this member can no longer hand it over.
+			return ErrNotLeader
+		}
 	}
-	return nil
 }
 
 // WaitLeader returns the leader, waiting for an election if there is none: at most an
