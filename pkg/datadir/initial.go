@@ -20,7 +20,8 @@ type Initial struct {
 }
 
 // ParseInitialCluster reads name=url,name=url. A name given twice has several peer URLs, as
-// etcd reads it. Each name must pass membership.ValidateName and each URL membership.ValidateURL;
+// etcd reads it. Each name must be empty (a member not started yet) or pass
+// membership.ValidateName, and each URL membership.ValidateURL;
 // an address given twice (in any spelling membership treats as one address) is refused, saying
 // whether it was given twice to one member or to two.
 func ParseInitialCluster(s string) ([]Initial, error) {
@@ -32,8 +33,13 @@ func ParseInitialCluster(s string) ([]Initial, error) {
 		if !ok || u == "" {
 			return nil, fmt.Errorf("--initial-cluster %q: each entry must be name=peer-url", s)
 		}
-		if err := membership.ValidateName(name); err != nil {
-			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
+		// An empty name is a member that has not started yet: etcd's API names a member only once
+		// it has published itself, so the environment etcdctl prints for a join lists the others
+		// that way ("=https://..."), and the join matches them by their URLs.
+		if name != "" {
+			if err := membership.ValidateName(name); err != nil {
+				return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
+			}
 		}
 		if err := membership.ValidateURL(u); err != nil {
 			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)

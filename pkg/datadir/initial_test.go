@@ -47,7 +47,6 @@ func TestParseInitialClusterRefusals(t *testing.T) {
 		{"n1=http://a:0", "URL port must be a number from 1 to 65535 without leading zeros: http://a:0"},
 		{"n1=http://a", `URL address does not have the form "host:port": http://a`},
 		{"n1 =http://a:1", `member name "n1 " must not begin or end with white space`},
-		{"=http://a:1", "member name must not be empty"},
 		{"n1", "each entry must be name=peer-url"},
 		{"n1=", "each entry must be name=peer-url"},
 	}
@@ -70,5 +69,14 @@ func TestSameURLsCanonical(t *testing.T) {
 	}
 	if SameURLs([]string{"http://a:1"}, []string{"http://a:2"}) {
 		t.Error("different URLs are the same")
+	}
+}
+
+// TestParseInitialClusterUnstarted: a member not started yet has no name in etcd's API, so the
+// environment etcdctl prints for a join lists it as "=URL"; it is read, and matched by its URLs.
+func TestParseInitialClusterUnstarted(t *testing.T) {
+	got, err := ParseInitialCluster("=http://a:1,b=http://b:1")
+	if err != nil || len(got) != 2 || got[0].Name != "" || got[1].Name != "b" {
+		t.Fatalf("got %+v, %v", got, err)
 	}
 }
