@@ -123,6 +123,14 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 	return res, nil
 }
 
+// received is how many bytes of the stream arrived, none when it never started.
+func received(sum *checksum) int64 {
+	if sum == nil {
+		return 0
+	}
+	return sum.n
+}
+
 // writeError is a failure to write the stream into the local file, told apart from the
 // stream's own failures.
 type writeError struct{ err error }
@@ -184,7 +192,13 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 	if ctx.Err() != nil && !errors.As(err, &ce) {
 		// Interrupted or out of time once connected: whatever the stream said last, that is
 		// the reason. Not connecting at all stays a ConnectError: nothing was received.
-		return nil, fmt.Errorf("snapshot save interrupted: %w", context.Cause(ctx))
+		cause := context.Cause(ctx)
+		if errors.Is(cause, context.DeadlineExceeded) {
+			// Out of time: a read that did not finish, named by the member it came from.
+			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.endpoints[c.at],
+				Reason: fmt.Sprintf("the snapshot stream was not complete after %d bytes", received(sum))}}}
+		}
+		return nil, fmt.Errorf("snapshot save interrupted: %w", cause)
 	}
 	if err != nil {
 		return nil, err

@@ -502,3 +502,28 @@ func TestSnapshotSaveDiskFull(t *testing.T) {
 		}
 	}
 }
+
+// TestSnapshotSaveCommandTimeout: --command-timeout running out in the middle of the stream is
+// a read that timed out (24), naming the member, and leaves nothing behind.
+func TestSnapshotSaveCommandTimeout(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := grpc.NewServer()
+	pb.RegisterMaintenanceServer(s, &stallingMaintenance{sent: make(chan struct{})})
+	go s.Serve(l)
+	defer s.Stop()
+	path := filepath.Join(t.TempDir(), "backup.db")
+	_, errOut, code := runArgs("--endpoints="+l.Addr().String(), "--command-timeout=500ms", "snapshot", "save", path)
+	want := "Error: timed out before any member answered; nothing was changed: " + l.Addr().String() +
+		" (the snapshot stream was not complete after 65536 bytes)\n"
+	if code != exitTimedOut || errOut != want {
+		t.Errorf("exit %d, %q, want 24, %q", code, errOut, want)
+	}
+	for _, p := range []string{path, path + ".part"} {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("%s: %v, want it gone", p, err)
+		}
+	}
+}
