@@ -13,6 +13,8 @@ import (
 	"path/filepath"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/fsync"
 )
@@ -188,12 +190,18 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 			}
 		}
 	})
-	var ce *ConnectError
-	if ctx.Err() != nil && !errors.As(err, &ce) {
+	var (
+		ce   *ConnectError
+		cut  *SnapshotStreamError
+		late = errors.As(streamed, &cut) && status.Code(cut.Err) == codes.DeadlineExceeded
+	)
+	// The member learns the deadline with the request and may end the stream on it a moment
+	// before this side's context does: that is the same timeout.
+	if ctx.Err() != nil && !errors.As(err, &ce) || late {
 		// Interrupted or out of time once connected: whatever the stream said last, that is
 		// the reason. Not connecting at all stays a ConnectError: nothing was received.
 		cause := context.Cause(ctx)
-		if errors.Is(cause, context.DeadlineExceeded) {
+		if late || errors.Is(cause, context.DeadlineExceeded) {
 			// Out of time: a read that did not finish, named by the member it came from.
 			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.endpoints[c.at],
 				Reason: fmt.Sprintf("the snapshot stream was not complete after %d bytes", received(sum))}}}
