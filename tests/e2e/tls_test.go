@@ -421,12 +421,19 @@ func TestTLSBesidePlain(t *testing.T) {
 	}
 	defer cc.Close()
 	plain := pb.NewClusterClient(cc)
-	list, err := plain.MemberList(ctx(t), &pb.MemberListRequest{})
+	// The member publishes its client URLs once it runs, a moment after it leads: wait for them.
+	err = proc.Poll(tlsWait, "both client URLs published", func() (bool, error) {
+		list, err := plain.MemberList(ctx(t), &pb.MemberListRequest{})
+		if err != nil {
+			return true, fmt.Errorf("member list in plain text: %v", err)
+		}
+		if urls := list.GetMembers()[0].GetClientURLs(); len(urls) != 2 {
+			return false, fmt.Errorf("client URLs %v, want the https and the http one", urls)
+		}
+		return true, nil
+	})
 	if err != nil {
-		t.Fatalf("member list in plain text: %v", err)
-	}
-	if urls := list.GetMembers()[0].GetClientURLs(); len(urls) != 2 {
-		t.Errorf("client URLs %v, want the https and the http one", urls)
+		t.Fatal(err)
 	}
 	_, err = plain.MemberAdd(ctx(t), &pb.MemberAddRequest{PeerURLs: []string{"https://127.0.0.1:1"}, IsLearner: true})
 	if status.Code(err) != codes.PermissionDenied {
