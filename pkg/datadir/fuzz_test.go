@@ -26,20 +26,25 @@ func FuzzParseInitialCluster(f *testing.F) {
 			}
 			return
 		}
-		seen := map[string]bool{}
+		// What is accepted keeps the rules: one member's URLs pass the one peer URL rule (two
+		// names of one address allowed, one host and port twice not), no address belongs to two
+		// members, and a name is empty (a member not started yet) or valid.
+		owner := map[string]string{}
 		for _, m := range initial {
+			if err := membership.ValidatePeerURLs(m.URLs); err != nil {
+				t.Fatalf("%q: %v", s, err)
+			}
 			for _, u := range m.URLs {
 				k := membership.AddressKey(u)
-				if err := membership.ValidateURL(u); err != nil {
+				if o, ok := owner[k]; ok && o != m.Name {
+					t.Fatalf("%q: address %s accepted for %q and %q", s, u, o, m.Name)
+				}
+				owner[k] = m.Name
+			}
+			if m.Name != "" {
+				if err := membership.ValidateName(m.Name); err != nil {
 					t.Fatalf("%q: %v", s, err)
 				}
-				if seen[k] {
-					t.Fatalf("%q: address %s accepted twice", s, u)
-				}
-				seen[k] = true
-			}
-			if err := membership.ValidateName(m.Name); err != nil {
-				t.Fatalf("%q: %v", s, err)
 			}
 		}
 	})
