@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"unicode"
 )
 
 // This file is the one home of what a member URL may look like: clusterd checks its flags and
@@ -50,7 +51,12 @@ func CanonicalURL(s string) (string, error) {
 		if u.User != nil {
 			return "", fmt.Errorf("URL must not contain a user: %s", s)
 		}
-		return u.Scheme + "://" + u.Host + u.Path, nil
+		// A file name holds no NUL, and no control character belongs in one ("%00" decodes to
+		// one); the escaped form is kept, so that the canonical form parses back to itself.
+		if strings.ContainsFunc(u.Path, unicode.IsControl) {
+			return "", fmt.Errorf("URL path must not contain control characters: %s", s)
+		}
+		return u.Scheme + "://" + u.Host + u.EscapedPath(), nil
 	}
 	host, port, err := net.SplitHostPort(u.Host)
 	if err != nil || port == "" {
@@ -119,8 +125,10 @@ func AddressKey(s string) string {
 	if err != nil {
 		return s
 	}
-	u, _ := url.Parse(c)
-	if strings.HasPrefix(u.Scheme, "unix") {
+	u, err := url.Parse(c)
+	if err != nil || strings.HasPrefix(u.Scheme, "unix") {
+		// A unix socket's address is its path, which the canonical form keeps as given (and
+		// which may not parse back: "unix:/0000%000").
 		return c
 	}
 	scheme := strings.TrimSuffix(u.Scheme, "s") // http and https on one port are one listener
