@@ -184,7 +184,10 @@ func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	err = srv.Run(t.Context())
+	// Bounded: a start that is not refused would otherwise run until the test's end.
+	rctx, rcancel := context.WithTimeout(t.Context(), 20*time.Second)
+	err = srv.Run(rctx)
+	rcancel()
 	if err == nil || !strings.Contains(err.Error(), "--force-new-cluster: refused: 2 of the other voters (m1, m2) are running") || strings.Contains(err.Error(), "\n") {
 		t.Fatalf("force on a healthy cluster: %v", err)
 	}

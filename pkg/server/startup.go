@@ -268,9 +268,11 @@ const liveCheckTimeout = 2 * time.Second
 // checkNoLiveQuorum refuses to force a new cluster while the cluster it would leave is healthy:
 // the forced member's log removes every other member, and each of them, once it hears of it,
 // stops for good. So before anything is rewritten, every other member of c is asked over its
-// peer URLs whether it runs and has a leader; if a quorum of c's voters does, the cluster does
-// not need rescuing. A member that does not answer, answers for another cluster, or has no
-// leader does not count. --force-new-cluster-bypass-live-check skips the question.
+// peer URLs whether it runs; if a quorum of c's voters answers, the cluster does not need
+// rescuing. A voter that answers without a leader counts too: a quorum of running voters elects
+// one (it may be electing one right now, because this member led and stopped). A member that
+// does not answer, or answers for another cluster, does not count.
+// --force-new-cluster-bypass-live-check skips the question.
 func (s *Server) checkNoLiveQuorum(ctx context.Context, self membership.ID, c *membership.Cluster) error {
 	if s.cfg.ForceNewClusterBypassLiveCheck {
 		s.cfg.Logger.Warn("--force-new-cluster-bypass-live-check: not asking the other members whether they still have a quorum")
@@ -280,7 +282,8 @@ func (s *Server) checkNoLiveQuorum(ctx context.Context, self membership.ID, c *m
 	defer cancel()
 	type answer struct {
 		m      *membership.Member
-		leader membership.ID // zero: no answer, or no leader
+		alive  bool
+		leader membership.ID // zero: no leader known to it
 	}
 	var others []*membership.Member
 	for _, m := range c.List() {
@@ -290,43 +293,50 @@ func (s *Server) checkNoLiveQuorum(ctx context.Context, self membership.ID, c *m
 	}
 	answers := make(chan answer, len(others))
 	for _, m := range others {
-		go func() { answers <- answer{m, s.peerLeader(ctx, c.ID, m)} }()
+		go func() {
+			alive, leader := s.peerLeader(ctx, c.ID, m)
+			answers <- answer{m, alive, leader}
+		}()
 	}
 	voters := c.Voters()
 	var live []string
 	var leader membership.ID
 	for range others {
 		a := <-answers
-		if a.leader == 0 || a.m.IsLearner {
+		if !a.alive || a.m.IsLearner {
 			continue
 		}
 		live = append(live, nameOf(a.m))
-		leader = a.leader
+		leader = max(leader, a.leader)
 	}
 	if quorum := len(voters)/2 + 1; len(live) >= quorum {
 		sort.Strings(live)
-		return fmt.Errorf("refused: %d of the other voters (%s) are running and follow leader %s, a quorum of the cluster's %d voters: "+
+		following := "are electing a leader"
+		if leader != 0 {
+			following = "follow leader " + leader.String()
+		}
+		return fmt.Errorf("refused: %d of the other voters (%s) are running and %s, a quorum of the cluster's %d voters: "+
 			"the cluster is healthy, and forcing a new cluster here would remove them; restart this member without --force-new-cluster "+
 			"(--force-new-cluster-bypass-live-check overrides this: see docs/runbooks/majority-loss.md)",
-			len(live), strings.Join(live, ", "), leader, len(voters))
+			len(live), strings.Join(live, ", "), following, len(voters))
 	}
 	return nil
 }
 
-// peerLeader asks m, at each of its peer URLs in turn, which leader it follows; zero when it does
-// not answer, has no leader, or belongs to another cluster.
-func (s *Server) peerLeader(ctx context.Context, cluster membership.ID, m *membership.Member) membership.ID {
+// peerLeader asks m, at each of its peer URLs in turn, whether it runs in this cluster and which
+// leader it follows (zero for none yet).
+func (s *Server) peerLeader(ctx context.Context, cluster membership.ID, m *membership.Member) (alive bool, leader membership.ID) {
 	for _, u := range m.PeerURLs {
 		info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 		if err != nil {
 			continue
 		}
 		if info.Cluster == nil || info.Cluster.ID != cluster {
-			return 0
+			return false, 0
 		}
-		return info.Leader
+		return true, info.Leader
 	}
-	return 0
+	return false, 0
 }
 
 func nameOf(m *membership.Member) string {
