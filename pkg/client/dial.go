@@ -28,10 +28,19 @@ func (c *Client) connect(ctx context.Context, from int) error {
 	}
 	c.Close()
 	limit := c.dialTimeout
+	var (
+		dctx   context.Context
+		cancel context.CancelFunc
+	)
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
+		// The caller's deadline comes first: dial under it rather than under a timer of the same
+		// length, which could fire a moment before it and make a timeout look like a failure to
+		// connect.
 		limit = time.Until(d)
+		dctx, cancel = context.WithCancel(ctx)
+	} else {
+		dctx, cancel = context.WithTimeout(ctx, limit)
 	}
-	dctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
 	conn, i, tried := c.dialFirst(dctx, from, "no answer within "+limit.Round(time.Millisecond).String())
 	if conn == nil {
