@@ -174,7 +174,8 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 			return se
 		}
 		// A read, or a change not sent: another member may answer what this one could not.
-		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: status.Convert(err).Message(), Answer: se})
+		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: status.Convert(err).Message(), Answer: se,
+			deadline: status.Code(err) == codes.DeadlineExceeded})
 		if ctx.Err() != nil || c.at == len(c.endpoints)-1 {
 			for _, e := range c.endpoints[c.at+1:] {
 				failed = append(failed, EndpointFailure{Endpoint: e, Reason: "not tried: no time left"})
@@ -203,6 +204,7 @@ func answerOr(se *ServerError, err error) error {
 func gaveUp(ctx context.Context, tried []EndpointFailure) error {
 	timedOut := ctx.Err() != nil
 	for i := len(tried) - 1; i >= 0; i-- {
+		timedOut = timedOut || tried[i].deadline
 		if se := tried[i].Answer; se != nil {
 			if !outcomeUnknown(se) {
 				return se
