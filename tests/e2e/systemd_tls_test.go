@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -12,6 +13,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 const systemdDoc = "../../docs/systemd.md"
@@ -95,12 +97,19 @@ func TestSystemdTLSEnvironmentFile(t *testing.T) {
 	}
 
 	root := client(t, m, clientTLS(t, ca, issue(t, ca.Client, "root")))
-	list, err := root.MemberList(ctx(t), &pb.MemberListRequest{Linearizable: true})
+	// The member publishes its name and client URLs once it runs, a moment after it leads.
+	err = proc.Poll(tlsWait, "m4 started", func() (bool, error) {
+		list, err := root.MemberList(ctx(t), &pb.MemberListRequest{Linearizable: true})
+		if err != nil {
+			return true, fmt.Errorf("member list with a client certificate: %v", err)
+		}
+		if ms := list.GetMembers(); len(ms) != 1 || ms[0].GetName() != "m4" || strings.Join(ms[0].GetClientURLs(), ",") != m.ClientURL() {
+			return false, fmt.Errorf("member list: %v", ms)
+		}
+		return true, nil
+	})
 	if err != nil {
-		t.Fatalf("member list with a client certificate: %v", err)
-	}
-	if ms := list.GetMembers(); len(ms) != 1 || ms[0].GetName() != "m4" || strings.Join(ms[0].GetClientURLs(), ",") != m.ClientURL() {
-		t.Fatalf("member list: %v", ms)
+		t.Fatal(err)
 	}
 	if _, err := client(t, m, clientTLS(t, ca, nil)).MemberList(ctx(t), &pb.MemberListRequest{}); err == nil {
 		t.Fatal("member list without a client certificate was answered")
