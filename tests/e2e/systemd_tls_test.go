@@ -3,7 +3,6 @@ package e2e
 import (
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 
@@ -11,7 +10,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
@@ -49,19 +47,7 @@ func envFileFromDoc(t *testing.T) string {
 // EnvironmentFile gives them): TLS with client certificates on both ports, the admin CN set.
 // Only its host's paths and address are replaced by a test CA's files and local ports.
 func TestSystemdTLSEnvironmentFile(t *testing.T) {
-	if buildErr != nil {
-		t.Fatalf("building clusterd: %v", buildErr)
-	}
-	dir := t.TempDir()
-	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.New(cluster.Config{
-		Server: filepath.Join(binDir, "clusterd"), Dir: dir, TLS: ca,
-		Env: []string{"PATH=" + os.Getenv("PATH")}, Logf: t.Logf,
-	})
-	t.Cleanup(c.Close)
+	c, ca := newTLSCluster(t)
 	m, err := c.Alloc("m4")
 	if err != nil {
 		t.Fatal(err)

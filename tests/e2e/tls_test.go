@@ -28,8 +28,9 @@ import (
 
 const tlsWait = 20 * time.Second
 
-// tlsCluster starts n members of a TLS cluster, each with extra flags, and waits for a leader.
-func tlsCluster(t *testing.T, n int, extra ...string) (*cluster.Cluster, *testpki.CA) {
+// newTLSCluster is a TLS cluster with no member yet: a CA of its own, and on failure every
+// member's state and the end of its stderr in the log.
+func newTLSCluster(t *testing.T) (*cluster.Cluster, *testpki.CA) {
 	t.Helper()
 	if buildErr != nil {
 		t.Fatalf("building clusterd: %v", buildErr)
@@ -53,6 +54,13 @@ func tlsCluster(t *testing.T, n int, extra ...string) (*cluster.Cluster, *testpk
 		}
 		c.Close()
 	})
+	return c, ca
+}
+
+// tlsCluster starts n members of a TLS cluster, each with extra flags, and waits for a leader.
+func tlsCluster(t *testing.T, n int, extra ...string) (*cluster.Cluster, *testpki.CA) {
+	t.Helper()
+	c, ca := newTLSCluster(t)
 	if _, err := c.Bootstrap(n, extra); err != nil {
 		t.Fatal(err)
 	}
@@ -380,19 +388,7 @@ func TestTLSRotation(t *testing.T) {
 // A port may listen on plain and TLS URLs side by side, as etcd allows (for a migration). The
 // admin check applies to both: a plain caller has no certificate, so no CN, and may only read.
 func TestTLSBesidePlain(t *testing.T) {
-	if buildErr != nil {
-		t.Fatalf("building clusterd: %v", buildErr)
-	}
-	dir := t.TempDir()
-	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.New(cluster.Config{
-		Server: filepath.Join(binDir, "clusterd"), Dir: dir, TLS: ca,
-		Env: []string{"PATH=" + os.Getenv("PATH")}, Logf: t.Logf,
-	})
-	t.Cleanup(c.Close)
+	c, ca := newTLSCluster(t)
 	m, err := c.Alloc("infra0")
 	if err != nil {
 		t.Fatal(err)

@@ -29,22 +29,13 @@ func TestUnixsListener(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	dir := t.TempDir()
-	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.New(cluster.Config{
-		Server: filepath.Join(binDir, "clusterd"), Dir: dir, TLS: ca,
-		Env: []string{"PATH=" + os.Getenv("PATH")}, Logf: t.Logf,
-	})
-	t.Cleanup(c.Close)
+	c, ca := newTLSCluster(t)
 	m, err := c.Alloc("infra0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	const sockName = "infra0.sock"
-	sock := filepath.Join(dir, sockName)
+	sock := filepath.Join(ca.Dir, sockName)
 	// The member's server certificate, issued again with the socket's name beside its default
 	// SANs and written over the harness's files.
 	srv := issue(t, ca.Server, "infra0", testpki.Hosts(append(testpki.DefaultHosts, sockName)...))
