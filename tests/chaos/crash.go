@@ -76,7 +76,17 @@ func (f *injector) crashPoint(ctx context.Context, sn snapshot) bool {
 		f.c.release(idx, false)
 		return false
 	}
-	f.awaitCrash(ctx, armed, point, armedWithin)
+	// Entries of the fault's own, through another member, so that the armed member has
+	// membership to save (the points after the first write are reached only then) even when the
+	// clients' changes are refused or slow.
+	start := time.Now()
+	for _, other := range idxs {
+		if other != idx {
+			f.driveUntil(ctx, h.id, f.c.clientAddr(other), armed.done, armedWithin)
+			break
+		}
+	}
+	f.awaitCrash(ctx, armed, point, max(armedWithin-time.Since(start), time.Second))
 	f.comeBack(ctx, h)
 	return true
 }

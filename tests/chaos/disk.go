@@ -224,8 +224,13 @@ func (f *injector) fullDisk(ctx context.Context, sn snapshot) bool {
 	}
 	if f.waitApplied(ctx, c.clientAddr(idx), target, 20*time.Second) {
 		c.countStat("full disk: caught up after the space was freed")
+	} else if again.exited() {
+		c.countStat("full disk: not caught up within 20s of the space freed")
+		c.logf("full disk: %s ended again with %s; its log ends:\n%s", again.name, again.status(), again.logTail(5))
 	} else {
 		c.countStat("full disk: not caught up within 20s of the space freed")
+		again.quit(5 * time.Second)
+		c.logf("full disk: %s ran but did not reach index %d; its goroutines:\n%s", again.name, target, again.ownGoroutines())
 	}
 	again.kill()
 	return true
