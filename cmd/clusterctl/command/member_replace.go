@@ -37,7 +37,7 @@ func newMemberReplaceCmd(g *Globals) *cobra.Command {
 reported on stderr:
 
   1. add the new member as a learner, and print the environment its process starts with
-     (member add's output; -w env prints the environment alone);
+     (member add's output; -w env prints the environment alone, -w json a line that holds it);
   2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
      behind, and promote it;
   3. if the old member leads, move leadership to the new member;
@@ -47,11 +47,19 @@ Interrupted anywhere, the same command line run again finds what is done and goe
 with the new name and exactly these peer URLs is taken as added (its environment is printed
 again), a voter as promoted, an old member that is gone as removed.
 
+With -w json, stdout holds one JSON object a line as the steps are done: an "added" line as soon as
+the learner is added or found added, with the environment under "env", so that a script can start
+the new member while the command waits; and a "replaced" line at the end, with the old and the new
+member and every step's state (done, doneAlready, notNeeded).
+
 With --dry-run (clusterd only), clusterd judges the add and the removal against the cluster now,
 and clusterctl prints the voters, quorum and fault tolerance after each step. Against clusterd the
 same check runs before the first change, and a plan that would be refused changes nothing.`,
 		Example: `  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w env > infra3.env
-  # on 10.0.0.4: env $(cat infra3.env) clusterd --data-dir ... (the command waits for it)
+  # on 10.0.0.4: (set -a; . ./infra3.env; exec clusterd --data-dir ...) (the command waits for it)
+
+  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w json > replace.jsonl
+  # its first line, printed before the wait: jq -r 'select(.event == "added").env' replace.jsonl
 
   clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
 		Args:              cobra.ArbitraryArgs,
