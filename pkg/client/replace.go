@@ -133,7 +133,8 @@ const (
 	StepRemove  = "remove"
 )
 
-// PlanStep is one step of a replacement and the voting configuration after it.
+// PlanStep is one step of a replacement: in a plan, with the voting configuration after it; in
+// member replace's result, as the run found or made it (neither Done nor Skip: made by this run).
 type PlanStep struct {
 	Action string
 	// Who names the member the step is about.
@@ -153,9 +154,12 @@ type PlanStep struct {
 // ReplacePlan is the verdict on a replacement: the configuration now and after each step.
 type ReplacePlan struct {
 	ClusterID uint64
-	Old       Member
-	OldGone   bool
-	New       Member
+	// OldRef names the member to replace as the command line did; Old is that member, or, once
+	// it is gone (OldGone), a member with OldRef for its name and no ID.
+	OldRef  string
+	Old     Member
+	OldGone bool
+	New     Member
 	// Now is nil when it was not counted (every step but the promotion done already).
 	Now   *QuorumReport
 	Steps []PlanStep
@@ -169,7 +173,7 @@ type ReplacePlan struct {
 // counted on from the add's report, with the new member started and caught up, as the
 // replacement waits for that. It needs clusterd (a *DryRunUnsupportedError otherwise).
 func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string, peerURLs []string) (*ReplacePlan, error) {
-	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldGone: r.Old == nil}
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil}
 	p.Old = Member{Name: r.OldRef}
 	if r.Old != nil {
 		p.Old = *r.Old

@@ -19,6 +19,9 @@
 //   - The phase-two environment names every member, the new one included, sorted by name and
 //     then ID, with every value double-quoted so that the same lines work with eval, in a
 //     systemd EnvironmentFile= and, as docs/output.md explains, in Environment=.
+//   - member replace's json is one whole object a line, written as its steps are made: the line
+//     with the environment comes before the command waits for the new member, so a script can
+//     start it; stdout holds nothing else.
 //   - A dry run prints in simple or json only. Its simple output is a fixed block whose last line
 //     is the verdict, "would be accepted" or "would be refused: <the server's message>".
 //   - Printing writes to the writer given and nowhere else.

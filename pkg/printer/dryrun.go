@@ -141,9 +141,7 @@ func jsonDryRun(w io.Writer, k Kind, r *client.DryRun) error {
 		Before:        toQuorumJSON(r.Before),
 		After:         toQuorumJSON(r.After),
 		Accepted:      r.Err == nil,
-	}
-	if r.Err != nil {
-		j.Refusal = r.Err.Error()
+		Refusal:       refusal(r.Err),
 	}
 	return writeJSON(w, j)
 }

@@ -70,8 +70,9 @@ var kinds = map[Kind]struct {
 	MoveLeader:      {"move-leader", []Format{Simple, JSON}, nil},
 	Version:         {"version", []Format{Simple, JSON}, nil},
 	// member replace prints member add's output for its add, and in simple the success line of
-	// each later step; its --dry-run is a plan of several steps (ReplacePlan).
-	MemberReplace: {"member replace", []Format{Simple, Env}, []Format{Simple}},
+	// each later step; in json one line after the add and one at the end (replace.go); its
+	// --dry-run is a plan of several steps (ReplacePlan).
+	MemberReplace: {"member replace", []Format{Simple, JSON, Env}, []Format{Simple, JSON}},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

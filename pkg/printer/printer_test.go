@@ -237,10 +237,14 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 	case Version:
 		return p.Version(&b, &Versions{})
 	case MemberReplace:
-		if err := p.ReplaceAdd(&b, addResult(true)); err != nil {
+		r, answers := replaced()
+		if err := p.ReplaceAdd(&b, r); err != nil {
 			return err
 		}
-		return p.ReplaceChange(&b, MemberRemove, changeResult())
+		if err := p.ReplaceChange(&b, MemberRemove, answers[MemberRemove]); err != nil {
+			return err
+		}
+		return p.ReplaceDone(&b, r)
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

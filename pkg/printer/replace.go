@@ -9,25 +9,68 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 )
 
-// ReplaceAdd prints the add of member replace: member add's output, in simple and env alike, so
-// that the environment a script reads is exactly member add's.
-func (p Printer) ReplaceAdd(w io.Writer, r *client.AddResult) error {
+// ReplaceResult is what member replace has found and made so far: what its JSON lines print,
+// after the add and at the end.
+type ReplaceResult struct {
+	// OldRef names the member to replace as the command line did; Old is that member as the
+	// first member list showed it, nil when it was gone before this run.
+	OldRef string
+	Old    *client.Member
+	// Added is member add's answer, or, when an earlier run added the member, the answer that
+	// add would have given (client.AddedResult): the environment the new member starts with.
+	Added *client.AddResult
+	// Latest is the latest answer's header and members: the configuration as far as the
+	// replacement has gone.
+	Latest client.ListResult
+	// Steps are the steps found or made so far, in order.
+	Steps []client.PlanStep
+}
+
+// Record adds step s, and answer, the server's answer to it, as the latest; answer is nil for
+// a step that sent nothing.
+func (r *ReplaceResult) Record(s client.PlanStep, answer *client.ChangeResult) {
+	r.Steps = append(r.Steps, s)
+	if answer != nil {
+		r.Latest = client.ListResult{Header: answer.Header, Members: answer.Members}
+	}
+}
+
+// ReplaceAdd prints the add of member replace, as soon as it is made or found made: member add's
+// output in simple and env, so that the environment a script reads is exactly member add's; in
+// json, the first line, event "added".
+func (p Printer) ReplaceAdd(w io.Writer, r *ReplaceResult) error {
 	if err := p.Check(MemberReplace); err != nil {
 		return err
 	}
-	return p.add(w, r)
+	if p.format == JSON {
+		return writeJSON(w, toReplaceJSON("added", r))
+	}
+	return p.add(w, r.Added)
 }
 
 // ReplaceChange prints a later step of member replace (promote or remove, as k says): the
-// command's own success line in simple, nothing in env, whose output is the environment alone.
+// command's own success line in simple; nothing in env, whose output is the environment alone,
+// nor in json, whose last line says every step.
 func (p Printer) ReplaceChange(w io.Writer, k Kind, r *client.ChangeResult) error {
 	if err := p.Check(MemberReplace); err != nil {
 		return err
 	}
-	if p.format == Env {
+	if p.format != Simple {
 		return nil
 	}
 	return p.change(w, k, r)
+}
+
+// ReplaceDone prints the end of a member replace that made or found every step: in json, the
+// last line, event "replaced"; nothing in simple and env, which said each step as it was made.
+func (p Printer) ReplaceDone(w io.Writer, r *ReplaceResult) error {
+	if err := p.Check(MemberReplace); err != nil {
+		return err
+	}
+	if p.format != JSON {
+		return nil
+	}
+	return writeJSON(w, toReplaceJSON("replaced", r))
 }
 
 // stepWords say what each step of a replacement does, in the plan's rows.
@@ -38,11 +81,15 @@ var stepWords = map[string]string{
 	client.StepRemove:  "remove %s",
 }
 
-// ReplacePlan prints the verdict of member replace --dry-run: the voting configuration now and
-// after each step, and, as the last line, the verdict a script can test with tail -n1.
+// ReplacePlan prints the verdict of member replace --dry-run: in simple, the voting
+// configuration now and after each step, and, as the last line, the verdict a script can test
+// with tail -n1; in json, one object with the same facts.
 func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 	if err := p.CheckDryRun(MemberReplace); err != nil {
 		return err
+	}
+	if p.format == JSON {
+		return writeJSON(w, toReplacePlanJSON(r))
 	}
 	var b bytes.Buffer
 	id := func(m client.Member) string {
@@ -94,4 +141,127 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 		b.WriteString("would be accepted\n")
 	}
 	return flush(w, &b)
+}
+
+// member replace's JSON schema (docs/output.md): never rename a field. The objects, the header
+// and the environment are those of member add's, under the same keys.
+
+type replaceStepJSON struct {
+	Action string `json:"action"`
+	State  string `json:"state"`
+}
+
+type replaceJSON struct {
+	Event   string            `json:"event"`
+	Header  headerJSON        `json:"header"`
+	OldRef  string            `json:"oldRef"`
+	Old     *memberJSON       `json:"old"`
+	New     memberJSON        `json:"new"`
+	Members []memberJSON      `json:"members"`
+	Env     environment       `json:"env"`
+	Steps   []replaceStepJSON `json:"steps"`
+}
+
+type replacePlanStepJSON struct {
+	replaceStepJSON
+	After    *quorumJSON `json:"after"`
+	Accepted bool        `json:"accepted"`
+	Refusal  string      `json:"refusal"`
+}
+
+type replacePlanJSON struct {
+	DryRun    bool                  `json:"dryRun"`
+	Change    string                `json:"change"`
+	ClusterID string                `json:"cluster_id"`
+	OldRef    string                `json:"oldRef"`
+	Old       *memberJSON           `json:"old"`
+	Name      string                `json:"name"`
+	PeerURLs  []string              `json:"peerURLs"`
+	New       *memberJSON           `json:"new"`
+	Before    *quorumJSON           `json:"before"`
+	Steps     []replacePlanStepJSON `json:"steps"`
+	Accepted  bool                  `json:"accepted"`
+	Refusal   string                `json:"refusal"`
+}
+
+// stepState is a step's state in the JSON: doneAlready for one an earlier run made, notNeeded
+// for one skipped, and otherwise made, which is "done" in a result and "pending" in a plan.
+func stepState(s client.PlanStep, made string) replaceStepJSON {
+	state := made
+	switch {
+	case s.Done:
+		state = "doneAlready"
+	case s.Skip:
+		state = "notNeeded"
+	}
+	return replaceStepJSON{Action: s.Action, State: state}
+}
+
+// refusal is the server's message for a refused step or plan, "" for an accepted one.
+func refusal(err error) string {
+	if err == nil {
+		return ""
+	}
+	return err.Error()
+}
+
+func toReplaceJSON(event string, r *ReplaceResult) replaceJSON {
+	j := replaceJSON{
+		Event:   event,
+		Header:  toJSONHeader(r.Latest.Header),
+		OldRef:  r.OldRef,
+		New:     toJSONMember(r.Added.Member),
+		Members: toJSONMembers(r.Latest.Members),
+		Env:     newEnvironment(r.Added),
+		Steps:   make([]replaceStepJSON, len(r.Steps)),
+	}
+	if r.Old != nil {
+		old := toJSONMember(*r.Old)
+		j.Old = &old
+	}
+	// The new member as the latest answer has it (a voter once promoted), under the name it was
+	// added with, which etcd does not know before the member starts.
+	for _, m := range r.Latest.Members {
+		if m.ID == r.Added.ID {
+			m.Name = r.Added.Member.Name
+			j.New = toJSONMember(m)
+		}
+	}
+	for i, s := range r.Steps {
+		j.Steps[i] = stepState(s, "done")
+	}
+	return j
+}
+
+func toReplacePlanJSON(r *client.ReplacePlan) replacePlanJSON {
+	j := replacePlanJSON{
+		DryRun:    true,
+		Change:    "replace",
+		ClusterID: client.FormatID(r.ClusterID),
+		OldRef:    r.OldRef,
+		Name:      r.New.Name,
+		PeerURLs:  nonNil(r.New.PeerURLs),
+		Before:    toQuorumJSON(r.Now),
+		Steps:     make([]replacePlanStepJSON, len(r.Steps)),
+		Accepted:  r.Err == nil,
+		Refusal:   refusal(r.Err),
+	}
+	// A member the cluster does not have is null: a gone old member, a new one not yet added.
+	if !r.OldGone {
+		old := toJSONMember(r.Old)
+		j.Old = &old
+	}
+	if r.New.ID != 0 {
+		m := toJSONMember(r.New)
+		j.New = &m
+	}
+	for i, s := range r.Steps {
+		j.Steps[i] = replacePlanStepJSON{
+			replaceStepJSON: stepState(s, "pending"),
+			After:           toQuorumJSON(s.After),
+			Accepted:        s.Err == nil,
+			Refusal:         refusal(s.Err),
+		}
+	}
+	return j
 }

@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -33,13 +34,15 @@ import (
 //	member alloc NAME
 //	    Give NAME free ports and a data dir (not created) and export EP_, PEER_, DATA_,
 //	    CLIENTPORT_ and PEERPORT_<name>.
-//	member start NAME [-env FILE] [-raw] [server flags...]
+//	member start NAME [-env FILE | -json FILE] [-raw] [server flags...]
 //	    Start NAME (allocating it if needed) without waiting. With -env, the variables in FILE
 //	    (the output of `member add -w env`, read as a shell and systemd read it) are its
 //	    environment and only --data-dir, --listen-peer-urls, --listen-client-urls and
 //	    --advertise-client-urls are added as flags, so the printed environment is tested
-//	    verbatim. Without -env, --name and --initial-advertise-peer-urls are added too. With
-//	    -raw, no flag at all is added. stdout and stderr go to $WORK/NAME.stdout and .stderr.
+//	    verbatim. -json is the same with the "env" object of the first line of FILE that has one
+//	    (the output of `member add -w json` or `member replace -w json`). Without either,
+//	    --name and --initial-advertise-peer-urls are added too. With -raw, no flag at all is
+//	    added. stdout and stderr go to $WORK/NAME.stdout and .stderr.
 //	member restart NAME
 //	    Start NAME again with the flags and environment of its latest start.
 //	member kill NAME
@@ -74,6 +77,9 @@ import (
 //	    Issue another client certificate; export CERT_<CN> and KEY_<CN>.
 //	ports N
 //	    Export PORT0..PORT<N-1>: free ports on 127.0.0.1.
+//	jsonl [-count=N] FILE
+//	    Check that every line of FILE (stdout and stderr: the last command's) is one JSON object
+//	    and nothing else, as -w json prints them; with -count, that there are exactly N lines.
 //	exits [-timeout=D] CODE PROGRAM [ARGS...]
 //	    Run PROGRAM and check its exit status is CODE (0 included). stdout and stderr are kept for
 //	    the stdout, stderr and cmp commands, as after exec.
@@ -91,6 +97,7 @@ func commands() map[string]func(ts *testscript.TestScript, neg bool, args []stri
 		"wait-no-leader": cmdWaitNoLeader,
 		"ports":          cmdPorts,
 		"tls":            cmdTLS,
+		"jsonl":          cmdJSONL,
 		"exits":          cmdExits,
 		"retry":          cmdRetry,
 	}
@@ -335,8 +342,12 @@ func memberStart(ts *testscript.TestScript, c *cluster.Cluster, args []string) {
 	base := m.BaseArgs()
 	// A bounded loop over the harness's own options, which come before the server's flags.
 	for len(args) > 0 {
-		if args[0] == "-env" && len(args) > 1 {
-			env, err = cluster.ReadEnvFile(ts.MkAbs(args[1]))
+		if (args[0] == "-env" || args[0] == "-json") && len(args) > 1 {
+			read := cluster.ReadEnvFile
+			if args[0] == "-json" {
+				read = cluster.ReadJSONEnv
+			}
+			env, err = read(ts.MkAbs(args[1]))
 			ts.Check(err)
 			base = m.ListenArgs()
 			args = args[2:]
@@ -419,6 +430,36 @@ func execBounded(ts *testscript.TestScript, timeout time.Duration, args []string
 		return code, fmt.Errorf("%s did not finish within %v", args[0], timeout)
 	}
 	return code, nil
+}
+
+func cmdJSONL(ts *testscript.TestScript, neg bool, args []string) {
+	noNeg(ts, neg, "jsonl")
+	count := -1
+	if len(args) > 0 && strings.HasPrefix(args[0], "-count=") {
+		n, err := strconv.Atoi(strings.TrimPrefix(args[0], "-count="))
+		ts.Check(err)
+		count, args = n, args[1:]
+	}
+	if len(args) != 1 {
+		ts.Fatalf("usage: jsonl [-count=N] FILE")
+	}
+	text := ts.ReadFile(args[0])
+	if text != "" && !strings.HasSuffix(text, "\n") {
+		ts.Fatalf("%s: the last line has no newline", args[0])
+	}
+	lines := strings.Split(strings.TrimSuffix(text, "\n"), "\n")
+	if text == "" {
+		lines = nil
+	}
+	for i, line := range lines {
+		var v map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(line), &v); err != nil || v == nil {
+			ts.Fatalf("%s: line %d is not one JSON object (%v): %s", args[0], i+1, err, line)
+		}
+	}
+	if count >= 0 && len(lines) != count {
+		ts.Fatalf("%s: %d lines, want %d", args[0], len(lines), count)
+	}
 }
 
 func cmdExits(ts *testscript.TestScript, neg bool, args []string) {

@@ -37,7 +37,7 @@ func newMemberReplaceCmd(g *Globals) *cobra.Command {
 reported on stderr:
 
   1. add the new member as a learner, and print the environment its process starts with
-     (member add's output; -w env prints the environment alone);
+     (member add's output; -w env prints the environment alone, -w json a line that holds it);
   2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
      behind, and promote it;
   3. if the old member leads, move leadership to the new member;
@@ -47,11 +47,19 @@ Interrupted anywhere, the same command line run again finds what is done and goe
 with the new name and exactly these peer URLs is taken as added (its environment is printed
 again), a voter as promoted, an old member that is gone as removed.
 
+With -w json, stdout holds one JSON object a line as the steps are done: an "added" line as soon as
+the learner is added or found added, with the environment under "env", so that a script can start
+the new member while the command waits; and a "replaced" line at the end, with the old and the new
+member and every step's state (done, doneAlready, notNeeded).
+
 With --dry-run (clusterd only), clusterd judges the add and the removal against the cluster now,
 and clusterctl prints the voters, quorum and fault tolerance after each step. Against clusterd the
 same check runs before the first change, and a plan that would be refused changes nothing.`,
 		Example: `  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w env > infra3.env
-  # on 10.0.0.4: env $(cat infra3.env) clusterd --data-dir ... (the command waits for it)
+  # on 10.0.0.4: (set -a; . ./infra3.env; exec clusterd --data-dir ...) (the command waits for it)
+
+  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w json > replace.jsonl
+  # its first line, printed before the wait: jq -r 'select(.event == "added").env' replace.jsonl
 
   clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
 		Args:              cobra.ArbitraryArgs,
@@ -110,22 +118,27 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	if err := o.checkPlan(ctx, c, r); err != nil || o.DryRun {
 		return err
 	}
-	newID, err := o.add(ctx, c, r)
-	if err != nil {
+	res := &printer.ReplaceResult{OldRef: o.OldRef, Old: r.Old, Latest: *r.List}
+	if err := o.add(ctx, c, r, res); err != nil {
 		return err
 	}
-	if err := o.promote(ctx, c, r, newID); err != nil {
+	if err := o.promote(ctx, c, r, res); err != nil {
 		return err
 	}
 	if r.Old == nil {
 		o.step(3, "%s is gone already: leadership not moved", o.OldRef)
+		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
 		o.step(4, "%s is gone already: removal skipped", o.OldRef)
-		return nil
+		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+	} else {
+		if err := o.moveLeader(ctx, c, r.OldID, res); err != nil {
+			return err
+		}
+		if err := o.remove(ctx, c, r.OldID, res); err != nil {
+			return err
+		}
 	}
-	if err := o.moveLeader(ctx, c, r.OldID, newID); err != nil {
-		return err
-	}
-	return o.remove(ctx, c, r.OldID)
+	return o.Printer.ReplaceDone(o.Out, res)
 }
 
 // find reads where the replacement stands from one linearizable member list.
@@ -161,33 +174,39 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 }
 
 // add adds the new member as a learner unless it is there already, and prints member add's
-// output either way. It returns the new member's ID.
-func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement) (uint64, error) {
+// output either way (in json, the line with the environment).
+func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	if r.New != nil {
 		o.step(1, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
-		return r.New.ID, o.Printer.ReplaceAdd(o.Out, client.AddedResult(r.List, *r.New, o.Name))
+		res.Added = client.AddedResult(r.List, *r.New, o.Name)
+		res.Record(client.PlanStep{Action: client.StepAdd, Done: true}, nil)
+		return o.Printer.ReplaceAdd(o.Out, res)
 	}
 	added, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, true)
 	if err != nil {
-		return 0, err
+		return err
 	}
 	o.step(1, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
-	return added.ID, o.Printer.ReplaceAdd(o.Out, added)
+	res.Added = added
+	res.Record(client.PlanStep{Action: client.StepAdd}, &added.ChangeResult)
+	return o.Printer.ReplaceAdd(o.Out, res)
 }
 
 // promote waits for the new member to catch up and promotes it, unless it is a voter already.
-func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, id uint64) error {
+func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
+	id := res.Added.ID
 	if r.New != nil && !r.New.IsLearner {
 		o.step(2, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
+		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
 		return nil
 	}
 	deadline := time.Now().Add(o.WaitTimeout)
-	res, err := o.promoteOnce(ctx, c, id)
+	promoted, err := o.promoteOnce(ctx, c, id)
 	if errors.Is(err, client.ErrLearnerNotReady) {
 		fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-		res, err = o.promoteUntil(ctx, c, id, deadline, func(attempt int) time.Duration {
+		promoted, err = o.promoteUntil(ctx, c, id, deadline, func(attempt int) time.Duration {
 			return min(replaceFirstRetry<<min(attempt, 8), promoteRetryInterval)
 		})
 	}
@@ -195,11 +214,12 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		return err
 	}
 	o.step(2, "promoted %s (%s)", o.Name, client.FormatID(id))
-	return o.Printer.ReplaceChange(o.Out, printer.MemberPromote, res)
+	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
+	return o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
 }
 
 // moveLeader hands leadership from the old member to the new one when the old one leads.
-func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, oldID, newID uint64) error {
+func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	// Asked again: leadership may have moved while the new member caught up.
@@ -213,31 +233,36 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 	}
 	if !leads {
 		o.step(3, "%s does not lead: leadership not moved", o.OldRef)
+		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
 		return nil
 	}
 	url, err := clientURLOf(list.Members, oldID)
 	if err != nil {
 		return err
 	}
+	newID := res.Added.ID
 	if _, err := c.MoveLeader(ctx, url, newID); err != nil {
 		return err
 	}
 	o.step(3, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
+	res.Record(client.PlanStep{Action: client.StepMove}, nil)
 	return nil
 }
 
 // remove removes the old member; one that is gone already counts as removed.
-func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64) error {
+func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	res, err := c.MemberRemove(ctx, oldID)
+	removed, err := c.MemberRemove(ctx, oldID)
 	if errors.Is(err, client.ErrMemberNotFound) {
 		o.step(4, "%s is gone already: removal skipped", o.OldRef)
+		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
 		return nil
 	}
 	if err != nil {
 		return err
 	}
 	o.step(4, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
-	return o.Printer.ReplaceChange(o.Out, printer.MemberRemove, res)
+	res.Record(client.PlanStep{Action: client.StepRemove}, removed)
+	return o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
 }

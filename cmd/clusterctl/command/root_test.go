@@ -340,3 +340,23 @@ func TestWriteOutFlagOverEnvironment(t *testing.T) {
 		t.Errorf("flag over environment: exit %d, %q; want 2 (format accepted, nothing listening)", code, stderr)
 	}
 }
+
+// TestWriteOutCompletion: -w offers the formats the command being completed prints, from the
+// printer's table, so a format a command gains is offered with no change here.
+func TestWriteOutCompletion(t *testing.T) {
+	noSettingsFromEnv(t)
+	tests := []struct {
+		args []string
+		want string
+	}{
+		{[]string{"member", "replace", "infra1", "infra3", "-w", ""}, "simple\njson\nenv\n:4\n"},
+		{[]string{"member", "replace", "-w", "j"}, "json\n:4\n"},
+		{[]string{"member", "list", "-w", ""}, "simple\ntable\njson\n:4\n"},
+	}
+	for _, tt := range tests {
+		stdout, _, code := runArgs(append([]string{"__complete"}, tt.args...)...)
+		if code != 0 || stdout != tt.want {
+			t.Errorf("__complete %q: exit %d, %q; want %q", tt.args, code, stdout, tt.want)
+		}
+	}
+}

@@ -253,7 +253,9 @@ func TestMemberReplaceValidate(t *testing.T) {
 	}{
 		{"ok", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, false, time.Minute, ""},
 		{"env", []string{"infra1", "infra3"}, "http://a:1", printer.Env, false, time.Minute, ""},
+		{"json", []string{"infra1", "infra3"}, "http://a:1", printer.JSON, false, time.Minute, ""},
 		{"dry run", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, true, time.Minute, ""},
+		{"json dry run", []string{"infra1", "infra3"}, "http://a:1", printer.JSON, true, time.Minute, ""},
 		{"no old", nil, "http://a:1", printer.Simple, false, time.Minute, "member ID is not provided"},
 		{"no new name", []string{"infra1"}, "http://a:1", printer.Simple, false, time.Minute, "member name not provided"},
 		{"same name", []string{"infra1", "infra1"}, "http://a:1", printer.Simple, false, time.Minute,
@@ -265,9 +267,9 @@ func TestMemberReplaceValidate(t *testing.T) {
 			`member name "a,b" must not contain ',' or '=', which separate --initial-cluster's entries`},
 		{"zero wait", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, false, 0, "--wait-timeout must be positive, not 0s"},
 		{"table", []string{"infra1", "infra3"}, "http://a:1", printer.Table, false, time.Minute,
-			`output format "table" is not supported by member replace (supported: simple, env)`},
+			`output format "table" is not supported by member replace (supported: simple, json, env)`},
 		{"env dry run", []string{"infra1", "infra3"}, "http://a:1", printer.Env, true, time.Minute,
-			`output format "env" is not supported by member replace --dry-run (supported: simple)`},
+			`output format "env" is not supported by member replace --dry-run (supported: simple, json)`},
 	}
 	for _, tt := range tests {
 		o := &memberReplaceOptions{Globals: globals(t, tt.format), PeerURLsFlag: tt.urls, DryRun: tt.dryRun, WaitTimeout: tt.wait}

@@ -3,10 +3,13 @@ package cluster
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -441,6 +444,36 @@ func (c *Cluster) Describe() string {
 	}
 	sort.Strings(lines)
 	return strings.Join(lines, "\n")
+}
+
+// ReadJSONEnv reads the variables from the JSON lines that `member add -w json` or `member
+// replace -w json` printed into a file: the "env" object of the first line that has one, its
+// values as they are. Every line up to that one must be a JSON object.
+func ReadJSONEnv(path string) ([]string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return nil, err
+	}
+	for i, line := range strings.SplitAfter(string(b), "\n") {
+		if line == "" {
+			break
+		}
+		var v struct {
+			Env map[string]string `json:"env"`
+		}
+		if err := json.Unmarshal([]byte(line), &v); err != nil {
+			return nil, fmt.Errorf("%s: line %d: %v", path, i+1, err)
+		}
+		if v.Env == nil {
+			continue
+		}
+		var env []string
+		for _, k := range slices.Sorted(maps.Keys(v.Env)) {
+			env = append(env, k+"="+v.Env[k])
+		}
+		return env, nil
+	}
+	return nil, fmt.Errorf("%s: no line with an \"env\" object", path)
 }
 
 // ReadEnvFile reads the variables that `member add -w env` printed into a file.
