@@ -4,72 +4,20 @@ package interop
 // authentication, then with etcd's auth enabled on it as well.
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
-
-// tlsDiscovery is a one-member etcd discovery service over TLS and the client certificate that
-// clusterctl and the members present to it.
-type tlsDiscovery struct {
-	ca       *testpki.CA
-	client   *testpki.Pair
-	endpoint string // https://127.0.0.1:PORT
-}
-
-func startTLSDiscoveryService(t *testing.T) tlsDiscovery {
-	t.Helper()
-	needBinaries(t)
-	ca, err := testpki.NewCA(t.TempDir(), "discovery-ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Client("discovery-client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.New(cluster.Config{
-		Server: etcd.Etcd,
-		Dir:    t.TempDir(),
-		Env:    []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
-		Token:  "discovery-service",
-		Logf:   t.Logf,
-		TLS:    ca,
-	})
-	t.Cleanup(c.Close)
-	ms, err := c.Bootstrap(1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.WaitLeader(waitTimeout); err != nil {
-		t.Fatal(err)
-	}
-	return tlsDiscovery{ca: ca, client: client, endpoint: ms[0].ClientURL()}
-}
-
-// ctl is clusterctl with the discovery service's endpoint and TLS flags.
-func (d tlsDiscovery) ctl(t *testing.T) cli {
-	return cli{t: t, pre: []string{"--endpoints=" + d.endpoint, "--cacert=" + d.ca.CertFile,
-		"--cert=" + d.client.CertFile, "--key=" + d.client.KeyFile}}
-}
-
-// memberFlags are a member's --discovery-* TLS flags.
-func (d tlsDiscovery) memberFlags() []string {
-	return []string{"--discovery-cacert=" + d.ca.CertFile, "--discovery-cert=" + d.client.CertFile,
-		"--discovery-key=" + d.client.KeyFile}
-}
 
 // TestDiscoveryOverTLS: clusterctl creates a token over TLS and prints the members' TLS lines;
 // three clusterd members started at once, two with the --discovery-* TLS flags and one from the
 // printed lines alone, form one cluster; discovery status shows them. A token reused exits 11, an
 // unknown one 10, and a clusterctl without --cacert exits 20.
 func TestDiscoveryOverTLS(t *testing.T) {
-	d := startTLSDiscoveryService(t)
+	d := startDiscoveryService(t, "https")
 	ctl := d.ctl(t)
 	r := ctl.run("discovery", "new", "--size=3", "-w", "env")
 	if r.code != 0 {
@@ -170,19 +118,8 @@ func sameMembers(t *testing.T, c *cluster.Cluster) {
 // token and a clusterd member registers with --discovery-user and --discovery-password; a wrong
 // password is refused in one line by both, the password printed by neither.
 func TestDiscoveryOverTLSWithAuth(t *testing.T) {
-	d := startTLSDiscoveryService(t)
-	etcdctl := func(args ...string) {
-		t.Helper()
-		r := runCLI(t, etcd.Etcdctl, append([]string{"--endpoints=" + d.endpoint, "--cacert=" + d.ca.CertFile,
-			"--cert=" + d.client.CertFile, "--key=" + d.client.KeyFile}, args...)...)
-		if r.code != 0 {
-			t.Fatalf("etcdctl %s: %v", strings.Join(args, " "), r)
-		}
-	}
-	etcdctl("role", "add", "root")
-	etcdctl("user", "add", "root:rootpw")
-	etcdctl("user", "grant-role", "root", "root")
-	etcdctl("auth", "enable")
+	d := startDiscoveryService(t, "https")
+	d.enableAuth(t)
 
 	ctl := d.ctl(t)
 	wrong := ctl.run("--user=root", "--password=nope", "discovery", "new", "--size=1")
@@ -194,29 +131,19 @@ func TestDiscoveryOverTLSWithAuth(t *testing.T) {
 		t.Fatalf("root discovery new: %v", r)
 	}
 	token := strings.TrimSpace(r.stdout)
-	ep := strings.TrimPrefix(d.endpoint, "https://")
+	ep := d.addr
 
 	c := clusterdCluster(t)
 	startWithToken(t, c, "bad", ep, token, append(d.memberFlags(), "--discovery-user=root", "--discovery-password=nope")...)
-	exit, err := c.WaitExit("bad", waitTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, _ := c.Member("bad")
-	stderr, _ := os.ReadFile(bad.Stderr)
-	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
-	last := lines[len(lines)-1]
+	exit, last, stderr := refusal(t, c, "bad")
 	if exit.Code != 1 || !strings.HasPrefix(last, "clusterd: discovery: the discovery service at "+ep+" refused the credentials (etcdserver: authentication failed, invalid user ID or password)") ||
 		!strings.Contains(last, "check --discovery-user and --discovery-password") {
-		t.Errorf("wrong password: %v\n%s", exit, stderr)
+		t.Errorf("wrong password: %v: %s", exit, last)
 	}
-	t.Logf("clusterd with a wrong password: %s", last)
-	if strings.Contains(string(stderr), "nope") {
+	if strings.Contains(stderr, "nope") {
 		t.Errorf("the password was printed:\n%s", stderr)
 	}
-	if _, err := os.Stat(bad.DataDir + "/member.db"); err == nil {
-		t.Errorf("the refused member wrote %s", bad.DataDir)
-	}
+	nothingWritten(t, c, "bad")
 
 	startWithToken(t, c, "infra0", ep, token, append(d.memberFlags(), "--discovery-user=root", "--discovery-password=rootpw")...)
 	if err := c.WaitStarted(2*waitTimeout, "infra0"); err != nil {
