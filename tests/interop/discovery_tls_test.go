@@ -1,7 +1,8 @@
 package interop
 
 // Discovery through an etcd 3.7.1 discovery service that serves TLS with client-certificate
-// authentication, then with etcd's auth enabled on it as well.
+// authentication, then with etcd's auth enabled on it as well; and users without the root role
+// on a service with etcd's auth, over plain http and TLS.
 
 import (
 	"path/filepath"
@@ -154,5 +155,75 @@ func TestDiscoveryOverTLSWithAuth(t *testing.T) {
 		return strings.Contains(st.stdout, "registered: 1\n") && strings.Contains(st.stdout, ", infra0, "), nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDiscoveryRefusesANonRootUser, over a plain and a TLS discovery service with etcd's auth on:
+// a user without the root role is refused by clusterctl (exit 21, one Error: line) and by clusterd
+// (one line that says permission denied and what to grant), and writes nothing. A user without
+// any role is refused the reads; one whose role may only read the registry is refused the write:
+// discovery status works for it, discovery new and clusterd's registration do not. Granted what
+// the line says, the refused member starts.
+func TestDiscoveryRefusesANonRootUser(t *testing.T) {
+	for _, scheme := range discoverySchemes {
+		t.Run(scheme, func(t *testing.T) {
+			d := startDiscoveryService(t, scheme)
+			d.etcdctl(t, "user", "add", "nobody:nobodypw")
+			d.etcdctl(t, "role", "add", "registry-reader")
+			d.etcdctl(t, "role", "grant-permission", "--prefix", "registry-reader", "read", "/_etcd/registry/")
+			d.etcdctl(t, "user", "add", "reader:readerpw")
+			d.etcdctl(t, "user", "grant-role", "reader", "registry-reader")
+			d.enableAuth(t)
+			root := []string{"--user=root", "--password=rootpw"}
+			token := d.newToken(t, 1, root...)
+			c := clusterdCluster(t)
+			for _, tt := range []struct {
+				user, password string
+				status         int // discovery status's exit code
+			}{
+				{"nobody", "nobodypw", 21},
+				{"reader", "readerpw", 0},
+			} {
+				ctl := d.ctl(t, "--user="+tt.user, "--password="+tt.password)
+				if r := ctl.run("discovery", "new", "--size=3"); r.code != 21 || r.stderr != "Error: etcdserver: permission denied\n" || r.stdout != "" {
+					t.Errorf("%s: discovery new: %v", tt.user, r)
+				}
+				r := ctl.run("discovery", "status", token)
+				switch {
+				case r.code != tt.status:
+					t.Errorf("%s: discovery status: %v; want exit %d", tt.user, r, tt.status)
+				case r.code == 21 && (r.stderr != "Error: etcdserver: permission denied\n" || r.stdout != ""):
+					t.Errorf("%s: discovery status: %v", tt.user, r)
+				}
+
+				startWithToken(t, c, tt.user, d.addr, token, append(d.memberFlags(), "--discovery-user="+tt.user, "--discovery-password="+tt.password)...)
+				exit, line, stderr := refusal(t, c, tt.user)
+				if exit.Code != 1 || !strings.HasPrefix(line, "clusterd: discovery: the discovery service at "+d.addr+` refused user "`+tt.user+`" the keys of discovery token "`+token+`" (etcdserver: permission denied); nothing was registered`) ||
+					!strings.Contains(line, "readwrite on the keys with prefix /_etcd/registry/"+token+"/") {
+					t.Errorf("%s: clusterd: %v: %s", tt.user, exit, line)
+				}
+				t.Logf("clusterd as %s: %s", tt.user, line)
+				if strings.Contains(stderr, tt.password) {
+					t.Errorf("%s: the password was printed:\n%s", tt.user, stderr)
+				}
+				nothingWritten(t, c, tt.user)
+			}
+			rootCtl := d.ctl(t, root...)
+			if st := rootCtl.run("discovery", "status", token); st.code != 0 || !strings.HasSuffix(st.stdout, "registered: 0\n") {
+				t.Errorf("a refused member registered: %v", st)
+			}
+
+			// What the line says to grant is enough: the reader's member starts, alone in its cluster.
+			d.etcdctl(t, "--user=root:rootpw", "role", "grant-permission", "--prefix", "registry-reader", "readwrite", "/_etcd/registry/"+token+"/")
+			if err := c.Restart("reader"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitStarted(waitTimeout, "reader"); err != nil {
+				t.Fatal(err)
+			}
+			if st := rootCtl.run("discovery", "status", token); st.code != 0 || !strings.Contains(st.stdout, "registered: 1\n") || !strings.Contains(st.stdout, ", reader, ") {
+				t.Errorf("status: %v", st)
+			}
+		})
 	}
 }

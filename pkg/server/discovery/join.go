@@ -290,13 +290,18 @@ func (m *member) markBootstrapped(ctx context.Context) {
 }
 
 // failed words an error of a request: the caller's own cancellation as it is, a service that
-// does not answer as an *UnreachableError, anything else (auth, permissions) with its reason.
+// does not answer as an *UnreachableError, a user that may not use the token's keys as a
+// *PermissionError, anything else with its reason.
 func (m *member) failed(ctx context.Context, err error, within time.Duration) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &UnreachableError{Endpoints: m.cfg.Endpoints, Within: within, Err: err}
+	}
+	if e := rpctypes.Error(err); e == rpctypes.ErrPermissionDenied {
+		user, _ := m.cfg.credentials()
+		return &PermissionError{Endpoints: m.cfg.Endpoints, User: user, Token: m.cfg.Token, Err: e}
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:
