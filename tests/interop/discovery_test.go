@@ -14,42 +14,129 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/discovery"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
-// startDiscoveryService starts a one-member etcd 3.7.1 as a private discovery service and
-// returns its client address.
-func startDiscoveryService(t *testing.T) (*cluster.Cluster, string) {
+// discoverySchemes are the ways the tests that run against both reach the discovery service:
+// plain http, and TLS with client certificates.
+var discoverySchemes = []string{"http", "https"}
+
+// discoveryService is a one-member etcd 3.7.1 discovery service, served over plain http or over
+// TLS with client-certificate authentication, and how clusterctl, etcdctl and the members reach
+// it.
+type discoveryService struct {
+	c        *cluster.Cluster
+	addr     string        // host:port, the members' --discovery-endpoints
+	endpoint string        // clusterctl's and etcdctl's --endpoints: addr, or https://addr
+	ca       *testpki.CA   // nil over plain http
+	client   *testpki.Pair // the certificate clusterctl, etcdctl and the members present over TLS
+}
+
+// startDiscoveryService starts the service over scheme, "http" or "https".
+func startDiscoveryService(t *testing.T, scheme string) *discoveryService {
 	t.Helper()
 	needBinaries(t)
-	c := cluster.New(cluster.Config{
+	d := &discoveryService{}
+	switch scheme {
+	case "http":
+	case "https":
+		var err error
+		if d.ca, err = testpki.NewCA(t.TempDir(), "discovery-ca", testpki.ECDSAP256); err != nil {
+			t.Fatal(err)
+		}
+		if d.client, err = d.ca.Client("discovery-client"); err != nil {
+			t.Fatal(err)
+		}
+	default:
+		t.Fatalf("no discovery service over %q", scheme)
+	}
+	d.c = cluster.New(cluster.Config{
 		Server: etcd.Etcd,
 		Dir:    t.TempDir(),
 		Env:    []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
 		Token:  "discovery-service",
 		Logf:   t.Logf,
+		TLS:    d.ca,
 	})
-	t.Cleanup(c.Close)
-	ms, err := c.Bootstrap(1, nil)
+	t.Cleanup(d.c.Close)
+	ms, err := d.c.Bootstrap(1, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.WaitLeader(waitTimeout); err != nil {
+	if _, _, err := d.c.WaitLeader(waitTimeout); err != nil {
 		t.Fatal(err)
 	}
-	return c, ms[0].ClientAddr
+	d.addr = ms[0].ClientAddr
+	d.endpoint = d.addr
+	if d.ca != nil {
+		d.endpoint = ms[0].ClientURL()
+	}
+	return d
 }
 
-// newToken creates a token with the real clusterctl.
-func newToken(t *testing.T, endpoint string, size int) string {
+// tlsFlags are clusterctl's and etcdctl's TLS flags for the service; none over plain http.
+func (d *discoveryService) tlsFlags() []string {
+	if d.ca == nil {
+		return nil
+	}
+	return []string{"--cacert=" + d.ca.CertFile, "--cert=" + d.client.CertFile, "--key=" + d.client.KeyFile}
+}
+
+// ctl is clusterctl with the service's endpoint and TLS flags, and the global flags in pre.
+func (d *discoveryService) ctl(t *testing.T, pre ...string) cli {
+	return cli{t: t, pre: append(append([]string{"--endpoints=" + d.endpoint}, d.tlsFlags()...), pre...)}
+}
+
+// etcdctl runs etcdctl against the service and fails the test unless it succeeds.
+func (d *discoveryService) etcdctl(t *testing.T, args ...string) {
 	t.Helper()
-	r := runCLI(t, filepath.Join(binDir, "clusterctl"), "--endpoints="+endpoint, "discovery", "new", fmt.Sprintf("--size=%d", size))
+	r := runCLI(t, etcd.Etcdctl, append(append([]string{"--endpoints=" + d.endpoint}, d.tlsFlags()...), args...)...)
+	if r.code != 0 {
+		t.Fatalf("etcdctl %s: %v", strings.Join(args, " "), r)
+	}
+}
+
+// enableAuth turns etcd's auth on, with the user root (password rootpw) holding the root role.
+func (d *discoveryService) enableAuth(t *testing.T) {
+	t.Helper()
+	d.etcdctl(t, "role", "add", "root")
+	d.etcdctl(t, "user", "add", "root:rootpw")
+	d.etcdctl(t, "user", "grant-role", "root", "root")
+	d.etcdctl(t, "auth", "enable")
+}
+
+// memberFlags are a member's --discovery-* TLS flags; none over plain http.
+func (d *discoveryService) memberFlags() []string {
+	if d.ca == nil {
+		return nil
+	}
+	return []string{"--discovery-cacert=" + d.ca.CertFile, "--discovery-cert=" + d.client.CertFile,
+		"--discovery-key=" + d.client.KeyFile}
+}
+
+// newToken creates a token for size members with the real clusterctl, given the global flags in
+// pre (a user, when auth is on).
+func (d *discoveryService) newToken(t *testing.T, size int, pre ...string) string {
+	t.Helper()
+	r := d.ctl(t, pre...).run("discovery", "new", fmt.Sprintf("--size=%d", size))
 	if r.code != 0 {
 		t.Fatalf("discovery new: %v", r)
 	}
 	return strings.TrimSpace(r.stdout)
+}
+
+// waitRegistered waits until the token has n members registered.
+func (d *discoveryService) waitRegistered(t *testing.T, token string, n int, pre ...string) {
+	t.Helper()
+	ctl := d.ctl(t, pre...)
+	if err := proc.Poll(waitTimeout, fmt.Sprintf("%d registered", n), func() (bool, error) {
+		return strings.Contains(ctl.run("discovery", "status", token).stdout, fmt.Sprintf("registered: %d\n", n)), nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func discoveryConfig(endpoint, token string) discovery.Config {
@@ -97,9 +184,10 @@ func (w testWriter) Write(b []byte) (int, error) {
 // register at once, one that stopped while it waited and started again, one too many, a reused
 // token, and a member whose data was lost.
 func TestDiscoveryThroughEtcd(t *testing.T) {
-	_, ep := startDiscoveryService(t)
-	token := newToken(t, ep, 3)
-	cfg := discoveryConfig(ep, token)
+	d := startDiscoveryService(t, "http")
+	token := d.newToken(t, 3)
+	cfg := discoveryConfig(d.addr, token)
+	ctl := d.ctl(t)
 	want := "infra0=" + peerURL("infra0") + ",infra1=" + peerURL("infra1") + ",infra2=" + peerURL("infra2")
 
 	// infra0 registers and waits; it is stopped while waiting (kill -9 of a member that has not
@@ -107,14 +195,7 @@ func TestDiscoveryThroughEtcd(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	first := make(chan joined, 1)
 	go func() { first <- join(ctx, t, cfg, "infra0") }()
-	ctl := filepath.Join(binDir, "clusterctl")
-	err := proc.Poll(waitTimeout, "infra0 registers", func() (bool, error) {
-		r := runCLI(t, ctl, "--endpoints="+ep, "discovery", "status", token)
-		return strings.Contains(r.stdout, "registered: 1\n"), nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	d.waitRegistered(t, token, 1)
 	cancel()
 	if r := <-first; !errors.Is(r.err, context.Canceled) {
 		t.Fatalf("stopped infra0: %q, %v", r.cluster, r.err)
@@ -155,12 +236,12 @@ func TestDiscoveryThroughEtcd(t *testing.T) {
 		t.Errorf("infra1 again after bootstrap: %q, %v", r.cluster, r.err)
 	}
 	// The token cannot be created again.
-	res := runCLI(t, ctl, "--endpoints="+ep, "discovery", "new", "--token="+token)
+	res := ctl.run("discovery", "new", "--token="+token)
 	if res.code != 11 || !strings.Contains(res.stderr, "is already in use") || strings.Count(res.stderr, "\n") != 1 {
 		t.Errorf("discovery new with a used token: %v", res)
 	}
 	// status shows the three members and the refused fourth nowhere (it wrote nothing).
-	res = runCLI(t, ctl, "--endpoints="+ep, "discovery", "status", token, "-w", "json")
+	res = ctl.run("discovery", "status", token, "-w", "json")
 	if res.code != 0 || !strings.Contains(res.stdout, `"registered":3,"full":true`) || strings.Contains(res.stdout, "infra3") {
 		t.Errorf("status: %v", res)
 	}
@@ -169,17 +250,12 @@ func TestDiscoveryThroughEtcd(t *testing.T) {
 // TestDiscoveryRefusesATakenName: a member whose name another member registered is refused
 // before it writes anything.
 func TestDiscoveryRefusesATakenName(t *testing.T) {
-	_, ep := startDiscoveryService(t)
-	cfg := discoveryConfig(ep, newToken(t, ep, 3))
+	d := startDiscoveryService(t, "http")
+	cfg := discoveryConfig(d.addr, d.newToken(t, 3))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go join(ctx, t, cfg, "infra0")
-	ctl := filepath.Join(binDir, "clusterctl")
-	if err := proc.Poll(waitTimeout, "infra0 registers", func() (bool, error) {
-		return strings.Contains(runCLI(t, ctl, "--endpoints="+ep, "discovery", "status", cfg.Token).stdout, "registered: 1\n"), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	d.waitRegistered(t, cfg.Token, 1)
 	lg := slog.New(slog.DiscardHandler)
 	_, err := discovery.JoinCluster(context.Background(), cfg, "infra0", []string{"http://127.0.0.1:9"}, lg)
 	var taken *discovery.TakenError
@@ -190,7 +266,7 @@ func TestDiscoveryRefusesATakenName(t *testing.T) {
 	if !errors.As(err, &taken) {
 		t.Errorf("same URL, other name: %v", err)
 	}
-	r := runCLI(t, ctl, "--endpoints="+ep, "discovery", "status", cfg.Token)
+	r := d.ctl(t).run("discovery", "status", cfg.Token)
 	if !strings.Contains(r.stdout, "registered: 1\n") || strings.Count(r.stdout, "\n") != 4 {
 		t.Errorf("a refused member wrote something:\n%v", r)
 	}
@@ -203,14 +279,15 @@ func TestDiscoveryServiceDown(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := discoveryConfig(fmt.Sprintf("127.0.0.1:%d", ports[0]), "tok")
-	cfg.DialTimeout, cfg.RequestTimeout = time.Second, time.Second
+	// The request timeout stays at its default: the dial timeout alone bounds the refusal.
+	cfg.DialTimeout = time.Second
 	start := time.Now()
 	_, err = discovery.JoinCluster(context.Background(), cfg, "infra0", []string{peerURL("infra0")}, nil)
 	var down *discovery.UnreachableError
 	if !errors.As(err, &down) || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "cannot reach the discovery service") {
 		t.Errorf("%v", err)
 	}
-	if took := time.Since(start); took > 5*time.Second {
+	if took := time.Since(start); took > 3*time.Second {
 		t.Errorf("took %v", took)
 	}
 	t.Logf("%v", err)
@@ -219,8 +296,8 @@ func TestDiscoveryServiceDown(t *testing.T) {
 // TestEtcdBootstrapsWithClusterctlToken: three real etcd members bootstrap through a token
 // clusterctl created, and clusterctl discovery status shows them.
 func TestEtcdBootstrapsWithClusterctlToken(t *testing.T) {
-	_, ep := startDiscoveryService(t)
-	token := newToken(t, ep, 3)
+	d := startDiscoveryService(t, "http")
+	token := d.newToken(t, 3)
 	c := cluster.New(cluster.Config{
 		Server: etcd.Etcd,
 		Dir:    t.TempDir(),
@@ -234,7 +311,7 @@ func TestEtcdBootstrapsWithClusterctlToken(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		args := append(m.BaseArgs(), "--initial-cluster-state=new", "--discovery-token="+token, "--discovery-endpoints="+ep)
+		args := append(m.BaseArgs(), "--initial-cluster-state=new", "--discovery-token="+token, "--discovery-endpoints="+d.addr)
 		if err := c.Start(name, args, nil); err != nil {
 			t.Fatal(err)
 		}
@@ -247,7 +324,7 @@ func TestEtcdBootstrapsWithClusterctlToken(t *testing.T) {
 	if list.code != 0 || strings.Count(list.stdout, ", started, ") != 3 {
 		t.Fatalf("member list: %v", list)
 	}
-	r := runCLI(t, ctl, "--endpoints="+ep, "discovery", "status", token)
+	r := d.ctl(t).run("discovery", "status", token)
 	if r.code != 0 || !strings.Contains(r.stdout, "size: 3\nregistered: 3\n") {
 		t.Fatalf("status: %v", r)
 	}

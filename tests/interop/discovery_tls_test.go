@@ -1,75 +1,24 @@
 package interop
 
 // Discovery through an etcd 3.7.1 discovery service that serves TLS with client-certificate
-// authentication, then with etcd's auth enabled on it as well.
+// authentication, then with etcd's auth enabled on it as well; and users without the root role
+// on a service with etcd's auth, over plain http and TLS.
 
 import (
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
-
-// tlsDiscovery is a one-member etcd discovery service over TLS and the client certificate that
-// clusterctl and the members present to it.
-type tlsDiscovery struct {
-	ca       *testpki.CA
-	client   *testpki.Pair
-	endpoint string // https://127.0.0.1:PORT
-}
-
-func startTLSDiscoveryService(t *testing.T) tlsDiscovery {
-	t.Helper()
-	needBinaries(t)
-	ca, err := testpki.NewCA(t.TempDir(), "discovery-ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Client("discovery-client")
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := cluster.New(cluster.Config{
-		Server: etcd.Etcd,
-		Dir:    t.TempDir(),
-		Env:    []string{"PATH=" + os.Getenv("PATH"), "HOME=" + os.Getenv("HOME")},
-		Token:  "discovery-service",
-		Logf:   t.Logf,
-		TLS:    ca,
-	})
-	t.Cleanup(c.Close)
-	ms, err := c.Bootstrap(1, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, _, err := c.WaitLeader(waitTimeout); err != nil {
-		t.Fatal(err)
-	}
-	return tlsDiscovery{ca: ca, client: client, endpoint: ms[0].ClientURL()}
-}
-
-// ctl is clusterctl with the discovery service's endpoint and TLS flags.
-func (d tlsDiscovery) ctl(t *testing.T) cli {
-	return cli{t: t, pre: []string{"--endpoints=" + d.endpoint, "--cacert=" + d.ca.CertFile,
-		"--cert=" + d.client.CertFile, "--key=" + d.client.KeyFile}}
-}
-
-// memberFlags are a member's --discovery-* TLS flags.
-func (d tlsDiscovery) memberFlags() []string {
-	return []string{"--discovery-cacert=" + d.ca.CertFile, "--discovery-cert=" + d.client.CertFile,
-		"--discovery-key=" + d.client.KeyFile}
-}
 
 // TestDiscoveryOverTLS: clusterctl creates a token over TLS and prints the members' TLS lines;
 // three clusterd members started at once, two with the --discovery-* TLS flags and one from the
 // printed lines alone, form one cluster; discovery status shows them. A token reused exits 11, an
 // unknown one 10, and a clusterctl without --cacert exits 20.
 func TestDiscoveryOverTLS(t *testing.T) {
-	d := startTLSDiscoveryService(t)
+	d := startDiscoveryService(t, "https")
 	ctl := d.ctl(t)
 	r := ctl.run("discovery", "new", "--size=3", "-w", "env")
 	if r.code != 0 {
@@ -170,19 +119,8 @@ func sameMembers(t *testing.T, c *cluster.Cluster) {
 // token and a clusterd member registers with --discovery-user and --discovery-password; a wrong
 // password is refused in one line by both, the password printed by neither.
 func TestDiscoveryOverTLSWithAuth(t *testing.T) {
-	d := startTLSDiscoveryService(t)
-	etcdctl := func(args ...string) {
-		t.Helper()
-		r := runCLI(t, etcd.Etcdctl, append([]string{"--endpoints=" + d.endpoint, "--cacert=" + d.ca.CertFile,
-			"--cert=" + d.client.CertFile, "--key=" + d.client.KeyFile}, args...)...)
-		if r.code != 0 {
-			t.Fatalf("etcdctl %s: %v", strings.Join(args, " "), r)
-		}
-	}
-	etcdctl("role", "add", "root")
-	etcdctl("user", "add", "root:rootpw")
-	etcdctl("user", "grant-role", "root", "root")
-	etcdctl("auth", "enable")
+	d := startDiscoveryService(t, "https")
+	d.enableAuth(t)
 
 	ctl := d.ctl(t)
 	wrong := ctl.run("--user=root", "--password=nope", "discovery", "new", "--size=1")
@@ -194,29 +132,19 @@ func TestDiscoveryOverTLSWithAuth(t *testing.T) {
 		t.Fatalf("root discovery new: %v", r)
 	}
 	token := strings.TrimSpace(r.stdout)
-	ep := strings.TrimPrefix(d.endpoint, "https://")
+	ep := d.addr
 
 	c := clusterdCluster(t)
 	startWithToken(t, c, "bad", ep, token, append(d.memberFlags(), "--discovery-user=root", "--discovery-password=nope")...)
-	exit, err := c.WaitExit("bad", waitTimeout)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bad, _ := c.Member("bad")
-	stderr, _ := os.ReadFile(bad.Stderr)
-	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
-	last := lines[len(lines)-1]
+	exit, last, stderr := refusal(t, c, "bad")
 	if exit.Code != 1 || !strings.HasPrefix(last, "clusterd: discovery: the discovery service at "+ep+" refused the credentials (etcdserver: authentication failed, invalid user ID or password)") ||
 		!strings.Contains(last, "check --discovery-user and --discovery-password") {
-		t.Errorf("wrong password: %v\n%s", exit, stderr)
+		t.Errorf("wrong password: %v: %s", exit, last)
 	}
-	t.Logf("clusterd with a wrong password: %s", last)
-	if strings.Contains(string(stderr), "nope") {
+	if strings.Contains(stderr, "nope") {
 		t.Errorf("the password was printed:\n%s", stderr)
 	}
-	if _, err := os.Stat(bad.DataDir + "/member.db"); err == nil {
-		t.Errorf("the refused member wrote %s", bad.DataDir)
-	}
+	nothingWritten(t, c, "bad")
 
 	startWithToken(t, c, "infra0", ep, token, append(d.memberFlags(), "--discovery-user=root", "--discovery-password=rootpw")...)
 	if err := c.WaitStarted(2*waitTimeout, "infra0"); err != nil {
@@ -227,5 +155,75 @@ func TestDiscoveryOverTLSWithAuth(t *testing.T) {
 		return strings.Contains(st.stdout, "registered: 1\n") && strings.Contains(st.stdout, ", infra0, "), nil
 	}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestDiscoveryRefusesANonRootUser, over a plain and a TLS discovery service with etcd's auth on:
+// a user without the root role is refused by clusterctl (exit 21, one Error: line) and by clusterd
+// (one line that says permission denied and what to grant), and writes nothing. A user without
+// any role is refused the reads; one whose role may only read the registry is refused the write:
+// discovery status works for it, discovery new and clusterd's registration do not. Granted what
+// the line says, the refused member starts.
+func TestDiscoveryRefusesANonRootUser(t *testing.T) {
+	for _, scheme := range discoverySchemes {
+		t.Run(scheme, func(t *testing.T) {
+			d := startDiscoveryService(t, scheme)
+			d.etcdctl(t, "user", "add", "nobody:nobodypw")
+			d.etcdctl(t, "role", "add", "registry-reader")
+			d.etcdctl(t, "role", "grant-permission", "--prefix", "registry-reader", "read", "/_etcd/registry/")
+			d.etcdctl(t, "user", "add", "reader:readerpw")
+			d.etcdctl(t, "user", "grant-role", "reader", "registry-reader")
+			d.enableAuth(t)
+			root := []string{"--user=root", "--password=rootpw"}
+			token := d.newToken(t, 1, root...)
+			c := clusterdCluster(t)
+			for _, tt := range []struct {
+				user, password string
+				status         int // discovery status's exit code
+			}{
+				{"nobody", "nobodypw", 21},
+				{"reader", "readerpw", 0},
+			} {
+				ctl := d.ctl(t, "--user="+tt.user, "--password="+tt.password)
+				if r := ctl.run("discovery", "new", "--size=3"); r.code != 21 || r.stderr != "Error: etcdserver: permission denied\n" || r.stdout != "" {
+					t.Errorf("%s: discovery new: %v", tt.user, r)
+				}
+				r := ctl.run("discovery", "status", token)
+				switch {
+				case r.code != tt.status:
+					t.Errorf("%s: discovery status: %v; want exit %d", tt.user, r, tt.status)
+				case r.code == 21 && (r.stderr != "Error: etcdserver: permission denied\n" || r.stdout != ""):
+					t.Errorf("%s: discovery status: %v", tt.user, r)
+				}
+
+				startWithToken(t, c, tt.user, d.addr, token, append(d.memberFlags(), "--discovery-user="+tt.user, "--discovery-password="+tt.password)...)
+				exit, line, stderr := refusal(t, c, tt.user)
+				if exit.Code != 1 || !strings.HasPrefix(line, "clusterd: discovery: the discovery service at "+d.addr+` refused user "`+tt.user+`" the keys of discovery token "`+token+`" (etcdserver: permission denied); nothing was registered`) ||
+					!strings.Contains(line, "readwrite on the keys with prefix /_etcd/registry/"+token+"/") {
+					t.Errorf("%s: clusterd: %v: %s", tt.user, exit, line)
+				}
+				t.Logf("clusterd as %s: %s", tt.user, line)
+				if strings.Contains(stderr, tt.password) {
+					t.Errorf("%s: the password was printed:\n%s", tt.user, stderr)
+				}
+				nothingWritten(t, c, tt.user)
+			}
+			rootCtl := d.ctl(t, root...)
+			if st := rootCtl.run("discovery", "status", token); st.code != 0 || !strings.HasSuffix(st.stdout, "registered: 0\n") {
+				t.Errorf("a refused member registered: %v", st)
+			}
+
+			// What the line says to grant is enough: the reader's member starts, alone in its cluster.
+			d.etcdctl(t, "--user=root:rootpw", "role", "grant-permission", "--prefix", "registry-reader", "readwrite", "/_etcd/registry/"+token+"/")
+			if err := c.Restart("reader"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitStarted(waitTimeout, "reader"); err != nil {
+				t.Fatal(err)
+			}
+			if st := rootCtl.run("discovery", "status", token); st.code != 0 || !strings.Contains(st.stdout, "registered: 1\n") || !strings.Contains(st.stdout, ", reader, ") {
+				t.Errorf("status: %v", st)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@ package interop
 // discovery service.
 
 import (
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -40,65 +42,140 @@ func startWithToken(t *testing.T, c *cluster.Cluster, name, ep, token string, ex
 	}
 }
 
-// TestClusterdBootstrapsThroughDiscovery: three clusterd members started at once with one token,
-// one of them killed with SIGKILL while it waits and started again, form one cluster (same cluster
-// ID and member list on all three); a fourth is refused with one line; so is a reused token.
-func TestClusterdBootstrapsThroughDiscovery(t *testing.T) {
-	_, ep := startDiscoveryService(t)
-	token := newToken(t, ep, 3)
-	c := clusterdCluster(t)
-	startWithToken(t, c, "infra0", ep, token)
-	ctl := filepath.Join(binDir, "clusterctl")
-	if err := proc.Poll(waitTimeout, "infra0 registers", func() (bool, error) {
-		return strings.Contains(runCLI(t, ctl, "--endpoints="+ep, "discovery", "status", token).stdout, "registered: 1\n"), nil
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.Kill("infra0"); err != nil {
-		t.Fatal(err)
-	}
-	startWithToken(t, c, "infra1", ep, token)
-	startWithToken(t, c, "infra2", ep, token)
-	if err := c.Restart("infra0"); err != nil {
-		t.Fatal(err)
-	}
-	names := cluster.BootstrapNames(3)
-	if err := c.WaitStarted(2*waitTimeout, names...); err != nil {
-		t.Fatal(err)
-	}
-	var lists []string
-	for _, m := range c.Members() {
-		r := runCLI(t, ctl, "--endpoints="+m.ClientAddr, "member", "list", "--consistency=s", "-w", "json")
-		if r.code != 0 {
-			t.Fatal(r)
-		}
-		lists = append(lists, r.stdout[strings.Index(r.stdout, `"members"`):])
-		if id := mustID(t, c, m.Name); id == 0 {
-			t.Fatalf("%s has no ID", m.Name)
-		}
-	}
-	if lists[0] != lists[1] || lists[1] != lists[2] {
-		t.Errorf("the members disagree:\n%s", strings.Join(lists, "\n"))
-	}
-
-	// A fourth member is refused at once with one line and writes nothing.
-	startWithToken(t, c, "infra3", ep, token)
-	exit, err := c.WaitExit("infra3", waitTimeout)
+// refusal waits for the member's process to exit and returns how it ended, the line it refused
+// with (the last line of its stderr, and the only one of its own: the log comes before it) and
+// its whole stderr.
+func refusal(t *testing.T, c *cluster.Cluster, name string) (exit proc.Exit, line, stderr string) {
+	t.Helper()
+	exit, err := c.WaitExit(name, waitTimeout)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, _ := c.Member("infra3")
-	stderr, _ := os.ReadFile(m.Stderr)
-	if exit.Code != 1 || !strings.Contains(string(stderr), "clusterd: discovery: cluster is full") || !strings.Contains(string(stderr), "member add") {
-		t.Errorf("fourth member: %v\n%s", exit, stderr)
+	m, err := c.Member(name)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if _, err := os.Stat(m.DataDir + "/member.db"); err == nil {
-		t.Errorf("the refused member wrote %s", m.DataDir)
+	b, err := os.ReadFile(m.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	last := lines[len(lines)-1]
+	own := 0
+	for _, l := range lines {
+		if strings.HasPrefix(l, "clusterd: ") {
+			own++
+		}
+	}
+	if own != 1 || !strings.HasPrefix(last, "clusterd: ") {
+		t.Errorf("%s did not end with one line of its own:\n%s", name, b)
+	}
+	return exit, last, string(b)
+}
+
+// nothingWritten fails unless the member's data directory is absent or empty.
+func nothingWritten(t *testing.T, c *cluster.Cluster, name string) {
+	t.Helper()
+	m, err := c.Member(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, err := os.ReadDir(m.DataDir)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	for _, e := range entries {
+		t.Errorf("the refused member %s wrote %s", name, filepath.Join(m.DataDir, e.Name()))
 	}
 }
 
-// TestClusterdDiscoveryRefusals: a token with --initial-cluster, and a discovery service that is
-// down, are each one line and exit 1, quickly.
+// TestClusterdBootstrapsThroughDiscovery, over a plain and a TLS discovery service: three clusterd
+// members started at once with one token, one of them killed with SIGKILL while it waits and
+// started again, form one cluster (same cluster ID and member list on all three), the one started
+// again from its own registration; a fourth is refused with one line that says to add it with
+// member add, and doing so works.
+func TestClusterdBootstrapsThroughDiscovery(t *testing.T) {
+	for _, scheme := range discoverySchemes {
+		t.Run(scheme, func(t *testing.T) {
+			d := startDiscoveryService(t, scheme)
+			token := d.newToken(t, 3)
+			c := clusterdCluster(t)
+			start := func(name string) { startWithToken(t, c, name, d.addr, token, d.memberFlags()...) }
+
+			start("infra0")
+			d.waitRegistered(t, token, 1)
+			if err := c.Kill("infra0"); err != nil {
+				t.Fatal(err)
+			}
+			start("infra1")
+			start("infra2")
+			if err := c.Restart("infra0"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.WaitStarted(2*waitTimeout, cluster.BootstrapNames(3)...); err != nil {
+				t.Fatal(err)
+			}
+			sameMembers(t, c)
+			m, _ := c.Member("infra0")
+			if log, _ := os.ReadFile(m.Stderr); !strings.Contains(string(log), "found this member's own registration") {
+				t.Errorf("infra0 started again did not go on from its own registration:\n%s", log)
+			}
+			// Registered once each: the restart wrote no second registration.
+			st := d.ctl(t).run("discovery", "status", token)
+			if st.code != 0 || !strings.Contains(st.stdout, "size: 3\nregistered: 3\n") || strings.Count(st.stdout, "\n") != 6 {
+				t.Errorf("status: %v", st)
+			}
+
+			// A fourth member is refused at once with one line and writes nothing.
+			start("infra3")
+			exit, line, _ := refusal(t, c, "infra3")
+			if exit.Code != 1 || !strings.HasPrefix(line, "clusterd: discovery: cluster is full") || !strings.Contains(line, "clusterctl member add") {
+				t.Errorf("fourth member: %v: %s", exit, line)
+			}
+			nothingWritten(t, c, "infra3")
+			// What the line says to do: member add, then a start with the printed environment.
+			m3, _ := c.Member("infra3")
+			eps := cluster.Endpoints(c.Running())
+			r := runUntil(t, codeIs(12), filepath.Join(binDir, "clusterctl"), "--endpoints="+eps, "member", "add", "infra3", "--peer-urls="+m3.PeerURL)
+			if r.code != 0 {
+				t.Fatalf("member add: %v", r)
+			}
+			startFromEnv(t, c, "infra3", envBlock(r.stdout))
+		})
+	}
+}
+
+// TestClusterdDiscoveryServiceDown, over a plain and a TLS discovery service that stopped after
+// the token was made: the member is refused with one line within about the dial timeout (2 s by
+// default), and writes nothing.
+func TestClusterdDiscoveryServiceDown(t *testing.T) {
+	for _, scheme := range discoverySchemes {
+		t.Run(scheme, func(t *testing.T) {
+			d := startDiscoveryService(t, scheme)
+			token := d.newToken(t, 3)
+			if err := d.c.StopAll(waitTimeout); err != nil {
+				t.Fatal(err)
+			}
+			c := clusterdCluster(t)
+			start := time.Now()
+			startWithToken(t, c, "infra0", d.addr, token, d.memberFlags()...)
+			exit, line, _ := refusal(t, c, "infra0")
+			took := time.Since(start)
+			if exit.Code != 1 || !strings.HasPrefix(line, "clusterd: discovery: cannot reach the discovery service at "+d.addr+" within 2s") {
+				t.Errorf("%v: %s", exit, line)
+			}
+			// The dial timeout, and the start and exit of a process on a loaded machine.
+			if took > 5*time.Second {
+				t.Errorf("the refusal took %v", took)
+			}
+			t.Logf("refused after %v: %s", took, line)
+			nothingWritten(t, c, "infra0")
+		})
+	}
+}
+
+// TestClusterdDiscoveryRefusals: a token with --initial-cluster is one line and exit 1, before
+// anything is asked of the discovery service.
 func TestClusterdDiscoveryRefusals(t *testing.T) {
 	needBinaries(t)
 	ports, err := freeport.Ports(1)
@@ -106,28 +183,10 @@ func TestClusterdDiscoveryRefusals(t *testing.T) {
 		t.Fatal(err)
 	}
 	c := clusterdCluster(t)
-	down := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	tests := []struct {
-		name  string
-		extra []string
-		line  string
-	}{
-		{"down", []string{"--discovery-dial-timeout=1s", "--discovery-request-timeout=1s"}, "clusterd: discovery: cannot reach the discovery service at " + down},
-		{"both", []string{"--initial-cluster=both=http://127.0.0.1:1"}, `clusterd: multiple discovery or bootstrap flags are set.`},
+	startWithToken(t, c, "both", fmt.Sprintf("127.0.0.1:%d", ports[0]), "tok", "--initial-cluster=both=http://127.0.0.1:1")
+	exit, line, _ := refusal(t, c, "both")
+	if exit.Code != 1 || !strings.HasPrefix(line, `clusterd: multiple discovery or bootstrap flags are set.`) {
+		t.Errorf("%v: %s", exit, line)
 	}
-	for _, tt := range tests {
-		start := time.Now()
-		startWithToken(t, c, tt.name, down, "tok", tt.extra...)
-		exit, err := c.WaitExit(tt.name, 10*time.Second)
-		if err != nil {
-			t.Fatal(err)
-		}
-		m, _ := c.Member(tt.name)
-		stderr, _ := os.ReadFile(m.Stderr)
-		// The refusal is the last line; the log may come before it.
-		lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
-		if exit.Code != 1 || !strings.HasPrefix(lines[len(lines)-1], tt.line) {
-			t.Errorf("%s: %v after %v\n%s", tt.name, exit, time.Since(start), stderr)
-		}
-	}
+	nothingWritten(t, c, "both")
 }

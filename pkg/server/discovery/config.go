@@ -108,13 +108,19 @@ func (c Config) Validate(initialClusterGiven bool) error {
 	return nil
 }
 
+// credentials are the user and password, from --discovery-user alone when it is user:password,
+// as etcd reads them.
+func (c Config) credentials() (user, password string) {
+	if u, p, ok := strings.Cut(c.User, ":"); ok {
+		return u, p
+	}
+	return c.User, c.Password
+}
+
 // clientConfig is the etcd client's configuration, built as etcd builds it from the same
 // settings (clientv3.NewClientConfig), so TLS and auth behave as with etcd's own flags.
 func (c Config) clientConfig() (*clientv3.Config, error) {
-	user, password := c.User, c.Password
-	if u, p, ok := strings.Cut(user, ":"); ok {
-		user, password = u, p
-	}
+	user, password := c.credentials()
 	spec := &clientv3.ConfigSpec{
 		Endpoints:        c.Endpoints,
 		DialTimeout:      c.DialTimeout,

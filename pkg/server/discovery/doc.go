@@ -15,8 +15,10 @@
 //   - Every member derives the same initial cluster: the first <size> registrations by create
 //     revision (registry.Place), whatever the order members start and restart in.
 //   - A refusal before registering writes nothing: a member beyond the size, a name or a peer URL
-//     another member registered, a member that already bootstrapped with this token, and a
-//     discovery service that cannot be reached.
+//     another member registered, a member that already bootstrapped with this token, a
+//     discovery service that cannot be reached, and a user it refuses the token's keys.
+//   - A discovery service that cannot be reached is refused once the dial timeout has passed
+//     (Config.DialTimeout), not the dial and the first request's timeouts together.
 //   - A member that registered and stopped before it finished (kill -9 while waiting) finds its
 //     own registration when it starts again with the same name and peer URLs, and goes on.
 //   - The wait is bounded (Config.WaitTimeout) and logs its progress every few seconds.

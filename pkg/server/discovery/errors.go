@@ -96,6 +96,29 @@ func (e *CredentialsError) Error() string {
 
 func (e *CredentialsError) Unwrap() error { return e.Err }
 
+// PermissionError: the discovery service took the credentials but denied the user the token's
+// keys (etcd's auth is on, and no role of the user may read them, or write them); nothing was
+// registered. The password is never in the line.
+type PermissionError struct {
+	Endpoints []string
+	// User is --discovery-user's name; empty when etcd took the client certificate's CN as the
+	// user.
+	User  string
+	Token string
+	Err   error // rpctypes.ErrPermissionDenied
+}
+
+func (e *PermissionError) Error() string {
+	who := fmt.Sprintf("user %q", e.User)
+	if e.User == "" {
+		who = "the client certificate's user (its CN)"
+	}
+	return fmt.Sprintf("discovery: the discovery service at %s refused %s the keys of discovery token %q (%v); nothing was registered: give the user a role with readwrite on the keys with prefix %s (etcdctl role grant-permission --prefix), or set --discovery-user to a user with the root role",
+		strings.Join(e.Endpoints, ","), who, e.Token, e.Err, registry.TokenPrefix(e.Token))
+}
+
+func (e *PermissionError) Unwrap() error { return e.Err }
+
 // credentialsRefused reports whether err is etcd refusing a user or password as the client
 // authenticates.
 func credentialsRefused(err error) bool {

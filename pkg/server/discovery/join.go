@@ -11,6 +11,7 @@ import (
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
@@ -63,11 +64,14 @@ func JoinCluster(ctx context.Context, cfg Config, name string, peerURLs []string
 	if err != nil {
 		return "", err
 	}
-	// clientv3.New does not wait for a connection; the first read does, bounded below.
+	// clientv3.New waits for a connection only to authenticate; connect waits for it otherwise.
 	if m.c, err = clientv3.New(*ccfg); err != nil {
 		return "", m.unreachable(err)
 	}
 	defer m.c.Close()
+	if err := m.connect(ctx); err != nil {
+		return "", err
+	}
 	return m.join(ctx)
 }
 
@@ -84,7 +88,7 @@ type member struct {
 }
 
 func (m *member) join(ctx context.Context) (string, error) {
-	size, regs, rev, err := m.read(ctx, true)
+	size, regs, rev, err := m.read(ctx)
 	if err != nil {
 		return "", err
 	}
@@ -103,7 +107,7 @@ func (m *member) join(ctx context.Context) (string, error) {
 			return "", err
 		}
 		// Read again: the wait starts from what is registered now, this member included.
-		if size, regs, rev, err = m.read(ctx, false); err != nil {
+		if size, regs, rev, err = m.read(ctx); err != nil {
 			return "", err
 		}
 	}
@@ -176,19 +180,38 @@ func (m *member) placedIn(cl *registry.Cluster) error {
 	return nil
 }
 
-// read returns the expected size and every registration, with the revision they were read at.
-// The first read is the first contact: a service that does not answer within the dial and
-// request timeouts is an *UnreachableError.
-func (m *member) read(ctx context.Context, first bool) (int, []registry.Registration, int64, error) {
-	bound := m.cfg.RequestTimeout
-	if first {
-		bound += m.cfg.DialTimeout
+// connect waits until the client is connected to the discovery service, within the dial
+// timeout: a service that is down is refused once --discovery-dial-timeout has passed, as the
+// flag says, and not only when the first request's timeout has passed too (the client's reads
+// wait for a connection for as long as their context lets them).
+func (m *member) connect(ctx context.Context) error {
+	dctx, cancel := context.WithTimeout(ctx, m.cfg.DialTimeout)
+	defer cancel()
+	conn := m.c.ActiveConnection()
+	conn.Connect()
+	for {
+		state := conn.GetState()
+		if state == connectivity.Ready {
+			return nil
+		}
+		if !conn.WaitForStateChange(dctx, state) {
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			return &UnreachableError{Endpoints: m.cfg.Endpoints, Within: m.cfg.DialTimeout,
+				Err: fmt.Errorf("no connection, state %s", state)}
+		}
 	}
-	rctx, cancel := context.WithTimeout(ctx, bound)
+}
+
+// read returns the expected size and every registration, with the revision they were read at.
+// A service that does not answer within the request timeout is an *UnreachableError.
+func (m *member) read(ctx context.Context) (int, []registry.Registration, int64, error) {
+	rctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 	defer cancel()
 	sr, err := m.c.Get(rctx, registry.SizeKey(m.cfg.Token))
 	if err != nil {
-		return 0, nil, 0, m.failed(ctx, err, bound)
+		return 0, nil, 0, m.failed(ctx, err, m.cfg.RequestTimeout)
 	}
 	if len(sr.Kvs) == 0 {
 		return 0, nil, 0, &NoTokenError{Token: m.cfg.Token, Endpoints: m.cfg.Endpoints, Err: registry.ErrSizeNotFound}
@@ -199,7 +222,7 @@ func (m *member) read(ctx context.Context, first bool) (int, []registry.Registra
 	}
 	mr, err := m.c.Get(rctx, registry.MembersPrefix(m.cfg.Token), clientv3.WithPrefix())
 	if err != nil {
-		return 0, nil, 0, m.failed(ctx, err, bound)
+		return 0, nil, 0, m.failed(ctx, err, m.cfg.RequestTimeout)
 	}
 	var regs []registry.Registration
 	for _, kv := range mr.Kvs {
@@ -267,13 +290,18 @@ func (m *member) markBootstrapped(ctx context.Context) {
 }
 
 // failed words an error of a request: the caller's own cancellation as it is, a service that
-// does not answer as an *UnreachableError, anything else (auth, permissions) with its reason.
+// does not answer as an *UnreachableError, a user that may not use the token's keys as a
+// *PermissionError, anything else with its reason.
 func (m *member) failed(ctx context.Context, err error, within time.Duration) error {
 	if ctx.Err() != nil {
 		return ctx.Err()
 	}
 	if errors.Is(err, context.DeadlineExceeded) {
 		return &UnreachableError{Endpoints: m.cfg.Endpoints, Within: within, Err: err}
+	}
+	if e := rpctypes.Error(err); e == rpctypes.ErrPermissionDenied {
+		user, _ := m.cfg.credentials()
+		return &PermissionError{Endpoints: m.cfg.Endpoints, User: user, Token: m.cfg.Token, Err: e}
 	}
 	switch status.Code(err) {
 	case codes.Unavailable, codes.DeadlineExceeded:

@@ -50,7 +50,7 @@ func (m *member) wait(ctx context.Context, size int, regs []registry.Registratio
 			continue
 		}
 		// A fresh read: the watch may have missed events (a compaction, a lost connection).
-		_, regs, r, rerr := m.read(wctx, false)
+		_, regs, r, rerr := m.read(wctx)
 		if rerr != nil {
 			continue
 		}
