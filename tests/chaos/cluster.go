@@ -613,6 +613,14 @@ func (c *cluster) expectGone(s *slot) {
 			}
 		case code == 1 && p.mode == "join" && !exists(s.dataDir):
 			// Removed before its phase two got through: it never became a running member.
+		case code == 1 && exists(s.dataDir) && strings.Contains(p.ownLog(), "address already in use"):
+			// Another program took a port of the slot before this start bound it: the member
+			// never ran, so it has yet to refuse, on new ports.
+			if err := c.newPorts(s); err != nil {
+				c.failLocked("new ports for %s: %v", s.name, err)
+			}
+			c.restartRemoved(s)
+			return
 		default:
 			c.failLocked("%s (%016x) was removed and stopped with %s, not 3:\n%s", s.name, s.id, p.status(), tail)
 		}
