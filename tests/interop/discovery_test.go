@@ -294,9 +294,16 @@ func TestDiscoveryServiceDown(t *testing.T) {
 }
 
 // TestEtcdBootstrapsWithClusterctlToken: three real etcd members bootstrap through a token
-// clusterctl created, and clusterctl discovery status shows them.
+// clusterctl created, and clusterctl discovery status shows them; over plain http and over TLS
+// with client certificates, the members given etcd's own --discovery-* TLS flags.
 func TestEtcdBootstrapsWithClusterctlToken(t *testing.T) {
-	d := startDiscoveryService(t, "http")
+	for _, scheme := range discoverySchemes {
+		t.Run(scheme, func(t *testing.T) { etcdBootstrapsWithClusterctlToken(t, scheme) })
+	}
+}
+
+func etcdBootstrapsWithClusterctlToken(t *testing.T, scheme string) {
+	d := startDiscoveryService(t, scheme)
 	token := d.newToken(t, 3)
 	c := cluster.New(cluster.Config{
 		Server: etcd.Etcd,
@@ -312,6 +319,7 @@ func TestEtcdBootstrapsWithClusterctlToken(t *testing.T) {
 			t.Fatal(err)
 		}
 		args := append(m.BaseArgs(), "--initial-cluster-state=new", "--discovery-token="+token, "--discovery-endpoints="+d.addr)
+		args = append(args, d.memberFlags()...)
 		if err := c.Start(name, args, nil); err != nil {
 			t.Fatal(err)
 		}
