@@ -6,11 +6,13 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"os"
+	"os/signal"
 	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -142,9 +144,14 @@ func TestChaos(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopRec(); <-recDone })
 
-	// Clients and faults, for -duration.
-	runCtx, stopRun := context.WithTimeout(context.Background(), *flagDuration)
+	// Clients and faults, for -duration, or until an interrupt (Ctrl-C, SIGTERM), after which the
+	// test ends at once and its cleanups stop every member and undo every mount; the members
+	// have process groups of their own, and a signal left to its default would leave them running.
+	sigCtx, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSig()
+	runCtx, stopRun := context.WithTimeout(sigCtx, *flagDuration)
 	defer stopRun()
+	runStart := time.Now()
 	var wg sync.WaitGroup
 	for i := 0; i < *flagClients; i++ {
 		rnd := rand.New(rand.NewPCG(seed, uint64(10+i)))
@@ -157,6 +164,9 @@ func TestChaos(t *testing.T) {
 		go func() { defer wg.Done(); f.run(runCtx) }()
 	}
 	wg.Wait()
+	if sigCtx.Err() != nil {
+		t.Fatalf("interrupted after %v: the members are stopped and the mounts undone as the test ends", time.Since(runStart).Round(time.Second))
+	}
 	c.net.healAll()
 	c.events.add("churn and faults over; healing")
 	t.Logf("churn and faults over after %v; healing", *flagDuration)

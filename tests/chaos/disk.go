@@ -176,6 +176,11 @@ func (f *injector) fullDisk(ctx context.Context, sn snapshot) bool {
 	}
 	c := f.c
 	dataDir := c.dataDirOf(idx)
+	if !exists(dataDir) {
+		// A member still in its phase two, with no data dir yet: nothing to move.
+		c.release(idx, false)
+		return false
+	}
 	h.p.kill()
 	if err := c.mountTmpfs(dataDir, fullDiskRoom); err != nil {
 		c.fail("full disk: putting %s on a tmpfs: %v", dataDir, err)
