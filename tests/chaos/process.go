@@ -25,18 +25,24 @@ func buildClusterd(dir string, race bool) (string, error) {
 	return filepath.Join(dir, "clusterd"), nil
 }
 
-// buildTagged compiles pkgs into dir with make build's tags and crashpoints.
+// buildTagged compiles pkgs into dir with make build's tags and crashpoints, and without cgo as
+// make build has it (so the members create their threads as the released binaries do), unless
+// race asks for the race detector, which needs cgo.
 func buildTagged(dir string, race bool, pkgs ...string) error {
 	args := []string{"build", "-tags=" + harness.BuildTags + ",crashpoints", "-o", dir + string(filepath.Separator)}
+	env := []string{"CGO_ENABLED=0"}
 	if race {
 		args = append(args, "-race")
+		env = nil
 	}
 	args = append(args, pkgs...)
 	goBin, err := exec.LookPath("go")
 	if err != nil {
 		return err
 	}
-	out, err := exec.Command(goBin, args...).CombinedOutput()
+	cmd := exec.Command(goBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("go build: %v\n%s", err, out)
 	}
