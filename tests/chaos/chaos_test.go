@@ -49,6 +49,11 @@ func TestChaos(t *testing.T) {
 		seed = uint64(time.Now().UnixNano())
 	}
 	t.Logf("seed %d (replay with -seed=%d)", seed, seed)
+	// An interrupt (Ctrl-C, SIGTERM) ends the churn and then the test, whose cleanups stop every
+	// member and undo every mount: the members have process groups of their own, and a signal
+	// left to its default would end the test and leave them running.
+	sigCtx, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stopSig()
 	fmt.Fprintf(os.Stderr, "chaos: seed %d\n", seed)
 	members, slots, maxVoters := *flagMembers, *flagSlots, *flagSlots
 	if *flagVoters > 0 {
@@ -144,11 +149,7 @@ func TestChaos(t *testing.T) {
 	}()
 	t.Cleanup(func() { stopRec(); <-recDone })
 
-	// Clients and faults, for -duration, or until an interrupt (Ctrl-C, SIGTERM), after which the
-	// test ends at once and its cleanups stop every member and undo every mount; the members
-	// have process groups of their own, and a signal left to its default would leave them running.
-	sigCtx, stopSig := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stopSig()
+	// Clients and faults, for -duration, or until an interrupt.
 	runCtx, stopRun := context.WithTimeout(sigCtx, *flagDuration)
 	defer stopRun()
 	runStart := time.Now()

@@ -35,8 +35,8 @@ type rule struct {
 // network is the proxy between members. Faults are layered: each fault adds its own rules and
 // takes them away again, and a link obeys all of them at once, so faults may overlap.
 type network struct {
-	pids   func() map[int]int // live member processes: pid to slot
-	scheme string             // of the members' URLs: http, or https with -tls
+	sources *sources
+	scheme  string // of the members' URLs: http, or https with -tls
 
 	mu     sync.Mutex
 	rnd    *rand.Rand
@@ -49,7 +49,7 @@ type network struct {
 
 func newNetwork(seed uint64, pids func() map[int]int) *network {
 	return &network{
-		pids: pids, scheme: "http", rnd: rand.New(rand.NewPCG(seed, 0x70726f7879)),
+		sources: &sources{pids: pids, known: map[[2]int]int{}}, scheme: "http", rnd: rand.New(rand.NewPCG(seed, 0x70726f7879)),
 		layers: map[int]map[link]rule{}, conns: map[*pconn]struct{}{},
 	}
 }
@@ -225,7 +225,8 @@ func (p *proxy) close() {
 func (p *proxy) handle(down net.Conn) {
 	n := p.n
 	n.accepted.Add(1)
-	c := &pconn{src: n.source(down), dst: p.slot, down: down}
+	key, src := n.sources.of(down)
+	c := &pconn{src: src, dst: p.slot, down: down}
 	if c.src < 0 {
 		n.unknownSource.Add(1)
 	}
@@ -233,6 +234,7 @@ func (p *proxy) handle(down net.Conn) {
 	n.conns[c] = struct{}{}
 	n.mu.Unlock()
 	defer func() {
+		n.sources.forget(key)
 		c.close()
 		n.mu.Lock()
 		delete(n.conns, c)
@@ -282,55 +284,104 @@ func (p *proxy) pump(c *pconn, dst, src net.Conn) {
 	}
 }
 
-// source finds the member process that opened a connection to the proxy: the kernel's socket
-// table names the socket's inode, and the member's open files name the same inode.
-func (n *network) source(c net.Conn) int {
+// sources finds the member process that opened a connection to a proxy: the kernel's socket
+// table names the inode of the member's socket, and the member's open files name the same
+// inode. One scan of both learns the source of every connection open at the time, so a burst of
+// connections (every member dialing again after a partition heals) costs one scan, not one
+// each; an entry goes when its connection closes, as the pair of ports may be used again by
+// another member.
+type sources struct {
+	pids func() map[int]int // live member processes: pid to slot
+	scan sync.Mutex         // one scan at a time: who waited for one reads what it learnt
+
+	mu    sync.Mutex
+	known map[[2]int]int // the member's port and the proxy's port to the member's slot
+}
+
+// of returns the connection's key (the member's port and the proxy's) and the slot of the
+// member that opened it, or -1 if it is not known.
+func (s *sources) of(c net.Conn) ([2]int, int) {
 	remote, ok1 := c.RemoteAddr().(*net.TCPAddr)
 	local, ok2 := c.LocalAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
-		return -1
+		return [2]int{}, -1
 	}
-	inode := socketInode(remote.Port, local.Port)
-	if inode == "" {
-		return -1
+	key := [2]int{remote.Port, local.Port}
+	if slot, ok := s.get(key); ok {
+		return key, slot
 	}
-	want := "socket:[" + inode + "]"
-	for pid, slot := range n.pids() {
+	s.scan.Lock()
+	defer s.scan.Unlock()
+	if slot, ok := s.get(key); ok {
+		return key, slot // learnt by the scan this one waited for
+	}
+	s.learn()
+	if slot, ok := s.get(key); ok {
+		return key, slot
+	}
+	return key, -1
+}
+
+func (s *sources) get(key [2]int) (int, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	slot, ok := s.known[key]
+	return slot, ok
+}
+
+func (s *sources) forget(key [2]int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.known, key)
+}
+
+// learn maps every IPv4 socket a live member holds to its slot, by its ports.
+func (s *sources) learn() {
+	ports := socketPorts()
+	learnt := map[[2]int]int{}
+	for pid, slot := range s.pids() {
 		dir := fmt.Sprintf("/proc/%d/fd", pid)
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			continue
 		}
 		for _, e := range entries {
-			if l, err := os.Readlink(dir + "/" + e.Name()); err == nil && l == want {
-				return slot
+			l, err := os.Readlink(dir + "/" + e.Name())
+			if err != nil || !strings.HasPrefix(l, "socket:[") {
+				continue
+			}
+			if key, ok := ports[strings.TrimSuffix(strings.TrimPrefix(l, "socket:["), "]")]; ok {
+				learnt[key] = slot
 			}
 		}
 	}
-	return -1
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for key, slot := range learnt {
+		s.known[key] = slot
+	}
 }
 
-// socketInode returns the inode of the IPv4 socket bound to local port lport and connected to
-// remote port rport, from /proc/net/tcp. Only the test's members connect to the proxy's ports,
-// all on 127.0.0.1, so the pair of ports is enough.
-func socketInode(lport, rport int) string {
+// socketPorts maps the inode of every IPv4 TCP socket in /proc/net/tcp to its local and remote
+// ports. Only the test's members connect to the proxies' ports, all on 127.0.0.1, so the pair
+// of ports names a connection.
+func socketPorts() map[string][2]int {
+	out := map[string][2]int{}
 	f, err := os.Open("/proc/net/tcp")
 	if err != nil {
-		return ""
+		return out
 	}
 	defer f.Close()
 	sc := bufio.NewScanner(f)
 	sc.Scan() // the header
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 10 {
+		if len(fields) < 10 || fields[9] == "0" {
 			continue
 		}
-		if hexPort(fields[1]) == lport && hexPort(fields[2]) == rport {
-			return fields[9]
-		}
+		out[fields[9]] = [2]int{hexPort(fields[1]), hexPort(fields[2])}
 	}
-	return ""
+	return out
 }
 
 func hexPort(addr string) int {
