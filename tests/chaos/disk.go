@@ -229,6 +229,8 @@ func (f *injector) fullDisk(ctx context.Context, sn snapshot) bool {
 	}
 	if f.waitApplied(ctx, c.clientAddr(idx), target, 20*time.Second) {
 		c.countStat("full disk: caught up after the space was freed")
+	} else if code, own := again.ownExit(); again.exited() && own && code == 3 {
+		c.countStat("full disk: removed meanwhile (exit 3)")
 	} else if again.exited() {
 		c.countStat("full disk: not caught up within 20s of the space freed")
 		c.logf("full disk: %s ended again with %s; its log ends:\n%s", again.name, again.status(), again.logTail(5))
