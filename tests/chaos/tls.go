@@ -95,11 +95,17 @@ func (f *injector) rotateCerts(ctx context.Context, sn snapshot) bool {
 		f.c.fail("rotate certificates: %v", err)
 		return false
 	}
-	if err := srv.WriteTo(p.server[idx].CertFile, p.server[idx].KeyFile); err != nil {
-		f.c.fail("rotate certificates: %v", err)
-		return false
+	// Written under the cluster's lock, which every start of a member takes: a member started
+	// between a certificate and its key would find them mismatched and refuse to start, as it
+	// must. A running member reads both anew at each handshake, and one that read them halfway
+	// fails that handshake only, which its peer dials again.
+	f.c.mu.Lock()
+	err = srv.WriteTo(p.server[idx].CertFile, p.server[idx].KeyFile)
+	if err == nil {
+		err = peer.WriteTo(p.peer[idx].CertFile, p.peer[idx].KeyFile)
 	}
-	if err := peer.WriteTo(p.peer[idx].CertFile, p.peer[idx].KeyFile); err != nil {
+	f.c.mu.Unlock()
+	if err != nil {
 		f.c.fail("rotate certificates: %v", err)
 		return false
 	}
