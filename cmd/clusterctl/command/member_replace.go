@@ -11,11 +11,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// replaceFirstRetry is the first wait for a learner to catch up; it doubles up to
-// promoteRetryInterval. A learner started at once is in sync within a few hundred milliseconds
-// on a small cluster, and a short first wait promotes it that soon; the doubling keeps the
-// progress lines of a long wait few.
-const replaceFirstRetry = 10 * time.Millisecond
+// replaceRetry is how long member replace waits between two promotions of a new member that is
+// not in sync yet, for its first replaceFastAttempts: a learner started at once is in sync tens
+// of milliseconds after its process starts, and every millisecond between its catching up and
+// the next attempt is one the replacement waits for nothing. A refused attempt costs the leader
+// one check and one read-index round. After those attempts the wait doubles up to
+// promoteRetryInterval, for a learner with much to catch up.
+const (
+	replaceRetry        = 5 * time.Millisecond
+	replaceFastAttempts = 40
+)
+
+// replaceRetryAfter is the wait before promotion attempt attempt+1 of member replace.
+func replaceRetryAfter(attempt int) time.Duration {
+	if attempt < replaceFastAttempts {
+		return replaceRetry
+	}
+	return min(replaceRetry<<min(attempt-replaceFastAttempts+1, 8), promoteRetryInterval)
+}
 
 type memberReplaceOptions struct {
 	*Globals
@@ -187,9 +200,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	res, err := o.promoteOnce(ctx, c, id)
 	if errors.Is(err, client.ErrLearnerNotReady) {
 		fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-		res, err = o.promoteUntil(ctx, c, id, deadline, func(attempt int) time.Duration {
-			return min(replaceFirstRetry<<min(attempt, 8), promoteRetryInterval)
-		})
+		res, err = o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter)
 	}
 	if err != nil {
 		return err
