@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -127,7 +128,8 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.promote(ctx, c, r, newID); err != nil {
+	promoted, err := o.promote(ctx, c, r, newID)
+	if err != nil {
 		return err
 	}
 	if r.Old == nil {
@@ -135,7 +137,7 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		o.step(4, "%s is gone already: removal skipped", o.OldRef)
 		return nil
 	}
-	if err := o.moveLeader(ctx, c, r.OldID, newID); err != nil {
+	if err := o.moveLeader(ctx, c, promoted, r.OldID, newID); err != nil {
 		return err
 	}
 	return o.remove(ctx, c, r.OldID)
@@ -191,10 +193,11 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 }
 
 // promote waits for the new member to catch up and promotes it, unless it is a voter already.
-func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, id uint64) error {
+// It returns the promotion's answer, nil when skipped.
+func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, id uint64) (*client.ChangeResult, error) {
 	if r.New != nil && !r.New.IsLearner {
 		o.step(2, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
-		return nil
+		return nil, nil
 	}
 	deadline := time.Now().Add(o.WaitTimeout)
 	res, err := o.promoteOnce(ctx, c, id)
@@ -203,30 +206,38 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		res, err = o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.step(2, "promoted %s (%s)", o.Name, client.FormatID(id))
-	return o.Printer.ReplaceChange(o.Out, printer.MemberPromote, res)
+	return res, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, res)
 }
 
-// moveLeader hands leadership from the old member to the new one when the old one leads.
-func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, oldID, newID uint64) error {
+// moveLeader hands leadership from the old member to the new one when the old one leads. Who
+// leads is read from the promotion's answer when it says (clusterd's does), as the member that
+// answered saw it once the new member had caught up; otherwise from a member list.
+func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, promoted *client.ChangeResult, oldID, newID uint64) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	// Asked again: leadership may have moved while the new member caught up.
-	list, err := c.MemberList(ctx, true)
-	if err != nil {
-		return err
+	var members []client.Member
+	if promoted != nil && slices.ContainsFunc(promoted.Members, func(m client.Member) bool { return m.IsLeader }) {
+		members = promoted.Members
+	} else {
+		// Asked again: leadership may have moved while the new member caught up.
+		list, err := c.MemberList(ctx, true)
+		if err != nil {
+			return err
+		}
+		members = list.Members
 	}
 	leads := false
-	for _, m := range list.Members {
+	for _, m := range members {
 		leads = leads || (m.ID == oldID && m.IsLeader)
 	}
 	if !leads {
 		o.step(3, "%s does not lead: leadership not moved", o.OldRef)
 		return nil
 	}
-	url, err := clientURLOf(list.Members, oldID)
+	url, err := clientURLOf(members, oldID)
 	if err != nil {
 		return err
 	}

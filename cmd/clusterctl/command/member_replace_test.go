@@ -1,10 +1,12 @@
 package command
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
@@ -33,16 +35,45 @@ func TestReplaceRetryAfter(t *testing.T) {
 	}
 }
 
+// leaderName is the name of the member that leads, as a linearizable member list says.
+func leaderName(t *testing.T, ms []*servertest.Member) string {
+	t.Helper()
+	var eps []string
+	for _, m := range ms {
+		eps = append(eps, m.ClientAddr())
+	}
+	c, err := client.New(client.Config{Endpoints: eps, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	list, err := c.MemberList(ctx, true)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, m := range list.Members {
+		if m.IsLeader {
+			return m.Name
+		}
+	}
+	t.Fatal("no member leads")
+	return ""
+}
+
 // A new member that does not start is asked about every few milliseconds, but the progress
 // lines come at most one per promoteRetryInterval; the command gives up at --wait-timeout with
-// the server's refusal, and a run again once the member runs finishes the replacement.
+// the server's refusal, and a run again once the member runs finishes the replacement, moving
+// leadership to the new member (the leader is the member replaced).
 func TestReplaceWaitsForLearner(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	eps := "--endpoints=" + servertest.Endpoints(ms)
 	r1 := servertest.NewMember(t, "r1")
+	old := leaderName(t, ms)
 
 	start := time.Now()
-	_, stderr, code := runArgs(eps, "member", "replace", "m0", "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=1s", "-w", "env")
+	_, stderr, code := runArgs(eps, "member", "replace", old, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=1s", "-w", "env")
 	took := time.Since(start)
 	if code != exitLearnerNotReady {
 		t.Fatalf("replace with the learner not started: exit %d, want %d\n%s", code, exitLearnerNotReady, stderr)
@@ -57,13 +88,23 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 	}
 
 	r1.Start(t, r1.Config(servertest.InitialCluster(append(ms, r1)), "existing", nil))
-	_, stderr, code = runArgs(eps, "member", "replace", "m0", "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=30s", "-w", "env")
+	_, stderr, code = runArgs(eps, "member", "replace", old, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=30s", "-w", "env")
 	if code != exitOK {
 		t.Fatalf("replace run again with the learner started: exit %d\n%s", code, stderr)
 	}
-	for _, want := range []string{"step 1 of 4: r1 ", "step 2 of 4: promoted r1 ", "step 4 of 4: removed m0 "} {
+	for _, want := range []string{"step 1 of 4: r1 ", "step 2 of 4: promoted r1 ",
+		"step 3 of 4: moved leadership from " + old + " to r1 ", "step 4 of 4: removed " + old + " "} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
+	}
+	var rest []*servertest.Member
+	for _, m := range append(ms, r1) {
+		if m.Name != old {
+			rest = append(rest, m)
+		}
+	}
+	if got := leaderName(t, rest); got != "r1" {
+		t.Errorf("%s leads after the replacement, want r1", got)
 	}
 }
