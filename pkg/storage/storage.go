@@ -121,9 +121,15 @@ func Create(dir string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 	return open(dir)
 }
 
-// build writes a complete member database at path.
+// build writes a complete member database at path, and syncs it once, at the end. The file is
+// only ever used once it is complete and renamed into place, so bbolt's own syncs of each step
+// (growing the file, then the pages, then the meta page, of each transaction) buy nothing here:
+// a crash half-way leaves a temporary file the next start discards. bbolt still syncs the empty
+// file it starts from.
 func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState, c, joinPeers *membership.Cluster) error {
-	db, err := bolt.Open(path, 0o600, BoltOptions())
+	opts := BoltOptions()
+	opts.NoSync, opts.NoGrowSync = true, true
+	db, err := bolt.Open(path, 0o600, opts)
 	if err != nil {
 		return err
 	}
@@ -145,6 +151,9 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 		}
 		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap), JoinPeers: joinPeers})
 	})
+	if err == nil {
+		err = db.Sync()
+	}
 	if cerr := db.Close(); err == nil {
 		err = cerr
 	}

@@ -69,18 +69,24 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 }
 
 // promoteUntil promotes learner id, asking again after interval(attempt) while it is not in
-// sync, with a progress line on stderr before each attempt, until deadline. Bounded by the
-// deadline: every pass waits first. Only "not in sync" is retried: it is a refusal, so nothing
-// changed and asking again is safe.
+// sync, until deadline. A progress line goes to stderr before the first wait and then before a
+// wait at most once per promoteRetryInterval: the figures cost a member list and two status
+// calls, more than an attempt, and a line every few milliseconds tells the reader nothing more.
+// Bounded by the deadline: every pass waits first. Only "not in sync" is retried: it is a
+// refusal, so nothing changed and asking again is safe.
 func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration) (*client.ChangeResult, error) {
 	err := error(client.ErrLearnerNotReady)
 	var r *client.ChangeResult
+	var nextLine time.Time // when the next progress line is due; the first is due at once
 	for attempt := 0; errors.Is(err, client.ErrLearnerNotReady); attempt++ {
 		wait := interval(attempt)
 		if !time.Now().Add(wait).Before(deadline) {
 			return nil, err
 		}
-		g.progress(ctx, c, id)
+		if !time.Now().Before(nextLine) {
+			g.progress(ctx, c, id)
+			nextLine = time.Now().Add(promoteRetryInterval)
+		}
 		select {
 		case <-ctx.Done():
 			return nil, err

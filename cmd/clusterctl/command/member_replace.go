@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -11,11 +12,24 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// replaceFirstRetry is the first wait for a learner to catch up; it doubles up to
-// promoteRetryInterval. A learner started at once is in sync within a few hundred milliseconds
-// on a small cluster, and a short first wait promotes it that soon; the doubling keeps the
-// progress lines of a long wait few.
-const replaceFirstRetry = 10 * time.Millisecond
+// replaceRetry is how long member replace waits between two promotions of a new member that is
+// not in sync yet, for its first replaceFastAttempts: a learner started at once is in sync tens
+// of milliseconds after its process starts, and every millisecond between its catching up and
+// the next attempt is one the replacement waits for nothing. A refused attempt costs the leader
+// one check and one read-index round. After those attempts the wait doubles up to
+// promoteRetryInterval, for a learner with much to catch up.
+const (
+	replaceRetry        = 5 * time.Millisecond
+	replaceFastAttempts = 40
+)
+
+// replaceRetryAfter is the wait before promotion attempt attempt+1 of member replace.
+func replaceRetryAfter(attempt int) time.Duration {
+	if attempt < replaceFastAttempts {
+		return replaceRetry
+	}
+	return min(replaceRetry<<min(attempt-replaceFastAttempts+1, 8), promoteRetryInterval)
+}
 
 type memberReplaceOptions struct {
 	*Globals
@@ -122,7 +136,8 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	if err := o.add(ctx, c, r, res); err != nil {
 		return err
 	}
-	if err := o.promote(ctx, c, r, res); err != nil {
+	promoted, err := o.promote(ctx, c, r, res)
+	if err != nil {
 		return err
 	}
 	if r.Old == nil {
@@ -131,7 +146,7 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		o.step(4, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
 	} else {
-		if err := o.moveLeader(ctx, c, r.OldID, res); err != nil {
+		if err := o.moveLeader(ctx, c, promoted, r.OldID, res); err != nil {
 			return err
 		}
 		if err := o.remove(ctx, c, r.OldID, res); err != nil {
@@ -195,40 +210,47 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 }
 
 // promote waits for the new member to catch up and promotes it, unless it is a voter already.
-func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
+// It returns the promotion's answer, nil when skipped.
+func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	id := res.Added.ID
 	if r.New != nil && !r.New.IsLearner {
 		o.step(2, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
 		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
-		return nil
+		return nil, nil
 	}
 	deadline := time.Now().Add(o.WaitTimeout)
 	promoted, err := o.promoteOnce(ctx, c, id)
 	if errors.Is(err, client.ErrLearnerNotReady) {
 		fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-		promoted, err = o.promoteUntil(ctx, c, id, deadline, func(attempt int) time.Duration {
-			return min(replaceFirstRetry<<min(attempt, 8), promoteRetryInterval)
-		})
+		promoted, err = o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.step(2, "promoted %s (%s)", o.Name, client.FormatID(id))
 	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
-	return o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
+	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
 }
 
-// moveLeader hands leadership from the old member to the new one when the old one leads.
-func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) error {
+// moveLeader hands leadership from the old member to the new one when the old one leads. Who
+// leads is read from the promotion's answer when it says (clusterd's does), as the member that
+// answered saw it once the new member had caught up; otherwise from a member list.
+func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, promoted *client.ChangeResult, oldID uint64, res *printer.ReplaceResult) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	// Asked again: leadership may have moved while the new member caught up.
-	list, err := c.MemberList(ctx, true)
-	if err != nil {
-		return err
+	var members []client.Member
+	if promoted != nil && slices.ContainsFunc(promoted.Members, func(m client.Member) bool { return m.IsLeader }) {
+		members = promoted.Members
+	} else {
+		// Asked again: leadership may have moved while the new member caught up.
+		list, err := c.MemberList(ctx, true)
+		if err != nil {
+			return err
+		}
+		members = list.Members
 	}
 	leads := false
-	for _, m := range list.Members {
+	for _, m := range members {
 		leads = leads || (m.ID == oldID && m.IsLeader)
 	}
 	if !leads {
@@ -236,7 +258,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
 		return nil
 	}
-	url, err := clientURLOf(list.Members, oldID)
+	url, err := clientURLOf(members, oldID)
 	if err != nil {
 		return err
 	}

@@ -17,7 +17,8 @@
 //  7. publishApplied and releaseReads: the new membership to readers and the transport, the
 //     read indexes to their waiters;
 //  8. maybeSnapshot: a snapshot every SnapshotCount entries, and the log compacted;
-//  9. Advance, and only then answerProposers.
+//  9. Advance, and only then answerProposers; then stepInvitation, which steps a leader's
+//     invitation to campaign that arrived before this member had applied its promotion.
 //
 // ForceNewCluster rewrites a member's stored log before a node is built from it; it replays and
 // writes entries by the same rules as the loop (proposal.go), which is why it lives here.

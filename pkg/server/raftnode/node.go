@@ -111,6 +111,15 @@ type Node struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
+
+	// invitation is the leader's invitation to campaign (MsgTimeoutNow) that arrived while this
+	// member could not act on it yet (see holdInvitation).
+	invitation atomic.Pointer[heldMessage]
+}
+
+type heldMessage struct {
+	m  *raftpb.Message
+	at time.Time
 }
 
 // restartStorage hands raft the configuration of the applied membership, not the older one
@@ -297,7 +306,63 @@ func (n *Node) markRemoved() {
 }
 
 // Step hands a message from a peer to raft.
-func (n *Node) Step(ctx context.Context, m *raftpb.Message) error { return n.raft.Step(ctx, m) }
+func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
+	if m.GetType() == raftpb.MessageType_MsgTimeoutNow && n.holdInvitation(m) {
+		return nil
+	}
+	return n.raft.Step(ctx, m)
+}
+
+// holdInvitation keeps a leader's invitation to campaign (MsgTimeoutNow, the last step of a
+// leadership transfer) that reaches this member before it has applied its own promotion, and
+// reports whether it did. The leader sends it as soon as the member's log matches its own, which
+// can be a moment before the member applies the entry that made it a voter; raft on a learner
+// drops it, and the transfer would wait out an election timeout to be asked again. The loop steps
+// it once the promotion is applied (stepInvitation): to raft it is the same message arriving a
+// little later, which the network may always do.
+func (n *Node) holdInvitation(m *raftpb.Message) bool {
+	if n.promotable() {
+		return false
+	}
+	n.invitation.Store(&heldMessage{m: m, at: time.Now()})
+	// Applied meanwhile: the loop may have looked already.
+	if !n.promotable() {
+		return true
+	}
+	if h := n.invitation.Swap(nil); h != nil {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_ = n.raft.Step(ctx, h.m)
+	}
+	return true
+}
+
+// stepInvitation steps a held invitation once this member is a voter, if it still stands: from
+// the leader of the term it was sent in, within the election timeout after which raft gives up
+// the transfer on the leader. The loop calls it after each pass.
+func (n *Node) stepInvitation() {
+	if n.invitation.Load() == nil || !n.promotable() {
+		return
+	}
+	h := n.invitation.Swap(nil)
+	if h == nil {
+		return
+	}
+	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	if h.m.GetTerm() != n.term.Load() || h.m.GetFrom() != n.lead.Load() || time.Since(h.at) > timeout {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_ = n.raft.Step(ctx, h.m)
+}
+
+// promotable reports whether this member is a voter of its applied membership, which is raft's
+// configuration too.
+func (n *Node) promotable() bool {
+	m := n.Cluster().Member(membership.ID(n.id))
+	return m != nil && !m.IsLearner
+}
 
 // PeerStarted is told that a peer has just started. A leader treats it as the peer's answer to
 // a heartbeat, which is what raft waits for before it sends a peer it could not reach its next

@@ -76,6 +76,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	n.raft.Advance()
 	n.answerProposers(p)
+	n.stepInvitation()
 	if p.selfRemoved {
 		n.markRemoved()
 	}

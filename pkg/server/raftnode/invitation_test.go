@@ -1,0 +1,173 @@
+package raftnode
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
+)
+
+// recorder is a transport that keeps what the node sends.
+type recorder struct {
+	mu   sync.Mutex
+	sent []*raftpb.Message
+}
+
+func (r *recorder) Send(msgs []*raftpb.Message) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.sent = append(r.sent, msgs...)
+}
+
+func (r *recorder) SetPeers(*membership.Cluster) {}
+
+// votes returns the vote requests sent so far.
+func (r *recorder) votes() []*raftpb.Message {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	var out []*raftpb.Message
+	for _, m := range r.sent {
+		if m.GetType() == raftpb.MessageType_MsgVote {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
+const (
+	leaderID  = membership.ID(1)
+	learnerID = membership.ID(2)
+	snapIndex = 10
+)
+
+// startLearner runs member 2, a learner of a cluster that member 1 leads, from a snapshot at
+// index 10 of term 2. Its election timeout is far beyond the test, so it campaigns only when
+// invited.
+func startLearner(t *testing.T) (*Node, *recorder) {
+	t.Helper()
+	c := membership.NewCluster(7, []*membership.Member{
+		{ID: leaderID, Name: "a", PeerURLs: []string{"http://127.0.0.1:1"}, Started: true},
+		{ID: learnerID, Name: "b", PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true},
+	})
+	data, err := storage.SnapshotData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
+		Index: proto.Uint64(snapIndex), Term: proto.Uint64(2), ConfState: storage.ConfState(c),
+	}}
+	hs := &raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(snapIndex)}
+	store, err := storage.Create(filepath.Join(t.TempDir(), "b"), storage.Identity{MemberID: learnerID, ClusterID: 7, Name: "b"}, snap, hs, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	st, err := store.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := &recorder{}
+	n, err := New(Config{
+		Store: store, State: st, Transport: tr, TickInterval: 10 * time.Millisecond,
+		ElectionTicks: 1000, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { defer close(done); _ = n.Run(ctx) }()
+	t.Cleanup(func() { cancel(); <-done })
+	return n, tr
+}
+
+func step(t *testing.T, n *Node, m *raftpb.Message) {
+	t.Helper()
+	if err := n.Step(context.Background(), m); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func invitation(term uint64) *raftpb.Message {
+	return &raftpb.Message{Type: raftpb.MessageType_MsgTimeoutNow.Enum(), From: proto.Uint64(uint64(leaderID)),
+		To: proto.Uint64(uint64(learnerID)), Term: proto.Uint64(term)}
+}
+
+// promotion is the leader's append, in term, of the entry at index 11 that promotes member 2,
+// committed by the same message.
+func promotion(t *testing.T, term uint64) *raftpb.Message {
+	t.Helper()
+	ch := membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: learnerID}}
+	ctx, err := json.Marshal(proposal{RequestID: 1, Term: term, Change: ch})
+	if err != nil {
+		t.Fatal(err)
+	}
+	data, err := proto.Marshal(&raftpb.ConfChange{Type: confChangeType(ch).Enum(), NodeId: proto.Uint64(uint64(learnerID)), Context: ctx})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(snapIndex + 1), Term: proto.Uint64(term), Data: data}
+	return &raftpb.Message{Type: raftpb.MessageType_MsgApp.Enum(), From: proto.Uint64(uint64(leaderID)), To: proto.Uint64(uint64(learnerID)),
+		Term: proto.Uint64(term), LogTerm: proto.Uint64(2), Index: proto.Uint64(snapIndex), Commit: proto.Uint64(snapIndex + 1),
+		Entries: []*raftpb.Entry{e}}
+}
+
+func waitVoter(t *testing.T, n *Node) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !n.promotable() {
+		if time.Now().After(deadline) {
+			t.Fatal("the promotion was not applied within 10s")
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// The leader's invitation to campaign that arrives a moment before the member has applied its
+// own promotion is acted on once it has, at once, instead of being dropped by raft (which left
+// the transfer to wait out an election timeout).
+func TestInvitationBeforePromotionApplied(t *testing.T) {
+	n, tr := startLearner(t)
+	step(t, n, invitation(2))
+	if n.invitation.Load() == nil {
+		t.Fatal("the invitation to a learner was not held")
+	}
+	step(t, n, promotion(t, 2))
+	waitVoter(t, n)
+	deadline := time.Now().Add(10 * time.Second)
+	for len(tr.votes()) == 0 {
+		if time.Now().After(deadline) {
+			t.Fatal("no vote requested within 10s of the promotion")
+		}
+		time.Sleep(time.Millisecond)
+	}
+	v := tr.votes()[0]
+	if v.GetTo() != uint64(leaderID) || v.GetTerm() != 3 {
+		t.Errorf("vote request to %x in term %d, want to %x in term 3", v.GetTo(), v.GetTerm(), leaderID)
+	}
+}
+
+// An invitation from a term that has ended does not stand: the member applies its promotion
+// and does not campaign.
+func TestStaleInvitationDropped(t *testing.T) {
+	n, tr := startLearner(t)
+	step(t, n, invitation(2))
+	step(t, n, promotion(t, 3))
+	waitVoter(t, n)
+	time.Sleep(200 * time.Millisecond)
+	if v := tr.votes(); len(v) != 0 {
+		t.Fatalf("campaigned on an invitation of an earlier term: %v", v)
+	}
+	if n.invitation.Load() != nil {
+		t.Error("the stale invitation is still held")
+	}
+}
