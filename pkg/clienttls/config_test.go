@@ -67,3 +67,61 @@ func TestConfig(t *testing.T) {
 		t.Errorf("insecure: %+v %v", cfg, err)
 	}
 }
+
+// The key exchange is Go's default, the post-quantum hybrid, with a TLS 1.3 member that offers
+// it (clusterd and etcd built with Go 1.24 or later), and the client certificate is presented:
+// the handshake clusterctl makes for every command, measured in docs/benchmarks.md.
+func TestConfigKeepsTheHybridKeyExchange(t *testing.T) {
+	if strings.Contains(os.Getenv("GODEBUG"), "tlsmlkem=0") {
+		t.Skip("GODEBUG=tlsmlkem=0 turns the hybrid off for this process")
+	}
+	p := newPKI(t)
+	cfg, err := Options{CACert: p.ca.CertFile, Cert: p.client.CertFile, Key: p.client.KeyFile}.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.CurvePreferences != nil {
+		t.Errorf("CurvePreferences %v, want Go's default", cfg.CurvePreferences)
+	}
+	serverCert, err := p.server.TLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	l, err := tls.Listen("tcp", "127.0.0.1:0", &tls.Config{Certificates: []tls.Certificate{serverCert},
+		ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.ca.Pool()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	type seen struct {
+		state tls.ConnectionState
+		err   error
+	}
+	server := make(chan seen, 1)
+	go func() {
+		c, err := l.Accept()
+		if err != nil {
+			server <- seen{err: err}
+			return
+		}
+		defer c.Close()
+		tc := c.(*tls.Conn)
+		err = tc.Handshake()
+		server <- seen{tc.ConnectionState(), err}
+	}()
+	c, err := tls.Dial("tcp", l.Addr().String(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	got := c.ConnectionState()
+	if got.Version != tls.VersionTLS13 || got.CurveID != tls.X25519MLKEM768 {
+		t.Errorf("version %x, key exchange %v; want TLS 1.3 with X25519MLKEM768", got.Version, got.CurveID)
+	}
+	// With TLS 1.3 the server checks the client certificate after the client's side of the
+	// handshake has ended.
+	s := <-server
+	if s.err != nil || len(s.state.PeerCertificates) == 0 || s.state.PeerCertificates[0].Subject.CommonName != "root" {
+		t.Errorf("server: %v, client certificates %d", s.err, len(s.state.PeerCertificates))
+	}
+}

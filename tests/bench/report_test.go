@@ -85,6 +85,7 @@ func TestWriteJSON(t *testing.T) {
 		"idle_rss": "MiB", "member_list_peak_rss": "MiB",
 		"tls_member_list_wall": "ms", "tls_member_list_vs_etcdctl": "x", "tls_member_list_cost": "ms",
 		"tls_member_list_share": "%", "tls_floor_cost": "ms", "conf_change_peer_tls": "ms",
+		"tls_floor_wall": "ms", "tls_member_list_vs_floor": "x", "tls_floor_vs_etcdctl": "x",
 		"member_replace_wall": "ms", "etcdctl_replace_wall": "ms", "member_replace_vs_etcdctl": "x", "leader_removal_gap_clientv3": "ms", "etcd_leader_removal_gap_clientv3": "ms"}
 	rows := map[string]map[string]any{}
 	for _, x := range raw["rows"].([]any) {
@@ -148,7 +149,18 @@ func TestWriteJSON(t *testing.T) {
 	if v := rows["leader_removal_gap_clientv3"]; v["max"] != 61.0 || v["runs"] != 2.0 || v["met"] != false {
 		t.Errorf("leader_removal_gap_clientv3 %v", v)
 	}
-	// The TLS rows: medians 8.45 (clusterctl), 20.45 (etcdctl), 5.45 (plain clusterctl).
+	// The TLS rows: medians 8.45 (clusterctl), 7.45 (floor), 20.45 (etcdctl), 5.45 (plain clusterctl).
+	if v := rows["tls_floor_wall"]; math.Abs(v["median"].(float64)-7.45) > 1e-9 || v["runs"] != 10.0 {
+		t.Errorf("tls_floor_wall %v", v)
+	}
+	if v := rows["tls_member_list_vs_floor"]; math.Abs(v["median"].(float64)-8.45/7.45) > 1e-9 || v["max"] != nil || v["met"] != nil {
+		t.Errorf("tls_member_list_vs_floor %v", v)
+	}
+	// The floor's ratio to etcdctl is reported, not held to the target: it says whether the
+	// target is within reach.
+	if v := rows["tls_floor_vs_etcdctl"]; math.Abs(v["median"].(float64)-7.45/20.45) > 1e-9 || v["max"] != nil || v["met"] != nil || v["runs"] != 10.0 {
+		t.Errorf("tls_floor_vs_etcdctl %v", v)
+	}
 	if v := rows["tls_member_list_cost"]["median"].(float64); math.Abs(v-3) > 1e-9 {
 		t.Errorf("tls_member_list_cost %v, want 3", v)
 	}

@@ -164,6 +164,12 @@ func addRemove(ctx context.Context, cl *client.Client, peer string) (samples, er
 	return samples{millis(mid.Sub(start)), millis(time.Since(mid))}, nil
 }
 
+// ratioRow is a row of the ratio of two rows' medians (and of their p99s); a ratio has no max.
+func ratioRow(key, figure string, a, b row) row {
+	return row{Key: key, Figure: figure, Unit: "x", Runs: a.Runs, Warmup: a.Warmup, Target: "report",
+		Median: a.Median / b.Median, P99: a.P99 / b.P99, Max: math.NaN()}
+}
+
 // diff is a row of the difference of two rows' medians.
 func diff(key, figure string, a, b row) row {
 	return row{Key: key, Figure: figure, Unit: "ms", Runs: a.Runs, Warmup: a.Warmup, Target: "report",
@@ -183,13 +189,16 @@ func (r *report) fillTLS(f *tlsFigures) {
 	ctl.Ratio, ctl.RatioTo = ptr(ctl.Median/fl.Median), "tls_floor_wall"
 	pctl := stat("tls_phase_plain_member_list_wall", "TLS phase: clusterctl member list in plain text (plain cluster, interleaved), wall", "ms", pick(f.lists[plainCtl], wallOf), w, "report")
 	pfl := stat("tls_phase_plain_floor_wall", "TLS phase: floor in plain text (plain cluster, interleaved), wall", "ms", pick(f.lists[plainFloor], wallOf), w, "report")
-	r.Rows = append(r.Rows, ctl, fl, pctl, pfl)
+	vsFloor := ratioRow("tls_member_list_vs_floor", "TLS: clusterctl member list / the TLS floor (medians)", ctl, fl)
+	r.Rows = append(r.Rows, ctl, fl, vsFloor, pctl, pfl)
 	if e, ok := f.lists[tlsEtcdctl]; ok {
 		er := stat("tls_etcdctl_member_list_wall", "TLS: etcdctl 3.7.1 member list, --cacert/--cert/--key, wall (same cluster, same files)", "ms", pick(e, wallOf), w, "report")
-		cmp := stat("tls_member_list_vs_etcdctl", "TLS: clusterctl member list / etcdctl member list (medians)", "x", nil, w, "<= 0.5x")
-		cmp.Runs, cmp.Median, cmp.P99, cmp.Max = len(e), ctl.Median/er.Median, ctl.P99/er.P99, math.NaN()
-		cmp.Met = ptr(cmp.Median <= 0.5)
-		r.Rows = append(r.Rows, er, cmp)
+		cmp := ratioRow("tls_member_list_vs_etcdctl", "TLS: clusterctl member list / etcdctl member list (medians)", ctl, er)
+		cmp.Target, cmp.Met = "<= 0.5x", ptr(cmp.Median <= 0.5)
+		// Whether 0.5x is within reach of any Go client that makes one handshake: the floor
+		// does nothing but that and the call.
+		flCmp := ratioRow("tls_floor_vs_etcdctl", "TLS: floor / etcdctl member list (medians): the least a Go client with one handshake can take", fl, er)
+		r.Rows = append(r.Rows, er, cmp, flCmp)
 	}
 	cost := diff("tls_member_list_cost", "TLS: clusterctl member list over TLS minus in plain text (medians)", ctl, pctl)
 	share := cost
