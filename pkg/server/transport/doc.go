@@ -15,8 +15,10 @@
 //     that is how a member that missed its own removal learns of it.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
-//   - A peer's address book only grows from the applied membership; a removed member's peer is
-//     closed and never reopened.
+//   - A peer's address book grows from the applied membership, and from a sender the membership
+//     does not list yet, at the peer URLs its stream names (metadata clusterd-peer-urls), so that
+//     a member that missed the sender's addition can answer it (etcd's remotes); a removed
+//     member's peer is closed and never reopened, as its messages are refused.
 //   - Bytes are counted per peer as the envelopes' size, sent once the stream took a message
 //     and received once the envelope passed the checks (a refused sender is not a series); a
 //     dropped message is a send failure; a removed peer's series are dropped with it.

@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -24,6 +25,10 @@ type peer struct {
 	stop  chan struct{}
 	woken chan struct{} // the peer said hello: stop backing off
 	once  sync.Once
+
+	// remote: added from a sender's stream, not from the membership, so without a prober until
+	// the membership lists it (Transport.answerSender); guarded by Transport.mu.
+	remote bool
 
 	mu   sync.Mutex
 	urls []string
@@ -135,6 +140,9 @@ func (p *peer) run() {
 func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if self := p.t.h.Cluster().Member(p.t.cfg.LocalID); self != nil && len(self.PeerURLs) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, peerURLsKey, strings.Join(self.PeerURLs, ","))
+	}
 	s, err := conn.NewStream(ctx, &raftStreamDesc, raftMethod)
 	if err != nil {
 		p.t.report(first, false)

@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
@@ -198,6 +199,7 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 			return rpcerr.Status(err)
 		}
 		t.heard(membership.ID(env.From))
+		t.answerSender(stream.Context(), membership.ID(env.From))
 		// Counted once checked: a refused sender's ID is not a member's, and would be a series.
 		t.cfg.Metrics.PeerReceived(env.From, env.size())
 		crashpoint.HitIf(env.Message.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotReceive)
@@ -249,19 +251,13 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 		}
 		if p, ok := t.peers[id]; ok {
 			p.setURLs(m.PeerURLs)
+			if p.remote {
+				p.remote = false
+				t.startProbe(p)
+			}
 			continue
 		}
-		p := newPeer(t, id, m.PeerURLs)
-		t.peers[id] = p
-		go p.run()
-		if t.cfg.Metrics != nil {
-			interval := t.cfg.ProbeInterval
-			if interval <= 0 {
-				interval = ProbeInterval
-			}
-			t.probes.Add(1)
-			go p.probe(interval)
-		}
+		t.startProbe(t.addPeerLocked(id, m.PeerURLs))
 	}
 	// The peers, not the removed IDs: those are as many as the cluster's whole history.
 	for id, p := range t.peers {
@@ -274,6 +270,55 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 		}
 	}
 }
+
+// addPeerLocked opens the sender to a peer; called with t.mu held.
+func (t *Transport) addPeerLocked(id membership.ID, urls []string) *peer {
+	p := newPeer(t, id, urls)
+	t.peers[id] = p
+	go p.run()
+	return p
+}
+
+// startProbe measures the round trip to a member of the membership, with Metrics; called with
+// t.mu held.
+func (t *Transport) startProbe(p *peer) {
+	if t.cfg.Metrics != nil {
+		interval := t.cfg.ProbeInterval
+		if interval <= 0 {
+			interval = ProbeInterval
+		}
+		t.probes.Add(1)
+		go p.probe(interval)
+	}
+}
+
+// answerSender makes sure a member that sent a raft message can be answered. A member that has
+// not yet applied the addition of the sender (it was down, or cut off, while the sender joined)
+// has no address for it, and without its answers the sender, its leader most likely, never learns
+// where this member's log ends: this member would wait for ever for entries it cannot ask for.
+// Every stream names its sender's peer URLs (peerURLsKey), and an unknown sender is added at
+// them as a remote, as etcd adds one from a request's X-PeerURLs: no prober until the membership lists it, and
+// then taken over by it (SetPeers), or closed with the sender's removal.
+func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.closed || t.peers[id] != nil || id == t.cfg.LocalID {
+		return
+	}
+	md, _ := metadata.FromIncomingContext(ctx)
+	var urls []string
+	for _, v := range md.Get(peerURLsKey) {
+		urls = append(urls, membership.SplitURLs(v)...)
+	}
+	if err := membership.ValidatePeerURLs(urls); err != nil {
+		return
+	}
+	t.addPeerLocked(id, urls).remote = true
+	t.cfg.Logger.Info("answering a peer this member's membership does not list yet, at the peer URLs its stream names", "peer", id.String(), "peer-urls", urls)
+}
+
+// peerURLsKey is the stream metadata that names the sender's peer URLs.
+const peerURLsKey = "clusterd-peer-urls"
 
 // Send queues messages for their peers; it never blocks.
 func (t *Transport) Send(msgs []*raftpb.Message) {

@@ -182,3 +182,38 @@ func TestEnvelopeRoundTrip(t *testing.T) {
 		t.Fatal("a short envelope must be refused")
 	}
 }
+
+// A member whose membership does not list the sender yet (it has not applied the sender's
+// addition) answers it at the peer URLs the sender's stream names; the membership takes the peer
+// over once it lists the sender, and its removal closes it.
+func TestAnswersASenderItDoesNotKnowYet(t *testing.T) {
+	self := membership.NewCluster(7, nil)
+	sender, senderMember, senderURL := serve(t, 1, 7, self)
+	self.Members[1] = &membership.Member{ID: 1, PeerURLs: []string{senderURL}}
+	receiver, receiverMember, receiverURL := serve(t, 2, 7, membership.NewCluster(7, nil))
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{receiverURL}}}))
+
+	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+	waitFor(t, "delivery to the receiver", func() bool { return receiverMember.count() == 1 })
+	receiver.Send([]*raftpb.Message{heartbeat(2, 1)})
+	waitFor(t, "the answer to the sender", func() bool { return senderMember.count() == 1 })
+
+	peer := func() *peer {
+		receiver.mu.Lock()
+		defer receiver.mu.Unlock()
+		return receiver.peers[1]
+	}
+	if p := peer(); p == nil || !p.remote {
+		t.Fatalf("the sender is not a remote of the receiver: %+v", p)
+	}
+	receiver.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{senderURL}}}))
+	if p := peer(); p == nil || p.remote {
+		t.Fatalf("the membership did not take the remote over: %+v", p)
+	}
+	gone := membership.NewCluster(7, nil)
+	gone.Removed = membership.NewIDSet(1)
+	receiver.SetPeers(gone)
+	if p := peer(); p != nil {
+		t.Fatal("the removed sender still has a peer")
+	}
+}
