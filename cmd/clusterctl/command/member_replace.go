@@ -233,13 +233,14 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 }
 
 // moveLeader hands leadership from the old member to the new one when the old one leads. Who
-// leads is read from the promotion's answer when it says (clusterd's does), as the member that
-// answered saw it once the new member had caught up; otherwise from a member list.
+// leads is read from the promotion's answer when the leader itself answered it and says so
+// (clusterd's leader does), as it stood once the new member had caught up; otherwise, since a
+// follower's word on the leader may be stale, from a linearizable member list.
 func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, promoted *client.ChangeResult, oldID uint64, res *printer.ReplaceResult) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	var members []client.Member
-	if promoted != nil && slices.ContainsFunc(promoted.Members, func(m client.Member) bool { return m.IsLeader }) {
+	if promoted != nil && slices.ContainsFunc(promoted.Members, func(m client.Member) bool { return m.IsLeader && m.ID == promoted.Header.MemberID }) {
 		members = promoted.Members
 	} else {
 		// Asked again: leadership may have moved while the new member caught up.

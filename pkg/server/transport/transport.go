@@ -302,7 +302,11 @@ func (t *Transport) startProbe(p *peer) {
 func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.closed || t.peers[id] != nil || id == t.cfg.LocalID {
+	p := t.peers[id]
+	// The removal is checked again under t.mu: the member publishes a membership before it hands
+	// it to SetPeers, so a removal applied since the stream's check is either seen here or finds
+	// the remote in SetPeers and closes it.
+	if t.closed || (p != nil && !p.remote) || id == t.cfg.LocalID || t.h.Cluster().IsRemoved(id) {
 		return
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -313,9 +317,26 @@ func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
 	if err := membership.ValidatePeerURLs(urls); err != nil {
 		return
 	}
+	if p != nil {
+		p.setURLs(urls) // the sender moved (member update) while this member lags
+		return
+	}
+	remotes := 0
+	for _, q := range t.peers {
+		if q.remote {
+			remotes++
+		}
+	}
+	if remotes >= maxRemotes {
+		return
+	}
 	t.addPeerLocked(id, urls).remote = true
 	t.cfg.Logger.Info("answering a peer this member's membership does not list yet, at the peer URLs its stream names", "peer", id.String(), "peer-urls", urls)
 }
+
+// maxRemotes bounds the remotes: a member lags behind a few additions at most, and a sender that
+// never becomes a member (a stale process of the cluster) must not make this one dial without end.
+const maxRemotes = 8
 
 // peerURLsKey is the stream metadata that names the sender's peer URLs.
 const peerURLsKey = "clusterd-peer-urls"
