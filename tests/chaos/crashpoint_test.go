@@ -21,9 +21,6 @@ import (
 // the package's armed file is left out of both, and the binaries make build ships hold none of
 // its strings, while the test build holds them (so the check can see them).
 func TestReleaseHasNoCrashPoints(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds the release binaries")
-	}
 	root, err := harness.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
@@ -84,9 +81,6 @@ func TestReleaseHasNoCrashPoints(t *testing.T) {
 // killed after it leaves a complete DIR that clusterd starts on. Real processes: clusterd makes
 // the snapshot, clusterctl restores it with a crash point armed and dies there.
 func TestRestoreCrashPoints(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts clusterd")
-	}
 	bin := t.TempDir()
 	if err := buildTagged(bin, false, "github.com/clusterctl/clusterctl/cmd/clusterd", "github.com/clusterctl/clusterctl/cmd/clusterctl"); err != nil {
 		t.Fatal(err)

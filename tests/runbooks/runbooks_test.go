@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -152,18 +153,7 @@ func TestRunClusterCtrlCKeepsData(t *testing.T) {
 	work := workspace(t)
 	groups := &processGroups{}
 	defer groups.kill()
-	run := func() (pgid int, exited chan error) {
-		cmd := exec.Command("scripts/run-cluster.sh")
-		cmd.Dir = work
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		groups.pgids = append(groups.pgids, cmd.Process.Pid)
-		exited = make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		return cmd.Process.Pid, exited
-	}
+	run := func() (pgid int, exited chan error) { return groups.runCluster(t, work, nil) }
 
 	pgid, exited := run()
 	waitLocal(t, work)
@@ -242,6 +232,25 @@ func (g *processGroups) start(dir string, name string, args ...string) (*exec.Cm
 	// Reaped only: the whole group is killed at the end.
 	go func() { _ = cmd.Wait() }()
 	return cmd, nil
+}
+
+// runCluster starts scripts/run-cluster.sh with args in dir, in a process group of its own
+// (killed at the end), its output to out (nil: discarded); it returns the group's ID and a
+// channel that gets the script's exit.
+func (g *processGroups) runCluster(t *testing.T, dir string, out io.Writer, args ...string) (pgid int, exited chan error) {
+	t.Helper()
+	cmd := exec.Command("scripts/run-cluster.sh", args...)
+	cmd.Dir = dir
+	cmd.Env = withoutEtcdVars()
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	g.pgids = append(g.pgids, cmd.Process.Pid)
+	exited = make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	return cmd.Process.Pid, exited
 }
 
 // run runs one block in bash and returns its combined output.

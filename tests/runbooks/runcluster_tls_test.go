@@ -30,18 +30,7 @@ func TestRunClusterTLS(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer f.Close()
-		cmd := exec.Command("scripts/run-cluster.sh", "--tls")
-		cmd.Dir = work
-		cmd.Env = withoutEtcdVars()
-		cmd.Stdout, cmd.Stderr = f, f
-		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-		if err := cmd.Start(); err != nil {
-			t.Fatal(err)
-		}
-		groups.pgids = append(groups.pgids, cmd.Process.Pid)
-		exited = make(chan error, 1)
-		go func() { exited <- cmd.Wait() }()
-		return cmd.Process.Pid, exited
+		return groups.runCluster(t, work, f, "--tls")
 	}
 
 	pgid, exited := run()
