@@ -525,16 +525,10 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 	}
 	defer reader.Close()
 	stop := make(chan struct{})
-	type outcome struct {
-		begin, end time.Time   // when the loop started and stopped listing
-		ok         []time.Time // when each successful list returned
-		failures   int
-		first      error
-	}
-	done := make(chan outcome, 1)
+	done := make(chan listOutcome, 1)
 	var lastOK atomic.Int64 // UnixNano of the latest successful list, for the wait below
 	go func() {
-		o := outcome{begin: time.Now()}
+		o := listOutcome{begin: time.Now()}
 		// Bounded by time and count: at most 20 s and 200,000 lists.
 		until := o.begin.Add(20 * time.Second)
 	loop:
@@ -564,7 +558,7 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 		o.end = time.Now()
 		done <- o
 	}()
-	finish := func() outcome { close(stop); return <-done }
+	finish := func() listOutcome { close(stop); return <-done }
 
 	// A baseline of successes before the removal shows the loop's own pace: this window is part
 	// of what is measured, not a wait for anything.
@@ -587,45 +581,5 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 		finish()
 		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.Name, err)
 	}
-	res := removalResult{RemoveMS: millis(answered.Sub(rmStart))}
-	e, werr := b.c.WaitExit(leader.Name, 10*time.Second)
-	if werr != nil {
-		res.ExitStatus = "still running 10s after its removal"
-	} else {
-		res.ExitStatus = e.String()
-	}
-	if _, _, err := b.c.WaitLeader(10 * time.Second); err != nil {
-		finish()
-		return res, err
-	}
-	// The gap that began with the removal ends with the reader's first list after it.
-	leaderKnown := time.Now()
-	err = proc.PollContext(ctx, 10*time.Second, "wait for the reader to list the members again", func() (bool, error) {
-		return lastOK.Load() > leaderKnown.UnixNano(), nil
-	})
-	if err != nil {
-		finish()
-		return res, err
-	}
-	// The reader then keeps going for a measured window, so a later gap is still seen.
-	if err := sleepCtx(ctx, tailWindow); err != nil {
-		finish()
-		return res, err
-	}
-	o := finish()
-	res.Successes, res.Failures = len(o.ok), o.failures
-	for _, t := range o.ok {
-		if t.After(answered) {
-			res.SuccessesAfter++
-		}
-	}
-	if o.first != nil {
-		res.FirstError = o.first.Error()
-	}
-	gap, from, err := longestGap(o.begin, o.ok, answered, o.end)
-	res.LongestGapMS, res.GapFromMS = millis(gap), millis(from.Sub(rmStart))
-	if err != nil {
-		return res, fmt.Errorf("leader removal of %s: %w", leader.Name, err)
-	}
-	return res, nil
+	return afterRemoval(ctx, b.c, leader.Name, rmStart, answered, &lastOK, tailWindow, finish)
 }

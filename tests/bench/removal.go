@@ -24,8 +24,8 @@ const (
 	v3TailWindow     = 300 * time.Millisecond
 )
 
-// v3Outcome is what the clientv3 reader saw of one removal.
-type v3Outcome struct {
+// listOutcome is what the clientv3 reader saw of one removal.
+type listOutcome struct {
 	begin, end time.Time   // when the loop started and stopped listing
 	ok         []time.Time // when each successful list returned
 	failures   int
@@ -35,8 +35,8 @@ type v3Outcome struct {
 // v3Reader lists the members through etcd's own client, round-robin over every endpoint as
 // that client balances, linearizably (its default), in a loop until stop is closed, and stores
 // the time of the latest success in lastOK. Bounded by 20 s and 200,000 lists.
-func v3Reader(ctx context.Context, cli *clientv3.Client, stop <-chan struct{}, lastOK *atomic.Int64) v3Outcome {
-	o := v3Outcome{begin: time.Now()}
+func v3Reader(ctx context.Context, cli *clientv3.Client, stop <-chan struct{}, lastOK *atomic.Int64) listOutcome {
+	o := listOutcome{begin: time.Now()}
 	until := o.begin.Add(20 * time.Second)
 	for range 200000 {
 		select {
@@ -87,10 +87,10 @@ func (b *bench) leaderRemovalV3(ctx context.Context, c *cluster.Cluster) (remova
 	}
 	defer cli.Close()
 	stop := make(chan struct{})
-	done := make(chan v3Outcome, 1)
+	done := make(chan listOutcome, 1)
 	var lastOK atomic.Int64
 	go func() { done <- v3Reader(ctx, cli, stop, &lastOK) }()
-	finish := func() v3Outcome { close(stop); return <-done }
+	finish := func() listOutcome { close(stop); return <-done }
 
 	if err := sleepCtx(ctx, v3BaselineWindow); err != nil {
 		finish()
@@ -101,8 +101,15 @@ func (b *bench) leaderRemovalV3(ctx context.Context, c *cluster.Cluster) (remova
 		finish()
 		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.Name, err)
 	}
+	return afterRemoval(ctx, c, leader.Name, rmStart, answered, &lastOK, v3TailWindow, finish)
+}
+
+// afterRemoval ends a leader removal's measurement: it waits until the removed member exits, a
+// leader is known and the reader has listed again, lets the reader go on for tail (a later gap
+// is still seen), stops it with finish, and turns what it saw into the result.
+func afterRemoval(ctx context.Context, c *cluster.Cluster, leader string, rmStart, answered time.Time, lastOK *atomic.Int64, tail time.Duration, finish func() listOutcome) (removalResult, error) {
 	res := removalResult{RemoveMS: millis(answered.Sub(rmStart))}
-	if e, werr := c.WaitExit(leader.Name, 10*time.Second); werr != nil {
+	if e, werr := c.WaitExit(leader, 10*time.Second); werr != nil {
 		res.ExitStatus = "still running 10s after its removal"
 	} else {
 		res.ExitStatus = e.String()
@@ -111,12 +118,13 @@ func (b *bench) leaderRemovalV3(ctx context.Context, c *cluster.Cluster) (remova
 		finish()
 		return res, err
 	}
+	// The gap that began with the removal ends with the reader's first list after it.
 	leaderKnown := time.Now()
-	err = proc.PollContext(ctx, 10*time.Second, "wait for the clientv3 reader to list the members again", func() (bool, error) {
+	err := proc.PollContext(ctx, 10*time.Second, "wait for the reader to list the members again", func() (bool, error) {
 		return lastOK.Load() > leaderKnown.UnixNano(), nil
 	})
 	if err == nil {
-		err = sleepCtx(ctx, v3TailWindow)
+		err = sleepCtx(ctx, tail)
 	}
 	o := finish()
 	if err != nil {
@@ -134,7 +142,7 @@ func (b *bench) leaderRemovalV3(ctx context.Context, c *cluster.Cluster) (remova
 	gap, from, err := longestGap(o.begin, o.ok, answered, o.end)
 	res.LongestGapMS, res.GapFromMS = millis(gap), millis(from.Sub(rmStart))
 	if err != nil {
-		return res, fmt.Errorf("leader removal of %s: %w", leader.Name, err)
+		return res, fmt.Errorf("leader removal of %s: %w", leader, err)
 	}
 	return res, nil
 }
