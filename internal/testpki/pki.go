@@ -213,6 +213,19 @@ func (ca *CA) Peer(cn string, opts ...Option) (*Pair, error) { return ca.Issue(P
 // TLS is the pair as crypto/tls uses it.
 func (p *Pair) TLS() (tls.Certificate, error) { return tls.X509KeyPair(p.CertPEM, p.KeyPEM) }
 
+// ClientConfig is a client's TLS config that trusts ca and presents p (nothing when p is nil).
+func (ca *CA) ClientConfig(p *Pair) (*tls.Config, error) {
+	cfg := &tls.Config{RootCAs: ca.Pool()}
+	if p != nil {
+		cert, err := p.TLS()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Certificates = []tls.Certificate{cert}
+	}
+	return cfg, nil
+}
+
 // WriteTo writes this pair over certFile and keyFile, each by a rename so that a reader never
 // sees half a file, as cert-manager and kubeadm renew certificates in place. The two renames are
 // not one atomic step: a reader between them sees a new certificate with the old key.

@@ -88,13 +88,9 @@ func conn(t *testing.T, m *cluster.Member, cfg *tls.Config) *grpc.ClientConn {
 // clientTLS is a client config trusting ca and presenting pair (none when nil).
 func clientTLS(t *testing.T, ca *testpki.CA, pair *testpki.Pair) *tls.Config {
 	t.Helper()
-	cfg := &tls.Config{RootCAs: ca.Pool()}
-	if pair != nil {
-		cert, err := pair.TLS()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
+	cfg, err := ca.ClientConfig(pair)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return cfg
 }

@@ -198,13 +198,9 @@ func clientPair(t *testing.T, ca *testpki.CA, cn string) *testpki.Pair {
 // clientTLSConfig trusts ca and presents p (nothing when nil).
 func clientTLSConfig(t *testing.T, ca *testpki.CA, p *testpki.Pair) *tls.Config {
 	t.Helper()
-	cfg := &tls.Config{RootCAs: ca.Pool()}
-	if p != nil {
-		cert, err := p.TLS()
-		if err != nil {
-			t.Fatal(err)
-		}
-		cfg.Certificates = []tls.Certificate{cert}
+	cfg, err := ca.ClientConfig(p)
+	if err != nil {
+		t.Fatal(err)
 	}
 	return cfg
 }
