@@ -80,17 +80,6 @@ func TestClientURLServesMetricsAndGRPC(t *testing.T) {
 // get fetches url with net/http and checks the status.
 func get(t *testing.T, url string, want int) string {
 	t.Helper()
-	resp, err := http.Get(url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if resp.StatusCode != want {
-		t.Fatalf("GET %s: %s, want %d\n%s", url, resp.Status, want, b)
-	}
-	return string(b)
+	body, _ := getWith(t, http.DefaultClient, url, want)
+	return body
 }

@@ -168,24 +168,7 @@ func TestRunClusterCtrlCKeepsData(t *testing.T) {
 	if !strings.Contains(before, ", unstarted, ") {
 		t.Fatalf("the learner is not listed:\n%s", before)
 	}
-	// A terminal's Ctrl-C signals the whole foreground process group: the script and members.
-	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("run-cluster.sh after Ctrl-C: %v\n%s", err, memberLogs(work))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("run-cluster.sh did not stop within 30s of Ctrl-C\n%s", memberLogs(work))
-	}
-	err := proc.Poll(10*time.Second, "the members exit", func() (bool, error) {
-		return syscall.Kill(-pgid, 0) != nil, nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
+	interruptRunCluster(t, pgid, exited, func() string { return memberLogs(work) })
 
 	run()
 	if after := waitLocal(t, work); after != before {
@@ -251,6 +234,29 @@ func (g *processGroups) runCluster(t *testing.T, dir string, out io.Writer, args
 	exited = make(chan error, 1)
 	go func() { exited <- cmd.Wait() }()
 	return cmd.Process.Pid, exited
+}
+
+// interruptRunCluster does what a terminal's Ctrl-C does to a run script started by runCluster:
+// it signals the whole foreground process group, the script and its members. The script must
+// exit 0 within 30 s and every member within 10 s more; logs says why not.
+func interruptRunCluster(t *testing.T, pgid int, exited chan error, logs func() string) {
+	t.Helper()
+	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-exited:
+		if err != nil {
+			t.Fatalf("run-cluster.sh after Ctrl-C: %v\n%s", err, logs())
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("run-cluster.sh did not stop within 30s of Ctrl-C\n%s", logs())
+	}
+	if err := proc.Poll(10*time.Second, "the members exit", func() (bool, error) {
+		return syscall.Kill(-pgid, 0) != nil, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // run runs one block in bash and returns its combined output.

@@ -7,7 +7,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -63,22 +62,7 @@ func TestRunClusterTLS(t *testing.T) {
 		t.Fatalf("member list without a client certificate: %v, want exit 20\n%s", err, o)
 	}
 
-	if err := syscall.Kill(-pgid, syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("run-cluster.sh --tls after Ctrl-C: %v\n%s", err, tlsLogs(work))
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatalf("run-cluster.sh --tls did not stop within 30s of Ctrl-C\n%s", tlsLogs(work))
-	}
-	if err := proc.Poll(10*time.Second, "the members exit", func() (bool, error) {
-		return syscall.Kill(-pgid, 0) != nil, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	interruptRunCluster(t, pgid, exited, func() string { return tlsLogs(work) })
 	ca, err := os.ReadFile(filepath.Join(work, "data-tls", "pki", "ca.pem"))
 	if err != nil {
 		t.Fatal(err)

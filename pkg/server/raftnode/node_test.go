@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
@@ -42,20 +43,31 @@ func (s *syncBuffer) String() string {
 	return s.b.String()
 }
 
+// createA makes the data dir of member "a" of a new cluster of the members named (a first),
+// each at its own made-up peer URL, and loads its state.
+func createA(t *testing.T, names ...string) (store *storage.Store, st *storage.State, dir string) {
+	t.Helper()
+	dir = filepath.Join(t.TempDir(), "a")
+	var initial []datadir.Initial
+	for i, name := range names {
+		initial = append(initial, datadir.Initial{Name: name, URLs: []string{fmt.Sprintf("http://127.0.0.1:%d", i+1)}})
+	}
+	store, err := datadir.Create(dir, "a", datadir.NewCluster(initial, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st, err = store.Load(); err != nil {
+		store.Close()
+		t.Fatal(err)
+	}
+	return store, st, dir
+}
+
 // startOne runs a one-member node on a fresh data dir; run reports what Run returned.
 func startOne(t *testing.T, ctx context.Context, logs *syncBuffer) (node *raftnode.Node, store *storage.Store, dir string, run <-chan error) {
 	t.Helper()
-	dir = filepath.Join(t.TempDir(), "a")
-	c := datadir.NewCluster([]datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}}, "test")
-	store, err := datadir.Create(dir, "a", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st, err := store.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	node, err = raftnode.New(raftnode.Config{
+	store, st, dir := createA(t, "a")
+	node, err := raftnode.New(raftnode.Config{
 		Store: store, State: st, Transport: nowhere{}, TickInterval: 10 * time.Millisecond,
 		ElectionTicks: 10, SnapshotCount: 10000, Logger: slog.New(slog.NewTextHandler(logs, nil)),
 	})
@@ -133,20 +145,9 @@ func TestMarkRemovedAfterStop(t *testing.T) {
 // with ErrStopped, not at its deadline, and so is every read after it: the client moves on to
 // another member.
 func TestRemovalReleasesWaitingReads(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "a")
 	// Two voters, one running: no leader ever, so a read waits for one.
-	c := datadir.NewCluster([]datadir.Initial{
-		{Name: "a", URLs: []string{"http://127.0.0.1:1"}}, {Name: "b", URLs: []string{"http://127.0.0.1:2"}},
-	}, "test")
-	store, err := datadir.Create(dir, "a", c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, st, _ := createA(t, "a", "b")
 	defer store.Close()
-	st, err := store.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	node, err := raftnode.New(raftnode.Config{
 		Store: store, State: st, Transport: nowhere{}, TickInterval: 10 * time.Millisecond,
 		ElectionTicks: 1000, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),

@@ -4,13 +4,11 @@ import (
 	"context"
 	"io"
 	"log/slog"
-	"path/filepath"
 	"testing"
 	"time"
 
 	dto "github.com/prometheus/client_model/go"
 
-	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
@@ -21,17 +19,8 @@ import (
 func TestMetricsAndReadiness(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	dir := filepath.Join(t.TempDir(), "a")
-	c := datadir.NewCluster([]datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}}, "test")
-	store, err := datadir.Create(dir, "a", c)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store, st, _ := createA(t, "a")
 	defer store.Close()
-	st, err := store.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
 	m := metrics.New(metrics.Options{NoProcessCollector: true})
 	node, err := raftnode.New(raftnode.Config{
 		Store: store, State: st, Transport: nowhere{}, TickInterval: 10 * time.Millisecond,
