@@ -187,6 +187,9 @@ func (t *Transport) notify(method string, id membership.ID, urls []string) {
 type ack struct{}
 
 func (t *Transport) receive(stream grpc.ServerStream) error {
+	// One sender a stream, naming its URLs once, at the stream's start: its first message is
+	// enough to make sure it can be answered, and the rest stay off t.mu.
+	answerable := false
 	for {
 		env := &Envelope{}
 		if err := stream.RecvMsg(env); err != nil {
@@ -199,7 +202,10 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 			return rpcerr.Status(err)
 		}
 		t.heard(membership.ID(env.From))
-		t.answerSender(stream.Context(), membership.ID(env.From))
+		if !answerable {
+			t.answerSender(stream.Context(), membership.ID(env.From))
+			answerable = true
+		}
 		// Counted once checked: a refused sender's ID is not a member's, and would be a series.
 		t.cfg.Metrics.PeerReceived(env.From, env.size())
 		crashpoint.HitIf(env.Message.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotReceive)
