@@ -116,9 +116,10 @@ ctl() {
 		bin/clusterctl --endpoints "$endpoints" "$@"
 	fi
 }
-# The members are up when a linearizable member list answers.
+# The cluster is ready when a linearizable member list shows all three members started (each has
+# published its name and client URLs): the table below, and the user's first list, show them so.
 for _ in $(seq 1 100); do
-	if ctl member list >/dev/null 2>&1; then
+	if [ "$(ctl member list 2>/dev/null | grep -c ', started, ')" = 3 ]; then
 		break
 	fi
 	sleep 0.1
