@@ -118,7 +118,15 @@ ctl() {
 }
 # The cluster is ready when a linearizable member list shows all three members started (each has
 # published its name and client URLs): the table below, and the user's first list, show them so.
+# The wait ends as well when one of this script's members has stopped: the ports may be another
+# cluster's by then.
+alive() {
+	for pid in "${pids[@]}"; do
+		kill -0 "$pid" 2>/dev/null || return 1
+	done
+}
 for _ in $(seq 1 100); do
+	alive || break
 	if [ "$(ctl member list 2>/dev/null | grep -c ', started, ')" = 3 ]; then
 		break
 	fi

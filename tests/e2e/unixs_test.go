@@ -51,7 +51,8 @@ func TestUnixsListener(t *testing.T) {
 	if err := c.Start("infra0", args, nil); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.WaitLeader(tlsWait); err != nil {
+	// Started: it has published its name, which the list below checks.
+	if err := c.WaitStarted(tlsWait, "infra0"); err != nil {
 		t.Fatal(err)
 	}
 	root := issue(t, ca.Client, "root")
