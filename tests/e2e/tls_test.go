@@ -57,14 +57,16 @@ func newTLSCluster(t *testing.T) (*cluster.Cluster, *testpki.CA) {
 	return c, ca
 }
 
-// tlsCluster starts n members of a TLS cluster, each with extra flags, and waits for a leader.
+// tlsCluster starts n members of a TLS cluster, each with extra flags, and waits until every
+// one is listed as started: etcd's member list names a member only from then on, and the tests
+// read names from it.
 func tlsCluster(t *testing.T, n int, extra ...string) (*cluster.Cluster, *testpki.CA) {
 	t.Helper()
 	c, ca := newTLSCluster(t)
 	if _, err := c.Bootstrap(n, extra); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := c.WaitLeader(tlsWait); err != nil {
+	if err := c.WaitStarted(tlsWait, cluster.BootstrapNames(n)...); err != nil {
 		t.Fatal(err)
 	}
 	return c, ca
