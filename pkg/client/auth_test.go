@@ -263,3 +263,37 @@ func TestTLSFailureNamesEndpointAndMovesOn(t *testing.T) {
 		})
 	}
 }
+
+// MoveLeader to the member the client is connected to goes over that connection: no second
+// TLS handshake and no second authentication. To another member it opens a connection of its
+// own, authenticates there, and closes it, leaving the client's connection open.
+func TestMoveLeaderOnTheOpenConnection(t *testing.T) {
+	p := newSecurePKI(t)
+	f, g := &fakeServer{}, &fakeServer{}
+	a, b := newAuthServer(), newAuthServer()
+	addr, other := serveSecure(t, p, f, a), serveSecure(t, p, g, b)
+	o := clienttls.Options{CACert: p.ca.CertFile, Cert: p.client.CertFile, Key: p.client.KeyFile}
+	c := secureClient(t, o, "root", "secret", "https://"+addr, "https://"+other)
+	ctx := context.Background()
+	if _, err := c.MemberList(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MoveLeader(ctx, "https://"+addr+"/", 1); err != nil {
+		t.Fatal(err)
+	}
+	if a.auths != 1 || f.calls.Load() != 2 {
+		t.Fatalf("move-leader at the connected member: %d authentications and %d calls there, want 1 and 2", a.auths, f.calls.Load())
+	}
+	if _, err := c.MoveLeader(ctx, "https://"+other, 1); err != nil {
+		t.Fatal(err)
+	}
+	if b.auths != 1 || g.calls.Load() != 1 {
+		t.Fatalf("move-leader at another member: %d authentications and %d calls there, want 1 and 1", b.auths, g.calls.Load())
+	}
+	if _, err := c.MemberList(ctx, false); err != nil {
+		t.Fatalf("the client's connection after a move-leader elsewhere: %v", err)
+	}
+	if a.auths != 1 || f.calls.Load() != 3 {
+		t.Fatalf("after both: %d authentications and %d calls at the connected member, want 1 and 3", a.auths, f.calls.Load())
+	}
+}

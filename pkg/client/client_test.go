@@ -72,6 +72,11 @@ func (f *fakeServer) Status(context.Context, *pb.StatusRequest) (*pb.StatusRespo
 	return &pb.StatusResponse{Header: pbHeader, Leader: 0x77f41cbd71028a3a}, nil
 }
 
+func (f *fakeServer) MoveLeader(context.Context, *pb.MoveLeaderRequest) (*pb.MoveLeaderResponse, error) {
+	f.calls.Add(1)
+	return &pb.MoveLeaderResponse{Header: pbHeader}, nil
+}
+
 // serve starts f on a free loopback port for the test's lifetime and returns its address.
 func serve(t *testing.T, f *fakeServer) string {
 	return serveWith(t, func(s *grpc.Server) {

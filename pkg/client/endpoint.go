@@ -76,6 +76,23 @@ func (c *Client) sibling(endpoint string) (*Client, error) {
 	}, nil
 }
 
+// onEndpoint is a client of endpoint alone: c's own connection when c is connected there,
+// which saves a connection, a TLS handshake and an authentication, and otherwise a sibling.
+// release closes what was opened for the caller, never c's connection.
+func (c *Client) onEndpoint(endpoint string) (one *Client, release func(), err error) {
+	if c.conn != nil {
+		if addr, secure, err := parseEndpoint(endpoint, c.dialed[c.at].TLS); err == nil && addr == c.endpoints[c.at] && secure == c.dialed[c.at].TLS {
+			view := *c
+			view.endpoints, view.dialed, view.at = c.endpoints[c.at:c.at+1], c.dialed[c.at:c.at+1], 0
+			return &view, func() {}, nil
+		}
+	}
+	if one, err = c.sibling(endpoint); err != nil {
+		return nil, nil, err
+	}
+	return one, func() { one.Close() }, nil
+}
+
 // onEach runs fn against every endpoint at once, each on its own connection and bounded by
 // timeout, and returns when all have finished.
 func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(context.Context, int, *Client) error) []error {
@@ -179,11 +196,11 @@ var (
 // MoveLeader asks the leader at endpoint leaderEndpoint to hand leadership to member target;
 // it answers once target leads.
 func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target uint64) (*Header, error) {
-	one, err := c.sibling(leaderEndpoint)
+	one, release, err := c.onEndpoint(leaderEndpoint)
 	if err != nil {
 		return nil, err
 	}
-	defer one.Close()
+	defer release()
 	var a moveLeaderAnswer
 	if _, err := one.invoke(ctx, false, methodMoveLeader, moveLeaderRequest(target), &a); err != nil {
 		return nil, err

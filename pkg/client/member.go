@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
@@ -15,6 +16,7 @@ const (
 	mdMemberName = "clusterd-member-name"
 	mdMembers    = "clusterd-members-bin"
 	mdLeader     = "clusterd-leader"
+	mdReadyWait  = "clusterd-ready-wait"
 )
 
 // Header identifies the answer: which cluster, which member answered, in which raft term.
@@ -131,8 +133,14 @@ func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 	return c.change(ctx, methodMemberUpdate, id, memberUpdateRequest(id, peerURLs))
 }
 
-// MemberPromote makes the learner with the given ID a voter.
-func (c *Client) MemberPromote(ctx context.Context, id uint64) (*ChangeResult, error) {
+// MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
+// refused (ErrLearnerNotReady); with readyWait, clusterd's leader first waits up to that long for
+// it and promotes it the moment it is in sync, so a caller that waits for a learner need not ask
+// again and again. Real etcd does not wait.
+func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Duration) (*ChangeResult, error) {
+	if readyWait > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, mdReadyWait, readyWait.String())
+	}
 	return c.change(ctx, methodMemberPromote, id, memberIDRequest(id))
 }
 

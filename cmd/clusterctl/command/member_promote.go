@@ -28,8 +28,10 @@ func newMemberPromoteCmd(g *Globals) *cobra.Command {
 		Use:   "promote <id|name> [--wait[=DURATION] | --dry-run]",
 		Short: "Promote a learner to a voting member",
 		Long: `Promote a learner to a voting member. The server refuses while the learner's log is behind
-the leader's (exit 13); with --wait, clusterctl asks again every 500ms, printing on stderr how
-far the learner is behind, until it is promoted or the duration (1m when none is given) is over.
+the leader's (exit 13); with --wait, clusterctl asks again, printing on stderr how far the
+learner is behind, until it is promoted or the duration (1m when none is given) is over. Against
+clusterd the leader waits for the learner and promotes it the moment it is in sync; real etcd
+answers at once, and clusterctl asks again every 500ms.
 
 With --dry-run, clusterd runs every check without promoting and clusterctl prints the voters and
 quorum before and after and whether the promotion would be accepted.`,
@@ -60,7 +62,7 @@ func (o *memberPromoteOptions) validate(args []string) error {
 func (o *memberPromoteOptions) run(ctx context.Context) error {
 	deadline := time.Now().Add(o.Wait)
 	return o.change(ctx, func(c *client.Client, cctx context.Context, id uint64) (*client.ChangeResult, error) {
-		r, err := c.MemberPromote(cctx, id)
+		r, err := c.MemberPromote(cctx, id, 0)
 		if !errors.Is(err, client.ErrLearnerNotReady) {
 			return r, err
 		}
@@ -68,19 +70,23 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 	}, (*client.Client).MemberPromoteDryRun)
 }
 
-// promoteUntil promotes learner id, asking again after interval(attempt) while it is not in
-// sync, until deadline. A progress line goes to stderr before the first wait and then before a
-// wait at most once per promoteRetryInterval: the figures cost a member list and two status
-// calls, more than an attempt, and a line every few milliseconds tells the reader nothing more.
-// Bounded by the deadline: every pass waits first. Only "not in sync" is retried: it is a
-// refusal, so nothing changed and asking again is safe.
+// promoteUntil promotes learner id, asking again while it is not in sync, until deadline.
+// Attempts start at most interval(attempt) apart, and each asks clusterd's leader to wait for the
+// learner up to readyWait: it promotes the learner the moment it is in sync, and a refusal then
+// comes after that wait, so against clusterd the next attempt goes at once; real etcd answers at
+// once, and the interval paces the asking. A progress line goes to stderr before the first
+// attempt and then at most once per promoteRetryInterval: the figures cost a member list and two
+// status calls, more than an attempt, and a line every few milliseconds tells the reader nothing
+// more. Bounded by the deadline: no attempt starts after it. Only "not in sync" is retried: it
+// is a refusal, so nothing changed and asking again is safe.
 func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration) (*client.ChangeResult, error) {
 	err := error(client.ErrLearnerNotReady)
 	var r *client.ChangeResult
 	var nextLine time.Time // when the next progress line is due; the first is due at once
+	last := time.Now()     // when the previous attempt started: the caller's, a moment ago
 	for attempt := 0; errors.Is(err, client.ErrLearnerNotReady); attempt++ {
-		wait := interval(attempt)
-		if !time.Now().Add(wait).Before(deadline) {
+		next := last.Add(interval(attempt))
+		if !next.Before(deadline) {
 			return nil, err
 		}
 		if !time.Now().Before(nextLine) {
@@ -90,18 +96,27 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 		select {
 		case <-ctx.Done():
 			return nil, err
-		case <-time.After(wait):
+		case <-time.After(time.Until(next)):
 		}
-		r, err = g.promoteOnce(ctx, c, id)
+		last = time.Now()
+		r, err = g.promoteOnce(ctx, c, id, g.readyWait(deadline))
 	}
 	return r, err
 }
 
-// promoteOnce gives each retry its own --command-timeout; the deadline bounds them all.
-func (g *Globals) promoteOnce(ctx context.Context, c *client.Client, id uint64) (*client.ChangeResult, error) {
+// readyWait is how long an attempt lets clusterd's leader wait for the learner: up to the next
+// progress line, never past the deadline, and within half the attempt's --command-timeout, so
+// that the promotion itself has time to be answered.
+func (g *Globals) readyWait(deadline time.Time) time.Duration {
+	return max(0, min(promoteRetryInterval, time.Until(deadline), g.CommandTimeout/2))
+}
+
+// promoteOnce gives each attempt its own --command-timeout; the deadline bounds them all.
+// readyWait is MemberPromote's.
+func (g *Globals) promoteOnce(ctx context.Context, c *client.Client, id uint64, readyWait time.Duration) (*client.ChangeResult, error) {
 	ctx, cancel := g.withTimeout(ctx)
 	defer cancel()
-	return c.MemberPromote(ctx, id)
+	return c.MemberPromote(ctx, id, readyWait)
 }
 
 // progress prints how far the learner is behind. It is advice to the person waiting: when the

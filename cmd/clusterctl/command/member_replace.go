@@ -219,7 +219,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		return nil, nil
 	}
 	deadline := time.Now().Add(o.WaitTimeout)
-	promoted, err := o.promoteOnce(ctx, c, id)
+	promoted, err := o.promoteOnce(ctx, c, id, 0)
 	if errors.Is(err, client.ErrLearnerNotReady) {
 		fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
 		promoted, err = o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter)

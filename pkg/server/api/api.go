@@ -28,6 +28,7 @@ const (
 	MDMembers    = "clusterd-members-bin"
 	MDLeader     = "clusterd-leader"
 	MDDryRunBin  = "clusterd-dry-run-bin"
+	MDReadyWait  = "clusterd-ready-wait"
 )
 
 // Version is what Maintenance.Status reports.
@@ -135,9 +136,14 @@ func toProto(m *membership.Member) *pb.Member {
 func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Reply, error) {
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	dry := strings.EqualFold(incoming(ctx, MDDryRun), "true")
-	reply, err := s.cfg.Coordinator.Do(ctx, reconfig.Request{Change: ch, DryRun: dry})
-	if dry && reply != nil {
+	req := reconfig.Request{Change: ch, DryRun: strings.EqualFold(incoming(ctx, MDDryRun), "true")}
+	if ch.Kind == membership.KindPromote {
+		// A value that is not a duration asks for no wait, as a key this server did not know
+		// would; the request's own deadline bounds the wait.
+		req.ReadyWait, _ = time.ParseDuration(incoming(ctx, MDReadyWait))
+	}
+	reply, err := s.cfg.Coordinator.Do(ctx, req)
+	if req.DryRun && reply != nil {
 		// The report goes with the verdict, a refusal included: the refusal itself is the
 		// status, exactly as the real change would be answered.
 		b, _ := json.Marshal(reply)

@@ -1,6 +1,10 @@
 package raftnode
 
-import "github.com/clusterctl/clusterctl/pkg/membership"
+import (
+	"context"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
 
 // RecentlyActive reports whether this member, as leader, heard from member id within the last
 // election timeout (raft's RecentActive, which CheckQuorum resets every election timeout). A
@@ -8,4 +12,57 @@ import "github.com/clusterctl/clusterctl/pkg/membership"
 func (n *Node) RecentlyActive(id membership.ID) bool {
 	pr, ok := n.raft.Status().Progress[uint64(id)]
 	return ok && pr.RecentActive
+}
+
+// Matches is, for each member, the highest index at which its log is known to match this
+// member's: what a leader's checks ask (has a member acknowledged entries, has a learner caught
+// up, who is most up to date). Only a leader tracks it; elsewhere the map is empty.
+func (n *Node) Matches() map[membership.ID]uint64 {
+	st := n.raft.Status()
+	out := make(map[membership.ID]uint64, len(st.Progress))
+	for id, pr := range st.Progress {
+		out[membership.ID(id)] = pr.Match
+	}
+	return out
+}
+
+// WaitMatches waits, on the leader, until cond holds of Matches, and reports whether it did. It
+// looks again each time a peer's acknowledgement has been stepped: raft's loop takes a message
+// and a status request in turn, so the Matches read after Step returned include that message.
+// It gives up (false) when ctx ends, this member stops or does not lead, or the term changes.
+func (n *Node) WaitMatches(ctx context.Context, cond func(map[membership.ID]uint64) bool) bool {
+	n.ackWaiters.Add(1)
+	defer n.ackWaiters.Add(-1)
+	moved := n.leaderChanged()
+	for {
+		acked := n.ackedCh()
+		if n.lead.Load() != n.id {
+			return false
+		}
+		if cond(n.Matches()) {
+			return true
+		}
+		select {
+		case <-acked:
+		case <-moved:
+			return false
+		case <-ctx.Done():
+			return false
+		case <-n.stopping:
+			return false
+		}
+	}
+}
+
+func (n *Node) notifyAcked() {
+	n.mu.Lock()
+	close(n.acked)
+	n.acked = make(chan struct{})
+	n.mu.Unlock()
+}
+
+func (n *Node) ackedCh() <-chan struct{} {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.acked
 }

@@ -98,6 +98,10 @@ type Node struct {
 	reads    map[string]chan uint64
 	progress chan struct{} // closed and replaced whenever applied advances or the leader changes
 	leaderCh chan struct{} // closed and replaced whenever the leader or the term changes
+	// acked is closed and replaced after a peer's acknowledgement of entries is stepped while
+	// someone waits in WaitMatches (ackWaiters > 0); nobody pays for it otherwise.
+	acked      chan struct{}
+	ackWaiters atomic.Int32
 
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
@@ -153,7 +157,7 @@ func New(cfg Config) (*Node, error) {
 		cfg: cfg, id: uint64(st.MemberID), mem: mem, store: cfg.Store, log: cfg.Logger,
 		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
-		progress: make(chan struct{}), leaderCh: make(chan struct{}),
+		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	n.cluster.Store(st.Cluster)
@@ -310,7 +314,11 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	if m.GetType() == raftpb.MessageType_MsgTimeoutNow && n.holdInvitation(m) {
 		return nil
 	}
-	return n.raft.Step(ctx, m)
+	err := n.raft.Step(ctx, m)
+	if m.GetType() == raftpb.MessageType_MsgAppResp && n.ackWaiters.Load() > 0 {
+		n.notifyAcked()
+	}
+	return err
 }
 
 // holdInvitation keeps a leader's invitation to campaign (MsgTimeoutNow, the last step of a
@@ -406,18 +414,6 @@ func (n *Node) Term() uint64 { return n.term.Load() }
 
 // Applied is the applied index.
 func (n *Node) Applied() uint64 { return n.applied.Load() }
-
-// Matches is, for each member, the highest index at which its log is known to match this
-// member's: what a leader's checks ask (has a member acknowledged entries, has a learner caught
-// up, who is most up to date). Only a leader tracks it; elsewhere the map is empty.
-func (n *Node) Matches() map[membership.ID]uint64 {
-	st := n.raft.Status()
-	out := make(map[membership.ID]uint64, len(st.Progress))
-	for id, pr := range st.Progress {
-		out[membership.ID(id)] = pr.Match
-	}
-	return out
-}
 
 func randomID() uint64 {
 	var b [8]byte

@@ -19,6 +19,10 @@ import (
 type Request struct {
 	Change membership.Change `json:"change"`
 	DryRun bool              `json:"dryRun,omitempty"`
+	// ReadyWait is how long the leader may wait for a learner to promote to be in sync before
+	// it judges the promotion, which then goes through the moment the learner is: a client that
+	// waits for the learner asks once instead of again and again.
+	ReadyWait time.Duration `json:"readyWait,omitempty"`
 }
 
 // Reply is the outcome of a Request. A dry run that would be refused has one too, beside the
@@ -108,6 +112,10 @@ func (c *Coordinator) count(req Request, err error) {
 func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	n := c.cfg.Node
 	ch := req.Change
+	if ch.Kind == membership.KindPromote && req.ReadyWait > 0 && !req.DryRun {
+		// Before the lock: other changes go on meanwhile.
+		c.awaitReady(ctx, ch.Member.ID, req.ReadyWait)
+	}
 	if ch.Kind != membership.KindPublish {
 		defer n.ConfLock()()
 	}
@@ -209,18 +217,31 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 	if ch.Kind == membership.KindAdd && ch.Member.IsLearner && len(cl.Learners()) >= c.cfg.MaxLearners {
 		return membership.ErrTooManyLearners
 	}
-	if ch.Kind == membership.KindPromote {
-		leader, learner := match[c.cfg.Node.ID()], match[ch.Member.ID]
-		// etcd's rule: a learner is ready once it has 90% of the leader's log.
-		if learner == 0 || float64(learner) < 0.9*float64(leader) {
-			return membership.ErrLearnerNotReady
-		}
+	if ch.Kind == membership.KindPromote && !c.learnerReady(match, ch.Member.ID) {
+		return membership.ErrLearnerNotReady
 	}
 	if !c.cfg.StrictReconfig {
 		return nil
 	}
 	_, _, err := cl.CheckQuorum(ch, peers)
 	return err
+}
+
+// learnerReady is etcd's rule for a promotion: the learner has 90% of the leader's log.
+func (c *Coordinator) learnerReady(match map[membership.ID]uint64, id membership.ID) bool {
+	leader, learner := match[c.cfg.Node.ID()], match[id]
+	return learner > 0 && float64(learner) >= 0.9*float64(leader)
+}
+
+// awaitReady waits up to wait for learner id to be ready for its promotion. A member that is
+// not a learner is not waited for: the checks refuse its promotion at once.
+func (c *Coordinator) awaitReady(ctx context.Context, id membership.ID, wait time.Duration) {
+	if m := c.cfg.Node.Cluster().Member(id); m == nil || !m.IsLearner {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	c.cfg.Node.WaitMatches(ctx, func(match map[membership.ID]uint64) bool { return c.learnerReady(match, id) })
 }
 
 func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error {
