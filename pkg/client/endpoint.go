@@ -54,6 +54,18 @@ type EndpointHealth struct {
 // Healthy reports whether the check passed.
 func (h EndpointHealth) Healthy() bool { return h.Err == nil }
 
+// Sibling is a client of endpoint alone, with c's transport security and credentials, that
+// connects on first use or at Connect.
+func (c *Client) Sibling(endpoint string) (*Client, error) { return c.sibling(endpoint) }
+
+// Connect connects as the first request would, so that a caller that will need this client
+// soon can have the connection made meanwhile.
+func (c *Client) Connect(ctx context.Context) error { return c.connect(ctx, 0) }
+
+// Authenticates reports whether each connection authenticates (--user) before its first
+// request: a further connection costs an authentication on top of its dial.
+func (c *Client) Authenticates() bool { return c.username != "" }
+
 // sibling is a client of endpoint alone, with c's transport security and credentials. An
 // endpoint of the other kind than c's (https:// among http:// ones) is refused, as New refuses
 // such a list.

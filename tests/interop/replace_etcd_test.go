@@ -45,38 +45,7 @@ func TestClusterctlReplacesEtcdMember(t *testing.T) {
 		t.Fatal(err)
 	}
 	args := []string{ep, "member", "replace", "infra1", "infra3", "--peer-urls=" + m3.PeerURL, "--wait-timeout=1m", "-w", "env"}
-
-	// etcd refuses a change for a while after a member stopped or started (exit 12, unhealthy
-	// cluster, nothing done): the command is run again until it adds the learner and prints the
-	// environment, which is all it prints on stdout with -w env.
-	var run *bgRun
-	err = proc.Poll(2*waitTimeout, "member replace adds the learner", func() (bool, error) {
-		run = startCLI(t, ctl, args...)
-		for {
-			if out := run.stdout(); strings.Count(out, "\n") >= 4 {
-				return true, nil
-			}
-			if r, done := run.result(); done {
-				if r.code == 12 && r.stdout == "" {
-					return false, fmt.Errorf("%v", r)
-				}
-				t.Fatalf("member replace before printing the environment: %v", r)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	block := run.stdout()
-	if !strings.HasPrefix(block, "ETCD_NAME=\"infra3\"\n") || strings.Count(block, "\n") != 4 || strings.Count(block, "ETCD_") != 4 {
-		t.Fatalf("member replace -w env printed:\n%s", block)
-	}
-	for _, m := range c.Members() {
-		if !strings.Contains(block, m.Name+"="+m.PeerURL) {
-			t.Errorf("ETCD_INITIAL_CLUSTER lacks %s=%s:\n%s", m.Name, m.PeerURL, block)
-		}
-	}
+	run, block := startReplace(t, c, ctl, args)
 
 	// The old machine dies while the command waits; etcd reads the ETCD_* variables clusterctl
 	// printed; the command promotes the new member and removes the dead one.
@@ -143,6 +112,76 @@ func TestClusterctlReplacesEtcdMember(t *testing.T) {
 	}
 	if after := runCLI(t, ctl, all, "member", "list"); strings.Contains(after.stdout, "infra4") || !strings.Contains(after.stdout, ", infra2, ") {
 		t.Errorf("the refused replace changed the membership:\n%s", after.stdout)
+	}
+}
+
+// startReplace starts `clusterctl member replace` with args (-w env, the new member infra3) and
+// returns it once it has printed the environment, with that environment. etcd refuses a change
+// for a while after a member stopped or started (exit 12, unhealthy cluster, nothing done): the
+// command is run again until it adds the learner.
+func startReplace(t *testing.T, c *cluster.Cluster, ctl string, args []string) (*bgRun, string) {
+	t.Helper()
+	var run *bgRun
+	err := proc.Poll(2*waitTimeout, "member replace adds the learner", func() (bool, error) {
+		run = startCLI(t, ctl, args...)
+		for {
+			if out := run.stdout(); strings.Count(out, "\n") >= 4 {
+				return true, nil
+			}
+			if r, done := run.result(); done {
+				if r.code == 12 && r.stdout == "" {
+					return false, fmt.Errorf("%v", r)
+				}
+				t.Fatalf("member replace before printing the environment: %v", r)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block := run.stdout()
+	if !strings.HasPrefix(block, "ETCD_NAME=\"infra3\"\n") || strings.Count(block, "\n") != 4 || strings.Count(block, "ETCD_") != 4 {
+		t.Fatalf("member replace -w env printed:\n%s", block)
+	}
+	for _, m := range c.Members() {
+		if !strings.Contains(block, m.Name+"="+m.PeerURL) {
+			t.Errorf("ETCD_INITIAL_CLUSTER lacks %s=%s:\n%s", m.Name, m.PeerURL, block)
+		}
+	}
+	return run, block
+}
+
+// TestClusterctlReplacesEtcdLeader replaces etcd 3.7.1's leader: while the new member starts,
+// leadership moves to a member that follows the leader (etcd's own status says which, and that
+// the old member leads), so the new member, started from the printed environment, is promoted
+// and the old leader removed with leadership elsewhere already.
+func TestClusterctlReplacesEtcdLeader(t *testing.T) {
+	needBinaries(t)
+	c := startCluster(t, etcd.Etcd)
+	ctl := filepath.Join(binDir, "clusterctl")
+	old, oldID, err := c.WaitLeader(waitTimeout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m3, err := c.Alloc("infra3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ep := "--endpoints=" + cluster.Endpoints(c.Members())
+	run, block := startReplace(t, c, ctl, []string{ep, "member", "replace", old.Name, "infra3", "--peer-urls=" + m3.PeerURL, "--wait-timeout=1m", "-w", "env"})
+	startFromEnv(t, c, "infra3", block)
+	r := run.wait(t)
+	if r.code != 0 || r.stdout != block {
+		t.Fatalf("member replace: %v", r)
+	}
+	for _, want := range []string{
+		fmt.Sprintf("step 3 of 4: moved leadership from %s to infra", old.Name),
+		fmt.Sprintf("step 4 of 4: removed %s (%016x)\n", old.Name, oldID),
+	} {
+		if !strings.Contains(r.stderr, want) || strings.Contains(r.stderr, "to infra3 (") {
+			t.Errorf("member replace's stderr lacks %q (or moved leadership to the new member):\n%s", want, r.stderr)
+		}
 	}
 }
 

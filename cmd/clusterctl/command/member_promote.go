@@ -62,30 +62,31 @@ func (o *memberPromoteOptions) validate(args []string) error {
 func (o *memberPromoteOptions) run(ctx context.Context) error {
 	deadline := time.Now().Add(o.Wait)
 	return o.change(ctx, func(c *client.Client, cctx context.Context, id uint64) (*client.ChangeResult, error) {
-		r, err := c.MemberPromote(cctx, id, 0)
-		if !errors.Is(err, client.ErrLearnerNotReady) {
-			return r, err
+		if o.Wait == 0 {
+			return c.MemberPromote(cctx, id, 0)
 		}
 		return o.promoteUntil(ctx, c, id, deadline, func(int) time.Duration { return promoteRetryInterval })
 	}, (*client.Client).MemberPromoteDryRun)
 }
 
 // promoteUntil promotes learner id, asking again while it is not in sync, until deadline.
-// Attempts start at most interval(attempt) apart, and each asks clusterd's leader to wait for the
-// learner up to readyWait: it promotes the learner the moment it is in sync, and a refusal then
-// comes after that wait, so against clusterd the next attempt goes at once; real etcd answers at
-// once, and the interval paces the asking. A progress line goes to stderr before the first
-// attempt and then at most once per promoteRetryInterval: the figures cost a member list and two
-// status calls, more than an attempt, and a line every few milliseconds tells the reader nothing
-// more. Bounded by the deadline: no attempt starts after it. Only "not in sync" is retried: it
-// is a refusal, so nothing changed and asking again is safe.
+// Each attempt asks clusterd's leader to wait for the learner up to readyWait: the leader
+// promotes it the moment it is in sync, and a refusal comes only after that wait, so against
+// clusterd the next attempt goes at once. Real etcd answers at once: attempts then start
+// interval(attempt) apart. Before each attempt after the first, a progress line goes to stderr,
+// at most once per promoteRetryInterval: the figures cost a member list and two status calls,
+// more than an attempt, and a line every few milliseconds tells the reader nothing more. No
+// attempt starts after the deadline. Only "not in sync" is retried: it is a refusal, so nothing
+// changed and asking again is safe.
 func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration) (*client.ChangeResult, error) {
-	err := error(client.ErrLearnerNotReady)
-	var r *client.ChangeResult
 	var nextLine time.Time // when the next progress line is due; the first is due at once
-	last := time.Now()     // when the previous attempt started: the caller's, a moment ago
-	for attempt := 0; errors.Is(err, client.ErrLearnerNotReady); attempt++ {
-		next := last.Add(interval(attempt))
+	for attempt := 0; ; attempt++ {
+		start := time.Now()
+		r, err := g.promoteOnce(ctx, c, id, g.readyWait(deadline))
+		if !errors.Is(err, client.ErrLearnerNotReady) {
+			return r, err
+		}
+		next := start.Add(interval(attempt))
 		if !next.Before(deadline) {
 			return nil, err
 		}
@@ -98,10 +99,7 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 			return nil, err
 		case <-time.After(time.Until(next)):
 		}
-		last = time.Now()
-		r, err = g.promoteOnce(ctx, c, id, g.readyWait(deadline))
 	}
-	return r, err
 }
 
 // readyWait is how long an attempt lets clusterd's leader wait for the learner: up to the next

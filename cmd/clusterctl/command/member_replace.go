@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -12,18 +11,19 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// replaceRetry is how long member replace waits between two promotions of a new member that is
-// not in sync yet, for its first replaceFastAttempts: a learner started at once is in sync tens
-// of milliseconds after its process starts, and every millisecond between its catching up and
-// the next attempt is one the replacement waits for nothing. A refused attempt costs the leader
-// one check and one read-index round. After those attempts the wait doubles up to
-// promoteRetryInterval, for a learner with much to catch up.
+// replaceRetry is how far apart member replace starts two promotions of a new member that is not
+// in sync yet, for its first replaceFastAttempts, where the server answers at once (real etcd;
+// clusterd's leader waits for the learner itself): a learner started at once is in sync tens of
+// milliseconds after its process starts, and every millisecond between its catching up and the
+// next attempt is one the replacement waits for nothing. A refused attempt costs the leader one
+// check. After those attempts the interval doubles up to promoteRetryInterval, for a learner with
+// much to catch up.
 const (
 	replaceRetry        = 5 * time.Millisecond
 	replaceFastAttempts = 40
 )
 
-// replaceRetryAfter is the wait before promotion attempt attempt+1 of member replace.
+// replaceRetryAfter is the interval from promotion attempt attempt to the next of member replace.
 func replaceRetryAfter(attempt int) time.Duration {
 	if attempt < replaceFastAttempts {
 		return replaceRetry
@@ -136,6 +136,8 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	if err := o.add(ctx, c, r, res); err != nil {
 		return err
 	}
+	early := o.startEarlyMove(ctx, c, r, res.Added)
+	defer o.endEarlyMove(early)
 	promoted, err := o.promote(ctx, c, r, res)
 	if err != nil {
 		return err
@@ -146,10 +148,11 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		o.step(4, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
 	} else {
-		if err := o.moveLeader(ctx, c, promoted, r.OldID, res); err != nil {
+		via, err := o.moveLeader(ctx, c, promoted, r.OldID, res, early)
+		if err != nil {
 			return err
 		}
-		if err := o.remove(ctx, c, r.OldID, res); err != nil {
+		if err := o.remove(ctx, via, r.OldID, res); err != nil {
 			return err
 		}
 	}
@@ -218,58 +221,14 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
 		return nil, nil
 	}
-	deadline := time.Now().Add(o.WaitTimeout)
-	promoted, err := o.promoteOnce(ctx, c, id, 0)
-	if errors.Is(err, client.ErrLearnerNotReady) {
-		fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-		promoted, err = o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter)
-	}
+	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
+	promoted, err := o.promoteUntil(ctx, c, id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
 	if err != nil {
 		return nil, err
 	}
 	o.step(2, "promoted %s (%s)", o.Name, client.FormatID(id))
 	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
 	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
-}
-
-// moveLeader hands leadership from the old member to the new one when the old one leads. Who
-// leads is read from the promotion's answer when the leader itself answered it and says so
-// (clusterd's leader does), as it stood once the new member had caught up; otherwise, since a
-// follower's word on the leader may be stale, from a linearizable member list.
-func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client, promoted *client.ChangeResult, oldID uint64, res *printer.ReplaceResult) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	var members []client.Member
-	if promoted != nil && slices.ContainsFunc(promoted.Members, func(m client.Member) bool { return m.IsLeader && m.ID == promoted.Header.MemberID }) {
-		members = promoted.Members
-	} else {
-		// Asked again: leadership may have moved while the new member caught up.
-		list, err := c.MemberList(ctx, true)
-		if err != nil {
-			return err
-		}
-		members = list.Members
-	}
-	leads := false
-	for _, m := range members {
-		leads = leads || (m.ID == oldID && m.IsLeader)
-	}
-	if !leads {
-		o.step(3, "%s does not lead: leadership not moved", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
-		return nil
-	}
-	url, err := clientURLOf(members, oldID)
-	if err != nil {
-		return err
-	}
-	newID := res.Added.ID
-	if _, err := c.MoveLeader(ctx, url, newID); err != nil {
-		return err
-	}
-	o.step(3, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
-	res.Record(client.PlanStep{Action: client.StepMove}, nil)
-	return nil
 }
 
 // remove removes the old member; one that is gone already counts as removed.

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -35,8 +36,8 @@ func TestReplaceRetryAfter(t *testing.T) {
 	}
 }
 
-// leaderName is the name of the member that leads, as a linearizable member list says.
-func leaderName(t *testing.T, ms []*servertest.Member) string {
+// listOf is the linearizable member list of the cluster of ms.
+func listOf(t *testing.T, ms []*servertest.Member) []client.Member {
 	t.Helper()
 	var eps []string
 	for _, m := range ms {
@@ -53,7 +54,13 @@ func leaderName(t *testing.T, ms []*servertest.Member) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, m := range list.Members {
+	return list.Members
+}
+
+// leaderName is the name of the member that leads, as a linearizable member list says.
+func leaderName(t *testing.T, ms []*servertest.Member) string {
+	t.Helper()
+	for _, m := range listOf(t, ms) {
 		if m.IsLeader {
 			return m.Name
 		}
@@ -62,14 +69,32 @@ func leaderName(t *testing.T, ms []*servertest.Member) string {
 	return ""
 }
 
-// A new member that does not start is asked about every few milliseconds, but the progress
-// lines come at most one per promoteRetryInterval; the command gives up at --wait-timeout with
-// the server's refusal, and a run again once the member runs finishes the replacement, moving
-// leadership to the new member (the leader is the member replaced).
+// waitStarted waits until every member of the cluster of ms is listed as started.
+func waitStarted(t *testing.T, ms []*servertest.Member) {
+	t.Helper()
+	err := servertest.Poll(servertest.WaitTimeout, func() error {
+		for _, m := range listOf(t, ms) {
+			if !m.Started {
+				return fmt.Errorf("%s has not started", m.Name)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// A new member that does not start is waited for by clusterd's leader, the progress lines
+// coming at most one per promoteRetryInterval; the command gives up at --wait-timeout with the
+// server's refusal. Meanwhile leadership has left the member replaced (the leader) for another
+// voter, which the command says before its Error line; a run again once the new member runs
+// finds the old member not leading and finishes the replacement.
 func TestReplaceWaitsForLearner(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	eps := "--endpoints=" + servertest.Endpoints(ms)
 	r1 := servertest.NewMember(t, "r1")
+	waitStarted(t, ms)
 	old := leaderName(t, ms)
 
 	start := time.Now()
@@ -78,13 +103,17 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 	if code != exitLearnerNotReady {
 		t.Fatalf("replace with the learner not started: exit %d, want %d\n%s", code, exitLearnerNotReady, stderr)
 	}
-	if !strings.Contains(stderr, "step 1 of 4: added r1") || strings.Contains(stderr, "step 2") {
+	if !strings.Contains(stderr, "step 1 of 4: added r1") || strings.Contains(stderr, "step 2") ||
+		!strings.Contains(stderr, "\nleadership moved from "+old+" to ") || !strings.Contains(stderr, " while r1 started\nError: ") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	lines := strings.Count(stderr, " not in sync yet: ")
-	// One before the first wait, then at most one per promoteRetryInterval of the 1 s.
-	if maxLines := 1 + int(took/promoteRetryInterval); lines < 1 || lines > maxLines {
+	// At most one per promoteRetryInterval of the 1 s, the first after the first attempt.
+	if maxLines := int(took / promoteRetryInterval); lines < 1 || lines > maxLines {
 		t.Errorf("%d progress lines in %v, want 1 to %d:\n%s", lines, took, maxLines, stderr)
+	}
+	if got := leaderName(t, ms); got == old || got == "r1" {
+		t.Errorf("%s leads while r1 has not started, want another voter than %s", got, old)
 	}
 
 	r1.Start(t, r1.Config(servertest.InitialCluster(append(ms, r1)), "existing", nil))
@@ -93,18 +122,76 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 		t.Fatalf("replace run again with the learner started: exit %d\n%s", code, stderr)
 	}
 	for _, want := range []string{"step 1 of 4: r1 ", "step 2 of 4: promoted r1 ",
-		"step 3 of 4: moved leadership from " + old + " to r1 ", "step 4 of 4: removed " + old + " "} {
+		"step 3 of 4: " + old + " does not lead: leadership not moved", "step 4 of 4: removed " + old + " "} {
 		if !strings.Contains(stderr, want) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	var rest []*servertest.Member
-	for _, m := range append(ms, r1) {
+}
+
+// replaceLeader replaces the leader of the cluster of ms (running: those that run) by a new
+// member r1, added as a learner and started before the command, which goes on from there, and
+// returns the command's stderr and the members left running.
+func replaceLeader(t *testing.T, ms, running []*servertest.Member) (old, stderr string, rest []*servertest.Member) {
+	t.Helper()
+	waitStarted(t, running)
+	old = leaderName(t, running)
+	r1 := servertest.NewMember(t, "r1")
+	eps := "--endpoints=" + servertest.Endpoints(running)
+	if _, errOut, code := runArgs(eps, "member", "add", "r1", "--peer-urls="+r1.PeerURL, "--learner"); code != exitOK {
+		t.Fatalf("member add: exit %d\n%s", code, errOut)
+	}
+	r1.Start(t, r1.Config(servertest.InitialCluster(append(ms, r1)), "existing", nil))
+	_, stderr, code := runArgs(eps, "member", "replace", old, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=30s", "-w", "env")
+	if code != exitOK {
+		t.Fatalf("replace: exit %d\n%s", code, stderr)
+	}
+	for _, m := range append(running, r1) {
 		if m.Name != old {
 			rest = append(rest, m)
 		}
 	}
-	if got := leaderName(t, rest); got != "r1" {
-		t.Errorf("%s leads after the replacement, want r1", got)
+	return old, stderr, rest
+}
+
+// With every voter up, leadership goes to an established voter while the new member starts.
+func TestReplaceMovesLeadershipEarly(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	old, stderr, rest := replaceLeader(t, ms, ms)
+	lead := leaderName(t, rest)
+	if lead == old || lead == "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to "+lead+" (") {
+		t.Errorf("%s leads; stderr:\n%s", lead, stderr)
+	}
+}
+
+// A voter that is down is not chosen: the status of each says which follow the leader.
+func TestReplaceMovesLeadershipToAVoterThatAnswers(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	waitStarted(t, ms)
+	lead := leaderName(t, ms)
+	var down string
+	var running []*servertest.Member
+	for _, m := range ms {
+		if m.Name != lead && down == "" {
+			if err := m.Stop(); err != nil {
+				t.Fatal(err)
+			}
+			down = m.Name
+			continue
+		}
+		running = append(running, m)
+	}
+	old, stderr, rest := replaceLeader(t, ms, running)
+	if got := leaderName(t, rest); got == old || got == down || got == "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to "+got+" (") {
+		t.Errorf("%s leads (%s was down); stderr:\n%s", got, down, stderr)
+	}
+}
+
+// With no other voter, leadership goes to the new member once it is promoted.
+func TestReplaceMovesLeadershipToTheNewMemberLast(t *testing.T) {
+	ms := servertest.Start(t, 1, nil)
+	old, stderr, rest := replaceLeader(t, ms, ms)
+	if got := leaderName(t, rest); got != "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to r1 (") {
+		t.Errorf("%s leads; stderr:\n%s", got, stderr)
 	}
 }

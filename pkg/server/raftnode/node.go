@@ -278,6 +278,10 @@ func (n *Node) WithStop(ctx context.Context) (context.Context, context.CancelFun
 	return ctx, func() { cancel(context.Canceled) }
 }
 
+// WaitFor blocks until cond holds, looking again each time the applied index advances or the
+// leader changes; it gives up (false) when ctx ends or the node stops.
+func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool { return n.waitFor(ctx, cond) }
+
 // waitFor blocks until cond holds, ctx ends (false), or the node stops (false).
 func (n *Node) waitFor(ctx context.Context, cond func() bool) bool {
 	for {

@@ -78,6 +78,17 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		if err != nil {
 			return nil, err
 		}
+		if lead != c.cfg.Node.ID() && c.cfg.Node.Cluster().Member(lead) == nil {
+			// A member that has just joined hears from the leader before it has applied the
+			// snapshot that holds the leader's address (its own publish is sent then): wait for
+			// that, or for another leader, rather than for a backoff.
+			wctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
+			c.cfg.Node.WaitFor(wctx, func() bool {
+				return c.cfg.Node.Leader() != lead || c.cfg.Node.Cluster().Member(lead) != nil
+			})
+			cancel()
+			continue
+		}
 		var reply *Reply
 		if lead == c.cfg.Node.ID() {
 			reply, err = c.decide(ctx, req)
