@@ -88,10 +88,12 @@ func (c *Client) sibling(endpoint string) (*Client, error) {
 	}, nil
 }
 
-// onEndpoint is a client of endpoint alone: c's own connection when c is connected there,
-// which saves a connection, a TLS handshake and an authentication, and otherwise a sibling.
-// release closes what was opened for the caller, never c's connection.
-func (c *Client) onEndpoint(endpoint string) (one *Client, release func(), err error) {
+// At is a client of endpoint alone: c's own connection when c is connected there, which saves a
+// connection, a TLS handshake and an authentication, and otherwise a sibling. It shares no field
+// that c changes later, only the connection, which is safe for concurrent use: another goroutine
+// may use it while c goes on (its calls fail once c closes that connection). release closes what
+// was opened for the caller, never c's connection.
+func (c *Client) At(endpoint string) (one *Client, release func(), err error) {
 	if c.conn != nil {
 		if addr, secure, err := parseEndpoint(endpoint, c.dialed[c.at].TLS); err == nil && addr == c.endpoints[c.at] && secure == c.dialed[c.at].TLS {
 			view := *c
@@ -208,7 +210,7 @@ var (
 // MoveLeader asks the leader at endpoint leaderEndpoint to hand leadership to member target;
 // it answers once target leads.
 func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target uint64) (*Header, error) {
-	one, release, err := c.onEndpoint(leaderEndpoint)
+	one, release, err := c.At(leaderEndpoint)
 	if err != nil {
 		return nil, err
 	}

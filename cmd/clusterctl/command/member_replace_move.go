@@ -45,22 +45,22 @@ func (o *memberReplaceOptions) startEarlyMove(ctx context.Context, c *client.Cli
 		close(e.done)
 		return e
 	}
+	oldURL := r.Old.ClientURLs[0]
+	old, release, err := c.At(oldURL)
+	if err != nil {
+		close(e.done)
+		return e
+	}
 	go func() {
 		defer close(e.done)
+		defer release()
 		ctx, cancel := o.withTimeout(ctx)
 		defer cancel()
-		oldURL := r.Old.ClientURLs[0]
-		to := o.followerOf(ctx, c, oldURL, r.OldID, lead < 0, voters)
+		to := o.followerOf(ctx, old, r.OldID, lead < 0, voters)
 		if to == nil {
 			return
 		}
-		old, err := c.Sibling(oldURL)
-		if err != nil {
-			return
-		}
-		_, err = old.MoveLeader(ctx, oldURL, to.ID)
-		old.Close()
-		if err != nil {
+		if _, err := old.MoveLeader(ctx, oldURL, to.ID); err != nil {
 			return
 		}
 		e.to, e.toName = to.ID, to.Name
@@ -69,29 +69,23 @@ func (o *memberReplaceOptions) startEarlyMove(ctx context.Context, c *client.Cli
 	return e
 }
 
-// followerOf asks each of voters for its status, all at once, and the old member at oldURL too
-// when askOld, and returns the voter furthest ahead of those that follow the old member; nil when
-// none does, or when the old member was asked and does not say it leads.
-func (o *memberReplaceOptions) followerOf(ctx context.Context, c *client.Client, oldURL string, oldID uint64, askOld bool, voters []client.Member) *client.Member {
-	var urls []string
-	for _, v := range voters {
-		urls = append(urls, v.ClientURLs[0])
-	}
+// followerOf returns the first of voters that answers with its status and follows the old
+// member; nil when none does, or when askOld and the old member, through old, does not say it
+// leads. One at a time: the first usually answers, and every call made while the new member
+// starts takes from it.
+func (o *memberReplaceOptions) followerOf(ctx context.Context, old *client.Client, oldID uint64, askOld bool, voters []client.Member) *client.Member {
 	if askOld {
-		urls = append(urls, oldURL)
-	}
-	st := c.StatusOfEach(ctx, urls, o.CommandTimeout)
-	if askOld && (st[len(voters)].Status == nil || st[len(voters)].Status.Leader != oldID) {
-		return nil
-	}
-	var best *client.Member
-	var bestIndex uint64
-	for i := range voters {
-		if s := st[i].Status; s != nil && s.Leader == oldID && !s.IsLearner && (best == nil || s.RaftIndex > bestIndex) {
-			best, bestIndex = &voters[i], s.RaftIndex
+		if st, err := old.Status(ctx); err != nil || st.Leader != oldID {
+			return nil
 		}
 	}
-	return best
+	for i, v := range voters {
+		st := old.StatusOfEach(ctx, v.ClientURLs[:1], o.CommandTimeout)[0].Status
+		if st != nil && st.Leader == oldID && !st.IsLearner {
+			return &voters[i]
+		}
+	}
+	return nil
 }
 
 // wait waits for the early move to end.
