@@ -153,13 +153,15 @@ func (s *Server) join(ctx context.Context, local datadir.Initial) (*opened, erro
 }
 
 // fetchMembership asks every other member of --initial-cluster at once and keeps the most
-// recent answer.
+// recent answer, not waiting for the others once the leader has answered: it answered the add of
+// this member once it had applied it.
 func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*reconfig.ClusterInfo, error) {
 	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
 	defer cancel()
 	type answer struct {
-		info *reconfig.ClusterInfo
-		err  error
+		info     *reconfig.ClusterInfo
+		byLeader bool
+		err      error
 	}
 	var urls []string
 	for _, m := range s.initial {
@@ -174,7 +176,7 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 	for _, u := range urls {
 		go func() {
 			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
-			answers <- answer{info, err}
+			answers <- answer{info: info, byLeader: err == nil && answeredByLeader(info, u), err: err}
 		}()
 	}
 	var best *reconfig.ClusterInfo
@@ -186,6 +188,9 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 			errs = append(errs, a.err.Error())
 		case best == nil || a.info.Applied > best.Applied:
 			best = a.info
+		}
+		if a.byLeader {
+			break
 		}
 	}
 	if best == nil {
@@ -199,6 +204,13 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 		return nil, fmt.Errorf("cannot reach any member of --initial-cluster to join: %s%s", strings.Join(errs, "; "), hint)
 	}
 	return best, nil
+}
+
+// answeredByLeader reports whether info, the answer of the member at peer URL u, is the
+// leader's own: the member it names as leader has u among its peer URLs.
+func answeredByLeader(info *reconfig.ClusterInfo, u string) bool {
+	m := info.Cluster.Member(info.Leader)
+	return m != nil && slices.Contains(m.PeerURLs, u)
 }
 
 // checkJoin compares --initial-cluster with the committed membership and returns this
