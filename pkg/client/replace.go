@@ -1,11 +1,13 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
+	"sync"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -183,13 +185,28 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 		p.New = *r.New
 		p.New.Name = name
 	}
-	// The old member's share of the started and connected voters, from the removal's report.
-	var oldStarted, oldConnected int
+	// The two dry runs go at once, the removal's over a view of the same connection.
+	var rm, ad *DryRun
+	var rmErr, adErr error
+	var wg sync.WaitGroup
 	if r.Old != nil {
-		rm, err := c.MemberRemoveDryRun(ctx, r.OldID)
+		view, release, err := c.At(c.dialed[c.at].Endpoint)
 		if err != nil {
 			return nil, err
 		}
+		defer release()
+		wg.Go(func() { rm, rmErr = view.MemberRemoveDryRun(ctx, r.OldID) })
+	}
+	if r.New == nil {
+		ad, adErr = c.MemberAddDryRun(ctx, name, peerURLs, true)
+	}
+	wg.Wait()
+	if err := cmp.Or(rmErr, adErr); err != nil {
+		return nil, err
+	}
+	// The old member's share of the started and connected voters, from the removal's report.
+	var oldStarted, oldConnected int
+	if r.Old != nil {
 		if rm.Before == nil || rm.After == nil {
 			return nil, fmt.Errorf("the server judged the removal of %s without counting voters: %v", FormatID(r.OldID), rm.Err)
 		}
@@ -199,14 +216,10 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 	}
 	add := PlanStep{Action: StepAdd, Who: name, Done: r.New != nil, After: p.Now}
 	if r.New == nil {
-		d, err := c.MemberAddDryRun(ctx, name, peerURLs, true)
-		if err != nil {
-			return nil, err
+		if ad.Before != nil {
+			p.Now = ad.Before
 		}
-		if d.Before != nil {
-			p.Now = d.Before
-		}
-		add.After, add.Err = d.After, d.Err
+		add.After, add.Err = ad.After, ad.Err
 	}
 	promote := PlanStep{Action: StepPromote, Who: name, Done: r.New != nil && !r.New.IsLearner, After: add.After}
 	if !promote.Done && add.After != nil {
