@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 )
 
 func validConfig() Config {
@@ -131,5 +132,29 @@ func TestCheckJoin(t *testing.T) {
 				t.Fatalf("got %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+// A joining member stops waiting for the other answers once the member at the URL it asked is
+// the leader that answer names.
+func TestAnsweredByLeader(t *testing.T) {
+	c := membership.NewCluster(7, []*membership.Member{
+		{ID: 1, Name: "a", PeerURLs: []string{"http://127.0.0.1:1"}},
+		{ID: 2, Name: "b", PeerURLs: []string{"http://127.0.0.1:2", "http://10.0.0.2:2"}},
+	})
+	for _, tt := range []struct {
+		leader membership.ID
+		url    string
+		want   bool
+	}{
+		{1, "http://127.0.0.1:1", true},
+		{2, "http://10.0.0.2:2", true},
+		{2, "http://127.0.0.1:1", false},
+		{0, "http://127.0.0.1:1", false},
+		{9, "http://127.0.0.1:1", false},
+	} {
+		if got := answeredByLeader(&reconfig.ClusterInfo{Cluster: c, Leader: tt.leader}, tt.url); got != tt.want {
+			t.Errorf("leader %v, asked at %s: %v, want %v", tt.leader, tt.url, got, tt.want)
+		}
 	}
 }
