@@ -54,7 +54,8 @@ reported on stderr:
      (member add's output; -w env prints the environment alone, -w json a line that holds it);
   2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
      behind, and promote it;
-  3. if the old member leads, move leadership to the new member;
+  3. if the old member leads, move leadership away from it: while the new member starts, to an
+     established voter that answers and follows it, else after the promotion to the new member;
   4. remove the old member.
 
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
