@@ -54,15 +54,6 @@ func (n *Node) WaitMatches(ctx context.Context, cond func(map[membership.ID]uint
 	}
 }
 
-func (n *Node) notifyAcked() {
-	n.mu.Lock()
-	close(n.acked)
-	n.acked = make(chan struct{})
-	n.mu.Unlock()
-}
+func (n *Node) notifyAcked() { n.notify(&n.acked) }
 
-func (n *Node) ackedCh() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.acked
-}
+func (n *Node) ackedCh() <-chan struct{} { return n.current(&n.acked) }

@@ -218,32 +218,29 @@ func (n *Node) Run(ctx context.Context) error {
 }
 
 // notifyProgress wakes everyone waiting for the applied index or the leader to change.
-func (n *Node) notifyProgress() {
-	n.mu.Lock()
-	close(n.progress)
-	n.progress = make(chan struct{})
-	n.mu.Unlock()
-}
+func (n *Node) notifyProgress() { n.notify(&n.progress) }
 
-func (n *Node) progressCh() <-chan struct{} {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.progress
-}
+func (n *Node) progressCh() <-chan struct{} { return n.current(&n.progress) }
 
 // notifyLeader wakes the reads waiting for an answer from the leader of the moment: raft drops
 // a pending read silently when the leader or the term changes, so they ask again at once.
-func (n *Node) notifyLeader() {
+func (n *Node) notifyLeader() { n.notify(&n.leaderCh) }
+
+func (n *Node) leaderChanged() <-chan struct{} { return n.current(&n.leaderCh) }
+
+// notify closes *ch, waking whoever took it with current, and replaces it for the next wait.
+func (n *Node) notify(ch *chan struct{}) {
 	n.mu.Lock()
-	close(n.leaderCh)
-	n.leaderCh = make(chan struct{})
+	close(*ch)
+	*ch = make(chan struct{})
 	n.mu.Unlock()
 }
 
-func (n *Node) leaderChanged() <-chan struct{} {
+// current is *ch as of now: closed by the next notify.
+func (n *Node) current(ch *chan struct{}) <-chan struct{} {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	return n.leaderCh
+	return *ch
 }
 
 // stop marks the member as stopping: every waiter is released and every new request refused
