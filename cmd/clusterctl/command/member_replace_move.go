@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
@@ -69,18 +70,26 @@ func (o *memberReplaceOptions) startEarlyMove(ctx context.Context, c *client.Cli
 	return e
 }
 
+// statusWithin bounds each status call of the early move: a member that does not answer that
+// soon is no leader to hand over to, and step 3 waits for the early move, so a member that is
+// down (a dial to a host that is gone can take the whole --dial-timeout) must not hold it up.
+const statusWithin = 500 * time.Millisecond
+
 // followerOf returns the first of voters that answers with its status and follows the old
 // member; nil when none does, or when askOld and the old member, through old, does not say it
 // leads. One at a time: the first usually answers, and every call made while the new member
 // starts takes from it.
 func (o *memberReplaceOptions) followerOf(ctx context.Context, old *client.Client, oldID uint64, askOld bool, voters []client.Member) *client.Member {
 	if askOld {
-		if st, err := old.Status(ctx); err != nil || st.Leader != oldID {
+		sctx, cancel := context.WithTimeout(ctx, statusWithin)
+		st, err := old.Status(sctx)
+		cancel()
+		if err != nil || st.Leader != oldID {
 			return nil
 		}
 	}
 	for i, v := range voters {
-		st := old.StatusOfEach(ctx, v.ClientURLs[:1], o.CommandTimeout)[0].Status
+		st := old.StatusOfEach(ctx, v.ClientURLs[:1], statusWithin)[0].Status
 		if st != nil && st.Leader == oldID && !st.IsLearner {
 			return &voters[i]
 		}

@@ -3,11 +3,14 @@ package command
 import (
 	"context"
 	"fmt"
+	"net"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
@@ -132,7 +135,7 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 // replaceLeader replaces the leader of the cluster of ms (running: those that run) by a new
 // member r1, added as a learner and started before the command, which goes on from there, and
 // returns the command's stderr and the members left running.
-func replaceLeader(t *testing.T, ms, running []*servertest.Member) (old, stderr string, rest []*servertest.Member) {
+func replaceLeader(t *testing.T, ms, running []*servertest.Member, flags ...string) (old, stderr string, rest []*servertest.Member) {
 	t.Helper()
 	waitStarted(t, running)
 	old = leaderName(t, running)
@@ -142,7 +145,7 @@ func replaceLeader(t *testing.T, ms, running []*servertest.Member) (old, stderr 
 		t.Fatalf("member add: exit %d\n%s", code, errOut)
 	}
 	r1.Start(t, r1.Config(servertest.InitialCluster(append(ms, r1)), "existing", nil))
-	_, stderr, code := runArgs(eps, "member", "replace", old, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=30s", "-w", "env")
+	_, stderr, code := runArgs(append([]string{eps, "member", "replace", old, "r1", "--peer-urls=" + r1.PeerURL, "--wait-timeout=30s", "-w", "env"}, flags...)...)
 	if code != exitOK {
 		t.Fatalf("replace: exit %d\n%s", code, stderr)
 	}
@@ -191,6 +194,67 @@ func TestReplaceMovesLeadershipToAVoterThatAnswers(t *testing.T) {
 func TestReplaceMovesLeadershipToTheNewMemberLast(t *testing.T) {
 	ms := servertest.Start(t, 1, nil)
 	old, stderr, rest := replaceLeader(t, ms, ms)
+	if got := leaderName(t, rest); got != "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to r1 (") {
+		t.Errorf("%s leads; stderr:\n%s", got, stderr)
+	}
+}
+
+// silentURL is the URL of a listener that takes connections and never answers, as a host that is
+// gone behind a firewall that still accepts.
+func silentURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			t.Cleanup(func() { c.Close() })
+		}
+	}()
+	return "http://" + l.Addr().String()
+}
+
+// Voters that take connections and never answer are given up on quickly: the early move finds
+// none to hand over to, and leadership goes to the new member once it is promoted, without the
+// command waiting out its dial or command timeouts (10 s here, twice over).
+func TestReplaceGivesUpOnVotersThatDoNotAnswer(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	waitStarted(t, ms)
+	lead := leaderName(t, ms)
+	initial := servertest.InitialCluster(ms)
+	silent := map[string]string{} // name: the URL it advertises
+	for _, m := range ms {
+		if m.Name == lead {
+			continue
+		}
+		if err := m.Stop(); err != nil {
+			t.Fatal(err)
+		}
+		silent[m.Name] = silentURL(t)
+		m.Start(t, m.Config(initial, "new", func(c *server.Config) { c.AdvertiseClientURLs = []string{silent[m.Name]} }))
+	}
+	err := servertest.Poll(servertest.WaitTimeout, func() error {
+		for _, m := range listOf(t, ms) {
+			if u, ok := silent[m.Name]; ok && !slices.Equal(m.ClientURLs, []string{u}) {
+				return fmt.Errorf("%s advertises %v, not yet %s", m.Name, m.ClientURLs, u)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	old, stderr, rest := replaceLeader(t, ms, ms, "--dial-timeout=10s", "--command-timeout=10s")
+	if took := time.Since(start); took > 6*time.Second {
+		t.Errorf("the replacement took %v", took)
+	}
 	if got := leaderName(t, rest); got != "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to r1 (") {
 		t.Errorf("%s leads; stderr:\n%s", got, stderr)
 	}
