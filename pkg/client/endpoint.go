@@ -54,10 +54,6 @@ type EndpointHealth struct {
 // Healthy reports whether the check passed.
 func (h EndpointHealth) Healthy() bool { return h.Err == nil }
 
-// Sibling is a client of endpoint alone, with c's transport security and credentials, that
-// connects on first use or at Connect.
-func (c *Client) Sibling(endpoint string) (*Client, error) { return c.sibling(endpoint) }
-
 // Connect connects as the first request would, so that a caller that will need this client
 // soon can have the connection made meanwhile.
 func (c *Client) Connect(ctx context.Context) error { return c.connect(ctx, 0) }
@@ -66,10 +62,10 @@ func (c *Client) Connect(ctx context.Context) error { return c.connect(ctx, 0) }
 // request: a further connection costs an authentication on top of its dial.
 func (c *Client) Authenticates() bool { return c.username != "" }
 
-// sibling is a client of endpoint alone, with c's transport security and credentials. An
-// endpoint of the other kind than c's (https:// among http:// ones) is refused, as New refuses
-// such a list.
-func (c *Client) sibling(endpoint string) (*Client, error) {
+// Sibling is a client of endpoint alone, with c's transport security and credentials, that
+// connects on first use or at Connect. An endpoint of the other kind than c's (https:// among
+// http:// ones) is refused, as New refuses such a list.
+func (c *Client) Sibling(endpoint string) (*Client, error) {
 	first := c.dialed[0]
 	addr, secure, err := parseEndpoint(endpoint, first.TLS)
 	if err != nil {
@@ -101,7 +97,7 @@ func (c *Client) At(endpoint string) (one *Client, release func(), err error) {
 			return &view, func() {}, nil
 		}
 	}
-	if one, err = c.sibling(endpoint); err != nil {
+	if one, err = c.Sibling(endpoint); err != nil {
 		return nil, nil, err
 	}
 	return one, func() { one.Close() }, nil
@@ -116,7 +112,7 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			one, err := c.sibling(ep)
+			one, err := c.Sibling(ep)
 			if err != nil {
 				errs[i] = err
 				return

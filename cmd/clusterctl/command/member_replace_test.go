@@ -3,7 +3,6 @@ package command
 import (
 	"context"
 	"fmt"
-	"net"
 	"slices"
 	"strings"
 	"testing"
@@ -199,27 +198,6 @@ func TestReplaceMovesLeadershipToTheNewMemberLast(t *testing.T) {
 	}
 }
 
-// silentURL is the URL of a listener that takes connections and never answers, as a host that is
-// gone behind a firewall that still accepts.
-func silentURL(t *testing.T) string {
-	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			t.Cleanup(func() { c.Close() })
-		}
-	}()
-	return "http://" + l.Addr().String()
-}
-
 // Voters that take connections and never answer are given up on quickly: the early move finds
 // none to hand over to, and leadership goes to the new member once it is promoted, without the
 // command waiting out its dial or command timeouts (10 s here, twice over).
@@ -236,7 +214,7 @@ func TestReplaceGivesUpOnVotersThatDoNotAnswer(t *testing.T) {
 		if err := m.Stop(); err != nil {
 			t.Fatal(err)
 		}
-		silent[m.Name] = silentURL(t)
+		silent[m.Name] = "http://" + silentAddr(t)
 		m.Start(t, m.Config(initial, "new", func(c *server.Config) { c.AdvertiseClientURLs = []string{silent[m.Name]} }))
 	}
 	err := servertest.Poll(servertest.WaitTimeout, func() error {

@@ -78,17 +78,7 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		if err != nil {
 			return nil, err
 		}
-		if lead != c.cfg.Node.ID() && c.cfg.Node.Cluster().Member(lead) == nil {
-			// A member that has just joined hears from the leader before it has applied the
-			// snapshot that holds the leader's address (its own publish is sent then): wait for
-			// that, or for another leader, rather than for a backoff.
-			wctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
-			c.cfg.Node.WaitFor(wctx, func() bool {
-				return c.cfg.Node.Leader() != lead || c.cfg.Node.Cluster().Member(lead) != nil
-			})
-			cancel()
-			continue
-		}
+		seen := c.cfg.Node.Cluster()
 		var reply *Reply
 		if lead == c.cfg.Node.ID() {
 			reply, err = c.decide(ctx, req)
@@ -99,14 +89,19 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		if !retryable(err) {
 			return reply, err
 		}
-		select {
-		case <-ctx.Done():
+		// Go round again once what the attempt met has changed: another leader to ask (one a
+		// hand-off just made, or that a forward was told of), or a new membership (on a member
+		// that has just joined, the snapshot that holds the leader's address); at the latest
+		// after the backoff.
+		wctx, cancel := context.WithTimeout(ctx, backoff)
+		c.cfg.Node.WaitFor(wctx, func() bool {
+			return c.cfg.Node.Leader() != lead || c.cfg.Node.Cluster() != seen
+		})
+		cancel()
+		if ctx.Err() != nil {
 			return nil, raftnode.ErrTimeout
-		case <-c.cfg.Node.Stopping():
-			return nil, raftnode.ErrStopped
-		case <-time.After(backoff):
-			backoff = min(2*backoff, 200*time.Millisecond)
 		}
+		backoff = min(2*backoff, 200*time.Millisecond)
 	}
 }
 
