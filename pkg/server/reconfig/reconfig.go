@@ -89,14 +89,12 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		if !retryable(err) {
 			return reply, err
 		}
-		// Go round again once what the attempt met has changed: another leader to ask (one a
-		// hand-off just made, or that a forward was told of), or a new membership (on a member
-		// that has just joined, the snapshot that holds the leader's address); at the latest
-		// after the backoff.
+		// Go round again after the backoff, or as soon as the applied membership changes (on a
+		// member that has just joined, the snapshot that holds the leader's address). Not at a
+		// change of leader: a leader elected a moment ago has heard from too few voters yet for
+		// the strict check, and would refuse a removal as "unhealthy cluster".
 		wctx, cancel := context.WithTimeout(ctx, backoff)
-		c.cfg.Node.WaitFor(wctx, func() bool {
-			return c.cfg.Node.Leader() != lead || c.cfg.Node.Cluster() != seen
-		})
+		c.cfg.Node.WaitFor(wctx, func() bool { return c.cfg.Node.Cluster() != seen })
 		cancel()
 		if ctx.Err() != nil {
 			return nil, raftnode.ErrTimeout
