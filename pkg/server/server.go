@@ -258,8 +258,9 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	for _, l := range ls.metrics {
 		wg.Go(func() { _ = m.metrics.Serve(l) })
 	}
-	// Listening now: peers that backed off from this member while it was down may send again.
-	m.tr.Greet()
+	// Listening now: peers that backed off from this member while it was down may send again,
+	// and a leader sends a member that has just joined what it lacks without probing first.
+	m.tr.Greet(m.node.LastIndex() == 0)
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
 	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout) })

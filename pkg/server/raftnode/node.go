@@ -375,17 +375,28 @@ func (n *Node) promotable() bool {
 
 // PeerStarted is told that a peer has just started. A leader treats it as the peer's answer to
 // a heartbeat, which is what raft waits for before it sends a peer it could not reach its next
-// append: the peer is reached now instead of at the next heartbeat. Only a leader of the term
-// steps it; raft ignores it anywhere else, and it carries no read-index context.
-func (n *Node) PeerStarted(id uint64) {
+// append: the peer is reached now instead of at the next heartbeat. A peer that started with an
+// empty log (it has just joined) would reject that append, which probes where the leader last
+// guessed its log ends; so the leader first steps that rejection for it, saying its log holds
+// nothing, and raft sends what it lacks (a snapshot, or the log from its start) a round trip
+// sooner. Both messages are what the peer itself would send; raft ignores a stale rejection (the
+// leader's guess moved meanwhile), and everything anywhere but on a leader of the term. Neither
+// carries a read-index context.
+func (n *Node) PeerStarted(id uint64, emptyLog bool) {
 	if n.lead.Load() != n.id || id == n.id {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
+	term := proto.Uint64(n.term.Load())
+	if pr, ok := n.raft.Status().Progress[id]; ok && emptyLog && pr.Next > 1 {
+		_ = n.raft.Step(ctx, &raftpb.Message{
+			Type: raftpb.MessageType_MsgAppResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,
+			Index: proto.Uint64(pr.Next - 1), Reject: proto.Bool(true), RejectHint: proto.Uint64(0), LogTerm: proto.Uint64(0),
+		})
+	}
 	_ = n.raft.Step(ctx, &raftpb.Message{
-		Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id),
-		Term: proto.Uint64(n.term.Load()),
+		Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,
 	})
 }
 

@@ -10,6 +10,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
@@ -24,6 +25,7 @@ type peer struct {
 	q     chan *raftpb.Message
 	stop  chan struct{}
 	woken chan struct{} // the peer said hello: stop backing off
+	hello chan bool     // greet the peer (Transport.Greet), saying whether this member's log is empty
 	once  sync.Once
 
 	// remote: added from a sender's stream, not from the membership, so without a prober until
@@ -38,7 +40,7 @@ type peer struct {
 const queueSize = 4096
 
 func newPeer(t *Transport, id membership.ID, urls []string) *peer {
-	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), urls: urls}
+	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), hello: make(chan bool, 1), urls: urls}
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -86,28 +88,50 @@ func (p *peer) run() {
 	backoff := 50 * time.Millisecond
 	var logged string
 	next := 0 // which of the peer's URLs to dial: the next one after a failure
+	// connect makes sure conn is a connection to the peer's current URLs.
+	connect := func() error {
+		urls, gen := p.address()
+		if gen == connGen && conn != nil {
+			return nil
+		}
+		if conn != nil {
+			conn.Close()
+			conn = nil
+		}
+		var err error
+		if conn, err = p.t.Dial(urls[next%len(urls)]); err != nil {
+			return err
+		}
+		connGen = gen
+		return nil
+	}
 	for {
 		select {
 		case <-p.stop:
 			return
 		case <-p.woken:
 			backoff = 50 * time.Millisecond
-			if conn != nil {
-				conn.ResetConnectBackoff()
+			// The peer has just started: a connection that is not up was made to its old
+			// process, or is backing off from a port nobody listened on. The next message dials
+			// afresh. (Not ResetConnectBackoff: grpc reads its subconnections unlocked there,
+			// a race with a connection that is being made.)
+			if conn != nil && conn.GetState() != connectivity.Ready {
+				conn.Close()
+				conn = nil
 			}
+		case emptyLog := <-p.hello:
+			var c *grpc.ClientConn
+			if connect() == nil {
+				c = conn
+			}
+			n := p.t.notice(p.id)
+			n.EmptyLog = emptyLog
+			urls, _ := p.address()
+			go p.t.hello(c, n, urls)
 		case first := <-p.q:
-			urls, gen := p.address()
-			if gen != connGen || conn == nil {
-				if conn != nil {
-					conn.Close()
-					conn = nil
-				}
-				var err error
-				if conn, err = p.t.Dial(urls[next%len(urls)]); err != nil {
-					p.t.report(first, false)
-					continue
-				}
-				connGen = gen
+			if err := connect(); err != nil {
+				p.t.report(first, false)
+				continue
 			}
 			err := p.stream(conn, first)
 			if err == nil {

@@ -37,8 +37,9 @@ type Handler interface {
 	MarkRemoved()
 	Cluster() *membership.Cluster
 	// PeerStarted is told that a peer has just started (its Hello), so that a leader reaches
-	// it with its next append now rather than at its next heartbeat.
-	PeerStarted(id uint64)
+	// it with its next append now rather than at its next heartbeat; emptyLog: the peer's log
+	// holds nothing yet (it has just joined).
+	PeerStarted(id uint64, emptyLog bool)
 }
 
 // Config configures a Transport.
@@ -113,7 +114,7 @@ func (t *Transport) Register(s *grpc.Server) {
 					p.wake()
 				}
 				t.heard(membership.ID(n.From))
-				t.h.PeerStarted(n.From)
+				t.h.PeerStarted(n.From, n.EmptyLog)
 			})},
 		},
 	}, struct{}{})
@@ -126,11 +127,14 @@ func (t *Transport) Register(s *grpc.Server) {
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
 //     the sender and, if it leads, sends it an append at once: a member added while it was not
 //     running yet would otherwise wait out the backoff and then the next heartbeat (up to
-//     --heartbeat-interval) before the leader's first message.
+//     --heartbeat-interval) before the leader's first message. EmptyLog says the sender's log
+//     holds nothing (it has just joined), so the leader sends it what it lacks without first
+//     probing where its log ends; a member that does not know the field ignores it.
 type notice struct {
 	ClusterID uint64 `json:"clusterID"`
 	From      uint64 `json:"from"`
 	To        uint64 `json:"to"`
+	EmptyLog  bool   `json:"emptyLog,omitempty"`
 }
 
 const (
@@ -153,35 +157,60 @@ func (t *Transport) unary(handle func(*notice)) func(any, context.Context, func(
 	}
 }
 
-// Greet tells every known peer that this member has started. It does not wait for answers.
-func (t *Transport) Greet() {
+// Greet tells every known peer that this member has started, and whether its log is empty.
+// It does not wait for answers. Each greeting goes over the connection the peer's sender will
+// use (peer.run), so that this member's first answers to the leader find it up already.
+func (t *Transport) Greet(emptyLog bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for id, p := range t.peers {
-		urls, _ := p.address()
-		go t.notify(helloMethod, id, urls)
+	for _, p := range t.peers {
+		select {
+		case p.hello <- emptyLog:
+		default:
+		}
 	}
 }
 
-// notifyRemoved tells a removed peer, at each of its URLs until one answers, that it is gone.
-func (t *Transport) notifyRemoved(id membership.ID, urls []string) { t.notify(removedMethod, id, urls) }
+// hello sends peer p the greeting n over conn, the connection of p's sender (nil when it could
+// not dial), else at each of p's URLs until one answers.
+func (t *Transport) hello(conn *grpc.ClientConn, n *notice, urls []string) {
+	if conn != nil && invoke(conn, helloMethod, n) == nil {
+		return
+	}
+	t.notify(helloMethod, n, urls)
+}
 
-// notify sends a notice to a peer at each of its URLs until one answers.
-func (t *Transport) notify(method string, id membership.ID, urls []string) {
-	n := &notice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
+// notifyRemoved tells a removed peer, at each of its URLs until one answers, that it is gone.
+func (t *Transport) notifyRemoved(id membership.ID, urls []string) {
+	t.notify(removedMethod, t.notice(id), urls)
+}
+
+// notice is a notice from this member to peer id.
+func (t *Transport) notice(id membership.ID) *notice {
+	return &notice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
+}
+
+// notify sends a notice to a peer at each of its URLs, on a connection of its own, until one
+// answers.
+func (t *Transport) notify(method string, n *notice, urls []string) {
 	for _, u := range urls {
 		conn, err := t.Dial(u)
 		if err != nil {
 			continue
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		err = conn.Invoke(ctx, method, n, &ack{})
-		cancel()
+		err = invoke(conn, method, n)
 		conn.Close()
 		if err == nil {
 			return
 		}
 	}
+}
+
+// invoke sends a notice on conn and waits a second at most for its answer.
+func invoke(conn *grpc.ClientConn, method string, n *notice) error {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	return conn.Invoke(ctx, method, n, &ack{})
 }
 
 type ack struct{}

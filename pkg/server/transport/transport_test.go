@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,10 +22,12 @@ import (
 type member struct {
 	mu      sync.Mutex
 	stepped []*raftpb.Message
-	started []uint64 // PeerStarted calls
+	started []started // PeerStarted calls
 	removed chan struct{}
 	once    sync.Once
 	cluster *membership.Cluster
+
+	accepted atomic.Int32 // connections its listener accepted
 }
 
 func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
@@ -36,11 +39,18 @@ func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
 func (m *member) ReportUnreachable(uint64)    {}
 func (m *member) ReportSnapshot(uint64, bool) {}
 func (m *member) MarkRemoved()                { m.once.Do(func() { close(m.removed) }) }
-func (m *member) PeerStarted(id uint64) {
+func (m *member) PeerStarted(id uint64, emptyLog bool) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.started = append(m.started, id)
+	m.started = append(m.started, started{id, emptyLog})
 }
+
+// started is one PeerStarted call.
+type started struct {
+	id       uint64
+	emptyLog bool
+}
+
 func (m *member) Cluster() *membership.Cluster {
 	return m.cluster
 }
@@ -65,6 +75,7 @@ func serveWithMetrics(t *testing.T, local, cid membership.ID, c *membership.Clus
 		t.Fatal(err)
 	}
 	h := &member{removed: make(chan struct{}), cluster: c}
+	l = countingListener{l, &h.accepted}
 	tr := New(Config{LocalID: local, ClusterID: cid, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	tr.Attach(h)
 	s := grpc.NewServer(ServerCodec())
@@ -72,6 +83,20 @@ func serveWithMetrics(t *testing.T, local, cid membership.ID, c *membership.Clus
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(func() { s.Stop(); tr.Close() })
 	return tr, h, "http://" + l.Addr().String()
+}
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
+	net.Listener
+	n *atomic.Int32
+}
+
+func (l countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
+	}
+	return c, err
 }
 
 func heartbeat(from, to uint64) *raftpb.Message {
@@ -141,16 +166,19 @@ func TestRemovedSenderLearnsIt(t *testing.T) {
 }
 
 // A starting member's greeting reaches its peers' raft side (so a leader can reach it at
-// once) and counts as hearing from it; a removed member's does neither.
+// once), with whether its log is empty, and counts as hearing from it; a removed member's does
+// neither. It goes over the connection the sender's raft messages then take: one connection
+// per sender.
 func TestGreet(t *testing.T) {
 	c := membership.NewCluster(7, nil)
 	c.Removed = membership.NewIDSet(3)
 	receiverTr, receiver, url := serve(t, 2, 7, c)
 	peers := membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}})
+	var sender *Transport
 	for _, from := range []membership.ID{3, 1} {
-		sender, _, _ := serve(t, from, 7, membership.NewCluster(7, nil))
+		sender, _, _ = serve(t, from, 7, membership.NewCluster(7, nil))
 		sender.SetPeers(peers)
-		sender.Greet()
+		sender.Greet(true)
 	}
 	waitFor(t, "greeting", func() bool {
 		receiver.mu.Lock()
@@ -158,13 +186,18 @@ func TestGreet(t *testing.T) {
 		return len(receiver.started) > 0
 	})
 	receiver.mu.Lock()
-	started := receiver.started
+	got := receiver.started
 	receiver.mu.Unlock()
-	if len(started) != 1 || started[0] != 1 || !receiverTr.HeardWithin(1, time.Second) {
-		t.Fatalf("PeerStarted calls %v, heard from 1: %v; want [1], true", started, receiverTr.HeardWithin(1, time.Second))
+	if len(got) != 1 || got[0] != (started{1, true}) || !receiverTr.HeardWithin(1, time.Second) {
+		t.Fatalf("PeerStarted calls %v, heard from 1: %v; want [{1 true}], true", got, receiverTr.HeardWithin(1, time.Second))
 	}
 	if receiverTr.HeardWithin(3, time.Minute) {
 		t.Fatal("a removed member's greeting must not count as heard")
+	}
+	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+	waitFor(t, "heartbeat", func() bool { return receiver.count() == 1 })
+	if n := receiver.accepted.Load(); n != 2 {
+		t.Fatalf("the receiver accepted %d connections from the two senders; want 2: a raft message goes over the greeting's connection", n)
 	}
 }
 
