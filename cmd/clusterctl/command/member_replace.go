@@ -139,7 +139,7 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	}
 	early := o.startEarlyMove(ctx, c, r, res.Added)
 	defer o.endEarlyMove(early)
-	promoted, err := o.promote(ctx, c, r, res)
+	promoted, err := o.promote(ctx, c, r, res, early)
 	if err != nil {
 		return err
 	}
@@ -214,8 +214,9 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 }
 
 // promote waits for the new member to catch up and promotes it, unless it is a voter already.
-// It returns the promotion's answer, nil when skipped.
-func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) (*client.ChangeResult, error) {
+// It returns the promotion's answer, nil when skipped. The promotion goes to the leader the early
+// move handed over to, once the move has ended (early.leader).
+func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult, early *earlyMove) (*client.ChangeResult, error) {
 	id := res.Added.ID
 	if r.New != nil && !r.New.IsLearner {
 		o.step(2, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
@@ -223,7 +224,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		return nil, nil
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-	promoted, err := o.promoteUntil(ctx, c, id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
+	promoted, err := o.promoteUntil(ctx, early.leader(c), id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
 	if err != nil {
 		return nil, err
 	}

@@ -100,6 +100,19 @@ func (o *memberReplaceOptions) followerOf(ctx context.Context, old *client.Clien
 // wait waits for the early move to end.
 func (e *earlyMove) wait() { <-e.done }
 
+// leader waits for the early move to end and returns the client connected to the member it
+// handed leadership to, else c. A promotion sent before the move ended would reach the old
+// leader, wait there for the new member, and be forwarded only once leadership had moved and
+// the old leader's retry came round; the move takes milliseconds, the new member's start tens
+// of them, and the early move gives up on a voter within statusWithin.
+func (e *earlyMove) leader(c *client.Client) *client.Client {
+	e.wait()
+	if e.via != nil {
+		return e.via
+	}
+	return c
+}
+
 // endEarlyMove waits for the early move to end and closes the connection kept for the removal.
 // A move that step 3 has not reported, the command stopping before it, is reported here: the
 // operator learns of every change made.

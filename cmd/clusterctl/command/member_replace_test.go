@@ -3,7 +3,10 @@ package command
 import (
 	"context"
 	"fmt"
+	"io"
+	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -133,13 +136,22 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 
 // replaceLeader replaces the leader of the cluster of ms (running: those that run) by a new
 // member r1, added as a learner and started before the command, which goes on from there, and
-// returns the command's stderr and the members left running.
+// returns the command's stderr and the members left running. The leader is the command's first
+// endpoint, as it is of an operator who asked it first whether it leads.
 func replaceLeader(t *testing.T, ms, running []*servertest.Member, flags ...string) (old, stderr string, rest []*servertest.Member) {
 	t.Helper()
 	waitStarted(t, running)
 	old = leaderName(t, running)
 	r1 := servertest.NewMember(t, "r1")
-	eps := "--endpoints=" + servertest.Endpoints(running)
+	var leaderFirst []*servertest.Member
+	for _, m := range running {
+		if m.Name == old {
+			leaderFirst = append([]*servertest.Member{m}, leaderFirst...)
+		} else {
+			leaderFirst = append(leaderFirst, m)
+		}
+	}
+	eps := "--endpoints=" + servertest.Endpoints(leaderFirst)
 	if _, errOut, code := runArgs(eps, "member", "add", "r1", "--peer-urls="+r1.PeerURL, "--learner"); code != exitOK {
 		t.Fatalf("member add: exit %d\n%s", code, errOut)
 	}
@@ -156,7 +168,10 @@ func replaceLeader(t *testing.T, ms, running []*servertest.Member, flags ...stri
 	return old, stderr, rest
 }
 
-// With every voter up, leadership goes to an established voter while the new member starts.
+// With every voter up, leadership goes to an established voter while the new member starts,
+// and the promotion goes to that voter itself: not to the old leader, the command's first
+// endpoint, which would wait there and then forward it (over the peer port, which these
+// figures of the client port do not count).
 func TestReplaceMovesLeadershipEarly(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	old, stderr, rest := replaceLeader(t, ms, ms)
@@ -164,6 +179,40 @@ func TestReplaceMovesLeadershipEarly(t *testing.T) {
 	if lead == old || lead == "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to "+lead+" (") {
 		t.Errorf("%s leads; stderr:\n%s", lead, stderr)
 	}
+	for _, m := range rest {
+		want := 0
+		if m.Name == lead {
+			want = 1
+		}
+		if got := promotionsAt(t, m); got != want {
+			t.Errorf("%s was sent %d promotions, want %d (%s leads after the move)", m.Name, got, want, lead)
+		}
+	}
+}
+
+// promotionsAt is how many MemberPromote calls m's client port was sent, from its metrics.
+func promotionsAt(t *testing.T, m *servertest.Member) int {
+	t.Helper()
+	resp, err := http.Get("http://" + m.ClientAddr() + "/metrics")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const series = `grpc_server_started_total{grpc_method="MemberPromote",grpc_service="etcdserverpb.Cluster",grpc_type="unary"} `
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, series); ok {
+			n, err := strconv.Atoi(v)
+			if err != nil {
+				t.Fatalf("%s: %q", m.Name, line)
+			}
+			return n
+		}
+	}
+	return 0
 }
 
 // A voter that is down is not chosen: the status of each says which follow the leader.
