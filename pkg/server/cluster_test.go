@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -277,5 +278,35 @@ func TestRemoveLeaderThroughItself(t *testing.T) {
 		}
 		ms = slices.DeleteFunc(ms, func(m *servertest.Member) bool { return m == leader })
 		ms = append([]*servertest.Member{other}, slices.DeleteFunc(ms, func(m *servertest.Member) bool { return m == other })...)
+	}
+}
+
+// A dry run's report is about the members: it leaves out the removed IDs, as many as the
+// cluster's whole history, which every dry run would otherwise carry.
+func TestDryRunReportLeavesOutRemovedIDs(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	c := ms[0].Client(t)
+	_, added, _ := addMember(t, c, "gone", true)
+	ctx, cancel := ctxWithName("")
+	defer cancel()
+	if _, err := c.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: added.Member.ID}); err != nil {
+		t.Fatal(err)
+	}
+	// Asked of every member: the leader's own report, and those forwarded by the others.
+	dctx := metadata.AppendToOutgoingContext(ctx, api.MDDryRun, "true")
+	for _, m := range ms {
+		var hdr metadata.MD
+		if _, err := m.Client(t).MemberRemove(dctx, &pb.MemberRemoveRequest{ID: added.Member.ID}, grpc.Header(&hdr)); err == nil {
+			t.Fatal("a dry run of the removal of a removed member was accepted")
+		}
+		var report struct {
+			Cluster map[string]json.RawMessage `json:"cluster"`
+		}
+		if raw := hdr.Get(api.MDDryRunBin); len(raw) != 1 || json.Unmarshal([]byte(raw[0]), &report) != nil {
+			t.Fatalf("%s: report %q", m.Name, raw)
+		}
+		if _, ok := report.Cluster["removed"]; ok || report.Cluster["members"] == nil {
+			t.Errorf("%s: the report's cluster has the keys %v; want the members and no removed IDs", m.Name, slices.Sorted(maps.Keys(report.Cluster)))
+		}
 	}
 }

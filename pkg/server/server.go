@@ -332,7 +332,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 		}
 		for _, u := range tr.PeerURLs() {
 			qctx, cancel := context.WithTimeout(ctx, electionTimeout)
-			info, err := reconfig.FetchMembership(qctx, u, creds)
+			info, err := reconfig.FetchMembership(qctx, u, creds, true)
 			cancel()
 			if err == nil && info.Cluster.ID == node.Cluster().ID && info.Cluster.IsRemoved(node.ID()) {
 				node.MarkRemoved()

@@ -27,8 +27,6 @@ type ClusterInfo struct {
 	Leader  membership.ID       `json:"leader"`
 }
 
-type empty struct{}
-
 const (
 	service          = "clusterd.peer.v1.Members"
 	changeMethod     = "/" + service + "/Change"
@@ -48,10 +46,15 @@ func (c *Coordinator) Register(s *grpc.Server) {
 		Methods: []grpc.MethodDesc{
 			{MethodName: "Change", Handler: c.serveChange},
 			{MethodName: "Membership", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-				if err := dec(&empty{}); err != nil {
+				req := &membershipRequest{}
+				if err := dec(req); err != nil {
 					return nil, err
 				}
-				return &ClusterInfo{Cluster: c.cfg.Node.Cluster(), Applied: c.cfg.Node.Applied(), Leader: c.cfg.Node.Leader()}, nil
+				cl := c.cfg.Node.Cluster()
+				if req.WithoutRemoved {
+					cl = cl.WithoutRemoved()
+				}
+				return &ClusterInfo{Cluster: cl, Applied: c.cfg.Node.Applied(), Leader: c.cfg.Node.Leader()}, nil
 			}},
 		},
 	}, struct{}{})
@@ -167,16 +170,24 @@ func (c *Coordinator) Close() {
 	}
 }
 
+// membershipRequest is a Membership call. WithoutRemoved asks for the members alone, without
+// the removed IDs, as many as the cluster's whole history; a member that does not know the
+// field sends them anyway.
+type membershipRequest struct {
+	WithoutRemoved bool `json:"withoutRemoved,omitempty"`
+}
+
 // FetchMembership asks a member, by its peer URL, for the membership it has applied; creds
-// dial an https:// peer URL (nil without peer TLS settings).
-func FetchMembership(ctx context.Context, peerURL string, creds credentials.TransportCredentials) (*ClusterInfo, error) {
+// dial an https:// peer URL (nil without peer TLS settings). withRemoved: the answer is to say
+// which IDs were removed, not only who the members are.
+func FetchMembership(ctx context.Context, peerURL string, creds credentials.TransportCredentials, withRemoved bool) (*ClusterInfo, error) {
 	conn, err := transport.Dial(peerURL, creds)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
 	info := &ClusterInfo{}
-	if err := conn.Invoke(ctx, membershipMethod, &empty{}, info); err != nil {
+	if err := conn.Invoke(ctx, membershipMethod, &membershipRequest{WithoutRemoved: !withRemoved}, info); err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
 			// Unreachable, or refused at the TLS handshake: gRPC's words say which.
 			return nil, fmt.Errorf("%s: %s", peerURL, st.Message())

@@ -76,3 +76,48 @@ func TestForwardedDryRun(t *testing.T) {
 		t.Errorf("%d members after dry runs", n)
 	}
 }
+
+// A joining member asks for the members alone; a member that checks whether it was removed
+// asks for the removed IDs too, and a member of an older version, which does not know the
+// field, gets them anyway.
+func TestMembershipWithoutRemoved(t *testing.T) {
+	_, coords := startNodes(t, "")
+	lead := coords[waitLeader(t, coords)]
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	added, err := lead.Do(ctx, Request{Change: learner("x", 9)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	gone := added.Member.ID
+	if _, err := lead.Do(ctx, Request{Change: membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: gone}}}); err != nil {
+		t.Fatal(err)
+	}
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(transport.ServerCodec())
+	lead.Register(srv)
+	go srv.Serve(lis)
+	defer srv.Stop()
+	url := "http://" + lis.Addr().String()
+	for _, withRemoved := range []bool{true, false} {
+		info, err := FetchMembership(ctx, url, nil, withRemoved)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(info.Cluster.Members) != 3 || info.Cluster.IsRemoved(gone) != withRemoved {
+			t.Errorf("withRemoved %v: %d members, %s removed: %v", withRemoved, len(info.Cluster.Members), gone, info.Cluster.IsRemoved(gone))
+		}
+	}
+	conn, err := transport.Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	info := &ClusterInfo{}
+	if err := conn.Invoke(ctx, membershipMethod, &struct{}{}, info); err != nil || !info.Cluster.IsRemoved(gone) {
+		t.Errorf("an older member's call: %v, %s removed: %v", err, gone, info != nil && info.Cluster != nil && info.Cluster.IsRemoved(gone))
+	}
+}
