@@ -29,6 +29,8 @@
 //     connection of its own, one call at a time, bounded by the interval; only answered calls on
 //     an established connection are observed. A removed peer's prober stops with it, and its
 //     series is never written again; Close waits for every prober.
-//   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted) unless the
-//     peer is removed; it never carries a raft message of its own.
+//   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted), with whether
+//     the peer's log is empty, unless the peer is removed; it never carries a raft message of
+//     its own. It goes over the connection the greeting member's sender to that peer then
+//     uses, and over one of its own only when that one cannot be had.
 package transport
