@@ -9,7 +9,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
@@ -162,18 +162,12 @@ func TestHTTPSClientURLServesMetricsAndGRPC(t *testing.T) {
 func listsHandled(t *testing.T, hc *http.Client, clientURL string) int {
 	t.Helper()
 	metrics, _ := getWith(t, hc, clientURL+"/metrics", http.StatusOK)
-	const series = `grpc_server_handled_total{grpc_code="OK",grpc_method="MemberList",grpc_service="etcdserverpb.Cluster",grpc_type="unary"} `
-	for _, l := range strings.Split(metrics, "\n") {
-		if v, ok := strings.CutPrefix(l, series); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return n
-		}
+	const series = `grpc_server_handled_total{grpc_code="OK",grpc_method="MemberList",grpc_service="etcdserverpb.Cluster",grpc_type="unary"}`
+	n, ok := servertest.Counter(metrics, series)
+	if !ok {
+		t.Fatalf("no %s in /metrics", series)
 	}
-	t.Fatalf("no %s in /metrics", series)
-	return 0
+	return n
 }
 
 func hex16(id uint64) string {

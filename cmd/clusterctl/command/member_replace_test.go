@@ -3,10 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
-	"io"
-	"net/http"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -193,26 +190,8 @@ func TestReplaceMovesLeadershipEarly(t *testing.T) {
 // promotionsAt is how many MemberPromote calls m's client port was sent, from its metrics.
 func promotionsAt(t *testing.T, m *servertest.Member) int {
 	t.Helper()
-	resp, err := http.Get("http://" + m.ClientAddr() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	const series = `grpc_server_started_total{grpc_method="MemberPromote",grpc_service="etcdserverpb.Cluster",grpc_type="unary"} `
-	for _, line := range strings.Split(string(b), "\n") {
-		if v, ok := strings.CutPrefix(line, series); ok {
-			n, err := strconv.Atoi(v)
-			if err != nil {
-				t.Fatalf("%s: %q", m.Name, line)
-			}
-			return n
-		}
-	}
-	return 0
+	n, _ := servertest.Counter(m.Metrics(t), `grpc_server_started_total{grpc_method="MemberPromote",grpc_service="etcdserverpb.Cluster",grpc_type="unary"}`)
+	return n
 }
 
 // A voter that is down is not chosen: the status of each says which follow the leader.

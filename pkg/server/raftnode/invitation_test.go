@@ -70,6 +70,13 @@ func startLearner(t *testing.T) (*Node, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	return run(t, store, 1000)
+}
+
+// run runs a node on store, with 10 ms ticks and electionTicks of them, sending into a recorder;
+// the node stops and the store closes when the test ends.
+func run(t *testing.T, store *storage.Store, electionTicks int) (*Node, *recorder) {
+	t.Helper()
 	t.Cleanup(func() { store.Close() })
 	st, err := store.Load()
 	if err != nil {
@@ -78,7 +85,7 @@ func startLearner(t *testing.T) (*Node, *recorder) {
 	tr := &recorder{}
 	n, err := New(Config{
 		Store: store, State: st, Transport: tr, TickInterval: 10 * time.Millisecond,
-		ElectionTicks: 1000, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
+		ElectionTicks: electionTicks, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -123,13 +130,7 @@ func promotion(t *testing.T, term uint64) *raftpb.Message {
 
 func waitVoter(t *testing.T, n *Node) {
 	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !n.promotable() {
-		if time.Now().After(deadline) {
-			t.Fatal("the promotion was not applied within 10s")
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitUntil(t, "the promotion applied", n.promotable)
 }
 
 // The leader's invitation to campaign that arrives a moment before the member has applied its

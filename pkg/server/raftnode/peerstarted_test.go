@@ -3,7 +3,6 @@ package raftnode
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"path/filepath"
 	"testing"
 	"time"
@@ -35,23 +34,7 @@ func startLeader(t *testing.T) (*Node, *recorder) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { store.Close() })
-	st, err := store.Load()
-	if err != nil {
-		t.Fatal(err)
-	}
-	tr := &recorder{}
-	n, err := New(Config{
-		Store: store, State: st, Transport: tr, TickInterval: 10 * time.Millisecond,
-		ElectionTicks: 10, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan struct{})
-	go func() { defer close(done); _ = n.Run(ctx) }()
-	t.Cleanup(func() { cancel(); <-done })
+	n, tr := run(t, store, 10)
 	waitUntil(t, "the member leads", func() bool { return n.Leader() == n.ID() })
 	return n, tr
 }

@@ -19,17 +19,10 @@ import (
 func servePeers(t *testing.T, coords map[uint64]*Coordinator) {
 	t.Helper()
 	for id, c := range coords {
-		lis, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			t.Fatal(err)
-		}
-		srv := grpc.NewServer(transport.ServerCodec())
-		c.Register(srv)
-		go srv.Serve(lis)
-		t.Cleanup(srv.Stop)
+		served := servePeer(t, c)
 		url := c.cfg.Node.Cluster().Member(membership.ID(id)).PeerURLs[0]
 		for _, other := range coords {
-			conn, err := transport.Dial("http://"+lis.Addr().String(), nil)
+			conn, err := transport.Dial(served, nil)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -39,6 +32,21 @@ func servePeers(t *testing.T, coords map[uint64]*Coordinator) {
 			t.Cleanup(func() { conn.Close() })
 		}
 	}
+}
+
+// servePeer serves c's peer calls on a loopback port of its own until the test ends, and returns
+// its URL.
+func servePeer(t *testing.T, c *Coordinator) string {
+	t.Helper()
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer(transport.ServerCodec())
+	c.Register(srv)
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	return "http://" + lis.Addr().String()
 }
 
 // A dry run sent to a follower is answered from the leader as the real change would be: a
@@ -93,15 +101,7 @@ func TestMembershipWithoutRemoved(t *testing.T) {
 	if _, err := lead.Do(ctx, Request{Change: membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: gone}}}); err != nil {
 		t.Fatal(err)
 	}
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := grpc.NewServer(transport.ServerCodec())
-	lead.Register(srv)
-	go srv.Serve(lis)
-	defer srv.Stop()
-	url := "http://" + lis.Addr().String()
+	url := servePeer(t, lead)
 	for _, withRemoved := range []bool{true, false} {
 		info, err := FetchMembership(ctx, url, nil, withRemoved)
 		if err != nil {

@@ -1,7 +1,8 @@
 // Package servertest runs clusters of clusterd members inside a test binary: server.New and Run
 // in goroutines, each member's data in the test's t.TempDir(). It is the one in-process harness,
 // used by pkg/server's tests and by the CLI's tests that need a real server to talk to; the
-// harness for real processes is tests/internal/cluster.
+// harness for real processes is tests/internal/cluster. Counter, which reads one series off a
+// /metrics page, serves the tests of both.
 //
 // Only tests import it: the CLI's own build must not depend on pkg/server
 // (`go list -deps ./cmd/clusterctl` names no pkg/server package).
