@@ -156,6 +156,9 @@ func TestPromoteDuringLeaderChange(t *testing.T) {
 func TestRestartBeforeFirstSnapshot(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	n, _, initial := addMember(t, ms[2].Client(t), "late", true)
+	// The member it joins through must have applied the add before the others stop: the add is
+	// answered once the leader applied it, and a follower learns of the commit a moment later.
+	servertest.WaitMembers(t, ms[2], 4, false)
 	// Without a quorum there is no leader to send the new member anything.
 	for _, m := range ms[:2] {
 		if err := m.Stop(); err != nil {
