@@ -12,7 +12,8 @@
 //     member "settle". Eventually and Poll retry until the condition holds or the deadline
 //     passes, and the failure says what was last seen.
 //   - A started member is stopped when its test ends (t.Cleanup), also when the test fails, so
-//     no goroutine holds a port or a data dir into the next test.
+//     no goroutine holds a port or a data dir into the next test. One that exits by itself
+//     logs what Run returned, so that a wait for it that fails says why.
 //   - Ports come from internal/freeport: no two members of one test binary share one.
 //   - Members run with short raft timings (Heartbeat, ElectionTimeout) so that elections and
 //     failure detection take milliseconds, not seconds; a test that needs other timings says so

@@ -94,7 +94,15 @@ func (m *Member) Start(t testing.TB, cfg server.Config) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	m.cancel, m.done = cancel, make(chan error, 1)
-	go func() { m.done <- srv.Run(ctx) }()
+	go func() {
+		err := srv.Run(ctx)
+		if ctx.Err() == nil {
+			// Exited by itself: a test that then waits for the member in vain shows why.
+			// Logged before done is sent, so before Stop (and the test's cleanup) returns.
+			t.Logf("%s exited: %v", m.Name, err)
+		}
+		m.done <- err
+	}()
 	t.Cleanup(func() { _ = m.Stop() })
 }
 
