@@ -145,13 +145,8 @@ func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Re
 	reply, err := s.cfg.Coordinator.Do(ctx, req)
 	if req.DryRun && reply != nil {
 		// The report goes with the verdict, a refusal included: the refusal itself is the
-		// status, exactly as the real change would be answered. Without the removed IDs, as
-		// many as the cluster's whole history: the report is about the members.
-		report := *reply
-		if report.Cluster != nil {
-			report.Cluster = report.Cluster.WithoutRemoved()
-		}
-		b, _ := json.Marshal(report)
+		// status, exactly as the real change would be answered.
+		b, _ := json.Marshal(reply.WithoutRemoved())
 		_ = grpc.SetHeader(ctx, metadata.Pairs(MDDryRunBin, string(b)))
 	}
 	if err != nil {

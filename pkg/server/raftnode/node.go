@@ -277,10 +277,7 @@ func (n *Node) WithStop(ctx context.Context) (context.Context, context.CancelFun
 
 // WaitFor blocks until cond holds, looking again each time the applied index advances or the
 // leader changes; it gives up (false) when ctx ends or the node stops.
-func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool { return n.waitFor(ctx, cond) }
-
-// waitFor blocks until cond holds, ctx ends (false), or the node stops (false).
-func (n *Node) waitFor(ctx context.Context, cond func() bool) bool {
+func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 	for {
 		ch := n.progressCh()
 		if cond() {
@@ -389,11 +386,13 @@ func (n *Node) PeerStarted(id uint64, emptyLog bool) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	term := proto.Uint64(n.term.Load())
-	if pr, ok := n.raft.Status().Progress[id]; ok && emptyLog && pr.Next > 1 {
-		_ = n.raft.Step(ctx, &raftpb.Message{
-			Type: raftpb.MessageType_MsgAppResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,
-			Index: proto.Uint64(pr.Next - 1), Reject: proto.Bool(true), RejectHint: proto.Uint64(0), LogTerm: proto.Uint64(0),
-		})
+	if emptyLog {
+		if pr, ok := n.raft.Status().Progress[id]; ok && pr.Next > 1 {
+			_ = n.raft.Step(ctx, &raftpb.Message{
+				Type: raftpb.MessageType_MsgAppResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,
+				Index: proto.Uint64(pr.Next - 1), Reject: proto.Bool(true), RejectHint: proto.Uint64(0), LogTerm: proto.Uint64(0),
+			})
+		}
 	}
 	_ = n.raft.Step(ctx, &raftpb.Message{
 		Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,

@@ -35,7 +35,7 @@ func (n *Node) LeaderTerm(ctx context.Context) (uint64, error) {
 		last := n.lastConf.Load()
 		return last == nil || last.term != term || n.applied.Load() >= last.index
 	}
-	if !n.waitFor(ctx, func() bool { return settled() || n.lead.Load() != n.id }) {
+	if !n.WaitFor(ctx, func() bool { return settled() || n.lead.Load() != n.id }) {
 		return 0, n.ctxErr(ctx)
 	}
 	if n.lead.Load() != n.id || n.term.Load() != term {
@@ -155,7 +155,7 @@ func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
 		if idx == 0 {
 			continue // dropped: ask again
 		}
-		if !n.waitFor(ctx, func() bool { return n.applied.Load() >= idx }) {
+		if !n.WaitFor(ctx, func() bool { return n.applied.Load() >= idx }) {
 			return nil, n.ctxErr(ctx)
 		}
 		return n.cluster.Load(), nil
@@ -207,7 +207,7 @@ func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
 	for {
 		n.raft.TransferLeadership(ctx, n.id, uint64(to))
 		rctx, cancel := context.WithTimeout(ctx, round)
-		done := n.waitFor(rctx, func() bool { return n.lead.Load() == uint64(to) })
+		done := n.WaitFor(rctx, func() bool { return n.lead.Load() == uint64(to) })
 		cancel()
 		switch {
 		case done:
@@ -231,7 +231,7 @@ func (n *Node) WaitLeader(ctx context.Context) (membership.ID, error) {
 	}
 	wctx, cancel := context.WithTimeout(ctx, limit)
 	defer cancel()
-	if !n.waitFor(wctx, func() bool { return n.lead.Load() != raft.None }) {
+	if !n.WaitFor(wctx, func() bool { return n.lead.Load() != raft.None }) {
 		if ctx.Err() == nil && n.lead.Load() == raft.None && !n.Stopped() {
 			return 0, ErrNoLeader
 		}

@@ -62,7 +62,7 @@ func (n *Node) WaitJoined(ctx context.Context) error {
 		m := n.Cluster().Member(n.ID())
 		return m != nil && m.Started
 	}
-	if !n.waitFor(ctx, started) {
+	if !n.WaitFor(ctx, started) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}

@@ -80,9 +80,7 @@ func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) erro
 		err = raftnode.ErrNotLeader
 	}
 	if reply != nil {
-		// The caller answers its client with the members; the removed IDs, as many as the
-		// cluster's whole history, would cost every forwarded change their encoding.
-		reply.Cluster = reply.Cluster.WithoutRemoved()
+		reply = reply.WithoutRemoved()
 	}
 	if err == nil {
 		return reply, nil

@@ -34,6 +34,17 @@ type Reply struct {
 	After   membership.QuorumReport `json:"after"`
 }
 
+// WithoutRemoved is r as it leaves the member that decided it (a forwarded change's answer, a
+// dry run's report): its membership without the removed IDs, as many as the cluster's whole
+// history, which every such answer would otherwise carry; the answers are about the members.
+func (r *Reply) WithoutRemoved() *Reply {
+	out := *r
+	if out.Cluster != nil {
+		out.Cluster = out.Cluster.WithoutRemoved()
+	}
+	return &out
+}
+
 // Config configures a Coordinator.
 type Config struct {
 	Node            *raftnode.Node
