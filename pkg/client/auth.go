@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -38,8 +39,8 @@ const authNotEnabled = "etcdserver: authentication is not enabled"
 
 // authenticate asks the connected member for a token.
 func (c *Client) authenticate(ctx context.Context) error {
-	var a authenticateAnswer
-	err := c.conn.Invoke(ctx, methodAuthenticate, authenticateRequest(c.username, c.password), &a)
+	var a pb.AuthenticateResponse
+	err := c.conn.Invoke(ctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
 	if se := serverAnswer(err); se != nil && (se.Message == authNotEnabled || se.Code == codes.Unimplemented) {
 		// No auth on this server (clusterd has no Auth service): its TLS settings decide.
 		c.authed, c.token = true, ""
@@ -48,7 +49,7 @@ func (c *Client) authenticate(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.authed, c.token = true, a.Token
+	c.authed, c.token = true, a.GetToken()
 	return nil
 }
 

@@ -53,7 +53,7 @@ func (a *authServer) expire() {
 
 // check is a unary interceptor doing what etcd does with the token before any handler.
 func (a *authServer) check(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if info.FullMethod == methodAuthenticate {
+	if info.FullMethod == pb.Auth_Authenticate_FullMethodName {
 		return handler(ctx, req)
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -63,14 +63,14 @@ func (a *authServer) check(ctx context.Context, req any, info *grpc.UnaryServerI
 	}
 	a.mu.Lock()
 	user, ok := a.tokens[toks[0]]
-	if ok && info.FullMethod == methodMemberRemove && user == "root" {
+	if ok && info.FullMethod == pb.Cluster_MemberRemove_FullMethodName && user == "root" {
 		a.removals++
 	}
 	a.mu.Unlock()
 	switch {
 	case !ok:
 		return nil, rpcerr.ErrInvalidAuthToken.GRPCStatus().Err()
-	case user != "root" && info.FullMethod != methodMemberList:
+	case user != "root" && info.FullMethod != pb.Cluster_MemberList_FullMethodName:
 		return nil, rpcerr.ErrPermissionDenied.GRPCStatus().Err()
 	}
 	return handler(ctx, req)

@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials"
@@ -160,7 +161,6 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 		grpc.WithTransportCredentials(creds),
 		grpc.WithContextDialer(dialer),
 		grpc.WithUserAgent("clusterctl"),
-		grpc.WithDefaultCallOptions(grpc.ForceCodec(codec{})),
 		// A command makes a few calls and exits: no service config to look for (an endpoint
 		// is a member, not a name to resolve), no idleness timer, and a write buffer sized for
 		// requests of a few hundred bytes rather than grpc's 32 KiB. The read buffer keeps its
@@ -224,5 +224,5 @@ func connectionClosed(msg string) bool {
 // connectionError is why a connection in transient failure failed, as grpc-go reports it: a
 // request on it fails at once with that reason, and nothing reaches the server.
 func connectionError(ctx context.Context, conn *grpc.ClientConn) error {
-	return conn.Invoke(ctx, methodMemberList, memberListRequest(false), &ignoredAnswer{})
+	return conn.Invoke(ctx, pb.Cluster_MemberList_FullMethodName, &pb.MemberListRequest{}, &pb.MemberListResponse{})
 }

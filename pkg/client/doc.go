@@ -1,6 +1,8 @@
 // Package client talks to clusterd, or to any etcd v3 server, over etcd's v3 gRPC API
 // (etcdserverpb.Cluster and etcdserverpb.Maintenance) and returns typed results and typed
-// errors. It prints nothing and knows nothing about the command line.
+// errors. It prints nothing and knows nothing about the command line. Requests and answers are
+// etcd's generated messages; wire.go turns answers into the package's own types, so no caller
+// sees protobuf.
 //
 // Invariants:
 //

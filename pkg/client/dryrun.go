@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"slices"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -66,7 +68,7 @@ func (e *DryRunIgnoredError) Error() string {
 // MemberAddDryRun asks the server whether MemberAdd with these arguments would be accepted.
 func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []string, learner bool) (*DryRun, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
-	r, err := c.dryRun(ctx, methodMemberAdd, memberAddRequest(peerURLs, learner))
+	r, err := c.dryRun(ctx, pb.Cluster_MemberAdd_FullMethodName, memberAddRequest(peerURLs, learner), &pb.MemberAddResponse{})
 	if r != nil {
 		r.ProvisionalID = true
 		r.PeerURLs = peerURLs
@@ -78,12 +80,12 @@ func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []st
 
 // MemberRemoveDryRun asks the server whether MemberRemove of id would be accepted.
 func (c *Client) MemberRemoveDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return ofExistingMember(c.dryRun(ctx, methodMemberRemove, memberIDRequest(id)))
+	return ofExistingMember(c.dryRun(ctx, pb.Cluster_MemberRemove_FullMethodName, &pb.MemberRemoveRequest{ID: id}, &pb.MemberRemoveResponse{}))
 }
 
 // MemberUpdateDryRun asks the server whether MemberUpdate of id would be accepted.
 func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []string) (*DryRun, error) {
-	r, err := ofExistingMember(c.dryRun(ctx, methodMemberUpdate, memberUpdateRequest(id, peerURLs)))
+	r, err := ofExistingMember(c.dryRun(ctx, pb.Cluster_MemberUpdate_FullMethodName, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &pb.MemberUpdateResponse{}))
 	if r != nil {
 		r.PeerURLs = peerURLs
 	}
@@ -92,7 +94,7 @@ func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []s
 
 // MemberPromoteDryRun asks the server whether MemberPromote of id would be accepted.
 func (c *Client) MemberPromoteDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return ofExistingMember(c.dryRun(ctx, methodMemberPromote, memberIDRequest(id)))
+	return ofExistingMember(c.dryRun(ctx, pb.Cluster_MemberPromote_FullMethodName, &pb.MemberPromoteRequest{ID: id}, &pb.MemberPromoteResponse{}))
 }
 
 // ofExistingMember keeps only the ID of a member the cluster does not have, for a change that is
@@ -108,14 +110,14 @@ func ofExistingMember(r *DryRun, err error) (*DryRun, error) {
 // dryRun sends a change marked as a dry run, to a member known to be clusterd. A verdict, the
 // refusal included, is a *DryRun with a nil error; the error is for a dry run that could not be
 // judged (no leader, no connection, not clusterd), which the real change would mostly meet too.
-func (c *Client) dryRun(ctx context.Context, method string, req request) (*DryRun, error) {
+func (c *Client) dryRun(ctx context.Context, method string, req, answer proto.Message) (*DryRun, error) {
 	if err := c.ensureClusterd(ctx); err != nil {
 		return nil, err
 	}
 	ctx = metadata.AppendToOutgoingContext(ctx, mdDryRun, "true")
 	// The report is all a dry run reads: the members in the answer are those of the
 	// configuration before the change, which the report holds too.
-	hdr, err := c.invoke(ctx, false, method, req, &ignoredAnswer{})
+	hdr, err := c.invoke(ctx, false, method, req, answer)
 	raw := hdr.Get(mdDryRunBin)
 	if len(raw) == 0 {
 		if err != nil {

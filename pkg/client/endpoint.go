@@ -7,8 +7,8 @@ import (
 	"sync"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -134,7 +134,7 @@ func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout t
 	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client) error {
 		st, err := one.status(ctx)
 		if err == nil {
-			out[i].Status = st.toStatus()
+			out[i].Status = st
 		}
 		return err
 	})
@@ -145,21 +145,7 @@ func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout t
 }
 
 // Status asks the first endpoint that answers for its status.
-func (c *Client) Status(ctx context.Context) (*Status, error) {
-	st, err := c.status(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return st.toStatus(), nil
-}
-
-func (a *statusAnswer) toStatus() *Status {
-	return &Status{
-		Header: a.Header, Version: a.Version, DBSize: a.DBSize, DBSizeInUse: a.DBSizeInUse,
-		Leader: a.Leader, RaftTerm: a.RaftTerm, RaftIndex: a.RaftIndex, RaftAppliedIndex: a.RaftAppliedIndex,
-		IsLearner: a.IsLearner, Errors: a.Errors,
-	}
-}
+func (c *Client) Status(ctx context.Context) (*Status, error) { return c.status(ctx) }
 
 // HealthOfEach checks every endpoint at once, each within timeout.
 func (c *Client) HealthOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointHealth {
@@ -184,7 +170,7 @@ const healthKey = "health"
 // denied answer still proves it, as etcdctl counts it); on clusterd, which has no KV service, a
 // linearizable member list.
 func (c *Client) checkHealth(ctx context.Context) error {
-	_, err := c.invoke(ctx, true, methodRange, rangeRequest(healthKey, ""), &rangeAnswer{})
+	_, err := c.invoke(ctx, true, pb.KV_Range_FullMethodName, &pb.RangeRequest{Key: []byte(healthKey)}, &pb.RangeResponse{})
 	var se *ServerError
 	switch {
 	case err == nil, errors.Is(err, ErrPermissionDenied):
@@ -211,26 +197,12 @@ func (c *Client) MoveLeader(ctx context.Context, leaderEndpoint string, target u
 		return nil, err
 	}
 	defer release()
-	var a moveLeaderAnswer
-	if _, err := one.invoke(ctx, false, methodMoveLeader, moveLeaderRequest(target), &a); err != nil {
+	var a pb.MoveLeaderResponse
+	if _, err := one.invoke(ctx, false, pb.Maintenance_MoveLeader_FullMethodName, &pb.MoveLeaderRequest{TargetID: target}, &a); err != nil {
 		return nil, err
 	}
-	return &a.Header, nil
-}
-
-// moveLeaderRequest is MoveLeaderRequest{targetID = 1}.
-func moveLeaderRequest(target uint64) request { return appendUint(nil, 1, target) }
-
-// moveLeaderAnswer is MoveLeaderResponse{header = 1}.
-type moveLeaderAnswer struct{ Header Header }
-
-func (a *moveLeaderAnswer) unmarshal(b []byte) error {
-	return eachField(b, func(f field) error {
-		if f.num == 1 && f.typ == protowire.BytesType {
-			return a.Header.unmarshal(f.bytes)
-		}
-		return nil
-	})
+	h := headerOf(a.GetHeader())
+	return &h, nil
 }
 
 // GivenEndpoints are the endpoints as given, scheme included, in order of preference.

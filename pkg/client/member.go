@@ -7,8 +7,10 @@ import (
 	"strconv"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 )
 
 // Metadata keys shared with clusterd (docs/wire.md). etcd ignores them.
@@ -87,13 +89,13 @@ func (c *Client) MemberList(ctx context.Context, linearizable bool) (*ListResult
 
 // list is MemberList without finding the leader where the answer does not name it.
 func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, leaderKnown bool, err error) {
-	a := clusterAnswer{membersField: fieldMembers}
-	hdr, err := c.invoke(ctx, true, methodMemberList, memberListRequest(linearizable), &a)
+	var a pb.MemberListResponse
+	hdr, err := c.invoke(ctx, true, pb.Cluster_MemberList_FullMethodName, &pb.MemberListRequest{Linearizable: linearizable}, &a)
 	if err != nil {
 		return nil, false, err
 	}
 	_, leaderKnown = hdr[mdLeader]
-	return &ListResult{Header: a.Header, Members: fromClusterd(a.Members, hdr)}, leaderKnown, nil
+	return &ListResult{Header: headerOf(a.GetHeader()), Members: fromClusterd(membersOf(a.GetMembers()), hdr)}, leaderKnown, nil
 }
 
 // ListForResolve is the read a name is resolved against before a change: linearizable, so it
@@ -107,12 +109,12 @@ func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
 // MemberAdd adds a member under name with the given peer URLs, as a learner if asked.
 func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
-	a := clusterAnswer{membersField: fieldAddMembers}
-	hdr, err := c.invoke(ctx, false, methodMemberAdd, memberAddRequest(peerURLs, learner), &a)
+	var a pb.MemberAddResponse
+	hdr, err := c.invoke(ctx, false, pb.Cluster_MemberAdd_FullMethodName, memberAddRequest(peerURLs, learner), &a)
 	if err != nil {
 		return nil, err
 	}
-	r := &AddResult{ChangeResult: changeResult(a, a.Member.ID, hdr)}
+	r := &AddResult{ChangeResult: changeResult(a.GetHeader(), a.GetMembers(), a.GetMember().GetID(), hdr)}
 	for i := range r.Members {
 		if r.Members[i].ID == r.ID {
 			// etcd does not store the name before the member starts; it is the one asked for.
@@ -125,12 +127,14 @@ func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, 
 
 // MemberRemove removes the member with the given ID.
 func (c *Client) MemberRemove(ctx context.Context, id uint64) (*ChangeResult, error) {
-	return c.change(ctx, methodMemberRemove, id, memberIDRequest(id))
+	var a pb.MemberRemoveResponse
+	return c.change(ctx, pb.Cluster_MemberRemove_FullMethodName, id, &pb.MemberRemoveRequest{ID: id}, &a)
 }
 
 // MemberUpdate replaces the peer URLs of the member with the given ID.
 func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) (*ChangeResult, error) {
-	return c.change(ctx, methodMemberUpdate, id, memberUpdateRequest(id, peerURLs))
+	var a pb.MemberUpdateResponse
+	return c.change(ctx, pb.Cluster_MemberUpdate_FullMethodName, id, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &a)
 }
 
 // MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
@@ -141,26 +145,38 @@ func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Du
 	if readyWait > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, mdReadyWait, readyWait.String())
 	}
-	return c.change(ctx, methodMemberPromote, id, memberIDRequest(id))
+	var a pb.MemberPromoteResponse
+	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &a)
 }
 
-// change sends a change of member id whose answer lists the members where all but an add's do.
-func (c *Client) change(ctx context.Context, method string, id uint64, req request) (*ChangeResult, error) {
-	a := clusterAnswer{membersField: fieldMembers}
-	hdr, err := c.invoke(ctx, false, method, req, &a)
+// clusterAnswer is every Cluster answer but an add's: a header and the members after the change.
+type clusterAnswer interface {
+	proto.Message
+	GetHeader() *pb.ResponseHeader
+	GetMembers() []*pb.Member
+}
+
+// change sends a change of member id and reads answer, whose members are the configuration after it.
+func (c *Client) change(ctx context.Context, method string, id uint64, req proto.Message, answer clusterAnswer) (*ChangeResult, error) {
+	hdr, err := c.invoke(ctx, false, method, req, answer)
 	if err != nil {
 		return nil, err
 	}
-	r := changeResult(a, id, hdr)
+	r := changeResult(answer.GetHeader(), answer.GetMembers(), id, hdr)
 	return &r, nil
 }
 
-func changeResult(a clusterAnswer, id uint64, hdr metadata.MD) ChangeResult {
-	return ChangeResult{Header: a.Header, ID: id, Members: fromClusterd(a.Members, hdr)}
+func changeResult(h *pb.ResponseHeader, ms []*pb.Member, id uint64, hdr metadata.MD) ChangeResult {
+	return ChangeResult{Header: headerOf(h), ID: id, Members: fromClusterd(membersOf(ms), hdr)}
 }
 
-// invoke sends one RPC and returns the response header metadata.
-func (c *Client) invoke(ctx context.Context, read bool, method string, req request, answer any) (hdr metadata.MD, err error) {
+// memberAddRequest is the one request an add and its dry run send.
+func memberAddRequest(peerURLs []string, learner bool) *pb.MemberAddRequest {
+	return &pb.MemberAddRequest{PeerURLs: peerURLs, IsLearner: learner}
+}
+
+// invoke sends one RPC with etcd's generated messages and returns the response header metadata.
+func (c *Client) invoke(ctx context.Context, read bool, method string, req, answer proto.Message) (hdr metadata.MD, err error) {
 	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) error {
 		return conn.Invoke(ctx, method, req, answer, grpc.Header(&hdr))
 	})

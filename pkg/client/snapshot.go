@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
@@ -148,38 +149,30 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		sum      *checksum
 		streamed error // a failure after the first byte, which call must not retry
 	)
-	desc := &grpc.StreamDesc{StreamName: "Snapshot", ServerStreams: true}
 	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) error {
 		// The stream is abandoned on return, so its goroutines end with this context.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
-		s, err := conn.NewStream(ctx, desc, methodSnapshot)
+		s, err := pb.NewMaintenanceClient(conn).Snapshot(ctx, &pb.SnapshotRequest{})
 		if err != nil {
-			return err
-		}
-		if err := s.SendMsg(snapshotRequest()); err != nil {
-			return err
-		}
-		if err := s.CloseSend(); err != nil {
 			return err
 		}
 		sum = newChecksum()
 		for first := true; ; first = false {
-			var a snapshotAnswer
-			err := s.RecvMsg(&a)
+			a, err := s.Recv()
 			if err == io.EOF {
 				return nil
 			}
 			if err == nil && first {
-				res.Header = a.Header
+				res.Header = headerOf(a.GetHeader())
 			}
 			if err == nil {
-				if _, werr := w.Write(a.Blob); werr != nil {
+				if _, werr := w.Write(a.GetBlob()); werr != nil {
 					// The disk, not the member: no other endpoint is asked.
 					streamed = &writeError{werr}
 					return nil
 				}
-				sum.Write(a.Blob)
+				sum.Write(a.GetBlob())
 			}
 			if err != nil {
 				if sum.n == 0 {

@@ -11,55 +11,33 @@ import (
 	"testing"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/encoding/protowire"
 )
 
-// encodeSnapshotAnswer writes SnapshotResponse as etcd's generated code does (checked in
-// wire_test.go), for the fake server below.
-func encodeSnapshotAnswer(a snapshotAnswer) request {
-	var h []byte
-	h = appendUint(h, 1, a.Header.ClusterID)
-	h = appendUint(h, 2, a.Header.MemberID)
-	h = appendUint(h, 4, a.Header.RaftTerm)
-	var b []byte
-	b = protowire.AppendBytes(protowire.AppendTag(b, 1, protowire.BytesType), h)
-	b = appendUint(b, 2, a.RemainingBytes)
-	if len(a.Blob) > 0 {
-		b = protowire.AppendBytes(protowire.AppendTag(b, 3, protowire.BytesType), a.Blob)
-	}
-	if a.Version != "" {
-		b = protowire.AppendString(protowire.AppendTag(b, 4, protowire.BytesType), a.Version)
-	}
-	return b
+// fakeSnapshot answers Maintenance/Snapshot with serve, and nothing else.
+type fakeSnapshot struct {
+	pb.UnimplementedMaintenanceServer
+	serve func(send func(blob []byte) error) error
 }
 
-// rawMessage receives a request's bytes on the fake server.
-type rawMessage []byte
+func (f *fakeSnapshot) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotServer) error {
+	return f.serve(func(blob []byte) error {
+		return stream.Send(&pb.SnapshotResponse{Header: &pb.ResponseHeader{ClusterId: 7, MemberId: 9}, Blob: blob})
+	})
+}
 
-func (m *rawMessage) unmarshal(b []byte) error { *m = append((*m)[:0], b...); return nil }
-
-// fakeSnapshotServer answers Maintenance/Snapshot with serve, and nothing else.
+// fakeSnapshotServer serves fakeSnapshot on a loopback port.
 func fakeSnapshotServer(t *testing.T, serve func(send func(blob []byte) error) error) string {
 	t.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := grpc.NewServer(grpc.ForceServerCodec(codec{}), grpc.UnknownServiceHandler(func(_ any, stream grpc.ServerStream) error {
-		if m, _ := grpc.MethodFromServerStream(stream); m != methodSnapshot {
-			return status.Error(codes.Unimplemented, m)
-		}
-		var req rawMessage
-		if err := stream.RecvMsg(&req); err != nil {
-			return err
-		}
-		return serve(func(blob []byte) error {
-			return stream.SendMsg(encodeSnapshotAnswer(snapshotAnswer{Header: Header{ClusterID: 7, MemberID: 9}, Blob: blob}))
-		})
-	}))
+	s := grpc.NewServer()
+	pb.RegisterMaintenanceServer(s, &fakeSnapshot{serve: serve})
 	go s.Serve(l)
 	t.Cleanup(s.Stop)
 	return l.Addr().String()

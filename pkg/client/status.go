@@ -4,19 +4,21 @@ import (
 	"context"
 	"errors"
 	"fmt"
+
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
 // status asks the connected member (or the next reachable one) for its status.
-func (c *Client) status(ctx context.Context) (*statusAnswer, error) {
-	var st statusAnswer
-	if _, err := c.invoke(ctx, true, methodStatus, request(nil), &st); err != nil {
+func (c *Client) status(ctx context.Context) (*Status, error) {
+	var st pb.StatusResponse
+	if _, err := c.invoke(ctx, true, pb.Maintenance_Status_FullMethodName, &pb.StatusRequest{}, &st); err != nil {
 		return nil, err
 	}
-	return &st, nil
+	return statusOfAnswer(&st), nil
 }
 
 // statusOf asks member m itself, through its own client URLs.
-func (c *Client) statusOf(ctx context.Context, m Member) (*statusAnswer, error) {
+func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
 	if len(m.ClientURLs) == 0 {
 		return nil, errors.New("no client URLs: not started yet")
 	}

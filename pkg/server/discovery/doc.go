@@ -6,8 +6,8 @@
 //
 // The discovery client is etcd's own (go.etcd.io/etcd/client/v3): it brings the watch, the
 // retries, TLS and auth the protocol needs and is what etcd itself uses for it. It is linked
-// into clusterd only; clusterctl reads the registry through pkg/client's few hand-encoded KV
-// calls, since its start-up time is benchmarked.
+// into clusterd only; clusterctl reads the registry through pkg/client's two KV calls, which
+// need none of that.
 //
 // Invariants:
 //   - Discovery is for bootstrap only: the caller consults it only for a new cluster on an empty
