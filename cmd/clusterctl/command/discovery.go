@@ -2,7 +2,6 @@ package command
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/registry"
@@ -37,39 +36,15 @@ func (e *TokenInUseError) Error() string {
 		e.Token, e.Keys, registry.TokenPrefix(e.Token))
 }
 
-// NoTokenError reports a token the discovery service has no size key for.
-type NoTokenError struct {
-	Token string
-	Err   error // registry.ErrSizeNotFound or registry.ErrBadSizeKey
-}
-
-func (e *NoTokenError) Error() string {
-	return fmt.Sprintf("%v for discovery token %q: create the token with clusterctl discovery new, or check the token and --endpoints", e.Err, e.Token)
-}
-
-func (e *NoTokenError) Unwrap() error { return e.Err }
-
-// readToken reads every key of token in one range and places its registrations. A
-// registration that cannot be read is left out, as members leave it out.
-func readToken(kvs []client.KeyValue, token string) (*registry.Cluster, error) {
-	size, found := 0, false
-	var regs []registry.Registration
-	var err error
-	for _, kv := range kvs {
-		switch {
-		case kv.Key == registry.SizeKey(token):
-			found = true
-			if size, err = registry.ParseSize(kv.Value); err != nil {
-				return nil, &NoTokenError{Token: token, Err: err}
-			}
-		case strings.HasPrefix(kv.Key, registry.MembersPrefix(token)):
-			if r, err := registry.ParseRegistration(kv.Key, kv.Value, kv.CreateRevision); err == nil {
-				regs = append(regs, r)
-			}
-		}
+// readToken reads every key of token in one range and places its registrations.
+func readToken(kvs []client.KeyValue, token string, endpoints []string) (*registry.Cluster, error) {
+	in := make([]registry.KeyValue, len(kvs))
+	for i, kv := range kvs {
+		in[i] = registry.KeyValue{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision}
 	}
-	if !found {
-		return nil, &NoTokenError{Token: token, Err: registry.ErrSizeNotFound}
+	size, regs, err := registry.Read(token, endpoints, in, nil)
+	if err != nil {
+		return nil, err
 	}
 	return registry.Place(size, regs), nil
 }

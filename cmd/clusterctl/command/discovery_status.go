@@ -56,7 +56,7 @@ func (o *discoveryStatusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := readToken(r.KVs, o.Token)
+	cl, err := readToken(r.KVs, o.Token, c.GivenEndpoints())
 	if err != nil {
 		return err
 	}

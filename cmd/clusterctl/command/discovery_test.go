@@ -1,12 +1,9 @@
 package command
 
 import (
-	"errors"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
-	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
 func TestDiscoveryValidate(t *testing.T) {
@@ -40,28 +37,5 @@ func TestDiscoveryValidate(t *testing.T) {
 		if got != tt.want {
 			t.Errorf("%s: %q, want %q", tt.name, got, tt.want)
 		}
-	}
-}
-
-func TestReadToken(t *testing.T) {
-	kvs := []client.KeyValue{
-		{Key: registry.SizeKey("t"), Value: "2", CreateRevision: 2},
-		{Key: registry.MemberKey("t", 0xb), Value: "b=http://b:1", CreateRevision: 4},
-		{Key: registry.MemberKey("t", 0xa), Value: "a=http://a:1", CreateRevision: 3},
-		{Key: registry.MemberKey("t", 0xc), Value: "garbage", CreateRevision: 5},
-		{Key: registry.BootstrappedKey("t", 0xa), Value: "a", CreateRevision: 6},
-	}
-	cl, err := readToken(kvs, "t")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if cl.Size != 2 || cl.InitialCluster() != "a=http://a:1,b=http://b:1" || len(cl.All) != 2 {
-		t.Errorf("cluster %+v", cl)
-	}
-	if _, err := readToken(kvs[1:], "t"); !errors.Is(err, registry.ErrSizeNotFound) {
-		t.Errorf("no size: %v", err)
-	}
-	if _, err := readToken([]client.KeyValue{{Key: registry.SizeKey("t"), Value: "x"}}, "t"); !errors.Is(err, registry.ErrBadSizeKey) {
-		t.Errorf("bad size: %v", err)
 	}
 }

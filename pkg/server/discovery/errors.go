@@ -54,20 +54,6 @@ func (e *BootstrappedError) Error() string {
 		e.Name, e.ID, e.Token, e.ID)
 }
 
-// NoTokenError: the token has no size key on the discovery service.
-type NoTokenError struct {
-	Token     string
-	Endpoints []string
-	Err       error // registry.ErrSizeNotFound or registry.ErrBadSizeKey
-}
-
-func (e *NoTokenError) Error() string {
-	return fmt.Sprintf("%v for discovery token %q on %s; create the token with `clusterctl --endpoints=%s discovery new --size=N`, or check --discovery-token and --discovery-endpoints",
-		e.Err, e.Token, strings.Join(e.Endpoints, ","), strings.Join(e.Endpoints, ","))
-}
-
-func (e *NoTokenError) Unwrap() error { return e.Err }
-
 // UnreachableError: the discovery service did not answer; nothing was written.
 type UnreachableError struct {
 	Endpoints []string

@@ -213,34 +213,31 @@ func (m *member) read(ctx context.Context) (int, []registry.Registration, int64,
 	if err != nil {
 		return 0, nil, 0, m.failed(ctx, err, m.cfg.RequestTimeout)
 	}
-	if len(sr.Kvs) == 0 {
-		return 0, nil, 0, &NoTokenError{Token: m.cfg.Token, Endpoints: m.cfg.Endpoints, Err: registry.ErrSizeNotFound}
-	}
-	size, err := registry.ParseSize(string(sr.Kvs[0].Value))
-	if err != nil {
-		return 0, nil, 0, &NoTokenError{Token: m.cfg.Token, Endpoints: m.cfg.Endpoints, Err: err}
-	}
 	mr, err := m.c.Get(rctx, registry.MembersPrefix(m.cfg.Token), clientv3.WithPrefix())
 	if err != nil {
 		return 0, nil, 0, m.failed(ctx, err, m.cfg.RequestTimeout)
 	}
-	var regs []registry.Registration
-	for _, kv := range mr.Kvs {
-		if r, ok := m.parse(kv.Key, kv.Value, kv.CreateRevision); ok {
-			regs = append(regs, r)
-		}
+	var kvs []registry.KeyValue
+	for _, kv := range append(sr.Kvs, mr.Kvs...) {
+		kvs = append(kvs, registry.KeyValue{Key: string(kv.Key), Value: string(kv.Value), CreateRevision: kv.CreateRevision})
 	}
-	return size, regs, mr.Header.Revision, nil
+	size, regs, err := registry.Read(m.cfg.Token, m.cfg.Endpoints, kvs, m.skipped)
+	return size, regs, mr.Header.Revision, err
 }
 
-// parse reads one registration; one that cannot be read is logged and left out, as etcd does.
+// parse reads one registration; one that cannot be read is left out, as etcd does.
 func (m *member) parse(key, value []byte, createRevision int64) (registry.Registration, bool) {
 	r, err := registry.ParseRegistration(string(key), string(value), createRevision)
 	if err != nil {
-		m.lg.Warn("ignoring a registration that cannot be read", "error", err)
+		m.skipped(err)
 		return r, false
 	}
 	return r, true
+}
+
+// skipped logs a registration that cannot be read.
+func (m *member) skipped(err error) {
+	m.lg.Warn("ignoring a registration that cannot be read", "error", err)
 }
 
 // bootstrapped reports whether this member already left discovery with the full cluster.
