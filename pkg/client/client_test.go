@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // fakeServer answers like etcd (no metadata) or like clusterd (with metadata), from the
@@ -35,8 +37,8 @@ type fakeServer struct {
 func (f *fakeServer) header(ctx context.Context) {
 	if f.clusterd {
 		grpc.SetHeader(ctx, metadata.Pairs(
-			mdMembers, `[{"id":"96dbf27657837fe1","name":"infra3","started":false},{"id":"77f41cbd71028a3a","name":"infra0","started":true}]`,
-			mdLeader, "77f41cbd71028a3a"))
+			wire.Members, `[{"id":"96dbf27657837fe1","name":"infra3","started":false},{"id":"77f41cbd71028a3a","name":"infra0","started":true}]`,
+			wire.Leader, "77f41cbd71028a3a"))
 	}
 }
 
@@ -54,7 +56,7 @@ func (f *fakeServer) MemberList(ctx context.Context, _ *pb.MemberListRequest) (*
 func (f *fakeServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
 	f.calls.Add(1)
 	md, _ := metadata.FromIncomingContext(ctx)
-	f.addName.Store(strings.Join(md.Get(mdMemberName), ","))
+	f.addName.Store(strings.Join(md.Get(wire.MemberName), ","))
 	f.header(ctx)
 	m := &pb.Member{ID: 0x96dbf27657837fe1, PeerURLs: r.PeerURLs, IsLearner: r.IsLearner}
 	return &pb.MemberAddResponse{Header: pbHeader, Member: m, Members: []*pb.Member{m, pbMembers[1]}}, nil
@@ -404,7 +406,7 @@ func TestResolveFullIDSendsNothing(t *testing.T) {
 func TestResolveAmbiguousName(t *testing.T) {
 	f := &fakeServer{list: func(ctx context.Context) error {
 		// Two members under one name.
-		return grpc.SetHeader(ctx, metadata.Pairs(mdMembers, `[{"id":"96dbf27657837fe1","name":"abc","started":true},{"id":"77f41cbd71028a3a","name":"abc","started":true}]`))
+		return grpc.SetHeader(ctx, metadata.Pairs(wire.Members, `[{"id":"96dbf27657837fe1","name":"abc","started":true},{"id":"77f41cbd71028a3a","name":"abc","started":true}]`))
 	}}
 	_, err := newClient(t, serve(t, f)).Resolve(context.Background(), "abc")
 	var amb *AmbiguousNameError

@@ -11,13 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
-)
-
-// Metadata keys of clusterd's dry run (docs/wire.md). etcd ignores the request key and makes the
-// change, which is why a dry run is only ever sent to a member known to be clusterd.
-const (
-	mdDryRun    = "clusterd-dry-run"
-	mdDryRunBin = "clusterd-dry-run-bin"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // QuorumReport is the voting configuration before or after a change as the leader counts it:
@@ -67,7 +61,7 @@ func (e *DryRunIgnoredError) Error() string {
 
 // MemberAddDryRun asks the server whether MemberAdd with these arguments would be accepted.
 func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []string, learner bool) (*DryRun, error) {
-	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
+	ctx = metadata.AppendToOutgoingContext(ctx, wire.MemberName, name)
 	r, err := c.dryRun(ctx, pb.Cluster_MemberAdd_FullMethodName, memberAddRequest(peerURLs, learner), &pb.MemberAddResponse{})
 	if r != nil {
 		r.ProvisionalID = true
@@ -114,11 +108,11 @@ func (c *Client) dryRun(ctx context.Context, method string, req, answer proto.Me
 	if err := c.ensureClusterd(ctx); err != nil {
 		return nil, err
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, mdDryRun, "true")
+	ctx = metadata.AppendToOutgoingContext(ctx, wire.DryRun, "true")
 	// The report is all a dry run reads: the members in the answer are those of the
 	// configuration before the change, which the report holds too.
 	hdr, err := c.invoke(ctx, false, method, req, answer)
-	raw := hdr.Get(mdDryRunBin)
+	raw := hdr.Get(wire.DryRunReport)
 	if len(raw) == 0 {
 		if err != nil {
 			// The server answered before it could judge, so it made no change either way.

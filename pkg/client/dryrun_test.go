@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // dryRunServer answers a dry run the way clusterd does, or like etcd (clusterd false), which
@@ -30,19 +32,19 @@ type dryRunServer struct {
 
 func (f *dryRunServer) MemberList(ctx context.Context, _ *pb.MemberListRequest) (*pb.MemberListResponse, error) {
 	if f.clusterd {
-		grpc.SetHeader(ctx, metadata.Pairs(mdMembers, `[]`, mdLeader, "77f41cbd71028a3a"))
+		grpc.SetHeader(ctx, metadata.Pairs(wire.Members, `[]`, wire.Leader, "77f41cbd71028a3a"))
 	}
 	return &pb.MemberListResponse{Header: pbHeader, Members: pbMembers}, nil
 }
 
 func (f *dryRunServer) answer(ctx context.Context) error {
 	md, _ := metadata.FromIncomingContext(ctx)
-	if !f.clusterd || f.ignore || len(md.Get(mdDryRun)) == 0 {
+	if !f.clusterd || f.ignore || len(md.Get(wire.DryRun)) == 0 {
 		f.changes.Add(1)
 		return nil
 	}
 	f.dryRuns.Add(1)
-	grpc.SetHeader(ctx, metadata.Pairs(mdDryRunBin, f.report))
+	grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, f.report))
 	return f.refusal
 }
 

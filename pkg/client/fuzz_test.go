@@ -10,6 +10,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // FuzzParseEndpoint: an endpoint is refused or becomes a host:port whose port is a number from
@@ -74,7 +76,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 	f.Fuzz(func(t *testing.T, body []byte, md string) {
 		var add pb.MemberAddResponse
 		if proto.Unmarshal(body, &add) == nil {
-			changeResult(add.GetHeader(), add.GetMembers(), add.GetMember().GetID(), metadata.Pairs(mdMembers, md, mdLeader, md))
+			changeResult(add.GetHeader(), add.GetMembers(), add.GetMember().GetID(), metadata.Pairs(wire.Members, md, wire.Leader, md))
 		}
 		var st pb.StatusResponse
 		if proto.Unmarshal(body, &st) == nil {

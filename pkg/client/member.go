@@ -11,14 +11,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
-)
 
-// Metadata keys shared with clusterd (docs/wire.md). etcd ignores them.
-const (
-	mdMemberName = "clusterd-member-name"
-	mdMembers    = "clusterd-members-bin"
-	mdLeader     = "clusterd-leader"
-	mdReadyWait  = "clusterd-ready-wait"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // Header identifies the answer: which cluster, which member answered, in which raft term.
@@ -94,7 +88,7 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 	if err != nil {
 		return nil, false, err
 	}
-	_, leaderKnown = hdr[mdLeader]
+	_, leaderKnown = hdr[wire.Leader]
 	return &ListResult{Header: headerOf(a.GetHeader()), Members: fromClusterd(membersOf(a.GetMembers()), hdr)}, leaderKnown, nil
 }
 
@@ -108,7 +102,7 @@ func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
 
 // MemberAdd adds a member under name with the given peer URLs, as a learner if asked.
 func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
-	ctx = metadata.AppendToOutgoingContext(ctx, mdMemberName, name)
+	ctx = metadata.AppendToOutgoingContext(ctx, wire.MemberName, name)
 	var a pb.MemberAddResponse
 	hdr, err := c.invoke(ctx, false, pb.Cluster_MemberAdd_FullMethodName, memberAddRequest(peerURLs, learner), &a)
 	if err != nil {
@@ -143,7 +137,7 @@ func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 // again and again. Real etcd does not wait.
 func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Duration) (*ChangeResult, error) {
 	if readyWait > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, mdReadyWait, readyWait.String())
+		ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, readyWait.String())
 	}
 	var a pb.MemberPromoteResponse
 	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &a)
@@ -180,7 +174,7 @@ func (c *Client) invoke(ctx context.Context, read bool, method string, req, answ
 	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) error {
 		return conn.Invoke(ctx, method, req, answer, grpc.Header(&hdr))
 	})
-	if err == nil && len(hdr.Get(mdMembers)) > 0 {
+	if err == nil && len(hdr.Get(wire.Members)) > 0 {
 		c.clusterdAt = c.endpoints[c.at]
 	}
 	return hdr, err
@@ -206,7 +200,7 @@ func fromClusterd(ms []Member, hdr metadata.MD) []Member {
 			}
 		}
 	}
-	if v := hdr.Get(mdLeader); len(v) > 0 && v[0] != "" {
+	if v := hdr.Get(wire.Leader); len(v) > 0 && v[0] != "" {
 		if id, err := ParseID(v[0]); err == nil {
 			markLeader(ms, id)
 		}
@@ -218,7 +212,7 @@ func fromClusterd(ms []Member, hdr metadata.MD) []Member {
 // leaves etcd's own rule in force rather than failing: the answer itself is valid, and after a
 // change it reports something that has already happened.
 func clusterdMembers(hdr metadata.MD) map[uint64]clusterdMember {
-	v := hdr.Get(mdMembers)
+	v := hdr.Get(wire.Members)
 	if len(v) == 0 {
 		return nil
 	}

@@ -17,14 +17,14 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/api"
 	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 func ctxWithName(name string) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	if name != "" {
-		ctx = metadata.AppendToOutgoingContext(ctx, api.MDMemberName, name)
+		ctx = metadata.AppendToOutgoingContext(ctx, wire.MemberName, name)
 	}
 	return ctx, cancel
 }
@@ -71,7 +71,7 @@ func namesOf(t *testing.T, c pb.ClusterClient) map[uint64]string {
 		t.Fatal(err)
 	}
 	var infos []struct{ ID, Name string }
-	if err := json.Unmarshal([]byte(md.Get(api.MDMembers)[0]), &infos); err != nil {
+	if err := json.Unmarshal([]byte(md.Get(wire.Members)[0]), &infos); err != nil {
 		t.Fatal(err)
 	}
 	out := map[uint64]string{}
@@ -177,7 +177,7 @@ func leaderAndOther(t *testing.T, ms []*servertest.Member) (leader, other *serve
 	if _, err := ms[0].Client(t).MemberList(ctx, &pb.MemberListRequest{Linearizable: true}, grpc.Header(&md)); err != nil {
 		t.Fatal(err)
 	}
-	fmt.Sscanf(md.Get(api.MDLeader)[0], "%x", &id)
+	fmt.Sscanf(md.Get(wire.Leader)[0], "%x", &id)
 	for _, m := range ms {
 		if r, _ := servertest.List(m.Client(t), false); r.GetHeader().GetMemberId() == id {
 			leader = m
@@ -293,7 +293,7 @@ func TestDryRunReportLeavesOutRemovedIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Asked of every member: the leader's own report, and those forwarded by the others.
-	dctx := metadata.AppendToOutgoingContext(ctx, api.MDDryRun, "true")
+	dctx := metadata.AppendToOutgoingContext(ctx, wire.DryRun, "true")
 	for _, m := range ms {
 		var hdr metadata.MD
 		if _, err := m.Client(t).MemberRemove(dctx, &pb.MemberRemoveRequest{ID: added.Member.ID}, grpc.Header(&hdr)); err == nil {
@@ -302,7 +302,7 @@ func TestDryRunReportLeavesOutRemovedIDs(t *testing.T) {
 		var report struct {
 			Cluster map[string]json.RawMessage `json:"cluster"`
 		}
-		if raw := hdr.Get(api.MDDryRunBin); len(raw) != 1 || json.Unmarshal([]byte(raw[0]), &report) != nil {
+		if raw := hdr.Get(wire.DryRunReport); len(raw) != 1 || json.Unmarshal([]byte(raw[0]), &report) != nil {
 			t.Fatalf("%s: report %q", m.Name, raw)
 		}
 		if _, ok := report.Cluster["removed"]; ok || report.Cluster["members"] == nil {

@@ -11,9 +11,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/pkg/server/api"
 	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // startLearner adds a learner through c, starts it, and waits until it is ready to promote.
@@ -189,7 +189,7 @@ func TestRestartBeforeFirstSnapshot(t *testing.T) {
 func promoteWaiting(c pb.ClusterClient, id uint64, wait time.Duration) (string, time.Duration) {
 	ctx, cancel := context.WithTimeout(context.Background(), wait+10*time.Second)
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, api.MDReadyWait, wait.String())
+	ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, wait.String())
 	start := time.Now()
 	_, err := c.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
 	return message(err), time.Since(start)
@@ -215,7 +215,7 @@ func TestPromoteWaitsForTheLearner(t *testing.T) {
 	// The waiting promotion holds no lock: another change is decided meanwhile.
 	ctx, cancel := ctxWithName("")
 	defer cancel()
-	dry := metadata.AppendToOutgoingContext(ctx, api.MDDryRun, "true")
+	dry := metadata.AppendToOutgoingContext(ctx, wire.DryRun, "true")
 	if _, err := other.Client(t).MemberAdd(dry, &pb.MemberAddRequest{PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: false}); err != nil {
 		t.Fatalf("a change while a promotion waits: %v", err)
 	}
@@ -263,7 +263,7 @@ func TestPromoteReadyWaitEnds(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, api.MDReadyWait, "1m", api.MDDryRun, "true")
+	ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, "1m", wire.DryRun, "true")
 	start := time.Now()
 	_, err := ms[1].Client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: added.Member.ID})
 	if message(err) != "etcdserver: can only promote a learner member which is in sync with leader" || time.Since(start) > 5*time.Second {

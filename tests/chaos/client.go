@@ -19,13 +19,13 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // Metadata keys of docs/wire.md.
 const (
-	mdName    = "clusterd-member-name"
-	mdMembers = "clusterd-members-bin"
-	mdLeader  = "clusterd-leader"
+	mdName = "clusterd-member-name"
 )
 
 // record is one call with its times, as porcupine takes it once the run is over.
@@ -195,16 +195,16 @@ type memberInfo struct {
 func toView(resp *pb.MemberListResponse, header metadata.MD) (*view, error) {
 	v := &view{started: map[uint64]bool{}}
 	names := map[string]memberInfo{}
-	if vals := header.Get(mdMembers); len(vals) > 0 {
+	if vals := header.Get(wire.Members); len(vals) > 0 {
 		var infos []memberInfo
 		if err := json.Unmarshal([]byte(vals[0]), &infos); err != nil {
-			return nil, fmt.Errorf("header %s: %v", mdMembers, err)
+			return nil, fmt.Errorf("header %s: %v", wire.Members, err)
 		}
 		for _, i := range infos {
 			names[i.ID] = i
 		}
 	}
-	if vals := header.Get(mdLeader); len(vals) > 0 && vals[0] != "" {
+	if vals := header.Get(wire.Leader); len(vals) > 0 && vals[0] != "" {
 		fmt.Sscanf(vals[0], "%x", &v.leader)
 	}
 	for _, m := range resp.GetMembers() {

@@ -19,16 +19,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/storage"
-)
-
-// Metadata keys: see docs/wire.md.
-const (
-	MDMemberName = "clusterd-member-name"
-	MDDryRun     = "clusterd-dry-run"
-	MDMembers    = "clusterd-members-bin"
-	MDLeader     = "clusterd-leader"
-	MDDryRunBin  = "clusterd-dry-run-bin"
-	MDReadyWait  = "clusterd-ready-wait"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // Version is what Maintenance.Status reports.
@@ -122,7 +113,7 @@ func (s *Server) setMembersHeader(ctx context.Context, c *membership.Cluster) {
 	if l := s.cfg.Node.Leader(); l != 0 {
 		lead = l.String()
 	}
-	_ = grpc.SetHeader(ctx, metadata.Pairs(MDMembers, string(b), MDLeader, lead))
+	_ = grpc.SetHeader(ctx, metadata.Pairs(wire.Members, string(b), wire.Leader, lead))
 }
 
 func toProto(m *membership.Member) *pb.Member {
@@ -136,18 +127,18 @@ func toProto(m *membership.Member) *pb.Member {
 func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Reply, error) {
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
-	req := reconfig.Request{Change: ch, DryRun: strings.EqualFold(incoming(ctx, MDDryRun), "true")}
+	req := reconfig.Request{Change: ch, DryRun: strings.EqualFold(incoming(ctx, wire.DryRun), "true")}
 	if ch.Kind == membership.KindPromote {
 		// A value that is not a duration asks for no wait, as a key this server did not know
 		// would; the request's own deadline bounds the wait.
-		req.ReadyWait, _ = time.ParseDuration(incoming(ctx, MDReadyWait))
+		req.ReadyWait, _ = time.ParseDuration(incoming(ctx, wire.ReadyWait))
 	}
 	reply, err := s.cfg.Coordinator.Do(ctx, req)
 	if req.DryRun && reply != nil {
 		// The report goes with the verdict, a refusal included: the refusal itself is the
 		// status, exactly as the real change would be answered.
 		b, _ := json.Marshal(reply.WithoutRemoved())
-		_ = grpc.SetHeader(ctx, metadata.Pairs(MDDryRunBin, string(b)))
+		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, string(b)))
 	}
 	if err != nil {
 		return nil, rpcerr.Status(err)
@@ -177,7 +168,7 @@ func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.Mem
 		return nil, err
 	}
 	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{
-		Name: incoming(ctx, MDMemberName), PeerURLs: r.GetPeerURLs(), IsLearner: r.GetIsLearner(),
+		Name: incoming(ctx, wire.MemberName), PeerURLs: r.GetPeerURLs(), IsLearner: r.GetIsLearner(),
 	}}
 	reply, err := s.change(ctx, ch)
 	if err != nil {

@@ -17,6 +17,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // ClusterInfo is a member's answer to a Membership call: what a joining member checks its
@@ -32,11 +33,6 @@ const (
 	changeMethod     = "/" + service + "/Change"
 	membershipMethod = "/" + service + "/Membership"
 )
-
-// mdDryRunReport carries a refused dry run's Reply beside the refusal's status, as the
-// clusterd-dry-run-bin header does on the client port: a gRPC call answers a status or a
-// message, and a dry run's verdict is both.
-const mdDryRunReport = "clusterd-dry-run-bin"
 
 // Register adds the Change and Membership calls to a peer gRPC server.
 func (c *Coordinator) Register(s *grpc.Server) {
@@ -90,7 +86,7 @@ func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) erro
 		if jerr != nil {
 			return nil, rpcerr.Status(jerr)
 		}
-		_ = grpc.SetHeader(ctx, metadata.Pairs(mdDryRunReport, string(b)))
+		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, string(b)))
 	}
 	return nil, rpcerr.Status(err)
 }
@@ -132,7 +128,7 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	var hdr metadata.MD
 	if err := conn.Invoke(ctx, changeMethod, &req, reply, grpc.Header(&hdr)); err != nil {
 		err = fromPeer(err)
-		report := hdr.Get(mdDryRunReport)
+		report := hdr.Get(wire.DryRunReport)
 		if !req.DryRun || len(report) == 0 || retryable(err) {
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // peer sends to one remote member over one stream at a time.
@@ -165,7 +166,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if self := p.t.h.Cluster().Member(p.t.cfg.LocalID); self != nil && len(self.PeerURLs) > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, peerURLsKey, strings.Join(self.PeerURLs, ","))
+		ctx = metadata.AppendToOutgoingContext(ctx, wire.PeerURLs, strings.Join(self.PeerURLs, ","))
 	}
 	s, err := conn.NewStream(ctx, &raftStreamDesc, raftMethod)
 	if err != nil {

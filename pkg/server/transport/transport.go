@@ -19,6 +19,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // The refusals a receiver sends back: the registry's (pkg/rpcerr), by their exact text.
@@ -331,7 +332,7 @@ func (t *Transport) startProbe(p *peer) {
 // not yet applied the addition of the sender (it was down, or cut off, while the sender joined)
 // has no address for it, and without its answers the sender, its leader most likely, never learns
 // where this member's log ends: this member would wait for ever for entries it cannot ask for.
-// Every stream names its sender's peer URLs (peerURLsKey), and an unknown sender is added at
+// Every stream names its sender's peer URLs (wire.PeerURLs), and an unknown sender is added at
 // them as a remote, as etcd adds one from a request's X-PeerURLs: no prober until the membership lists it, and
 // then taken over by it (SetPeers), or closed with the sender's removal.
 func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
@@ -346,7 +347,7 @@ func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
 	var urls []string
-	for _, v := range md.Get(peerURLsKey) {
+	for _, v := range md.Get(wire.PeerURLs) {
 		urls = append(urls, membership.SplitURLs(v)...)
 	}
 	if err := membership.ValidatePeerURLs(urls); err != nil {
@@ -373,8 +374,7 @@ func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
 // never becomes a member (a stale process of the cluster) must not make this one dial without end.
 const maxRemotes = 8
 
-// peerURLsKey is the stream metadata that names the sender's peer URLs.
-const peerURLsKey = "clusterd-peer-urls"
+// wire.PeerURLs is the stream metadata that names the sender's peer URLs.
 
 // Send queues messages for their peers; it never blocks.
 func (t *Transport) Send(msgs []*raftpb.Message) {
