@@ -40,5 +40,7 @@
 //     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
 //     named appears only whole, checksum-verified and synced; on any failure it does not exist.
 //
-// A Client is not safe for concurrent use: a command makes its calls one after another.
+// A Client is not safe for concurrent use. Calls made at once each go through a client of their
+// own (At for the same endpoint, Sibling for another), which carries the same TLS settings,
+// credentials and timeouts.
 package client

@@ -1,4 +1,4 @@
-// Package rpcerr is the one registry of the errors clusterd answers with and clusterctl tells
+// Package rpcerr is the registry of the errors clusterd answers with and clusterctl tells
 // apart: each with its gRPC code and its message. Both binaries use it (the server's packages
 // define their error variables as its values, the client hands them out under its own names),
 // so it imports nothing of this module.

@@ -1,6 +1,7 @@
-// Command floor is the least a Go process can do to ask a member for its member list: dial one
-// endpoint, make one unary gRPC call (etcdserverpb.Cluster/MemberList, linearizable, the request
-// `clusterctl member list` sends by default), write the size of the answer, exit. Given a CA
+// Command floor is the least a Go client built on etcd's generated API can do to ask a member for
+// its member list: dial one endpoint, make one call through etcdserverpb.ClusterClient
+// (MemberList, linearizable, the request `clusterctl member list` sends by default), write the
+// number of members, exit. Given a CA
 // file, a certificate and a key after the address (`floor HOST:PORT CACERT CERT KEY`), it makes
 // the same call over TLS with that client certificate, as `--cacert/--cert/--key` do: the
 // handshake's own cost is the difference between the two.

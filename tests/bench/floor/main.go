@@ -9,36 +9,11 @@ import (
 	"runtime"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 )
-
-// linearizableList is MemberListRequest{Linearizable: true} on the wire: field 1, varint, 1.
-var linearizableList = []byte{0x08, 0x01}
-
-// rawCodec passes bytes through; its name keeps the content type application/grpc+proto, which
-// is what etcd and clusterd expect.
-type rawCodec struct{}
-
-func (rawCodec) Name() string { return "proto" }
-
-func (rawCodec) Marshal(v any) ([]byte, error) {
-	b, ok := v.([]byte)
-	if !ok {
-		return nil, fmt.Errorf("cannot encode %T", v)
-	}
-	return b, nil
-}
-
-func (rawCodec) Unmarshal(data []byte, v any) error {
-	p, ok := v.(*[]byte)
-	if !ok {
-		return fmt.Errorf("cannot decode into %T", v)
-	}
-	*p = append((*p)[:0], data...)
-	return nil
-}
 
 func main() {
 	// As clusterctl does (cmd/clusterctl/main.go): the floor takes every shortcut it takes.
@@ -71,14 +46,12 @@ func run(args []string) int {
 	// The same bound clusterctl's default --command-timeout puts on a request.
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	var answer []byte
-	err = cc.Invoke(ctx, "/etcdserverpb.Cluster/MemberList", linearizableList, &answer,
-		grpc.ForceCodec(rawCodec{}))
+	answer, err := pb.NewClusterClient(cc).MemberList(ctx, &pb.MemberListRequest{Linearizable: true})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "floor:", err)
 		return 1
 	}
-	fmt.Println(len(answer))
+	fmt.Println(len(answer.GetMembers()))
 	return 0
 }
 
