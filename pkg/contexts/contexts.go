@@ -20,6 +20,9 @@ var Keys = []string{
 	"dial-timeout", "command-timeout", "insecure-skip-tls-verify", "insecure-transport",
 }
 
+// ErrNoPath is Path's answer when none of its variables is set.
+var ErrNoPath = errors.New("no contexts file: set CLUSTERCTL_CONFIG, XDG_CONFIG_HOME or HOME")
+
 // Path is where the contexts file is: $CLUSTERCTL_CONFIG, else
 // $XDG_CONFIG_HOME/clusterctl/config.yaml, else ~/.config/clusterctl/config.yaml.
 func Path(getenv func(string) string) (string, error) {
@@ -31,7 +34,7 @@ func Path(getenv func(string) string) (string, error) {
 	}
 	home := getenv("HOME")
 	if home == "" {
-		return "", errors.New("no contexts file: set CLUSTERCTL_CONFIG, XDG_CONFIG_HOME or HOME")
+		return "", ErrNoPath
 	}
 	return filepath.Join(home, ".config", "clusterctl", "config.yaml"), nil
 }
@@ -340,19 +343,17 @@ func (f *File) Delete(name string) error {
 	return nil
 }
 
-// Save writes the file atomically with mode 0600, creating its directory (0700) when needed.
+// Save writes the file atomically with mode 0600, creating its directory (0700) when needed;
+// its error is the file system's, unwrapped.
 func (f *File) Save() error {
 	b, err := f.encode(f.doc)
 	if err != nil {
 		return err
 	}
 	if err := os.MkdirAll(filepath.Dir(f.Path), 0o700); err != nil {
-		return fmt.Errorf("contexts file %s: %w", f.Path, err)
+		return err
 	}
-	if err := fsync.WriteFile(f.Path, b, 0o600); err != nil {
-		return fmt.Errorf("contexts file %s: %w", f.Path, err)
-	}
-	return nil
+	return fsync.WriteFile(f.Path, b, 0o600)
 }
 
 func (f *File) encode(doc *yaml.Node) ([]byte, error) {

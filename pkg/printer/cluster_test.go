@@ -56,3 +56,13 @@ func TestClusterStatusQuorum(t *testing.T) {
 		t.Errorf("quorum = %+v, want %+v", q, want)
 	}
 }
+
+// TestContextsGolden prints config get-contexts in every format its row lists.
+func TestContextsGolden(t *testing.T) {
+	runGolden(t, []goldenCase{{"config_get_contexts", ConfigContexts, func(p Printer, b *bytes.Buffer) error {
+		return p.Contexts(b, []ContextRow{
+			{Name: "prod", Current: true, Endpoints: []string{"https://10.0.0.1:2379", "https://10.0.0.2:2379"}, TLS: true, User: "root"},
+			{Name: "lab", Endpoints: []string{"127.0.0.1:2379"}},
+		})
+	}}})
+}

@@ -242,6 +242,10 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 			return err
 		}
 		return p.ClusterStatus(&b, &client.ClusterStatus{})
+	case ConfigContexts:
+		return p.Contexts(&b, []ContextRow{{Name: "c"}})
+	case ConfigText:
+		return p.ConfigText(&b, "text\n")
 	case MemberReplace:
 		r, answers := replaced()
 		if err := p.ReplaceAdd(&b, r); err != nil {
