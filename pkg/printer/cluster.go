@@ -43,10 +43,13 @@ var memberStatusColumns = append(onMember(memberColumns, "ID", "NAME", "STATUS")
 		return m.Status.Version
 	}},
 	{name: "ERRORS", value: func(m client.MemberStatus) string {
-		if m.Err != nil {
+		switch {
+		case m.Err != nil:
 			return oneLine(m.Err.Error())
+		case m.Status != nil:
+			return strings.Join(m.Status.Errors, ", ")
 		}
-		return strings.Join(m.Status.Errors, ", ")
+		return ""
 	}},
 }...)
 
