@@ -16,7 +16,7 @@ import (
 
 // Keys are the settings a context holds: the global flags' names, as in a --config-file.
 var Keys = []string{
-	"endpoints", "cacert", "cert", "key", "user", "password",
+	"endpoints", "cacert", "cert", "key", "user", "password", "password-file",
 	"dial-timeout", "command-timeout", "insecure-skip-tls-verify", "insecure-transport",
 }
 

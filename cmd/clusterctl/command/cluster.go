@@ -81,7 +81,7 @@ tolerance, healthy, error). Exit 33 when any cluster is degraded or does not ans
 
 // clusterFlags are the global flags that pick a cluster: with several contexts each one's come
 // from its context, so these are refused rather than silently ignored.
-var clusterFlags = []string{"endpoints", "cacert", "cert", "key", "user", "password", "insecure-skip-tls-verify", "insecure-transport", contextFlag}
+var clusterFlags = []string{"endpoints", "cacert", "cert", "key", "user", "password", "password-file", "insecure-skip-tls-verify", "insecure-transport", contextFlag}
 
 func (o *clusterStatusOptions) several() bool { return o.AllContexts || len(o.Contexts) > 0 }
 

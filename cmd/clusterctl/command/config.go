@@ -76,12 +76,22 @@ func (o *configOptions) get(f *contexts.File) (contexts.Context, error) {
 	return c, err
 }
 
-// configRunE is runE for the config verbs: they read -w but never a context's settings, so a
-// broken current context can still be mended.
+// configRunE is runE for the config verbs: of the settings they read -w alone, never a
+// context's, so a broken current context can still be mended; the other global flags are
+// set-context's values, checked as a context's.
 func configRunE(g *Globals, c command) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
-		g.withoutContext = true
-		return runE(g, c)(cmd, args)
+		v, err := loadSettings(cmd.Flags())
+		if err != nil {
+			return err
+		}
+		if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
+			return &usageError{err}
+		}
+		if err := c.validate(args); err != nil {
+			return &usageError{err}
+		}
+		return c.run(cmd.Context())
 	}
 }
 

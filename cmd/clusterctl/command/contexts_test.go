@@ -202,3 +202,37 @@ func TestSetContextChangesOnlyWhatIsGiven(t *testing.T) {
 		t.Errorf("%d entries left in %s, want the file alone", len(es), dir)
 	}
 }
+
+// TestPasswordFile: --password-file (a context's reference to its password) is read when the
+// client is built, its first line alone; a missing or empty file, or one given with --password
+// or without --user, is exit 128 before anything is dialed.
+func TestPasswordFile(t *testing.T) {
+	dir := t.TempDir()
+	good, empty := filepath.Join(dir, "pw"), filepath.Join(dir, "empty")
+	if err := os.WriteFile(good, []byte("s3cret\r\nignored\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := security{user: "root:x", passwordFile: good}
+	if u, pw, err := s.credentials(nil); u != "root:x" || pw != "s3cret" || err != nil {
+		t.Errorf("credentials = %q, %q, %v; want the whole user and the first line", u, pw, err)
+	}
+	contextsHome(t, "")
+	addr, conns := listener(t)
+	for args, want := range map[string]string{
+		"--user=root --password-file=" + filepath.Join(dir, "missing"): "Error: --password-file: open " + filepath.Join(dir, "missing") + ": no such file or directory\n",
+		"--user=root --password-file=" + empty:                         "Error: --password-file " + empty + ": the first line is empty\n",
+		"--password-file=" + good:                                      "Error: --password-file needs --user\n",
+		"--user=root --password=x --password-file=" + good:             "Error: --password and --password-file: give one\n",
+	} {
+		stdout, stderr, code := runArgs(append(strings.Fields(args), "--endpoints="+addr, "member", "list")...)
+		if code != 128 || stdout != "" || stderr != want {
+			t.Errorf("%s: exit %d, %q, %q; want 128, %q", args, code, stdout, stderr, want)
+		}
+	}
+	if n := conns.Load(); n != 0 {
+		t.Errorf("%d connections made", n)
+	}
+}

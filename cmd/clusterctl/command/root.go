@@ -26,6 +26,7 @@ import (
 var globalFlags = []string{
 	"endpoints", "dial-timeout", "command-timeout", "write-out",
 	"cacert", "cert", "key", "insecure-skip-tls-verify", "insecure-transport", "user", "password",
+	"password-file",
 }
 
 // Globals is what every command shares, resolved once before a verb runs.
@@ -44,9 +45,6 @@ type Globals struct {
 	// tlsFiles are the TLS settings as given, for a verb that passes them on (discovery new
 	// -w env); the client has read the files.
 	tlsFiles clienttls.Options
-	// withoutContext keeps the contexts file out of the settings: the config verbs, which edit
-	// it, work also when its current context is broken.
-	withoutContext bool
 	// dialTimeout is --dial-timeout, for the clients of other contexts (cluster status
 	// --all-contexts).
 	dialTimeout time.Duration
@@ -146,6 +144,7 @@ func addGlobalFlags(f *pflag.FlagSet) {
 	f.Bool("insecure-transport", true, "reach a host:port endpoint without TLS unless a TLS flag is given")
 	f.String("user", "", "authenticate as this user: name, or name:password (asked for on a terminal when not given)")
 	f.String("password", "", "the password of --user (then --user is the whole name)")
+	f.String("password-file", "", "read the password of --user from this file's first line (then --user is the whole name)")
 	f.String("context", "", "take unset global flags from this context of the contexts file (clusterctl config)")
 }
 
@@ -167,10 +166,8 @@ func (g *Globals) resolve(flags *pflag.FlagSet) error {
 	if err != nil {
 		return err
 	}
-	if !g.withoutContext {
-		if err := applyContext(v, flags); err != nil {
-			return &usageError{err}
-		}
+	if err := applyContext(v, flags); err != nil {
+		return &usageError{err}
 	}
 	if err := g.settle(v); err != nil {
 		return &usageError{err}
