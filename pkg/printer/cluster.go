@@ -160,13 +160,7 @@ func (p Printer) ClusterStatus(w io.Writer, s *client.ClusterStatus) error {
 	}
 	var b bytes.Buffer
 	keyValues(&b, clusterColumns, s)
-	if p.format == Table {
-		table(&b, memberStatusColumns, s.Members)
-	} else {
-		for _, m := range s.Members {
-			simpleLine(&b, memberStatusColumns, m)
-		}
-	}
+	drawRows(&b, p.format, memberStatusColumns, s.Members)
 	return flush(w, &b)
 }
 
@@ -187,13 +181,7 @@ func (p Printer) ContextStatuses(w io.Writer, cs []ContextStatus) error {
 		return writeJSON(w, out)
 	}
 	var b bytes.Buffer
-	if p.format == Table {
-		table(&b, contextColumns, cs)
-	} else {
-		for _, c := range cs {
-			simpleLine(&b, contextColumns, c)
-		}
-	}
+	drawRows(&b, p.format, contextColumns, cs)
 	return flush(w, &b)
 }
 

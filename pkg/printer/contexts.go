@@ -45,25 +45,19 @@ type contextRowJSON struct {
 
 // Contexts prints config get-contexts: a line (simple) or a row (table) a context, in the file's
 // order; in json an array.
-func (p Printer) Contexts(w io.Writer, rows []ContextRow) error {
+func (p Printer) Contexts(w io.Writer, rs []ContextRow) error {
 	if err := p.Check(ConfigContexts); err != nil {
 		return err
 	}
 	if p.format == JSON {
-		out := make([]contextRowJSON, len(rows))
-		for i, r := range rows {
+		out := make([]contextRowJSON, len(rs))
+		for i, r := range rs {
 			out[i] = contextRowJSON{Name: r.Name, Current: r.Current, Endpoints: nonNil(r.Endpoints), TLS: r.TLS, User: r.User}
 		}
 		return writeJSON(w, out)
 	}
 	var b bytes.Buffer
-	if p.format == Table {
-		table(&b, contextRowColumns, rows)
-	} else {
-		for _, r := range rows {
-			simpleLine(&b, contextRowColumns, r)
-		}
-	}
+	drawRows(&b, p.format, contextRowColumns, rs)
 	return flush(w, &b)
 }
 

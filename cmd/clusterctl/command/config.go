@@ -203,66 +203,46 @@ func checkContext(c contexts.Context) error {
 	return nil
 }
 
-type useContextOptions struct{ configOptions }
+// editContextOptions are use-context's and delete-context's: one change to the context NAME,
+// which must be in the file, saved, and one line saying what was done.
+type editContextOptions struct {
+	configOptions
+	change func(f *contexts.File, name string) error
+	done   func(name, path string) string
+}
 
 func newUseContextCmd(g *Globals) *cobra.Command {
-	o := &useContextOptions{configOptions{Globals: g}}
-	return &cobra.Command{
-		Use:               "use-context NAME",
-		Short:             "Make NAME the current context",
-		Example:           `  clusterctl config use-context prod`,
-		Args:              cobra.ArbitraryArgs,
-		RunE:              configRunE(g, o),
-		ValidArgsFunction: completeContextNames,
-	}
+	return newEditContextCmd(g, &cobra.Command{
+		Use:     "use-context NAME",
+		Short:   "Make NAME the current context",
+		Example: `  clusterctl config use-context prod`,
+	}, (*contexts.File).Use, func(name, _ string) string { return fmt.Sprintf("Switched to context %q\n", name) })
 }
-
-func (o *useContextOptions) validate(args []string) error {
-	if err := o.oneName(args); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.ConfigText)
-}
-
-func (o *useContextOptions) run(context.Context) error {
-	f, err := o.load()
-	if err != nil {
-		return err
-	}
-	if _, err := o.get(f); err != nil {
-		return err
-	}
-	if err := f.Use(o.Name); err != nil {
-		return err
-	}
-	if err := f.Save(); err != nil {
-		return &client.LocalWriteError{Path: f.Path, Err: err}
-	}
-	return o.Printer.ConfigText(o.Out, fmt.Sprintf("Switched to context %q\n", o.Name))
-}
-
-type deleteContextOptions struct{ configOptions }
 
 func newDeleteContextCmd(g *Globals) *cobra.Command {
-	o := &deleteContextOptions{configOptions{Globals: g}}
-	return &cobra.Command{
-		Use:               "delete-context NAME",
-		Short:             "Delete the context NAME (and the current context, when it was NAME)",
-		Example:           `  clusterctl config delete-context lab`,
-		Args:              cobra.ArbitraryArgs,
-		RunE:              configRunE(g, o),
-		ValidArgsFunction: completeContextNames,
-	}
+	return newEditContextCmd(g, &cobra.Command{
+		Use:     "delete-context NAME",
+		Short:   "Delete the context NAME (and the current context, when it was NAME)",
+		Example: `  clusterctl config delete-context lab`,
+	}, (*contexts.File).Delete, func(name, path string) string { return fmt.Sprintf("Deleted context %q from %s\n", name, path) })
 }
 
-func (o *deleteContextOptions) validate(args []string) error {
+func newEditContextCmd(g *Globals, cmd *cobra.Command, change func(*contexts.File, string) error, done func(name, path string) string) *cobra.Command {
+	o := &editContextOptions{configOptions: configOptions{Globals: g}, change: change, done: done}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = configRunE(g, o)
+	cmd.ValidArgsFunction = completeContextNames
+	return cmd
+}
+
+func (o *editContextOptions) validate(args []string) error {
 	if err := o.oneName(args); err != nil {
 		return err
 	}
 	return o.Printer.Check(printer.ConfigText)
 }
 
-func (o *deleteContextOptions) run(context.Context) error {
+func (o *editContextOptions) run(context.Context) error {
 	f, err := o.load()
 	if err != nil {
 		return err
@@ -270,13 +250,13 @@ func (o *deleteContextOptions) run(context.Context) error {
 	if _, err := o.get(f); err != nil {
 		return err
 	}
-	if err := f.Delete(o.Name); err != nil {
+	if err := o.change(f, o.Name); err != nil {
 		return err
 	}
 	if err := f.Save(); err != nil {
 		return &client.LocalWriteError{Path: f.Path, Err: err}
 	}
-	return o.Printer.ConfigText(o.Out, fmt.Sprintf("Deleted context %q from %s\n", o.Name, f.Path))
+	return o.Printer.ConfigText(o.Out, o.done(o.Name, f.Path))
 }
 
 type currentContextOptions struct{ configOptions }
