@@ -130,6 +130,15 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
 	return root
 }
 
+// noSubcommand refuses an unknown subcommand, which cobra would otherwise answer with the help
+// text and exit 0.
+func noSubcommand(cmd *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+	}
+	return nil
+}
+
 // addGlobalFlags defines the global flags in f: the root's, and a context's defaults.
 func addGlobalFlags(f *pflag.FlagSet) {
 	f.StringSlice("endpoints", []string{"127.0.0.1:2379"}, "client addresses of members, tried in order")
@@ -145,22 +154,13 @@ func addGlobalFlags(f *pflag.FlagSet) {
 	f.String("user", "", "authenticate as this user: name, or name:password (asked for on a terminal when not given)")
 	f.String("password", "", "the password of --user (then --user is the whole name)")
 	f.String("password-file", "", "read the password of --user from this file's first line (then --user is the whole name)")
-	f.String("context", "", "take unset global flags from this context of the contexts file (clusterctl config)")
-}
-
-// noSubcommand refuses an unknown subcommand, which cobra would otherwise answer with the help
-// text and exit 0.
-func noSubcommand(cmd *cobra.Command, args []string) error {
-	if len(args) > 0 {
-		return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
-	}
-	return nil
+	f.String(contextFlag, "", "take unset global flags from this context of the contexts file (clusterctl config)")
 }
 
 // resolve reads the global settings: flag, then CLUSTERCTL_<FLAG>, then ETCDCTL_<FLAG>, then the
-// config file, then the context (contexts.go). It does
-// no I/O besides reading the config file, and that only when one is named. Only the verbs and
-// their completion call it, so help and the completion scripts never depend on the settings.
+// config file, then the context (contexts.go). It does no I/O besides reading the config file,
+// when one is named, and the contexts file. Only the verbs and their completion call it, so help
+// and the completion scripts never depend on the settings.
 func (g *Globals) resolve(flags *pflag.FlagSet) error {
 	v, err := loadSettings(flags)
 	if err != nil {
