@@ -39,6 +39,10 @@
 //   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a
 //     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
 //     named appears only whole, checksum-verified and synced; on any failure it does not exist.
+//   - ClusterStatus asks each member through a Sibling, the one way a client for another
+//     endpoint is built, so every member is reached with the TLS settings, client certificate,
+//     credentials and dial timeout the caller gave; a member that does not answer is its row's
+//     error, never the call's.
 //
 // A Client is not safe for concurrent use. Calls made at once each go through a client of their
 // own (At for the same endpoint, Sibling for another), which carries the same TLS settings,

@@ -104,6 +104,17 @@ func table[T any](b *bytes.Buffer, cols []column[T], items []T) {
 	t.Render()
 }
 
+// drawRows draws items in format f: a table, or a simple line each.
+func drawRows[T any](b *bytes.Buffer, f Format, cols []column[T], items []T) {
+	if f == Table {
+		table(b, cols, items)
+		return
+	}
+	for _, item := range items {
+		simpleLine(b, cols, item)
+	}
+}
+
 // flush writes what was built in b to w in one Write, and returns its error.
 func flush(w io.Writer, b *bytes.Buffer) error {
 	_, err := w.Write(b.Bytes())

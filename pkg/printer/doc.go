@@ -24,5 +24,8 @@
 //     start it; stdout holds nothing else.
 //   - A dry run prints in simple or json only. Its simple output is a fixed block whose last line
 //     is the verdict, "would be accepted" or "would be refused: <the server's message>".
+//   - cluster status's member rows take member list's identity columns from memberColumns, its
+//     quorum figures are a dry run's rows (quorumRows), and --all-contexts' columns are the
+//     cluster's own figures by name: no figure is computed or labelled twice.
 //   - Printing writes to the writer given and nowhere else.
 package printer

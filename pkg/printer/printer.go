@@ -44,6 +44,9 @@ const (
 	MoveLeader
 	Version
 	MemberReplace
+	ClusterStatus
+	ConfigContexts
+	ConfigText
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -73,6 +76,12 @@ var kinds = map[Kind]struct {
 	// each later step; in json one line after the add and one at the end (replace.go); its
 	// --dry-run is a plan of several steps (ReplacePlan).
 	MemberReplace: {"member replace", []Format{Simple, JSON, Env}, []Format{Simple, JSON}},
+	// cluster status prints one cluster, or with --all-contexts one row a context (cluster.go).
+	ClusterStatus: {"cluster status", []Format{Simple, Table, JSON}, nil},
+	// config get-contexts lists the contexts; the other config verbs print a line of text, or
+	// config view the file (contexts.go).
+	ConfigContexts: {"config get-contexts", []Format{Simple, Table, JSON}, nil},
+	ConfigText:     {"config", []Format{Simple}, nil},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

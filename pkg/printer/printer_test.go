@@ -2,6 +2,7 @@ package printer
 
 import (
 	"bytes"
+	"errors"
 	"flag"
 	"os"
 	"os/exec"
@@ -236,6 +237,15 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.MoveLeader(&b, &LeaderMove{})
 	case Version:
 		return p.Version(&b, &Versions{})
+	case ClusterStatus:
+		if err := p.ContextStatuses(&b, []ContextStatus{{Context: "c", Err: errors.New("down")}}); err != nil {
+			return err
+		}
+		return p.ClusterStatus(&b, &client.ClusterStatus{})
+	case ConfigContexts:
+		return p.Contexts(&b, []ContextRow{{Name: "c"}})
+	case ConfigText:
+		return p.ConfigText(&b, "text\n")
 	case MemberReplace:
 		r, answers := replaced()
 		if err := p.ReplaceAdd(&b, r); err != nil {

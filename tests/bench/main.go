@@ -22,6 +22,8 @@ import (
 type options struct {
 	warmup        int
 	listRuns      int
+	statusRuns    int
+	only          string
 	tlsRuns       int
 	tls           bool
 	rssRuns       int
@@ -57,6 +59,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"cycles get one unmeasured cycle unless this is 0, as each cycle takes about a second and leaves a removed member behind "+
 		"(idle RSS is one reading of each member, not a series)")
 	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
+	fs.IntVar(&o.statusRuns, "status-runs", 50, "measured rounds of cluster status: one clusterctl cluster status, etcdctl endpoint status --cluster + member list, one --all-contexts over 10 contexts and each of their single statuses")
+	fs.StringVar(&o.only, "only", "", "run only this series after the cluster starts: cluster-status (empty: every series)")
 	fs.IntVar(&o.tlsRuns, "tls-runs", 100, "measured `member list` processes per program in the TLS phase (clusterctl and etcdctl over TLS, the floor over TLS and in plain text, clusterctl in plain text)")
 	fs.BoolVar(&o.tls, "tls", true, "measure the TLS phase: a second cluster with TLS and client certificates on both ports, RSA 2048 keys")
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
@@ -87,7 +91,10 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	for name, v := range map[string]int{"list-runs": o.listRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
+	if o.only != "" && o.only != "cluster-status" {
+		return o, fmt.Errorf("-only=%s: the one series that runs alone is cluster-status", o.only)
+	}
+	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
 		"conf-runs": o.confRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "removals": o.removals, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)

@@ -24,6 +24,16 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	boot := b.c.Running()
 	eps := cluster.Endpoints(boot)
+	if b.opt.only == "cluster-status" {
+		b.logf("cluster status: %d rounds (+%d warm-up)", b.opt.statusRuns, b.opt.warmup)
+		st, err := b.clusterStatusRuns(ctx, boot)
+		if err != nil {
+			return err
+		}
+		b.rep.fillClusterStatus(st)
+		b.rep.Machine.LoadAfter = loadavg()
+		return nil
+	}
 
 	// Idle memory: the fsync floor runs in this process during the idle time, which the members
 	// do not see; they only exchange heartbeats.
@@ -66,6 +76,11 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	b.logf("endpoint status --cluster: %d runs (+%d warm-up) per CLI", b.opt.listRuns, b.opt.warmup)
 	statuses, err := b.endpointStatusRuns(ctx, boot[0].ClientAddr)
+	if err != nil {
+		return err
+	}
+	b.logf("cluster status: %d rounds (+%d warm-up)", b.opt.statusRuns, b.opt.warmup)
+	clusterStat, err := b.clusterStatusRuns(ctx, boot)
 	if err != nil {
 		return err
 	}
@@ -178,7 +193,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, statuses: statuses, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf,
 	})
 	return nil

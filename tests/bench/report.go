@@ -77,7 +77,7 @@ func newReport(o options, dir, fsType string) *report {
 		// whether the binaries were used as found), and -dir (machine.file_system and
 		// machine.device say what it put the data dirs on).
 		Options: map[string]any{
-			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
+			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "status_runs": o.statusRuns, "only": o.only, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
 			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
 			"cycles": o.cycles, "replace_runs": o.replaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
@@ -160,6 +160,7 @@ func device(dir string) string {
 type figures struct {
 	lists        map[string][]runResult
 	statuses     map[string][]runResult // endpoint status --cluster
+	clusterStat  *statusFigures         // cluster status
 	peaks        map[string]samples     // peak RSS of member list processes, MiB
 	inits        map[string]initProfile
 	pairs        map[string]samples
@@ -225,6 +226,7 @@ func (r *report) fill(f figures) {
 		r.Rows = append(r.Rows, cmp)
 	}
 	r.fillEndpointStatus(f)
+	r.fillClusterStatus(f.clusterStat)
 	r.fillTLS(f.tls)
 	r.Rows = append(r.Rows,
 		stat("member_list_cpu", "clusterctl member list, CPU user+sys", "ms", pick(ctl, cpuOf), w, "report (etcdctl vs etcd: 12 ms)"),

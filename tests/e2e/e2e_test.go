@@ -30,13 +30,18 @@ func TestClusterd(t *testing.T) {
 	testscript.Run(t, params("testdata", filepath.Join(binDir, "clusterd"), binDir))
 }
 
-// TestEtcd runs testdata/etcd/*.txtar against real etcd and etcdctl 3.7.1.
+// TestEtcd runs testdata/etcd/*.txtar against real etcd and etcdctl 3.7.1, and clusterctl.
 func TestEtcd(t *testing.T) {
 	bins, err := cluster.BuildEtcd()
 	if err != nil {
 		t.Fatal(err)
 	}
-	testscript.Run(t, params(filepath.Join("testdata", "etcd"), bins.Etcd, filepath.Dir(bins.Etcdctl)))
+	path := filepath.Dir(bins.Etcdctl)
+	if buildErr == nil {
+		// clusterctl too, for the scripts that run it against etcd (its own are in testdata).
+		path += string(os.PathListSeparator) + binDir
+	}
+	testscript.Run(t, params(filepath.Join("testdata", "etcd"), bins.Etcd, path))
 }
 
 func params(dir, server, bin string) testscript.Params {

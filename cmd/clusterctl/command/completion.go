@@ -22,11 +22,14 @@ func formatsOf(cmd *cobra.Command) []string {
 	return out
 }
 
-// registerCompletions completes the values of -w, by the command being completed, and of
-// every --consistency.
+// registerCompletions completes the values of -w, by the command being completed, of
+// --context, by the contexts file, and of every --consistency.
 func registerCompletions(root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("write-out", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return prefixed(formatsOf(cmd), toComplete), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = root.RegisterFlagCompletionFunc(contextFlag, func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return contextNames(toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
 	var walk func(*cobra.Command)
 	walk = func(c *cobra.Command) {

@@ -6,8 +6,10 @@
 //   - Nothing is sent before every argument, flag and the output format have been checked: a
 //     command's validate() is pure and runs first, and every error it returns exits 128.
 //   - Global settings (endpoints, timeouts, output format) are resolved once, flag over
-//     CLUSTERCTL_* environment over config file, when a verb or its completion runs; help and
-//     the completion scripts never read them.
+//     CLUSTERCTL_* over ETCDCTL_* over config file over the context (--context,
+//     CLUSTERCTL_CONTEXT, the current one) over the defaults, when a verb or its completion
+//     runs; help and the completion scripts never read them. The config verbs never read a
+//     context's settings, so a broken one can be mended.
 //   - The client is built by Globals.Client, which only the verbs that talk to a cluster call:
 //     the offline verbs (snapshot status, snapshot restore) never fail on a client setting.
 //   - The CLI imports nothing of the server (pkg/server/...); offline work is package datadir's,

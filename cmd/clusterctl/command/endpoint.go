@@ -150,12 +150,11 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 // statusRows adds the names, by endpoint or by member ID, and each member's distance to the
 // leader: the member that says it leads, in the highest term among the answers.
 func statusRows(sts []client.EndpointStatus, byEndpoint map[string]string, byID map[uint64]string) []printer.StatusRow {
-	var leader *client.Status
-	for _, s := range sts {
-		if st := s.Status; st != nil && st.IsLeader() && (leader == nil || st.RaftTerm > leader.RaftTerm) {
-			leader = st
-		}
+	answers := make([]*client.Status, len(sts))
+	for i, s := range sts {
+		answers[i] = s.Status
 	}
+	leader := client.LeaderOf(answers)
 	rows := make([]printer.StatusRow, len(sts))
 	for i, s := range sts {
 		r := printer.StatusRow{EndpointStatus: s, Name: byEndpoint[s.Endpoint]}

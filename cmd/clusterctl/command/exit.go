@@ -39,6 +39,7 @@ const (
 	exitNotLeader        = 28
 	exitNoAnswer         = 29
 	exitLocalWrite       = 30
+	exitDegraded         = 33
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -119,6 +120,8 @@ func exitCode(err error) int {
 		endpoints   *endpointsError
 		localWrite  *client.LocalWriteError
 		tokenInUse  *TokenInUseError
+		degraded    *DegradedError
+		noCurrent   *noCurrentContextError
 	)
 	switch {
 	case err == nil:
@@ -159,6 +162,12 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &degraded):
+		// cluster status: a voter did not answer or there is no leader; everything was printed.
+		return exitDegraded
+	case errors.As(err, &noCurrent):
+		// config current-context with none set.
+		return exitNotFound
 	case errors.As(err, &endpoints) && endpoints.unhealthy:
 		return exitUnhealthy
 	case errors.As(err, &endpoints):

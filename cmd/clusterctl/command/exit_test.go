@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
+	"github.com/clusterctl/clusterctl/pkg/contexts"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/registry"
 	"google.golang.org/grpc/codes"
@@ -64,6 +65,11 @@ func TestExitCode(t *testing.T) {
 		{"auth required", client.ErrUserEmpty, 23},
 		{"user not found", client.ErrUserNotFound, 23},
 		{"endpoints did not answer", &endpointsError{failed: 1, total: 3}, 29},
+		{"cluster degraded", &DegradedError{Clusters: 1, Degraded: []string{"cluster 1: no leader"}}, 33},
+		{"clusters degraded", &DegradedError{Clusters: 3, Degraded: []string{"a: did not answer"}}, 33},
+		{"contexts file unwritable", &client.LocalWriteError{Path: "c.yaml", Err: syscall.ENOSPC}, 30},
+		{"no current context", &noCurrentContextError{path: "c.yaml"}, 10},
+		{"unknown context", &usageError{&contexts.UnknownContextError{Name: "x", Path: "c.yaml"}}, 128},
 		{"endpoints unhealthy", &endpointsError{failed: 1, total: 3, unhealthy: true}, 26},
 		{"bad leader transferee", client.ErrBadLeaderTransferee, 27},
 		{"move-leader to a follower", client.ErrNotLeader, 28},

@@ -26,6 +26,7 @@ import (
 var globalFlags = []string{
 	"endpoints", "dial-timeout", "command-timeout", "write-out",
 	"cacert", "cert", "key", "insecure-skip-tls-verify", "insecure-transport", "user", "password",
+	"password-file",
 }
 
 // Globals is what every command shares, resolved once before a verb runs.
@@ -44,6 +45,9 @@ type Globals struct {
 	// tlsFiles are the TLS settings as given, for a verb that passes them on (discovery new
 	// -w env); the client has read the files.
 	tlsFiles clienttls.Options
+	// dialTimeout is --dial-timeout, for the clients of other contexts (cluster status
+	// --all-contexts).
+	dialTimeout time.Duration
 	// askPassword reads a password without echo from the terminal, or fails when there is
 	// none to ask; nil during completion, which must never wait for input.
 	askPassword func() (string, error)
@@ -99,8 +103,10 @@ Every global flag can also be set as CLUSTERCTL_<FLAG> in the environment (CLUST
 CLUSTERCTL_CACERT, CLUSTERCTL_USER, ...), as etcdctl's ETCDCTL_<FLAG> (ETCDCTL_ENDPOINTS,
 ETCDCTL_CACERT, ETCDCTL_CERT, ETCDCTL_KEY, ...), so a shell set up for etcdctl works unchanged, or
 in the file given by --config-file (or CLUSTERCTL_CONFIG_FILE), a YAML, JSON or TOML file with the
-flags' names as keys. A flag wins over CLUSTERCTL_*, which wins over ETCDCTL_*, which wins over
-the file.
+flags' names as keys, or in a named context of the contexts file ($CLUSTERCTL_CONFIG, else
+$XDG_CONFIG_HOME/clusterctl/config.yaml, else ~/.config/clusterctl/config.yaml), chosen with
+--context, CLUSTERCTL_CONTEXT or clusterctl config use-context. A flag wins over CLUSTERCTL_*,
+which wins over ETCDCTL_*, which wins over the config file, which wins over the context.
 
 Endpoints are host:port, http://host:port or https://host:port, as etcdctl takes them: https://
 uses TLS, http:// never does, and a bare host:port does when any TLS flag is given or
@@ -115,22 +121,11 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
-	f := root.PersistentFlags()
-	f.StringSlice("endpoints", []string{"127.0.0.1:2379"}, "client addresses of members, tried in order")
-	f.Duration("dial-timeout", 2*time.Second, "how long to try connecting, over all endpoints")
-	f.Duration("command-timeout", 5*time.Second, "how long a request may take once connected")
-	f.StringP("write-out", "w", string(printer.Simple), "output format: simple, table, json, or env (member add)")
-	f.String("config-file", "", "read unset global flags from this YAML, JSON or TOML file")
-	f.String("cacert", "", "verify the members' TLS certificates with this CA bundle")
-	f.String("cert", "", "identify clusterctl with this TLS client certificate")
-	f.String("key", "", "the private key of --cert")
-	f.Bool("insecure-skip-tls-verify", false, "use TLS without verifying the members' certificates (testing only)")
-	f.Bool("insecure-transport", true, "reach a host:port endpoint without TLS unless a TLS flag is given")
-	f.String("user", "", "authenticate as this user: name, or name:password (asked for on a terminal when not given)")
-	f.String("password", "", "the password of --user (then --user is the whole name)")
+	addGlobalFlags(root.PersistentFlags())
 	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
 	root.AddCommand(newDiscoveryCmd(g))
 	root.AddCommand(newEndpointCmd(g), newMoveLeaderCmd(g), newVersionCmd(g))
+	root.AddCommand(newClusterCmd(g), newConfigCmd(g))
 	registerCompletions(root)
 	return root
 }
@@ -144,14 +139,35 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// addGlobalFlags defines the global flags in f: the root's, and a context's defaults.
+func addGlobalFlags(f *pflag.FlagSet) {
+	f.StringSlice("endpoints", []string{"127.0.0.1:2379"}, "client addresses of members, tried in order")
+	f.Duration("dial-timeout", 2*time.Second, "how long to try connecting, over all endpoints")
+	f.Duration("command-timeout", 5*time.Second, "how long a request may take once connected")
+	f.StringP("write-out", "w", string(printer.Simple), "output format: simple, table, json, or env (member add)")
+	f.String("config-file", "", "read unset global flags from this YAML, JSON or TOML file")
+	f.String("cacert", "", "verify the members' TLS certificates with this CA bundle")
+	f.String("cert", "", "identify clusterctl with this TLS client certificate")
+	f.String("key", "", "the private key of --cert")
+	f.Bool("insecure-skip-tls-verify", false, "use TLS without verifying the members' certificates (testing only)")
+	f.Bool("insecure-transport", true, "reach a host:port endpoint without TLS unless a TLS flag is given")
+	f.String("user", "", "authenticate as this user: name, or name:password (asked for on a terminal when not given)")
+	f.String("password", "", "the password of --user (then --user is the whole name)")
+	f.String("password-file", "", "read the password of --user from this file's first line (then --user is the whole name)")
+	f.String(contextFlag, "", "take unset global flags from this context of the contexts file (clusterctl config)")
+}
+
 // resolve reads the global settings: flag, then CLUSTERCTL_<FLAG>, then ETCDCTL_<FLAG>, then the
-// config file. It does
-// no I/O besides reading the config file, and that only when one is named. Only the verbs and
-// their completion call it, so help and the completion scripts never depend on the settings.
+// config file, then the context (contexts.go). It does no I/O besides reading the config file,
+// when one is named, and the contexts file. Only the verbs and their completion call it, so help
+// and the completion scripts never depend on the settings.
 func (g *Globals) resolve(flags *pflag.FlagSet) error {
 	v, err := loadSettings(flags)
 	if err != nil {
 		return err
+	}
+	if err := applyContext(v, flags); err != nil {
+		return &usageError{err}
 	}
 	if err := g.settle(v); err != nil {
 		return &usageError{err}
@@ -234,6 +250,7 @@ func (g *Globals) settle(v *viper.Viper) error {
 		return err
 	}
 	g.tlsFiles = security.tls
+	g.dialTimeout = dialTimeout
 	g.Client = func() (*client.Client, error) {
 		if g.built != nil {
 			return g.built, nil

@@ -21,6 +21,9 @@ func TestMain(m *testing.M) {
 		os.Exit(Main())
 	}
 	silenceGRPC()
+	// No developer's contexts file reaches a test: the ones that read contexts set their own.
+	os.Setenv("CLUSTERCTL_CONFIG", "/nonexistent/clusterctl-test/config.yaml")
+	os.Unsetenv("CLUSTERCTL_CONTEXT")
 	os.Exit(m.Run())
 }
 

@@ -20,6 +20,9 @@ type security struct {
 	tls               clienttls.Options
 	insecureTransport bool
 	user, password    string
+	// passwordFile holds the password, read only when the client is built: a context can name
+	// it without holding the password itself.
+	passwordFile string
 }
 
 // securitySettings reads the settings; the booleans strictly, so that a misspelt
@@ -31,8 +34,9 @@ func securitySettings(v *viper.Viper) (security, error) {
 			Cert:   v.GetString("cert"),
 			Key:    v.GetString("key"),
 		},
-		user:     v.GetString("user"),
-		password: v.GetString("password"),
+		user:         v.GetString("user"),
+		password:     v.GetString("password"),
+		passwordFile: v.GetString("password-file"),
 	}
 	var err error
 	if s.tls.InsecureSkipVerify, err = boolSetting(v, "insecure-skip-tls-verify"); err != nil {
@@ -41,8 +45,13 @@ func securitySettings(v *viper.Viper) (security, error) {
 	if s.insecureTransport, err = boolSetting(v, "insecure-transport"); err != nil {
 		return s, err
 	}
-	if s.password != "" && s.user == "" {
+	switch {
+	case s.password != "" && s.user == "":
 		return s, errors.New("--password needs --user")
+	case s.passwordFile != "" && s.user == "":
+		return s, errors.New("--password-file needs --user")
+	case s.password != "" && s.passwordFile != "":
+		return s, errors.New("--password and --password-file: give one")
 	}
 	return s, nil
 }
@@ -55,15 +64,18 @@ func boolSetting(v *viper.Viper, key string) (bool, error) {
 	return b, nil
 }
 
-// credentials splits --user as etcdctl does: with --password, --user is the whole name;
-// without, "name:password" is split at the first colon, and a bare name has its password asked
-// for. No user, no authentication.
+// credentials splits --user as etcdctl does: with --password (or --password-file), --user is
+// the whole name; without, "name:password" is split at the first colon, and a bare name has its
+// password asked for. No user, no authentication.
 func (s security) credentials(ask func() (string, error)) (user, password string, err error) {
 	switch {
 	case s.user == "":
 		return "", "", nil
 	case s.password != "":
 		return s.user, s.password, nil
+	case s.passwordFile != "":
+		pw, err := readPasswordFile(s.passwordFile)
+		return s.user, pw, err
 	}
 	if name, pw, ok := strings.Cut(s.user, ":"); ok {
 		return name, pw, nil
@@ -90,4 +102,18 @@ func askPassword(prompt io.Writer) (string, error) {
 		return "", err
 	}
 	return string(pw), nil
+}
+
+// readPasswordFile is the first line of path, without its line ending.
+func readPasswordFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("--password-file: %w", err)
+	}
+	line, _, _ := strings.Cut(string(b), "\n")
+	line = strings.TrimSuffix(line, "\r")
+	if line == "" {
+		return "", fmt.Errorf("--password-file %s: the first line is empty", path)
+	}
+	return line, nil
 }

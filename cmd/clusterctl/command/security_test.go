@@ -35,6 +35,7 @@ func TestEverySettingPrecedence(t *testing.T) {
 		"insecure-transport":       {"false", "true", "false", "true"},
 		"user":                     {"f", "e", "c", "l"},
 		"password":                 {"fp", "ep", "cp", "lp"},
+		"password-file":            {"f.pw", "e.pw", "c.pw", "l.pw"},
 	}
 	if len(values) != len(globalFlags) {
 		t.Fatalf("%d settings tested, %d exist", len(values), len(globalFlags))

@@ -1,0 +1,97 @@
+package command
+
+import (
+	"errors"
+	"os"
+	"time"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/contexts"
+)
+
+// contextFlag is the global flag naming the context; CLUSTERCTL_CONTEXT is its variable.
+const contextFlag = "context"
+
+// chosenContext is the context a command line names with --context or CLUSTERCTL_CONTEXT, ""
+// when it names none.
+func chosenContext(flags *pflag.FlagSet) string {
+	if f := flags.Lookup(contextFlag); f != nil && f.Changed {
+		return f.Value.String()
+	}
+	return os.Getenv("CLUSTERCTL_CONTEXT")
+}
+
+// loadContexts reads the contexts file; a missing file is an empty one.
+func loadContexts() (*contexts.File, error) {
+	path, err := contexts.Path(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return contexts.Load(path)
+}
+
+// applyContext puts the settings of the context named by --context, CLUSTERCTL_CONTEXT or the
+// file's current context under everything else viper reads: as its defaults, which come after
+// flags, CLUSTERCTL_*, ETCDCTL_* and the config file, and before the flags' own defaults.
+func applyContext(v *viper.Viper, flags *pflag.FlagSet) error {
+	name := chosenContext(flags)
+	f, err := loadContexts()
+	if err != nil {
+		if name == "" && errors.Is(err, contexts.ErrNoPath) {
+			// Without HOME nor a path there is no file, and no context was asked for.
+			return nil
+		}
+		return err
+	}
+	if name == "" {
+		if name = f.Current(); name == "" {
+			return nil
+		}
+	}
+	c, err := f.Get(name)
+	if err != nil {
+		return err
+	}
+	for k, val := range c.Settings {
+		v.SetDefault(k, val)
+	}
+	return nil
+}
+
+// contextClient builds the client of context c alone, for cluster status --all-contexts: the
+// context's settings over the flags' defaults, its timeouts else the command's. Nothing is
+// asked on a terminal: many clusters are asked at once.
+func (g *Globals) contextClient(c contexts.Context) (*client.Client, time.Duration, error) {
+	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
+	addGlobalFlags(fs)
+	v := viper.New()
+	for _, name := range globalFlags {
+		if err := v.BindPFlag(name, fs.Lookup(name)); err != nil {
+			return nil, 0, err
+		}
+	}
+	v.SetDefault("dial-timeout", g.dialTimeout.String())
+	v.SetDefault("command-timeout", g.CommandTimeout.String())
+	for k, val := range c.Settings {
+		v.SetDefault(k, val)
+	}
+	dial, err := duration(v, "dial-timeout")
+	if err != nil {
+		return nil, 0, err
+	}
+	timeout, err := duration(v, "command-timeout")
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := securitySettings(v)
+	if err != nil {
+		return nil, 0, err
+	}
+	cl, err := newClient(v, dial, s, func() (string, error) {
+		return "", errors.New("never asked with several contexts")
+	})
+	return cl, timeout, err
+}

@@ -1,0 +1,252 @@
+package printer
+
+import (
+	"bytes"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+)
+
+// ContextStatus is one context of cluster status --all-contexts: the cluster's status, or why
+// there is none.
+type ContextStatus struct {
+	Context   string
+	Endpoints []string
+	Status    *client.ClusterStatus
+	Err       error
+}
+
+// memberStatusColumns are cluster status's member rows: member list's identity columns, then
+// what each member's own status said.
+var memberStatusColumns = append(onMember(memberColumns, "ID", "NAME", "STATUS"), []column[client.MemberStatus]{
+	{name: "ROLE", value: func(m client.MemberStatus) string { return role(m.Member) }},
+	{name: "REACHABLE", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.Reachable()) }},
+	{name: "IS LEADER", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.IsLeader) }},
+	{name: "RAFT INDEX", value: func(m client.MemberStatus) string {
+		if m.Status == nil {
+			return ""
+		}
+		return uitoa(m.Status.RaftIndex)
+	}},
+	{name: "BEHIND LEADER", value: func(m client.MemberStatus) string {
+		if !m.BehindKnown {
+			return ""
+		}
+		return uitoa(m.Behind)
+	}},
+	{name: "VERSION", value: func(m client.MemberStatus) string {
+		if m.Status == nil {
+			return ""
+		}
+		return m.Status.Version
+	}},
+	{name: "ERRORS", value: func(m client.MemberStatus) string {
+		switch {
+		case m.Err != nil:
+			return oneLine(m.Err.Error())
+		case m.Status != nil:
+			return strings.Join(m.Status.Errors, ", ")
+		}
+		return ""
+	}},
+}...)
+
+// onMember are the named columns of a member, as columns of a member's status, in the order
+// named; the simple line has them all.
+func onMember(cols []column[client.Member], names ...string) []column[client.MemberStatus] {
+	var out []column[client.MemberStatus]
+	for _, n := range names {
+		for _, c := range cols {
+			if c.name == n {
+				out = append(out, column[client.MemberStatus]{name: c.name, value: func(m client.MemberStatus) string { return c.value(m.Member) }})
+			}
+		}
+	}
+	return out
+}
+
+// clusterColumns are the cluster's own figures: the key: value lines above the members, and,
+// from "leader" on, the columns of --all-contexts. The quorum figures are a dry run's rows.
+var clusterColumns = append([]column[*client.ClusterStatus]{
+	{name: "cluster", value: func(s *client.ClusterStatus) string { return client.FormatID(s.Header.ClusterID) }},
+	{name: "leader", value: leaderName},
+	{name: "term", value: func(s *client.ClusterStatus) string {
+		if s.Leader == 0 {
+			return ""
+		}
+		return uitoa(s.LeaderTerm)
+	}},
+}, append(quorumColumns(), column[*client.ClusterStatus]{
+	name: "healthy", value: func(s *client.ClusterStatus) string { return strconv.FormatBool(s.Healthy()) },
+})...)
+
+// quorumColumns are a dry run's quorum rows, as a cluster's figures.
+func quorumColumns() []column[*client.ClusterStatus] {
+	out := make([]column[*client.ClusterStatus], len(quorumRows))
+	for i, r := range quorumRows {
+		name := r.label
+		if name == "connected voters" {
+			// Here they are the voters that answered this call, not those the leader hears.
+			name = "live voters"
+		}
+		out[i] = column[*client.ClusterStatus]{name: name, value: func(s *client.ClusterStatus) string {
+			q := s.Quorum()
+			return strconv.Itoa(r.value(&q))
+		}}
+	}
+	return out
+}
+
+// leaderName is the leader's ID and, when it has one, its name in parentheses; "none" when no
+// member said it leads.
+func leaderName(s *client.ClusterStatus) string {
+	if s.Leader == 0 {
+		return "none"
+	}
+	for _, m := range s.Members {
+		if m.ID == s.Leader && m.Name != "" {
+			return client.FormatID(s.Leader) + " (" + m.Name + ")"
+		}
+	}
+	return client.FormatID(s.Leader)
+}
+
+// contextColumns are --all-contexts' rows: the context, then the cluster's figures, empty for a
+// cluster that did not answer, whose reason is the last column.
+var contextColumns = append(append([]column[ContextStatus]{
+	{name: "CONTEXT", value: func(c ContextStatus) string { return c.Context }},
+	{name: "ENDPOINTS", value: func(c ContextStatus) string { return strings.Join(c.Endpoints, ",") }},
+}, onCluster(clusterColumns, "leader", "voters", "learners", "fault tolerance", "healthy")...),
+	column[ContextStatus]{name: "ERROR", value: func(c ContextStatus) string {
+		if c.Err == nil {
+			return ""
+		}
+		return oneLine(c.Err.Error())
+	}},
+)
+
+// onCluster are the named cluster columns as columns of a context, in capitals as a table's
+// header; a context without a status is unhealthy and has no other figure.
+func onCluster(cols []column[*client.ClusterStatus], names ...string) []column[ContextStatus] {
+	var out []column[ContextStatus]
+	for _, n := range names {
+		for _, c := range cols {
+			if c.name == n {
+				out = append(out, column[ContextStatus]{name: strings.ToUpper(c.name), value: func(cs ContextStatus) string {
+					switch {
+					case cs.Status != nil:
+						return c.value(cs.Status)
+					case n == "healthy":
+						return "false"
+					}
+					return ""
+				}})
+			}
+		}
+	}
+	return out
+}
+
+// ClusterStatus prints one cluster: its figures as key: value lines, then a line (simple) or a
+// row (table) a member; in json one object.
+func (p Printer) ClusterStatus(w io.Writer, s *client.ClusterStatus) error {
+	if err := p.Check(ClusterStatus); err != nil {
+		return err
+	}
+	if p.format == JSON {
+		return writeJSON(w, toClusterJSON(s))
+	}
+	var b bytes.Buffer
+	keyValues(&b, clusterColumns, s)
+	drawRows(&b, p.format, memberStatusColumns, s.Members)
+	return flush(w, &b)
+}
+
+// ContextStatuses prints --all-contexts: a line (simple) or a row (table) a context; in json
+// an array of the clusters' objects, each with its context.
+func (p Printer) ContextStatuses(w io.Writer, cs []ContextStatus) error {
+	if err := p.Check(ClusterStatus); err != nil {
+		return err
+	}
+	if p.format == JSON {
+		out := make([]contextJSON, len(cs))
+		for i, c := range cs {
+			out[i] = contextJSON{Context: c.Context, Endpoints: nonNil(c.Endpoints), clusterJSON: toClusterJSON(c.Status)}
+			if c.Err != nil {
+				out[i].Error = oneLine(c.Err.Error())
+			}
+		}
+		return writeJSON(w, out)
+	}
+	var b bytes.Buffer
+	drawRows(&b, p.format, contextColumns, cs)
+	return flush(w, &b)
+}
+
+// The JSON of cluster status (docs/output.md): never rename a field.
+
+type memberStatusJSON struct {
+	memberJSON
+	Reachable    bool     `json:"reachable"`
+	Version      string   `json:"version"`
+	RaftIndex    *uint64  `json:"raftIndex"`
+	BehindLeader *uint64  `json:"behindLeader"`
+	Errors       []string `json:"errors"`
+	Error        string   `json:"error"`
+}
+
+type clusterJSON struct {
+	Header         headerJSON         `json:"header"`
+	Members        []memberStatusJSON `json:"members"`
+	Voters         int                `json:"voters"`
+	Learners       int                `json:"learners"`
+	StartedVoters  int                `json:"startedVoters"`
+	LiveVoters     int                `json:"liveVoters"`
+	Quorum         int                `json:"quorum"`
+	FaultTolerance int                `json:"faultTolerance"`
+	Leader         string             `json:"leader"`
+	RaftTerm       uint64             `json:"raftTerm"`
+	Healthy        bool               `json:"healthy"`
+}
+
+type contextJSON struct {
+	Context   string   `json:"context"`
+	Endpoints []string `json:"endpoints"`
+	Error     string   `json:"error"`
+	clusterJSON
+}
+
+// toClusterJSON is s's object; a nil s (a context that did not answer) has no members and is
+// unhealthy.
+func toClusterJSON(s *client.ClusterStatus) clusterJSON {
+	if s == nil {
+		return clusterJSON{Members: []memberStatusJSON{}}
+	}
+	q := s.Quorum()
+	j := clusterJSON{
+		Header: toJSONHeader(s.Header), Members: make([]memberStatusJSON, len(s.Members)),
+		Voters: q.Voters, Learners: q.Learners, StartedVoters: q.StartedVoters, LiveVoters: q.ConnectedVoters,
+		Quorum: q.Quorum, FaultTolerance: q.FaultTolerance, RaftTerm: s.LeaderTerm, Healthy: s.Healthy(),
+	}
+	if s.Leader != 0 {
+		j.Leader = client.FormatID(s.Leader)
+	}
+	for i, m := range s.Members {
+		mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Errors: []string{}}
+		if m.Err != nil {
+			mj.Error = oneLine(m.Err.Error())
+		}
+		if st := m.Status; st != nil {
+			idx := st.RaftIndex
+			mj.Version, mj.RaftIndex, mj.Errors = st.Version, &idx, nonNil(st.Errors)
+		}
+		if m.BehindKnown {
+			behind := m.Behind
+			mj.BehindLeader = &behind
+		}
+		j.Members[i] = mj
+	}
+	return j
+}

@@ -1,0 +1,71 @@
+package printer
+
+import (
+	"bytes"
+	"io"
+	"strings"
+)
+
+// ContextRow is one context of config get-contexts.
+type ContextRow struct {
+	Name      string
+	Current   bool
+	Endpoints []string
+	TLS       bool
+	User      string
+}
+
+var contextRowColumns = []column[ContextRow]{
+	{name: "CURRENT", value: func(r ContextRow) string {
+		if r.Current {
+			return "*"
+		}
+		return ""
+	}},
+	{name: "NAME", value: func(r ContextRow) string { return r.Name }},
+	{name: "ENDPOINTS", value: func(r ContextRow) string { return strings.Join(r.Endpoints, ",") }},
+	{name: "TLS", value: func(r ContextRow) string { return yesNo(r.TLS) }},
+	{name: "USER", value: func(r ContextRow) string { return r.User }},
+}
+
+func yesNo(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+type contextRowJSON struct {
+	Name      string   `json:"name"`
+	Current   bool     `json:"current"`
+	Endpoints []string `json:"endpoints"`
+	TLS       bool     `json:"tls"`
+	User      string   `json:"user"`
+}
+
+// Contexts prints config get-contexts: a line (simple) or a row (table) a context, in the file's
+// order; in json an array.
+func (p Printer) Contexts(w io.Writer, rs []ContextRow) error {
+	if err := p.Check(ConfigContexts); err != nil {
+		return err
+	}
+	if p.format == JSON {
+		out := make([]contextRowJSON, len(rs))
+		for i, r := range rs {
+			out[i] = contextRowJSON{Name: r.Name, Current: r.Current, Endpoints: nonNil(r.Endpoints), TLS: r.TLS, User: r.User}
+		}
+		return writeJSON(w, out)
+	}
+	var b bytes.Buffer
+	drawRows(&b, p.format, contextRowColumns, rs)
+	return flush(w, &b)
+}
+
+// ConfigText prints what the other config verbs print, a line or the file, as it is.
+func (p Printer) ConfigText(w io.Writer, s string) error {
+	if err := p.Check(ConfigText); err != nil {
+		return err
+	}
+	_, err := io.WriteString(w, s)
+	return err
+}
