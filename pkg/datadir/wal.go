@@ -362,7 +362,13 @@ func (w *walLog) termAt(i uint64) (uint64, bool) {
 func (w *walLog) confStateAt(i uint64) (cs *raftpb.ConfState, ok bool) {
 	var from *walSnapshotInfo
 	for k := range w.Snapshots {
-		if s := &w.Snapshots[k]; s.Index <= i && s.ConfState != nil && (from == nil || s.Index >= from.Index) {
+		s := &w.Snapshots[k]
+		if s.Index == 0 && s.ConfState == nil {
+			// A new member's WAL starts at index 0, where the configuration is empty: its
+			// first entries add the initial members.
+			s.ConfState = &raftpb.ConfState{}
+		}
+		if s.Index <= i && s.ConfState != nil && (from == nil || s.Index >= from.Index) {
 			from = s
 		}
 	}
