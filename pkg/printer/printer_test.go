@@ -236,6 +236,10 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.MoveLeader(&b, &LeaderMove{})
 	case Version:
 		return p.Version(&b, &Versions{})
+	case DataDirStatus:
+		return p.DataDirStatus(&b, dataDirs())
+	case DataDirCheck:
+		return p.DataDirCheck(&b, DataDirChecks{{Path: "p"}})
 	case MemberReplace:
 		r, answers := replaced()
 		if err := p.ReplaceAdd(&b, r); err != nil {
