@@ -155,6 +155,9 @@ func steps(chosen *DirStatus, dirs []*DirStatus) []Step {
 			cmds = append(cmds, fmt.Sprintf("clusterctl --endpoints=%s member promote %s --wait=60s", endpoints, name))
 			say += ", and promote it"
 		}
+		if server == KindEtcd {
+			say += " (etcd refuses a change in its first seconds with exit 12: run it again)"
+		}
 		out = append(out, Step{Say: say + ".", Commands: cmds})
 	}
 	return out
