@@ -16,6 +16,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/clusterctl/clusterctl/internal/treecopy"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
@@ -258,21 +259,7 @@ func copyDir(t *testing.T, src string) string {
 func copyDirTo(t *testing.T, src, parent string) string {
 	t.Helper()
 	dst := filepath.Join(parent, filepath.Base(src))
-	err := filepath.WalkDir(src, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			return err
-		}
-		rel, _ := filepath.Rel(src, p)
-		if d.IsDir() {
-			return os.MkdirAll(filepath.Join(dst, rel), 0o700)
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		return os.WriteFile(filepath.Join(dst, rel), b, 0o600)
-	})
-	if err != nil {
+	if err := treecopy.Copy(src, dst); err != nil {
 		t.Fatal(err)
 	}
 	return dst

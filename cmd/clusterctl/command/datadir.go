@@ -9,7 +9,10 @@ import (
 	"github.com/spf13/cobra"
 )
 
-var errNoDataDir = errors.New("no data directory given")
+var (
+	errNoDataDir = errors.New("no data directory given")
+	errNoPath    = errors.New("no data directory or snapshot file given")
+)
 
 func newDataDirCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
@@ -47,16 +50,24 @@ member holds is refused (exit 25). See docs/commands/datadir-status.md.`,
 	}
 }
 
-func (o *dataDirStatusOptions) validate(args []string) error {
+// pathArgs checks the positional arguments of both verbs: at least one, none empty.
+func pathArgs(args []string, none error) ([]string, error) {
 	if len(args) == 0 {
-		return errNoDataDir
+		return nil, none
 	}
 	for _, a := range args {
 		if a == "" {
-			return errors.New("an empty data directory name")
+			return nil, errors.New("an empty path")
 		}
 	}
-	o.Dirs = args
+	return args, nil
+}
+
+func (o *dataDirStatusOptions) validate(args []string) error {
+	var err error
+	if o.Dirs, err = pathArgs(args, errNoDataDir); err != nil {
+		return err
+	}
 	return o.Printer.Check(printer.DataDirStatus)
 }
 
@@ -118,15 +129,10 @@ every path is sound. See docs/commands/datadir-check.md.`,
 }
 
 func (o *dataDirCheckOptions) validate(args []string) error {
-	if len(args) == 0 {
-		return errors.New("no data directory or snapshot file given")
+	var err error
+	if o.Paths, err = pathArgs(args, errNoPath); err != nil {
+		return err
 	}
-	for _, a := range args {
-		if a == "" {
-			return errors.New("an empty path")
-		}
-	}
-	o.Paths = args
 	return o.Printer.Check(printer.DataDirCheck)
 }
 
