@@ -69,6 +69,9 @@ func ahead(a, b *DirStatus) int {
 // of different clusters with a *DifferentClustersError, and a set none of which can be
 // restarted from with a *NoRestartError (the Recovery still says why of each).
 func Rank(dirs []*DirStatus) (*Recovery, error) {
+	if len(dirs) == 0 {
+		return &Recovery{}, &NoRestartError{Reason: "no data directory given"}
+	}
 	for _, d := range dirs[1:] {
 		if d.Kind != dirs[0].Kind || d.ClusterID != dirs[0].ClusterID {
 			return nil, &DifferentClustersError{A: dirs[0], B: d}
