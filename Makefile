@@ -101,6 +101,8 @@ FUZZ_TARGETS := \
 	./pkg/membership:FuzzValidateName \
 	./pkg/datadir:FuzzParseInitialCluster \
 	./pkg/datadir:FuzzReadStatus \
+	./pkg/datadir:FuzzReadWAL \
+	./pkg/datadir:FuzzReadSnapFile \
 	./pkg/storage:FuzzLoad \
 	./pkg/client:FuzzParseEndpoint \
 	./pkg/client:FuzzResolveIn \

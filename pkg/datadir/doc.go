@@ -1,7 +1,9 @@
 // Package datadir is the offline work on a member's data directory and on snapshot files, shared
 // by clusterd and clusterctl: the IDs and the first state of a member of a new cluster, from
-// --initial-cluster (Create) or from a snapshot file (Restore), and reading and checking snapshot
-// files (ReadSnapshot). It reports what it did in its own result types (SnapshotInfo, Restored)
+// --initial-cluster (Create) or from a snapshot file (Restore), reading and checking snapshot
+// files (ReadSnapshot), and reading stopped members' data directories, clusterd's or etcd's
+// (ReadDir), checking the membership they or snapshot files store (Check) and choosing the one
+// to restart from after a majority is lost (Rank). It reports what it did in its own result types (SnapshotInfo, Restored)
 // and what it refused in typed errors (errors.go), which callers map without matching text.
 //
 // Invariants:
@@ -20,6 +22,14 @@
 //   - bbolt opens a snapshot's database only through storage (ViewFile, Open), which checks its
 //     structure first (storage.CheckFile): a damaged one, clusterd's or etcd's, is a
 //     *SnapshotContentError, never a crash.
+//   - ReadDir and Check never write into a data directory: bbolt opens it read-only after
+//     storage.CheckFile, no lock file or directory is made, etcd's WAL and snap files are only
+//     read. A database another process holds for writing is an *InUseError, nothing read.
+//   - etcd's WAL and snap files are read without etcd's server module (wal.go: its framing,
+//     chained CRC and record types, with bounds on every length); a damaged one is a *WALError,
+//     never a panic (FuzzReadWAL, FuzzReadSnapFile).
+//   - Rank ranks the directories of one cluster only, and never chooses a removed member's, a
+//     learner's or one whose membership Check finds unsound.
 //   - Restore runs each of its checks once, all before it creates anything: a refused restore
 //     writes nothing, and it never writes into a directory that holds anything. The restored
 //     cluster records every ID of the old one as removed and never has the old cluster's ID.

@@ -2,12 +2,18 @@ package datadir
 
 import (
 	"encoding/binary"
+	"encoding/json"
 	"fmt"
 	"hash/crc32"
 	"regexp"
+	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // EtcdSnapshotInfo is what `etcdutl snapshot status` shows for a snapshot taken from etcd, with
@@ -122,4 +128,81 @@ func etcdKey(v []byte) (key []byte, ok bool) {
 		v = v[n:]
 	}
 	return key, true
+}
+
+// etcdBackend is what etcd's backend (bbolt) says of the membership.
+type etcdBackend struct {
+	Cluster         *membership.Cluster
+	ConfState       *raftpb.ConfState // nil before etcd 3.5
+	ConsistentIndex uint64
+	Term            uint64 // the term of the entry at ConsistentIndex (etcd 3.5 on)
+}
+
+// readEtcdBackend reads etcd's members, members_removed and meta buckets in tx.
+func readEtcdBackend(tx *bolt.Tx) (*etcdBackend, error) {
+	meta := tx.Bucket([]byte("meta"))
+	if meta == nil {
+		return nil, storage.ErrNotBootstrapped
+	}
+	b := &etcdBackend{Cluster: membership.NewCluster(0, nil)}
+	if v := meta.Get([]byte("consistent_index")); len(v) == 8 {
+		b.ConsistentIndex = binary.BigEndian.Uint64(v)
+	}
+	if v := meta.Get([]byte("term")); len(v) == 8 {
+		b.Term = binary.BigEndian.Uint64(v)
+	}
+	if v := meta.Get([]byte("confState")); v != nil {
+		b.ConfState = &raftpb.ConfState{}
+		// etcd writes it with encoding/json (its generated struct's tags), not protojson.
+		if err := json.Unmarshal(v, b.ConfState); err != nil {
+			return nil, fmt.Errorf("%s: meta confState: %v", etcdBackendPath, err)
+		}
+	}
+	if members := tx.Bucket([]byte("members")); members != nil {
+		err := members.ForEach(func(k, v []byte) error {
+			id, err := strconv.ParseUint(string(k), 16, 64)
+			if err != nil {
+				return fmt.Errorf("%s: members: key %q is not a member ID", etcdBackendPath, k)
+			}
+			m := &membership.Member{ID: membership.ID(id)}
+			if err := json.Unmarshal(v, m); err != nil {
+				return fmt.Errorf("%s: members: member %s: %v", etcdBackendPath, membership.ID(id), err)
+			}
+			m.ID = membership.ID(id)
+			// etcd's backend has no started flag: a member that published its name has started.
+			m.Started = m.Name != ""
+			b.Cluster.Members[m.ID] = m
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	var removed []membership.ID
+	if rb := tx.Bucket([]byte("members_removed")); rb != nil {
+		err := rb.ForEach(func(k, _ []byte) error {
+			id, err := strconv.ParseUint(string(k), 16, 64)
+			if err != nil {
+				return fmt.Errorf("%s: members_removed: key %q is not a member ID", etcdBackendPath, k)
+			}
+			removed = append(removed, membership.ID(id))
+			return nil
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	b.Cluster.Removed = membership.NewIDSet(removed...)
+	return b, nil
+}
+
+// viewEtcdBackend reads the etcd backend at path, read-only.
+func viewEtcdBackend(path string) (*etcdBackend, error) {
+	var b *etcdBackend
+	err := storage.ViewFile(path, func(tx *bolt.Tx) error {
+		var err error
+		b, err = readEtcdBackend(tx)
+		return err
+	})
+	return b, err
 }

@@ -50,7 +50,8 @@ func FuzzParseInitialCluster(f *testing.F) {
 	})
 }
 
-// FuzzReadStatus: no snapshot file panics ReadStatus or ReadSnapshot (Restore's reader). Each input is tried as a whole
+// FuzzReadStatus: no snapshot file panics ReadStatus, ReadSnapshot (Restore's reader) or Check
+// (datadir check's). Each input is tried as a whole
 // file and, so that the fuzzer gets past the checksum to the database, as a database followed by
 // its correct SHA-256. The seeds are a real clusterd snapshot and a real etcd one.
 func FuzzReadStatus(f *testing.F) {
@@ -79,6 +80,68 @@ func FuzzReadStatus(f *testing.F) {
 			if info, err := ReadSnapshot(path); err == nil && (st == nil || st.Clusterd == nil || info.Cluster == nil) {
 				t.Fatalf("%d: ReadSnapshot accepts what ReadStatus does not call clusterd's: %+v", i, st)
 			}
+			// datadir check reads the same database, for its membership.
+			if r, err := Check(path); err == nil && (r.Kind == "" || !r.Snapshot) {
+				t.Fatalf("%d: check of a snapshot file: %+v", i, r)
+			}
 		}
+	})
+}
+
+// FuzzReadWAL: no WAL file panics the WAL reader, alone or as the first of two files; what it
+// reads keeps etcd's rules: consecutive entries, and a torn tail only in the last file. The
+// seed is a real etcd 3.7.1 WAL.
+func FuzzReadWAL(f *testing.F) {
+	data, err := os.ReadFile(etcdWALFile)
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add(data[:len(data)/2])
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "0000000000000000-0000000000000000.wal"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		w, err := readWAL(dir)
+		if err != nil {
+			return
+		}
+		for i := 1; i < len(w.Entries); i++ {
+			if w.Entries[i].Index != w.Entries[i-1].Index+1 {
+				t.Fatalf("entries %d and %d are not consecutive", w.Entries[i-1].Index, w.Entries[i].Index)
+			}
+		}
+		w.confStateAt(w.LastIndex())
+		w.termAt(w.HardState.GetCommit())
+		// The same bytes as a file before another: damage there is refused, never a torn tail.
+		if err := os.WriteFile(filepath.Join(dir, "0000000000000001-0000000000000001.wal"), nil, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if w2, err := readWAL(dir); err == nil && w.TornTail && !w2.TornTail {
+			t.Fatal("a torn record in a file before the last was accepted")
+		}
+	})
+}
+
+// FuzzReadSnapFile: no .snap file panics its reader. The seed is a real etcd 3.7.1 snap file.
+func FuzzReadSnapFile(f *testing.F) {
+	names, err := filepath.Glob(filepath.Join(etcdDir, "member", "snap", "*.snap"))
+	if err != nil || len(names) == 0 {
+		f.Fatalf("no snap file: %v", err)
+	}
+	data, err := os.ReadFile(names[0])
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(data)
+	f.Add([]byte{})
+	f.Fuzz(func(t *testing.T, data []byte) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "0000000000000002-0000000000000009.snap"), data, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		_, _, _ = readSnapFile(dir)
 	})
 }

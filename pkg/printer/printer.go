@@ -47,6 +47,8 @@ const (
 	ClusterStatus
 	ConfigContexts
 	ConfigText
+	DataDirStatus
+	DataDirCheck
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -82,6 +84,8 @@ var kinds = map[Kind]struct {
 	// config view the file (contexts.go).
 	ConfigContexts: {"config get-contexts", []Format{Simple, Table, JSON}, nil},
 	ConfigText:     {"config", []Format{Simple}, nil},
+	DataDirStatus: {"datadir status", []Format{Simple, Table, JSON}, nil},
+	DataDirCheck:  {"datadir check", []Format{Simple, JSON}, nil},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

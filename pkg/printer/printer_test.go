@@ -246,6 +246,10 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.Contexts(&b, []ContextRow{{Name: "c"}})
 	case ConfigText:
 		return p.ConfigText(&b, "text\n")
+	case DataDirStatus:
+		return p.DataDirStatus(&b, dataDirs())
+	case DataDirCheck:
+		return p.DataDirCheck(&b, DataDirChecks{{Path: "p"}})
 	case MemberReplace:
 		r, answers := replaced()
 		if err := p.ReplaceAdd(&b, r); err != nil {

@@ -50,7 +50,7 @@ var ne = binary.NativeEndian
 // within the file, every page of every bucket's B+tree (each once, of the kind its parent
 // expects, its elements within it, its keys in order) and the free list. The work is linear in
 // the file's size. It holds a shared lock meanwhile, as a read-only bbolt open does: a file
-// another process holds for writing is reported as in use (errInUse), not as corrupt. It writes
+// another process holds for writing is reported as in use (ErrInUse), not as corrupt. It writes
 // nothing.
 func CheckFile(path string) error {
 	f, err := os.Open(path)

@@ -11,7 +11,7 @@ import (
 
 // lockShared takes a shared lock on f, released when f is closed, as a read-only bbolt open
 // does: a file another process holds for writing changes under a reader, so it is reported as
-// in use (errInUse) rather than read, once timeout has passed.
+// in use (ErrInUse) rather than read, once timeout has passed.
 func lockShared(f *os.File, timeout time.Duration) error {
 	deadline := time.Now().Add(timeout)
 	for {
@@ -20,7 +20,7 @@ func lockShared(f *os.File, timeout time.Duration) error {
 			return err
 		}
 		if time.Now().After(deadline) {
-			return errInUse
+			return ErrInUse
 		}
 		time.Sleep(50 * time.Millisecond)
 	}

@@ -19,8 +19,8 @@ func (e *CorruptError) Error() string {
 	return fmt.Sprintf("%s is empty or corrupt (%s); nothing was written to it", e.Path, e.Reason)
 }
 
-// errInUse is a database file another process holds for writing.
-var errInUse = errors.New("in use by another process")
+// ErrInUse is a database file another process holds for writing: a running member's.
+var ErrInUse = errors.New("in use by another process")
 
 // guard runs f, turning a panic or a memory fault inside it into an error. It is the second line
 // of defence: CheckFile refuses the damaged files bbolt would fault on, some of them in goroutines

@@ -24,4 +24,6 @@
 //     a *CorruptError with nothing written to it. bbolt trusts every page it maps; a page past
 //     the end of the file faults, in goroutines of its own too, where no recover reaches. The one
 //     file opened unchecked is the new one Create builds.
+//   - LoadFile reads a data directory without writing to it (read-only, checked first), for the
+//     offline tools: a database a running member holds is ErrInUse.
 package storage

@@ -13,8 +13,8 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
-// FuzzLoad: a member.db of any bytes is opened and loaded, or refused with an error, without a
-// panic; a refused file is left as it was. The seed is a real member database.
+// FuzzLoad: a member.db of any bytes is read by LoadFile without a change, and opened and
+// loaded, or refused with an error, without a panic; a refused file is left as it was. The seed is a real member database.
 func FuzzLoad(f *testing.F) {
 	dir := f.TempDir()
 	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
@@ -39,6 +39,13 @@ func FuzzLoad(f *testing.F) {
 		path := filepath.Join(dir, FileName)
 		if err := os.WriteFile(path, data, 0o600); err != nil {
 			t.Fatal(err)
+		}
+		// The read-only loader of the offline tools, first: it must leave every file as it was.
+		if _, err := LoadFile(dir); err != nil && !errors.Is(err, ErrNotBootstrapped) && !errors.As(err, new(*CorruptError)) {
+			t.Fatalf("LoadFile: %T %v", err, err)
+		}
+		if got, _ := os.ReadFile(path); !bytes.Equal(got, data) {
+			t.Fatal("LoadFile changed the file")
 		}
 		s, err := Open(dir)
 		if err != nil {

@@ -174,7 +174,7 @@ func open(dir string) (*Store, error) {
 	// damaged page ends the process; and a 0-byte file would become a new empty database, hiding
 	// what happened to the old one. So the file is checked first, writing nothing.
 	err := CheckFile(path)
-	if errors.Is(err, errInUse) {
+	if errors.Is(err, ErrInUse) {
 		return nil, fmt.Errorf("data directory %s is in use by another process", dir)
 	}
 	if err != nil {
@@ -216,15 +216,49 @@ func (s *Store) Load() (*State, error) {
 }
 
 func (s *Store) load() (*State, error) {
-	st := &State{}
+	var st *State
 	err := s.db.View(func(tx *bolt.Tx) error {
+		var err error
+		st, err = loadTx(tx)
+		return err
+	})
+	return st, err
+}
+
+// LoadFile reads the whole state of the member database in dir without writing anything: the
+// file is checked and opened read-only (ViewFile), no lock file or directory is created, and a
+// database another process holds for writing (a running member's) is ErrInUse. It is how
+// offline tools read a data directory they must leave exactly as it is.
+func LoadFile(dir string) (*State, error) {
+	if !Exists(dir) {
+		return nil, ErrNotBootstrapped
+	}
+	path := filepath.Join(dir, FileName)
+	var st *State
+	err := ViewFile(path, func(tx *bolt.Tx) error {
+		var err error
+		st, err = guard(func() (*State, error) { return loadTx(tx) })
+		return err
+	})
+	var ce *CorruptError
+	if err != nil && !errors.Is(err, ErrNotBootstrapped) && !errors.Is(err, ErrInUse) && !errors.As(err, &ce) {
+		err = &CorruptError{Path: path, Reason: err.Error()}
+	}
+	return st, err
+}
+
+// loadTx reads the whole state in one read transaction. A database without a member's
+// buckets is a *CorruptError.
+func loadTx(tx *bolt.Tx) (*State, error) {
+	st := &State{}
+	err := func() error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
 			return ErrNotBootstrapped
 		}
 		for _, b := range [][]byte{bucketLog, bucketMembers, bucketRemoved} {
 			if tx.Bucket(b) == nil {
-				return &CorruptError{Path: s.db.Path(), Reason: fmt.Sprintf("it has no %s bucket: not a member's database", b)}
+				return &CorruptError{Path: tx.DB().Path(), Reason: fmt.Sprintf("it has no %s bucket: not a member's database", b)}
 			}
 		}
 		st.MemberID = membership.ID(getUint(meta, keyMemberID))
@@ -263,7 +297,7 @@ func (s *Store) load() (*State, error) {
 		}
 		st.Cluster, err = loadCluster(tx, st.ClusterID)
 		return err
-	})
+	}()
 	return st, err
 }
 

@@ -23,6 +23,8 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/anishathalye/porcupine"
+
+	"github.com/clusterctl/clusterctl/pkg/datadir"
 )
 
 var (
@@ -191,6 +193,7 @@ func TestChaos(t *testing.T) {
 	}
 	c.stopAll(true)
 	checkLogs(t, c)
+	checkDataDirs(t, dir)
 	checkHistory(t, rec, initial, cfg, dir)
 	for _, f := range c.failures {
 		t.Error(f)
@@ -574,4 +577,27 @@ func cameBackReport(c *cluster) string {
 	sort.Strings(outcomes)
 	return fmt.Sprintf("restarted members came back: %d restarts, %d checked, %d skipped, %d failed (%d of them after the faults ended)\n%s",
 		total, done, skipped, total-done-skipped, c.cameBackAfterRun, strings.Join(outcomes, "\n"))
+}
+
+// checkDataDirs runs datadir check on every data directory the run left, the members stopped:
+// whatever the faults did, each stores the membership raft believes.
+func checkDataDirs(t *testing.T, dir string) {
+	t.Helper()
+	dirs, _ := filepath.Glob(filepath.Join(dir, "data", "*"))
+	checked := 0
+	for _, d := range dirs {
+		if _, err := os.Stat(filepath.Join(d, "member.db")); err != nil {
+			continue
+		}
+		r, err := datadir.Check(d)
+		if err != nil {
+			t.Errorf("datadir check %s: %v", d, err)
+			continue
+		}
+		for _, p := range r.Problems {
+			t.Errorf("datadir check %s: %s", d, p)
+		}
+		checked++
+	}
+	t.Logf("datadir check: %d data directories", checked)
 }

@@ -21,7 +21,8 @@ import (
 
 // The ports scripts/run-cluster.sh and the runbooks use; all below the kernel's ephemeral range,
 // so that no outgoing connection of another test can hold one.
-var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "12379", "12380", "12479", "12480"}
+var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "12379", "12380", "12479", "12480",
+	"13079", "13080", "13179", "13180", "13279", "13280", "13379", "13380"}
 
 // blocks returns the ```sh blocks of a markdown file, in order.
 func blocks(path string) ([]string, error) {

@@ -39,6 +39,7 @@ const (
 	exitNotLeader        = 28
 	exitNoAnswer         = 29
 	exitLocalWrite       = 30
+	exitUnsound          = 31
 	exitDegraded         = 33
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
@@ -93,12 +94,14 @@ func argumentError(err error) bool {
 		noName   *datadir.NameNotInClusterError
 		mismatch *datadir.PeerURLsMismatchError
 		etcd     *datadir.EtcdSnapshotError
+		notDir   *datadir.NotDataDirError
+		clusters *datadir.DifferentClustersError
 		peer     *client.PeerEndpointError
 		file     *client.SnapshotFileError
 	)
 	return errors.As(err, &noFile) || errors.As(err, &notEmpty) || errors.As(err, &clash) ||
 		errors.As(err, &noName) || errors.As(err, &mismatch) || errors.As(err, &etcd) || errors.As(err, &peer) ||
-		errors.As(err, &file)
+		errors.As(err, &file) || errors.As(err, &notDir) || errors.As(err, &clusters)
 }
 
 // exitCode is the code err ends the process with.
@@ -122,6 +125,8 @@ func exitCode(err error) int {
 		tokenInUse  *TokenInUseError
 		degraded    *DegradedError
 		noCurrent   *noCurrentContextError
+		dirInUse    *datadir.InUseError
+		unsound     *datadir.UnsoundError
 	)
 	switch {
 	case err == nil:
@@ -139,8 +144,10 @@ func exitCode(err error) int {
 	case errors.As(err, &timedOut):
 		// A read unanswered, or a change not sent: nothing changed, unlike 14.
 		return exitTimedOut
-	case errors.As(err, &restoring), errors.As(err, &saving):
+	case errors.As(err, &restoring), errors.As(err, &saving), errors.As(err, &dirInUse):
 		return exitInUse
+	case errors.As(err, &unsound):
+		return exitUnsound
 	case errors.As(err, &localWrite):
 		// This machine's disk, not the cluster: 1 would blame the server.
 		return exitLocalWrite

@@ -88,6 +88,12 @@ func TestExitCode(t *testing.T) {
 		{"snapshot file cannot be created", &client.SnapshotFileError{Path: "/ro/x.db.part", Err: syscall.EROFS}, 128},
 		{"save in progress", &client.SaveInProgressError{Part: "x.db.part"}, 25},
 		{"local write failed", &client.LocalWriteError{Path: "x.db.part", Err: syscall.ENOSPC}, 30},
+		{"data dir held by a running member", &datadir.InUseError{Dir: "d"}, 25},
+		{"not a data dir", &datadir.NotDataDirError{Dir: "d", Reason: "r"}, 128},
+		{"data dirs of different clusters", &datadir.DifferentClustersError{A: &datadir.DirStatus{}, B: &datadir.DirStatus{}}, 128},
+		{"damaged data dir", &datadir.DamagedError{Dir: "d", Err: &datadir.WALError{File: "w", Reason: "r"}}, 1},
+		{"no data dir to restart from", &datadir.NoRestartError{Reason: "r"}, 1},
+		{"membership unsound", &datadir.UnsoundError{Problems: 1, Paths: 1}, 31},
 		{"save interrupted by SIGINT", fmt.Errorf("snapshot save interrupted: %w", &interruptedError{syscall.SIGINT}), 130},
 		{"save interrupted by SIGTERM", fmt.Errorf("snapshot save interrupted: %w", &interruptedError{syscall.SIGTERM}), 143},
 	}

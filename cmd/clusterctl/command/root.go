@@ -126,6 +126,7 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
 	root.AddCommand(newDiscoveryCmd(g))
 	root.AddCommand(newEndpointCmd(g), newMoveLeaderCmd(g), newVersionCmd(g))
 	root.AddCommand(newClusterCmd(g), newConfigCmd(g))
+	root.AddCommand(newDataDirCmd(g))
 	registerCompletions(root)
 	return root
 }

@@ -1,0 +1,302 @@
+package datadir
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/raft/v3/raftpb"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
+)
+
+// CheckResult is what Check found in one data directory or snapshot file.
+type CheckResult struct {
+	Path string
+	Kind string // KindClusterd or KindEtcd
+	// Snapshot says Path is a snapshot file rather than a data directory.
+	Snapshot bool
+	// Compared names each pair of places that were compared, in order, as the docs name them.
+	Compared []string
+	// Problems are the disagreements, one per member and place; none when sound.
+	Problems []Problem
+}
+
+// Sound reports whether nothing disagreed.
+func (r *CheckResult) Sound() bool { return len(r.Problems) == 0 }
+
+// Problem is one disagreement about one member.
+type Problem struct {
+	MemberID membership.ID
+	Text     string // names both sides
+}
+
+func (p Problem) String() string { return fmt.Sprintf("member %s: %s", p.MemberID, p.Text) }
+
+// UnsoundError is a check that found disagreements in Paths of the paths it was given: the
+// membership stored is not the one raft believes, or breaks a rule every membership keeps.
+type UnsoundError struct {
+	Problems, Paths int
+}
+
+func (e *UnsoundError) Error() string {
+	return fmt.Sprintf("the stored membership is unsound: %d %s in %d %s",
+		e.Problems, plural(e.Problems, "disagreement"), e.Paths, plural(e.Paths, "path"))
+}
+
+func plural(n int, word string) string {
+	if n == 1 {
+		return word
+	}
+	return word + "s"
+}
+
+// Check checks the membership stored in a stopped member's data directory or in a snapshot
+// file, clusterd's or etcd's, against raft's configuration stored in the same place, and the
+// rules every membership keeps (no removed ID listed as a member, peer URLs for every member,
+// one name per member). It writes nothing into the directory; a snapshot file's database is
+// read from a temporary copy, as snapshot status reads it. Errors are ReadDir's for a
+// directory and ReadStatus's for a file; disagreements are not errors but Problems.
+func Check(path string) (*CheckResult, error) {
+	fi, err := os.Stat(path)
+	if err == nil && !fi.IsDir() {
+		return checkSnapshot(path)
+	}
+	st, err := ReadDir(path)
+	if err != nil {
+		return nil, err
+	}
+	return st.Check, nil
+}
+
+// checkSnapshot checks the database of a snapshot file (clusterd's or etcd's snapshot save).
+func checkSnapshot(path string) (*CheckResult, error) {
+	dir, _, _, err := extract(path)
+	if err != nil {
+		return nil, err
+	}
+	defer os.RemoveAll(dir)
+	db := filepath.Join(dir, storage.FileName)
+	var b *etcdBackend
+	err = storage.ViewFile(db, func(tx *bolt.Tx) error {
+		if !isEtcd(tx) {
+			return nil
+		}
+		var err error
+		b, err = readEtcdBackend(tx)
+		return err
+	})
+	if err == nil && b != nil {
+		r := &CheckResult{Path: path, Kind: KindEtcd, Snapshot: true}
+		checkEtcdBackend(r, b)
+		return r, nil
+	}
+	var st *storage.State
+	if err == nil {
+		st, err = storage.LoadFile(dir)
+	}
+	if err != nil {
+		return nil, snapshotContentError(path, err)
+	}
+	r := checkClusterd(path, st)
+	r.Snapshot = true
+	return r, nil
+}
+
+// checkClusterd checks a clusterd member's state. clusterd stores raft's configuration only in
+// its snapshot, beside the membership of the same index; after it, raft's configuration is by
+// construction the applied membership's (raftnode's invariant), so the applied membership is
+// compared with it only when nothing was applied since the snapshot.
+func checkClusterd(path string, st *storage.State) *CheckResult {
+	r := &CheckResult{Path: path, Kind: KindClusterd}
+	snap := st.Snapshot
+	at := snap.GetMetadata().GetIndex()
+	if snap != nil {
+		where := fmt.Sprintf("the snapshot's configuration (index %d)", at)
+		if sc, err := storage.SnapshotCluster(snap); err != nil {
+			r.Problems = append(r.Problems, Problem{Text: "the snapshot's membership does not decode: " + err.Error()})
+		} else {
+			r.compare("the snapshot's membership", sc, where, snap.GetMetadata().GetConfState())
+		}
+		if st.Applied == at {
+			r.compare("the members bucket", st.Cluster, where, snap.GetMetadata().GetConfState())
+		}
+	}
+	r.rules("the members bucket", st.Cluster)
+	return r
+}
+
+// checkEtcd checks an etcd member's backend, WAL and newest snap file.
+func checkEtcd(path string, b *etcdBackend, w *walLog, snap *raftpb.SnapshotMetadata, snapName string) *CheckResult {
+	r := &CheckResult{Path: path, Kind: KindEtcd}
+	checkEtcdBackend(r, b)
+	if cs, ok := w.confStateAt(b.ConsistentIndex); ok {
+		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the WAL's configuration at index %d", b.ConsistentIndex), cs)
+	}
+	if snap != nil {
+		if cs, ok := w.confStateAt(snap.GetIndex()); ok {
+			r.compareConf(fmt.Sprintf("snap file %s", snapName), snap.GetConfState(),
+				fmt.Sprintf("the WAL's configuration at index %d", snap.GetIndex()), cs)
+		}
+	}
+	return r
+}
+
+// checkEtcdBackend checks etcd's members and members_removed buckets against its meta
+// confState, and the rules.
+func checkEtcdBackend(r *CheckResult, b *etcdBackend) {
+	if b.ConfState != nil {
+		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the backend's confState (index %d)", b.ConsistentIndex), b.ConfState)
+	}
+	r.rules("the members bucket", b.Cluster)
+}
+
+// role is a member's role in one place: "voter", "learner", or "" when it is not there.
+type role string
+
+func (r role) String() string {
+	if r == "" {
+		return "no such member"
+	}
+	return string(r)
+}
+
+func membershipRoles(c *membership.Cluster) map[membership.ID]role {
+	out := map[membership.ID]role{}
+	for id, m := range c.Members {
+		out[id] = "voter"
+		if m.IsLearner {
+			out[id] = "learner"
+		}
+	}
+	return out
+}
+
+func confRoles(cs *raftpb.ConfState) map[membership.ID]role {
+	out := map[membership.ID]role{}
+	for _, id := range cs.GetVoters() {
+		out[membership.ID(id)] = "voter"
+	}
+	for _, id := range cs.GetLearners() {
+		out[membership.ID(id)] = "learner"
+	}
+	return out
+}
+
+// compare records every member whose role in the membership c (held in place side) differs
+// from its role in raft's configuration cs (held in place raft).
+func (r *CheckResult) compare(side string, c *membership.Cluster, raft string, cs *raftpb.ConfState) {
+	r.Compared = append(r.Compared, side+" with "+raft)
+	r.diff(side, membershipRoles(c), raft, confRoles(cs))
+	if len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearnersNext()) > 0 {
+		r.Problems = append(r.Problems, Problem{Text: raft + " is a joint configuration, which neither clusterd nor etcd makes"})
+	}
+}
+
+// compareConf is compare for two of raft's configurations.
+func (r *CheckResult) compareConf(side string, a *raftpb.ConfState, other string, b *raftpb.ConfState) {
+	r.Compared = append(r.Compared, side+" with "+other)
+	r.diff(side, confRoles(a), other, confRoles(b))
+}
+
+func (r *CheckResult) diff(side string, a map[membership.ID]role, other string, b map[membership.ID]role) {
+	ids := map[membership.ID]bool{}
+	for id := range a {
+		ids[id] = true
+	}
+	for id := range b {
+		ids[id] = true
+	}
+	for _, id := range sortedIDs(ids) {
+		if a[id] != b[id] {
+			r.Problems = append(r.Problems, Problem{MemberID: id,
+				Text: fmt.Sprintf("%s says %s, %s says %s", side, a[id], other, b[id])})
+		}
+	}
+}
+
+// rules records the members of c that break a rule every membership keeps.
+func (r *CheckResult) rules(side string, c *membership.Cluster) {
+	names := map[string][]membership.ID{}
+	for _, m := range c.List() {
+		if c.IsRemoved(m.ID) {
+			r.Problems = append(r.Problems, Problem{MemberID: m.ID,
+				Text: side + " lists it as a member, the removed IDs list it as removed"})
+		}
+		if len(m.PeerURLs) == 0 {
+			r.Problems = append(r.Problems, Problem{MemberID: m.ID, Text: side + " gives it no peer URLs"})
+		}
+		if m.Name != "" {
+			names[m.Name] = append(names[m.Name], m.ID)
+		}
+	}
+	for _, m := range c.List() {
+		if others := names[m.Name]; len(others) > 1 {
+			var list []string
+			for _, id := range others {
+				if id != m.ID {
+					list = append(list, id.String())
+				}
+			}
+			r.Problems = append(r.Problems, Problem{MemberID: m.ID,
+				Text: fmt.Sprintf("%s names it %q, as it names %s", side, m.Name, strings.Join(list, ", "))})
+		}
+	}
+}
+
+func sortedIDs(ids map[membership.ID]bool) []membership.ID {
+	out := make([]membership.ID, 0, len(ids))
+	for id := range ids {
+		out = append(out, id)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// conf is raft's configuration being replayed: each ID's role.
+type conf map[uint64]role
+
+func newConf(cs *raftpb.ConfState) conf {
+	c := conf{}
+	for _, id := range cs.GetVoters() {
+		c[id] = "voter"
+	}
+	for _, id := range cs.GetLearners() {
+		c[id] = "learner"
+	}
+	return c
+}
+
+// apply applies one conf change as raft does for etcd's (never joint) changes.
+func (c conf) apply(cc *raftpb.ConfChange) {
+	id := cc.GetNodeId()
+	if id == 0 {
+		return
+	}
+	switch cc.GetType() {
+	case raftpb.ConfChangeAddNode:
+		c[id] = "voter"
+	case raftpb.ConfChangeAddLearnerNode:
+		c[id] = "learner"
+	case raftpb.ConfChangeRemoveNode:
+		delete(c, id)
+	}
+}
+
+func (c conf) confState() *raftpb.ConfState {
+	cs := &raftpb.ConfState{}
+	for id, r := range c {
+		if r == "voter" {
+			cs.Voters = append(cs.Voters, id)
+		} else {
+			cs.Learners = append(cs.Learners, id)
+		}
+	}
+	slices.Sort(cs.Voters)
+	slices.Sort(cs.Learners)
+	return cs
+}

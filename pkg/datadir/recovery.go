@@ -1,0 +1,201 @@
+package datadir
+
+import (
+	"cmp"
+	"fmt"
+	"path/filepath"
+	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// Recovery is the choice among the data directories of one cluster after a majority is lost:
+// the one to restart with --force-new-cluster, why, and the steps, as commands.
+type Recovery struct {
+	Chosen *DirStatus // nil when none can be restarted from
+	Reason string
+	Steps  []Step
+}
+
+// Step is one step of the recovery: what it does, and its commands, in order.
+type Step struct {
+	Say      string
+	Commands []string
+}
+
+// DifferentClustersError refuses to rank data directories of different clusters, or of
+// clusterd and etcd: the most advanced of them means nothing.
+type DifferentClustersError struct{ A, B *DirStatus }
+
+func (e *DifferentClustersError) Error() string {
+	return fmt.Sprintf("%s is %s cluster %s's and %s is %s cluster %s's: rank the data directories of one cluster at a time",
+		e.A.Dir, e.A.Kind, e.A.ClusterID, e.B.Dir, e.B.Kind, e.B.ClusterID)
+}
+
+// NoRestartError is a set of data directories none of which can be restarted from.
+type NoRestartError struct{ Reason string }
+
+func (e *NoRestartError) Error() string { return e.Reason }
+
+// excluded says why a directory cannot be restarted from, or "" when it can: --force-new-cluster
+// refuses a removed member's and a learner's, and a membership that disagrees with raft's would
+// be carried into the new cluster.
+func excluded(s *DirStatus) string {
+	m := s.Cluster.Members[s.MemberID]
+	switch {
+	case s.Tombstone:
+		return "its member was removed"
+	case m == nil:
+		return "its own membership does not list it"
+	case m.IsLearner:
+		return "it is a learner's"
+	case !s.Check.Sound():
+		return "its membership is unsound (datadir check)"
+	}
+	return ""
+}
+
+// ahead orders a before b when a's committed log is the more advanced: the higher term at the
+// commit index, then the higher commit index, then the more applied, then the longer log.
+// --force-new-cluster keeps the log up to the commit index and drops the rest.
+func ahead(a, b *DirStatus) int {
+	return cmp.Or(cmp.Compare(b.CommitTerm, a.CommitTerm), cmp.Compare(b.CommitIndex, a.CommitIndex),
+		cmp.Compare(b.AppliedIndex, a.AppliedIndex), cmp.Compare(b.LastIndex, a.LastIndex))
+}
+
+// Rank chooses, among the data directories of one cluster, the one to restart from: of those
+// that can be (not a removed member's, not a learner's, with a sound membership), the one
+// whose committed log is the most advanced; of equals, the first given. It refuses directories
+// of different clusters with a *DifferentClustersError, and a set none of which can be
+// restarted from with a *NoRestartError (the Recovery still says why of each).
+func Rank(dirs []*DirStatus) (*Recovery, error) {
+	if len(dirs) == 0 {
+		return &Recovery{}, &NoRestartError{Reason: "no data directory given"}
+	}
+	for _, d := range dirs[1:] {
+		if d.Kind != dirs[0].Kind || d.ClusterID != dirs[0].ClusterID {
+			return nil, &DifferentClustersError{A: dirs[0], B: d}
+		}
+	}
+	var ok, out []string
+	var best *DirStatus
+	for _, d := range dirs {
+		if why := excluded(d); why != "" {
+			out = append(out, fmt.Sprintf("%s is left out: %s", d.Dir, why))
+			continue
+		}
+		if best == nil || ahead(d, best) < 0 {
+			best = d
+		}
+	}
+	if best == nil {
+		r := &Recovery{Reason: "no data directory can be restarted from: " + strings.Join(out, "; ")}
+		return r, &NoRestartError{Reason: r.Reason}
+	}
+	for _, d := range dirs {
+		if d != best && excluded(d) == "" {
+			ok = append(ok, fmt.Sprintf("%s has index %d at term %d", d.Dir, d.CommitIndex, d.CommitTerm))
+		}
+	}
+	reason := fmt.Sprintf("%s (%s) has the most advanced committed log: index %d at term %d, applied %d",
+		best.Dir, best.Name, best.CommitIndex, best.CommitTerm, best.AppliedIndex)
+	if len(ok) > 0 {
+		reason += "; " + strings.Join(ok, "; ")
+	}
+	if len(out) > 0 {
+		reason += "; " + strings.Join(out, "; ")
+	}
+	return &Recovery{Chosen: best, Reason: reason, Steps: steps(best, dirs)}, nil
+}
+
+// steps are the commands of the recovery from chosen, with this machine's paths: the others'
+// data moved aside (never deleted), a copy of the chosen one, its start with
+// --force-new-cluster, then every other member added back one at a time (docs/runbooks/
+// majority-loss.md for clusterd, majority-loss-etcd.md for etcd).
+func steps(chosen *DirStatus, dirs []*DirStatus) []Step {
+	server := chosen.Kind // the binary: clusterd or etcd
+	self := chosen.Cluster.Members[chosen.MemberID]
+	dirOf := map[membership.ID]string{}
+	var aside []string
+	for _, d := range dirs {
+		if d == chosen {
+			continue
+		}
+		p := abs(d.Dir)
+		dirOf[d.MemberID] = p
+		aside = append(aside, fmt.Sprintf("mv %s %s", quote(p), quote(p+".aside")))
+	}
+	chosenDir := abs(chosen.Dir)
+	endpoints := strings.Join(self.ClientURLs, ",")
+	var out []Step
+	out = append(out, Step{Say: "Stop every member of the cluster that still runs, on every host."})
+	if len(aside) > 0 {
+		out = append(out, Step{Say: "Move the other data directories aside; never delete them.", Commands: aside})
+	}
+	out = append(out,
+		Step{Say: "Keep a copy of the chosen data directory.", Commands: []string{
+			fmt.Sprintf("cp -a %s %s", quote(chosenDir), quote(chosenDir+".backup"))}},
+		Step{Say: fmt.Sprintf("Start %s from it as a one-member cluster (in a terminal or unit of its own), and wait until it lists itself alone.", chosen.Name), Commands: []string{
+			fmt.Sprintf("%s --name %s --data-dir %s --force-new-cluster %s", server, quote(chosen.Name), quote(chosenDir), listenFlags(self, true)),
+			fmt.Sprintf("clusterctl --endpoints=%s member list", endpoints)}})
+	for _, m := range chosen.Cluster.List() {
+		if m.ID == chosen.MemberID {
+			continue
+		}
+		dir, ok := dirOf[m.ID]
+		if !ok {
+			dir = "<its empty data directory>"
+		}
+		// A member that never started has no name yet: its ID stands for it.
+		label := cmp.Or(m.Name, m.ID.String())
+		name := quote(label)
+		cmds := []string{
+			fmt.Sprintf("clusterctl --endpoints=%s member add %s --peer-urls=%s --learner -w env > %s", endpoints, name, strings.Join(m.PeerURLs, ","), quote(label+".env")),
+			fmt.Sprintf("(set -a; . ./%s; exec %s --data-dir %s %s)", quote(label+".env"), server, quote(dir), listenFlags(m, false)),
+		}
+		say := fmt.Sprintf("Add %s back as a learner, start it on an empty data directory from the printed environment", label)
+		if !m.IsLearner {
+			cmds = append(cmds, fmt.Sprintf("clusterctl --endpoints=%s member promote %s --wait=60s", endpoints, name))
+			say += ", and promote it"
+		}
+		if server == KindEtcd {
+			say += " (etcd refuses a change in its first seconds with exit 12: run it again)"
+		}
+		out = append(out, Step{Say: say + ".", Commands: cmds})
+	}
+	return out
+}
+
+// listenFlags are the flags a member listens and advertises with: on the URLs the membership
+// gives it (change --listen-* to listen on other addresses). The initial advertised peer URLs
+// are given only where no environment file gives them.
+func listenFlags(m *membership.Member, advertisePeers bool) string {
+	peers := strings.Join(m.PeerURLs, ",")
+	f := []string{"--listen-peer-urls " + peers}
+	if advertisePeers {
+		f = append(f, "--initial-advertise-peer-urls "+peers)
+	}
+	if len(m.ClientURLs) > 0 {
+		clients := strings.Join(m.ClientURLs, ",")
+		f = append(f, "--listen-client-urls "+clients, "--advertise-client-urls "+clients)
+	}
+	return strings.Join(f, " ")
+}
+
+func abs(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
+}
+
+// quote single-quotes s for a POSIX shell when it holds anything but the safe characters.
+func quote(s string) string {
+	safe := s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
+	}) < 0
+	if safe {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}

@@ -1,0 +1,439 @@
+package datadir
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
+)
+
+// etcd's write-ahead log (server/storage/wal), read without etcd's server module, as etcdKey
+// reads its key-values without its API module: importing storage/wal would add etcd's API, zap
+// and Prometheus to clusterctl, a package init every command pays for (docs/benchmarks.md).
+// What is read is the framing and four record types; every number below is etcd's on-disk
+// format: never change.
+const (
+	walMetadata = 1 // etcdserverpb.Metadata: NodeID (1), ClusterID (2)
+	walEntry    = 2 // raftpb.Entry
+	walState    = 3 // raftpb.HardState
+	walCRC      = 4 // the CRC of everything before, at the start of each file
+	walSnapshot = 5 // walpb.Snapshot: Index (1), Term (2), ConfState (3)
+)
+
+// walCRCTable is etcd's: Castagnoli, chained over the data of every record of every file.
+var walCRCTable = crc32.MakeTable(crc32.Castagnoli)
+
+// walEntryInfo is what is kept of an entry: its place, and its data only when it changes the
+// configuration (the other entries hold the key space, which may be large).
+type walEntryInfo struct {
+	Index, Term uint64
+	ConfChange  *raftpb.ConfChange // nil unless the entry is a conf change
+}
+
+// walSnapshotInfo is a snapshot record: the WAL restarts from it.
+type walSnapshotInfo struct {
+	Index, Term uint64
+	ConfState   *raftpb.ConfState // nil before etcd 3.5
+}
+
+// walLog is what an etcd member's WAL holds, as etcd's ReadAll would read it from its first
+// snapshot record on.
+type walLog struct {
+	NodeID, ClusterID uint64
+	HardState         *raftpb.HardState
+	Snapshots         []walSnapshotInfo
+	Entries           []walEntryInfo // consecutive indexes, a later entry replacing the log from its index on
+	// TornTail says the last file ended in a record that was cut short or fails its CRC: etcd
+	// drops it on its next start (a torn write), and so is it here.
+	TornTail bool
+}
+
+// WALError is an etcd WAL that cannot be read: a record that fails its CRC or does not decode
+// before the end of the last file, or two files with different member IDs.
+type WALError struct {
+	File   string
+	Reason string
+}
+
+func (e *WALError) Error() string { return fmt.Sprintf("WAL file %s: %s", e.File, e.Reason) }
+
+// walFiles lists the WAL files in dir in etcd's order (their names: sequence-index.wal).
+func walFiles(dir string) ([]string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, err
+	}
+	var names []string
+	for _, de := range des {
+		if !de.IsDir() && strings.HasSuffix(de.Name(), ".wal") {
+			names = append(names, filepath.Join(dir, de.Name()))
+		}
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// readWAL reads every WAL file in dir, in order, reading nothing past the first zero length in a
+// file (etcd preallocates its files with zeros).
+func readWAL(dir string) (*walLog, error) {
+	files, err := walFiles(dir)
+	if err != nil {
+		return nil, err
+	}
+	if len(files) == 0 {
+		return nil, &WALError{File: dir, Reason: "no .wal file"}
+	}
+	w := &walLog{HardState: &raftpb.HardState{}}
+	r := &walReader{log: w}
+	for i, f := range files {
+		if err := r.readFile(f, i == len(files)-1); err != nil {
+			return nil, err
+		}
+		if w.TornTail {
+			break
+		}
+	}
+	return w, nil
+}
+
+// walReader decodes records one after the other, carrying the CRC across files.
+type walReader struct {
+	log *walLog
+	crc uint32
+}
+
+// readFile decodes the records of one file. A record that is cut short or fails its CRC ends
+// the log when the file is the last (etcd's torn write); anywhere else it is a *WALError.
+func (r *walReader) readFile(path string, last bool) error {
+	f, err := os.Open(path)
+	if err != nil {
+		return err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return err
+	}
+	name := filepath.Base(path)
+	br := bufio.NewReader(f)
+	for off := int64(0); ; {
+		var lenField [8]byte
+		if _, err := io.ReadFull(br, lenField[:]); errors.Is(err, io.EOF) {
+			return nil
+		} else if err != nil {
+			return r.bad(name, last, "a record's length is cut short")
+		}
+		l := binary.LittleEndian.Uint64(lenField[:])
+		if l == 0 {
+			return nil // preallocated space
+		}
+		size, pad := int64(l&^(0xff<<56)), int64(0)
+		if l>>63 == 1 {
+			pad = int64((l >> 56) & 0x7)
+		}
+		off += 8
+		if size+pad > fi.Size()-off {
+			return r.bad(name, last, fmt.Sprintf("a record of %d bytes at offset %d runs past the end of the file", size, off-8))
+		}
+		buf := make([]byte, size+pad)
+		if _, err := io.ReadFull(br, buf); err != nil {
+			return r.bad(name, last, "a record is cut short")
+		}
+		off += size + pad
+		if err := r.record(buf[:size]); err != nil {
+			return r.bad(name, last, fmt.Sprintf("the record ending at offset %d: %v", off, err))
+		}
+	}
+}
+
+// bad ends the log at a damaged record of the last file, or refuses one of an earlier file.
+func (r *walReader) bad(name string, last bool, reason string) error {
+	if last {
+		r.log.TornTail = true
+		return nil
+	}
+	return &WALError{File: name, Reason: reason}
+}
+
+// record decodes one walpb.Record (Type 1, Crc 2, Data 3), checks its CRC and keeps what it says.
+func (r *walReader) record(b []byte) error {
+	var typ int64
+	var crc uint32
+	var data []byte
+	err := protoFields(b, func(num protowire.Number, v uint64, bs []byte) {
+		switch num {
+		case 1:
+			typ = int64(v)
+		case 2:
+			crc = uint32(v)
+		case 3:
+			data = bs
+		}
+	})
+	if err != nil {
+		return err
+	}
+	if typ == walCRC {
+		// A new file starts with the CRC of everything before it.
+		if r.crc != 0 && crc != r.crc {
+			return fmt.Errorf("the file's first CRC %08x is not the previous file's %08x", crc, r.crc)
+		}
+		r.crc = crc
+		return nil
+	}
+	r.crc = crc32.Update(r.crc, walCRCTable, data)
+	if crc != r.crc {
+		return fmt.Errorf("CRC mismatch")
+	}
+	return r.keep(typ, data)
+}
+
+// keep records what one record of type typ says.
+func (r *walReader) keep(typ int64, data []byte) error {
+	w := r.log
+	switch typ {
+	case walMetadata:
+		var node, cluster uint64
+		if err := protoFields(data, func(num protowire.Number, v uint64, _ []byte) {
+			switch num {
+			case 1:
+				node = v
+			case 2:
+				cluster = v
+			}
+		}); err != nil {
+			return fmt.Errorf("metadata: %w", err)
+		}
+		if w.NodeID != 0 && (node != w.NodeID || cluster != w.ClusterID) {
+			return fmt.Errorf("metadata of member %016x in a WAL of member %016x", node, w.NodeID)
+		}
+		w.NodeID, w.ClusterID = node, cluster
+	case walState:
+		hs := &raftpb.HardState{}
+		if err := proto.Unmarshal(data, hs); err != nil {
+			return fmt.Errorf("hard state: %w", err)
+		}
+		// etcd writes an empty state when nothing changed; it never means a reset.
+		if hs.GetTerm() != 0 || hs.GetVote() != 0 || hs.GetCommit() != 0 {
+			w.HardState = hs
+		}
+	case walEntry:
+		return r.entry(data)
+	case walSnapshot:
+		return r.snapshot(data)
+	}
+	return nil
+}
+
+func (r *walReader) entry(data []byte) error {
+	e := &raftpb.Entry{}
+	if err := proto.Unmarshal(data, e); err != nil {
+		return fmt.Errorf("entry: %w", err)
+	}
+	info := walEntryInfo{Index: e.GetIndex(), Term: e.GetTerm()}
+	switch e.GetType() {
+	case raftpb.EntryConfChange:
+		cc := &raftpb.ConfChange{}
+		if err := proto.Unmarshal(e.GetData(), cc); err != nil {
+			return fmt.Errorf("conf change at %d: %w", e.GetIndex(), err)
+		}
+		info.ConfChange = cc
+	case raftpb.EntryConfChangeV2:
+		return fmt.Errorf("conf change v2 at %d: etcd never writes one", e.GetIndex())
+	}
+	w := r.log
+	if n := len(w.Entries); n > 0 && info.Index > w.Entries[0].Index && info.Index <= w.Entries[n-1].Index+1 {
+		// An entry at index i replaces the log from i on (raft overwrote a follower's tail).
+		w.Entries = append(w.Entries[:info.Index-w.Entries[0].Index], info)
+		return nil
+	}
+	// The first entry, or one after a gap (the files before were purged): the log starts here.
+	w.Entries = append(w.Entries[:0], info)
+	return nil
+}
+
+func (r *walReader) snapshot(data []byte) error {
+	var s walSnapshotInfo
+	var csBytes []byte
+	if err := protoFields(data, func(num protowire.Number, v uint64, bs []byte) {
+		switch num {
+		case 1:
+			s.Index = v
+		case 2:
+			s.Term = v
+		case 3:
+			csBytes = bs
+		}
+	}); err != nil {
+		return fmt.Errorf("snapshot: %w", err)
+	}
+	if csBytes != nil {
+		s.ConfState = &raftpb.ConfState{}
+		if err := proto.Unmarshal(csBytes, s.ConfState); err != nil {
+			return fmt.Errorf("snapshot's conf state: %w", err)
+		}
+	}
+	r.log.Snapshots = append(r.log.Snapshots, s)
+	return nil
+}
+
+// protoFields calls f for each field of the protobuf message b: its number, and its value as a
+// number (varint or fixed) or as bytes. It refuses what does not decode.
+func protoFields(b []byte, f func(num protowire.Number, v uint64, bs []byte)) error {
+	for len(b) > 0 {
+		num, typ, n := protowire.ConsumeTag(b)
+		if n < 0 {
+			return protowire.ParseError(n)
+		}
+		b = b[n:]
+		switch typ {
+		case protowire.VarintType:
+			v, n := protowire.ConsumeVarint(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			f(num, v, nil)
+			b = b[n:]
+		case protowire.BytesType:
+			v, n := protowire.ConsumeBytes(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			f(num, 0, v)
+			b = b[n:]
+		case protowire.Fixed32Type:
+			v, n := protowire.ConsumeFixed32(b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			f(num, uint64(v), nil)
+			b = b[n:]
+		default:
+			n := protowire.ConsumeFieldValue(num, typ, b)
+			if n < 0 {
+				return protowire.ParseError(n)
+			}
+			b = b[n:]
+		}
+	}
+	return nil
+}
+
+// LastIndex is the index of the log's last entry, or of its last snapshot when no entry follows.
+func (w *walLog) LastIndex() uint64 {
+	var last uint64
+	if n := len(w.Snapshots); n > 0 {
+		last = w.Snapshots[n-1].Index
+	}
+	if n := len(w.Entries); n > 0 {
+		last = max(last, w.Entries[n-1].Index)
+	}
+	return last
+}
+
+// termAt is the term of the entry at index i, if the log has it (or a snapshot record at i).
+func (w *walLog) termAt(i uint64) (uint64, bool) {
+	if n := len(w.Entries); n > 0 && i >= w.Entries[0].Index && i <= w.Entries[n-1].Index {
+		return w.Entries[i-w.Entries[0].Index].Term, true
+	}
+	for _, s := range w.Snapshots {
+		if s.Index == i {
+			return s.Term, true
+		}
+	}
+	return 0, false
+}
+
+// confStateAt is raft's configuration after the entry at index i, from the last snapshot record
+// at or below i with a configuration and the conf changes after it, applied as raft applies
+// them. ok is false when the WAL cannot say: no such snapshot record (written before etcd 3.5),
+// or entries missing between it and i. A conf change etcd refused at apply time (it applies it
+// with no node) is not told apart here; see docs/commands/datadir-check.md.
+func (w *walLog) confStateAt(i uint64) (cs *raftpb.ConfState, ok bool) {
+	var from *walSnapshotInfo
+	for k := range w.Snapshots {
+		s := &w.Snapshots[k]
+		if s.Index == 0 && s.ConfState == nil {
+			// A new member's WAL starts at index 0, where the configuration is empty: its
+			// first entries add the initial members.
+			s.ConfState = &raftpb.ConfState{}
+		}
+		if s.Index <= i && s.ConfState != nil && (from == nil || s.Index >= from.Index) {
+			from = s
+		}
+	}
+	if from == nil {
+		return nil, false
+	}
+	c := newConf(from.ConfState)
+	for next := from.Index + 1; next <= i; next++ {
+		t, has := w.entryAt(next)
+		if !has {
+			return nil, false
+		}
+		if t.ConfChange != nil {
+			c.apply(t.ConfChange)
+		}
+	}
+	return c.confState(), true
+}
+
+func (w *walLog) entryAt(i uint64) (walEntryInfo, bool) {
+	if n := len(w.Entries); n > 0 && i >= w.Entries[0].Index && i <= w.Entries[n-1].Index {
+		return w.Entries[i-w.Entries[0].Index], true
+	}
+	return walEntryInfo{}, false
+}
+
+// readSnapFiles reads the newest etcd .snap file in dir (member/snap): a snappb.Snapshot whose
+// data is a raftpb.Snapshot; only its metadata is kept. None there is nil, nil. A file that does
+// not decode or fails its CRC is a *WALError naming it, as etcd would refuse it too.
+func readSnapFile(dir string) (*raftpb.SnapshotMetadata, string, error) {
+	des, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, "", err
+	}
+	var newest string
+	for _, de := range des {
+		if !de.IsDir() && strings.HasSuffix(de.Name(), ".snap") && de.Name() > newest {
+			newest = de.Name()
+		}
+	}
+	if newest == "" {
+		return nil, "", nil
+	}
+	b, err := os.ReadFile(filepath.Join(dir, newest))
+	if err != nil {
+		return nil, "", err
+	}
+	var crc uint32
+	var data []byte
+	if err := protoFields(b, func(num protowire.Number, v uint64, bs []byte) {
+		switch num {
+		case 1:
+			crc = uint32(v)
+		case 2:
+			data = bs
+		}
+	}); err != nil {
+		return nil, "", &WALError{File: newest, Reason: err.Error()}
+	}
+	if crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)) != crc {
+		return nil, "", &WALError{File: newest, Reason: "CRC mismatch"}
+	}
+	s := &raftpb.Snapshot{}
+	if err := proto.Unmarshal(data, s); err != nil {
+		return nil, "", &WALError{File: newest, Reason: err.Error()}
+	}
+	return s.GetMetadata(), newest, nil
+}
