@@ -1,13 +1,16 @@
 package server_test
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -23,7 +26,9 @@ import (
 )
 
 // A cluster that lost its majority restarts from one survivor's data, grows back one member
-// at a time, and the old members are refused when they come back.
+// at a time, and the old members are refused when they come back; an old member does not take
+// the forced member's word that it is removed (the others it knew do not confirm it), so its
+// data survives.
 func TestForceNewCluster(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	ctx, cancel := ctxWithName("l0")
@@ -49,12 +54,57 @@ func TestForceNewCluster(t *testing.T) {
 	n, _, initial := addMember(t, survivor.Client(t), "fresh", false)
 	n.Start(t, n.Config(initial, "existing", nil))
 	servertest.WaitMembers(t, n, 2, true)
-	// An old member started on its data learns it was removed, and stops.
+	// An old member started on its data is refused, is told it was removed, asks the voters it
+	// knew, is not confirmed, and says so; it keeps its data.
 	old := ms[1]
-	old.Start(t, old.Config("x=http://127.0.0.1:1", "existing", nil))
-	if err := old.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
+	logs := &lockedBuffer{}
+	old.Start(t, old.Config("x=http://127.0.0.1:1", "existing", func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) }))
+	servertest.Eventually(t, 15*time.Second, func() error {
+		if !strings.Contains(logs.String(), "a majority of the cluster's voters does not confirm it: ignored") {
+			return errors.New("the old member did not log the unconfirmed removal")
+		}
+		return nil
+	})
+	if err := old.Stop(); err != nil {
 		t.Fatalf("old member: %v", err)
 	}
+	if st := load(t, old.Dir); st.Removed {
+		t.Fatal("the old member wrote a tombstone on the forced member's word")
+	}
+	servertest.WaitMembers(t, n, 2, true)
+}
+
+// load reads a stopped member's stored state.
+func load(t *testing.T, dir string) *storage.State {
+	t.Helper()
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// lockedBuffer is a log that a member writes while the test reads it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
 
 func TestForceNewClusterRefusals(t *testing.T) {
@@ -169,7 +219,8 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 // the two others run and have a leader, a quorum of three. The cluster stays as it was. With the
 // override it goes ahead.
 func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
-	ms := servertest.Start(t, 3, nil)
+	logs := map[string]*lockedBuffer{"m0": {}, "m1": {}, "m2": {}}
+	ms := servertest.Start(t, 3, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs[c.Name], nil)) })
 	m := ms[0]
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
@@ -201,7 +252,9 @@ func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
 	m.Start(t, m.Config(servertest.InitialCluster(ms), "new", nil))
 	servertest.WaitMembers(t, m, 3, true)
 
-	// The override: the others are removed, as the flag says.
+	// The override: the others are removed from the forced member's cluster, as the flag says,
+	// but they do not take its word for it: they go on as the cluster they were, with a leader,
+	// during the forced member's run and after it, and keep their data.
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +262,29 @@ func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
 		c.ForceNewCluster, c.ForceNewClusterBypassLiveCheck = true, true
 	}))
 	servertest.WaitMembers(t, m, 1, true)
+	for _, other := range ms[1:] {
+		servertest.Eventually(t, servertest.WaitTimeout, func() error {
+			if !strings.Contains(logs[other.Name].String(), "a majority of the cluster's voters does not confirm it: ignored") {
+				return fmt.Errorf("%s did not log the unconfirmed removal", other.Name)
+			}
+			return nil
+		})
+		servertest.WaitMembers(t, other, 3, true)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range ms[1:] {
+		servertest.WaitMembers(t, other, 3, true)
+	}
+	for _, other := range ms[1:] {
+		if err := other.Stop(); err != nil {
+			t.Fatalf("%s: %v", other.Name, err)
+		}
+		if load(t, other.Dir).Removed {
+			t.Fatalf("%s wrote a tombstone on the forced member's word", other.Name)
+		}
+	}
 }
 
 // With the other members dead, nothing answers and the forced start goes ahead promptly.

@@ -161,7 +161,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
 	m.obs = newObserver(sdnotify.FromEnv(), m.log)
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
-		PeerCreds: s.peerCreds, Metrics: m.obs.metrics})
+		PeerCreds: s.peerCreds, Metrics: m.obs.metrics, PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs})
 	m.tr.SetPeers(hints)
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
@@ -258,12 +258,11 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	for _, l := range ls.metrics {
 		wg.Go(func() { _ = m.metrics.Serve(l) })
 	}
-	// Listening now: peers that backed off from this member while it was down may send again,
-	// and a leader sends a member that has just joined what it lacks without probing first.
-	m.tr.Greet(m.node.LastIndex() == 0)
+	// Listening now: peers that backed off from this member while it was down may send again.
+	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
-	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout) })
+	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout, m.log) })
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
@@ -310,34 +309,6 @@ func publish(ctx context.Context, coord *reconfig.Coordinator, id membership.ID,
 		case <-ctx.Done():
 		case <-time.After(backoff):
 			backoff = min(2*backoff, time.Second)
-		}
-	}
-}
-
-// watchRemoval catches a removal this member missed. A voter that lost its leader campaigns and
-// is refused by its peers as removed, but a learner never campaigns, and a member removed before
-// it caught up has no leader at all: so when the leader has been silent for two election
-// timeouts, ask the peers whether this member is still in the cluster.
-func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, creds credentials.TransportCredentials, electionTimeout time.Duration) {
-	t := time.NewTicker(2 * electionTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if lead := node.Leader(); lead == node.ID() || lead != 0 && tr.HeardWithin(lead, 2*electionTimeout) {
-			continue
-		}
-		for _, u := range tr.PeerURLs() {
-			qctx, cancel := context.WithTimeout(ctx, electionTimeout)
-			info, err := reconfig.FetchMembership(qctx, u, creds, true)
-			cancel()
-			if err == nil && info.Cluster.ID == node.Cluster().ID && info.Cluster.IsRemoved(node.ID()) {
-				node.MarkRemoved()
-				return
-			}
 		}
 	}
 }

@@ -1,0 +1,101 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/transport"
+)
+
+// watchRemoval catches a removal this member missed, and writes its tombstone only on proof.
+// A voter that lost its leader campaigns and is refused by its peers as removed, but a learner
+// never campaigns, and a member removed before it caught up has no leader at all: so when the
+// leader has been silent for two election timeouts, or a peer says this member is removed (a
+// Removed notice, or a refusal: transport.RemovalClaims), the member asks the cluster. One
+// peer's word is never the proof: see removalConfirmed. A claim the cluster does not confirm is
+// logged (once per claim, and claims are looked into once per election timeout at most) and
+// ignored.
+func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, creds credentials.TransportCredentials, electionTimeout time.Duration, log *slog.Logger) {
+	t := time.NewTicker(2 * electionTimeout)
+	defer t.Stop()
+	var lastClaim time.Time
+	for {
+		claimed := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-tr.RemovalClaims():
+			if time.Since(lastClaim) < electionTimeout {
+				continue
+			}
+			claimed, lastClaim = true, time.Now()
+		}
+		if lead := node.Leader(); !claimed && (lead == node.ID() || lead != 0 && node.HeardWithin(lead, 2*electionTimeout)) {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, electionTimeout)
+		yes, need := removalConfirmed(qctx, node.ID(), node.Cluster(), creds)
+		cancel()
+		if yes >= need {
+			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
+				"confirmed", yes, "voters-asked", need)
+			node.MarkRemoved()
+			return
+		}
+		if claimed {
+			log.Warn("a peer says this member has been removed, and a majority of the cluster's voters does not confirm it: ignored (a stale or forged notice, or a member forced into a new cluster)",
+				"confirmed", yes, "needed", need)
+		}
+	}
+}
+
+// removalConfirmed asks every voter of this member's applied membership but itself whether it
+// has applied this member's removal, and returns how many said so and how many must: a majority
+// of those voters. Only members this member itself knows are asked, at the peer URLs its own
+// membership holds, and an answer counts only for the cluster this member belongs to: no
+// stranger, and no single member of a larger cluster (a stale one, or one forced into a new
+// cluster while the others ran), can make it remove itself. A member removed while it was away
+// hears it from the voters it knew, which applied the removal; if they are all gone too it is
+// never told, and stays refused by the rest.
+func removalConfirmed(ctx context.Context, self membership.ID, c *membership.Cluster, creds credentials.TransportCredentials) (yes, need int) {
+	var voters []*membership.Member
+	for _, id := range c.Voters() {
+		if id != self {
+			voters = append(voters, c.Member(id))
+		}
+	}
+	need = len(voters)/2 + 1
+	if len(voters) == 0 {
+		return 0, 1 // the only voter is never removed by anyone else's word
+	}
+	answers := make(chan bool, len(voters))
+	for _, m := range voters {
+		go func() { answers <- confirmsRemoval(ctx, m, c.ID, self, creds) }()
+	}
+	for range voters {
+		if <-answers {
+			yes++
+		}
+	}
+	return yes, need
+}
+
+// confirmsRemoval reports whether member m, asked at its peer URLs until one answers, has
+// applied the removal of self from cluster.
+func confirmsRemoval(ctx context.Context, m *membership.Member, cluster, self membership.ID, creds credentials.TransportCredentials) bool {
+	for _, u := range m.PeerURLs {
+		info, err := reconfig.FetchMembership(ctx, u, creds, true)
+		if err != nil {
+			continue
+		}
+		return info.Cluster != nil && info.Cluster.ID == cluster && info.Cluster.IsRemoved(self)
+	}
+	return false
+}

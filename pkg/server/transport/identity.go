@@ -1,0 +1,162 @@
+package transport
+
+import (
+	"context"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/url"
+	"slices"
+	"sync"
+	"time"
+
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	grpcpeer "google.golang.org/grpc/peer"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// sender is who made a peer call, as the connection shows it: the remote address and, over peer
+// TLS with client certificates, the certificate the peer CA verified.
+type sender struct {
+	addr string
+	leaf *x509.Certificate
+}
+
+func senderOf(ctx context.Context) sender {
+	var s sender
+	p, ok := grpcpeer.FromContext(ctx)
+	if !ok {
+		return s
+	}
+	if p.Addr != nil {
+		s.addr = p.Addr.String()
+	}
+	if info, ok := p.AuthInfo.(credentials.TLSInfo); ok && len(info.State.VerifiedChains) > 0 && len(info.State.VerifiedChains[0]) > 0 {
+		s.leaf = info.State.VerifiedChains[0][0]
+	}
+	return s
+}
+
+func (s sender) cn() string {
+	if s.leaf == nil {
+		return ""
+	}
+	return s.leaf.Subject.CommonName
+}
+
+// errNotVouched refuses a message whose connection's certificate does not speak for its sender.
+var errNotVouched = errors.New("the connection's certificate covers none of the sender's peer URL hosts, and its CN is not in --peer-cert-allowed-cn")
+
+// vouch checks that a call over from's connection may speak for member id, whose peer URLs are
+// urls. Over peer TLS with a client certificate, the certificate must cover the host of one of
+// those URLs (an IP or DNS SAN, as a client checks a server), or its CN be in
+// --peer-cert-allowed-cn. Without a certificate (a plain peer URL, or TLS without client
+// certificates) nothing binds the connection to a member: the call is taken as the sender says,
+// as etcd does; docs/security.md says what that allows. A member whose URLs name no host (unix
+// sockets, on this machine only) is vouched for by any certificate the peer CA signed.
+func (t *Transport) vouch(from sender, id membership.ID, urls []string) error {
+	if from.leaf == nil || slices.Contains(t.cfg.PeerAllowedCNs, from.leaf.Subject.CommonName) {
+		return nil
+	}
+	hosts := 0
+	for _, u := range urls {
+		p, err := url.Parse(u)
+		if err != nil || p.Hostname() == "" {
+			continue
+		}
+		hosts++
+		if from.leaf.VerifyHostname(p.Hostname()) == nil {
+			return nil
+		}
+	}
+	if hosts == 0 {
+		return nil
+	}
+	return fmt.Errorf("member %s: %w", id, errNotVouched)
+}
+
+// vouchStream checks a raft stream's sender: a member at its peer URLs in the membership, and a
+// sender the membership does not list (yet) at the peer URLs its stream names.
+func (t *Transport) vouchStream(ctx context.Context, from sender, id membership.ID) error {
+	if m := t.h.Cluster().Member(id); m != nil {
+		return t.vouch(from, id, m.PeerURLs)
+	}
+	return t.vouch(from, id, streamPeerURLs(ctx))
+}
+
+// streamPeerURLs are the peer URLs a raft stream names for its sender (peerURLsKey).
+func streamPeerURLs(ctx context.Context) []string {
+	md, _ := metadata.FromIncomingContext(ctx)
+	var urls []string
+	for _, v := range md.Get(peerURLsKey) {
+		urls = append(urls, membership.SplitURLs(v)...)
+	}
+	return urls
+}
+
+// ignoredInterval is how often the same peer is logged again for the same kind of notice or
+// message this member refused or ignored.
+const ignoredInterval = time.Minute
+
+// maxIgnored bounds what ignoredLog remembers: a flood from many addresses must not grow it.
+const maxIgnored = 1024
+
+// ignoredLog logs the notices and messages a member refuses or ignores, at most once per
+// interval for each kind, remote host and certificate CN, with how many were not logged since:
+// a forger must be seen, and must not be able to fill the log.
+type ignoredLog struct {
+	logger *slog.Logger
+	every  time.Duration
+
+	mu   sync.Mutex
+	seen map[string]*ignored
+}
+
+type ignored struct {
+	logged     time.Time
+	suppressed int
+}
+
+func newIgnoredLog(logger *slog.Logger, every time.Duration) *ignoredLog {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &ignoredLog{logger: logger, every: every, seen: map[string]*ignored{}}
+}
+
+func (l *ignoredLog) log(msg string, from sender, attrs ...any) {
+	host := from.addr
+	if h, _, err := net.SplitHostPort(from.addr); err == nil {
+		host = h
+	}
+	key := msg + "|" + host + "|" + from.cn()
+	now := time.Now()
+	l.mu.Lock()
+	e := l.seen[key]
+	if e != nil && now.Sub(e.logged) < l.every {
+		e.suppressed++
+		l.mu.Unlock()
+		return
+	}
+	suppressed := 0
+	if e != nil {
+		suppressed = e.suppressed
+	}
+	if e == nil && len(l.seen) >= maxIgnored {
+		clear(l.seen)
+	}
+	l.seen[key] = &ignored{logged: now}
+	l.mu.Unlock()
+	attrs = append(attrs, "remote-addr", from.addr)
+	if cn := from.cn(); cn != "" {
+		attrs = append(attrs, "cn", cn)
+	}
+	if suppressed > 0 {
+		attrs = append(attrs, "not-logged-since", suppressed)
+	}
+	l.logger.Warn(msg, attrs...)
+}
