@@ -136,10 +136,11 @@ type running struct {
 	peerSrv, peerTLS     *grpc.Server
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
-	// metrics serves /metrics, /health (and profiles) on --listen-metrics-urls and on the
-	// HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
+	// metrics serves /metrics, /health and, with --enable-pprof, the profiles on
+	// --listen-metrics-urls, and nowhere else. clientHTTP serves /metrics and /health alone on
+	// the HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
 	// HTTP half of every https:// one, and passes on the gRPC calls that come to it.
-	metrics, metricsTLS *http.Server
+	metrics, clientHTTP, metricsTLS *http.Server
 	muxes               []*portmux.Mux
 	obs                 *observer
 }
@@ -206,8 +207,12 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	if s.tls.PeerServer != nil {
 		m.peerTLS = peer(grpc.Creds(servertls.Credentials(s.tls.PeerServer, s.refusals["peer"])))
 	}
-	handler := withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics)
-	m.metrics = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
+	// The profiles (the command line, every goroutine) only on the metrics URLs, which
+	// docs/clusterd.md says hold them: a client URL serves any client, and on TLS any
+	// certificate the client CA signed, whatever --admin-cert-allowed-cn says.
+	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: httpHeaderTimeout}
+	handler := withMetrics(debugHandler(node, false), m.obs.metrics)
+	m.clientHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
 	if s.tls.Client != nil {
 		// The client port's mux terminates TLS (serveClients): the connections reach gRPC
 		// handshaken.
@@ -230,7 +235,7 @@ const httpHeaderTimeout = 5 * time.Second
 func (s *Server) serveClients(wg *sync.WaitGroup, ls []net.Listener, m *running) {
 	for i, l := range ls {
 		var mux *portmux.Mux
-		grpcSrv, httpSrv := m.clientSrv, m.metrics
+		grpcSrv, httpSrv := m.clientSrv, m.clientHTTP
 		if secureURL(s.cfg.ListenClientURLs[i]) {
 			mux = portmux.NewTLS(l, httpHeaderTimeout, s.tls.Client, s.refusals["client"].Refused)
 			grpcSrv, httpSrv = m.clientTLS, m.metricsTLS
@@ -273,6 +278,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
 	m.metrics.Close()
+	m.clientHTTP.Close()
 	if m.metricsTLS != nil {
 		m.metricsTLS.Close()
 	}
