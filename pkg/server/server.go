@@ -141,8 +141,8 @@ type running struct {
 	// the HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
 	// HTTP half of every https:// one, and passes on the gRPC calls that come to it.
 	metrics, clientHTTP, metricsTLS *http.Server
-	muxes               []*portmux.Mux
-	obs                 *observer
+	muxes                           []*portmux.Mux
+	obs                             *observer
 }
 
 func (m *running) close() {
