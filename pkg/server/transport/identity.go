@@ -62,6 +62,10 @@ func (t *Transport) vouch(from sender, id membership.ID, urls []string) error {
 	if from.leaf == nil || slices.Contains(t.cfg.PeerAllowedCNs, from.leaf.Subject.CommonName) {
 		return nil
 	}
+	if len(urls) == 0 {
+		// A sender that names no URL of its own is no member a certificate could speak for.
+		return fmt.Errorf("member %s: %w", id, errNotVouched)
+	}
 	hosts := 0
 	for _, u := range urls {
 		p, err := url.Parse(u)
@@ -77,6 +81,30 @@ func (t *Transport) vouch(from sender, id membership.ID, urls []string) error {
 		return nil
 	}
 	return fmt.Errorf("member %s: %w", id, errNotVouched)
+}
+
+// Vouched checks that a call on the peer port comes from a member, where TLS can tell: with a
+// client certificate, it must cover the host of a peer URL of a member of the applied membership,
+// or have a CN in --peer-cert-allowed-cn. A forwarded membership change is such a call: without
+// the check, any certificate the peer CA signed could change the membership, whatever
+// --admin-cert-allowed-cn allows on the client port.
+func (t *Transport) Vouched(ctx context.Context) error {
+	from := senderOf(ctx)
+	if from.leaf == nil {
+		return nil
+	}
+	var urls []string
+	for _, m := range t.h.Cluster().Members {
+		urls = append(urls, m.PeerURLs...)
+	}
+	if len(urls) == 0 {
+		return nil
+	}
+	if err := t.vouch(from, 0, urls); err != nil {
+		t.ignored.log("refused a peer call from a certificate that speaks for no member", from, "err", err.Error())
+		return errNotVouched
+	}
+	return nil
 }
 
 // vouchStream checks a raft stream's sender: a member at its peer URLs in the membership, and a
