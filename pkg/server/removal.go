@@ -19,12 +19,15 @@ import (
 // leader has been silent for two election timeouts, or a peer says this member is removed (a
 // Removed notice, or a refusal: transport.RemovalClaims), the member asks the cluster. One
 // peer's word is never the proof: see removalConfirmed. A claim the cluster does not confirm is
-// logged (once per claim, and claims are looked into once per election timeout at most) and
-// ignored.
-func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, creds credentials.TransportCredentials, electionTimeout time.Duration, log *slog.Logger) {
+// logged (once a minute at most: the claims go on while a stale peer refuses this member) and
+// ignored; claims are looked into once per election timeout at most.
+//
+// A member that joined and has not applied a membership yet (no snapshot came) asks the members
+// it was shown when it joined (hints): those are the voters that decided its addition.
+func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, hints *membership.Cluster, cluster membership.ID, creds credentials.TransportCredentials, electionTimeout time.Duration, log *slog.Logger) {
 	t := time.NewTicker(2 * electionTimeout)
 	defer t.Stop()
-	var lastClaim time.Time
+	var lastClaim, lastLogged time.Time
 	for {
 		claimed := false
 		select {
@@ -41,7 +44,11 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, electionTimeout)
-		yes, need := removalConfirmed(qctx, node.ID(), node.Cluster(), creds)
+		known := node.Cluster()
+		if len(known.Voters()) == 0 && hints != nil {
+			known = hints
+		}
+		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, creds)
 		cancel()
 		if yes >= need {
 			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
@@ -49,7 +56,8 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 			node.MarkRemoved()
 			return
 		}
-		if claimed {
+		if claimed && time.Since(lastLogged) >= time.Minute {
+			lastLogged = time.Now()
 			log.Warn("a peer says this member has been removed, and a majority of the cluster's voters does not confirm it: ignored (a stale or forged notice, or a member forced into a new cluster)",
 				"confirmed", yes, "needed", need)
 		}
@@ -64,7 +72,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 // cluster while the others ran), can make it remove itself. A member removed while it was away
 // hears it from the voters it knew, which applied the removal; if they are all gone too it is
 // never told, and stays refused by the rest.
-func removalConfirmed(ctx context.Context, self membership.ID, c *membership.Cluster, creds credentials.TransportCredentials) (yes, need int) {
+func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, creds credentials.TransportCredentials) (yes, need int) {
 	var voters []*membership.Member
 	for _, id := range c.Voters() {
 		if id != self {
@@ -77,7 +85,7 @@ func removalConfirmed(ctx context.Context, self membership.ID, c *membership.Clu
 	}
 	answers := make(chan bool, len(voters))
 	for _, m := range voters {
-		go func() { answers <- confirmsRemoval(ctx, m, c.ID, self, creds) }()
+		go func() { answers <- confirmsRemoval(ctx, m, cluster, self, creds) }()
 	}
 	for range voters {
 		if <-answers {

@@ -128,6 +128,7 @@ type running struct {
 	log   *slog.Logger
 
 	tr    *transport.Transport
+	hints *membership.Cluster // the peers to reach before the membership names any
 	node  *raftnode.Node
 	coord *reconfig.Coordinator
 
@@ -164,6 +165,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
 		PeerCreds: s.peerCreds, Metrics: m.obs.metrics, PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs})
 	m.tr.SetPeers(hints)
+	m.hints = hints
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
@@ -267,7 +269,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
-	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout, m.log) })
+	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log) })
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
