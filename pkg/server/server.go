@@ -269,7 +269,9 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
-	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log) })
+	wg.Go(func() {
+		watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log)
+	})
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
