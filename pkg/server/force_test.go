@@ -302,3 +302,53 @@ func TestForceNewClusterWithMajorityDead(t *testing.T) {
 		t.Errorf("forced start took %v", d)
 	}
 }
+
+// Of two voters, one forced into a new cluster while the other runs: the forced member is the
+// only other voter the other knows, but its removal was never in the other's log, so the other
+// does not take its word, and keeps its data. A removal the two decided together still stops
+// the removed member: its log holds the entry.
+func TestForceNewClusterOfTwo(t *testing.T) {
+	logs := map[string]*lockedBuffer{"m0": {}, "m1": {}}
+	ms := servertest.Start(t, 2, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs[c.Name], nil)) })
+	servertest.WaitMembers(t, ms[1], 2, true)
+	m := ms[0]
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Start(t, m.Config(servertest.InitialCluster(ms), "new", func(c *server.Config) {
+		c.ForceNewCluster, c.ForceNewClusterBypassLiveCheck = true, true
+	}))
+	servertest.WaitMembers(t, m, 1, true)
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		if !strings.Contains(logs["m1"].String(), "a majority of the cluster's voters does not confirm it: ignored") {
+			return errors.New("m1 did not log the unconfirmed removal")
+		}
+		return nil
+	})
+	if err := ms[1].Stop(); err != nil {
+		t.Fatalf("m1: %v", err)
+	}
+	if load(t, ms[1].Dir).Removed {
+		t.Fatal("m1 wrote a tombstone on the forced member's word")
+	}
+
+	// A removal decided by both: the removed member's log holds it, and with the leader's word
+	// that is a majority of the two.
+	pair := servertest.Start(t, 2, nil)
+	lead := leaderOf(t, pair)
+	other := pair[0]
+	if other == lead {
+		other = pair[1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := lead.Client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: memberID(t, other)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+		t.Fatalf("removed member's Run: %v", err)
+	}
+	if !load(t, other.Dir).Removed {
+		t.Fatal("the removed member wrote no tombstone")
+	}
+}

@@ -48,7 +48,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 		if len(known.Voters()) == 0 && hints != nil {
 			known = hints
 		}
-		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, creds)
+		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, node.HoldsOwnRemoval(), creds)
 		cancel()
 		if yes >= need {
 			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
@@ -64,30 +64,36 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 	}
 }
 
-// removalConfirmed asks every voter of this member's applied membership but itself whether it
-// has applied this member's removal, and returns how many said so and how many must: a majority
-// of those voters. Only members this member itself knows are asked, at the peer URLs its own
-// membership holds, and an answer counts only for the cluster this member belongs to: no
+// removalConfirmed asks every voter of membership c (this member's applied one, or the members
+// it was shown when it joined) but itself whether it has applied this member's removal, and
+// returns how many confirm it and how many must: a majority of c's voters. This member, if it is
+// one of them, confirms it when its own log holds the entry that removes it (held: it
+// acknowledged it, raftnode.Node.HoldsOwnRemoval), since a removal commits only with a majority
+// of the configuration it changes. Only members this member knows are asked, at the peer URLs
+// its own membership holds, and an answer counts only for the cluster this member belongs to: no
 // stranger, and no single member of a larger cluster (a stale one, or one forced into a new
-// cluster while the others ran), can make it remove itself. A member removed while it was away
-// hears it from the voters it knew, which applied the removal; if they are all gone too it is
-// never told, and stays refused by the rest.
-func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, creds credentials.TransportCredentials) (yes, need int) {
-	var voters []*membership.Member
-	for _, id := range c.Voters() {
-		if id != self {
-			voters = append(voters, c.Member(id))
+// cluster while the others ran), can make it remove itself. Nor can the other of two voters
+// forced into a new cluster: the forced removal was never in this member's log. A member
+// removed while it was away hears it from the voters it knew, which applied the removal; if they
+// are all gone too it is never told, and stays refused by the rest.
+func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held bool, creds credentials.TransportCredentials) (yes, need int) {
+	var others []*membership.Member
+	voters := c.Voters()
+	for _, id := range voters {
+		if id == self {
+			if held {
+				yes++
+			}
+			continue
 		}
+		others = append(others, c.Member(id))
 	}
 	need = len(voters)/2 + 1
-	if len(voters) == 0 {
-		return 0, 1 // the only voter is never removed by anyone else's word
-	}
-	answers := make(chan bool, len(voters))
-	for _, m := range voters {
+	answers := make(chan bool, len(others))
+	for _, m := range others {
 		go func() { answers <- confirmsRemoval(ctx, m, cluster, self, creds) }()
 	}
-	for range voters {
+	for range others {
 		if <-answers {
 			yes++
 		}

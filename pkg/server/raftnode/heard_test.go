@@ -72,3 +72,21 @@ func TestHeardWithin(t *testing.T) {
 		t.Fatal("the learner's heartbeat answer of the current term was not heard")
 	}
 }
+
+// A member whose log holds, unapplied, the entry that removes it (it acknowledged its removal)
+// says so; one that applied nothing of the kind, or whose removal entry is stale, does not.
+func TestHoldsOwnRemoval(t *testing.T) {
+	n, _ := startLearner(t)
+	if n.HoldsOwnRemoval() {
+		t.Fatal("a fresh learner holds its removal")
+	}
+	removal, err := removalEntry(learnerID, snapIndex+1, 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Appended, not committed: the commit stays at the snapshot.
+	step(t, n, &raftpb.Message{Type: raftpb.MessageType_MsgApp.Enum(), From: proto.Uint64(uint64(leaderID)), To: proto.Uint64(uint64(learnerID)),
+		Term: proto.Uint64(3), LogTerm: proto.Uint64(2), Index: proto.Uint64(snapIndex), Commit: proto.Uint64(snapIndex),
+		Entries: []*raftpb.Entry{removal}})
+	waitUntil(t, "the removal held", n.HoldsOwnRemoval)
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -386,6 +387,36 @@ func (n *Node) promotable() bool {
 func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
 	v, ok := n.heard.Load(id)
 	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) <= d
+}
+
+// HoldsOwnRemoval reports whether this member's log, beyond what it has applied, holds an entry
+// that removes it. A removal commits only once a majority of the configuration it changes holds
+// it, so such an entry is this member's own acknowledgement of its removal to the leader that
+// appended it: its vote among the voters that confirm the removal. A member forced into a new
+// cluster (--force-new-cluster) appends removals nobody else ever held.
+func (n *Node) HoldsOwnRemoval() bool {
+	first, err := n.mem.FirstIndex()
+	if err != nil {
+		return false
+	}
+	last, err := n.mem.LastIndex()
+	if err != nil {
+		return false
+	}
+	lo := max(first, n.applied.Load()+1)
+	if lo > last {
+		return false
+	}
+	ents, err := n.mem.Entries(lo, last+1, math.MaxUint64)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if ch, ok := changeOf(e); ok && ch.Kind == membership.KindRemove && ch.Member.ID == membership.ID(n.id) {
+			return true
+		}
+	}
+	return false
 }
 
 // hear records raft traffic from m's sender (see HeardWithin). Only members are recorded: a
