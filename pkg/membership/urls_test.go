@@ -129,3 +129,19 @@ func TestCheckURLsFreeMany(t *testing.T) {
 		t.Fatalf("a member's own URLs: %v", err)
 	}
 }
+
+// BenchmarkValidateBesideLargeLearner is the check of an update of 64 peer URLs in a cluster
+// whose learner holds 3,000 (as an older version could store): the maps make it linear.
+func BenchmarkValidateBesideLargeLearner(b *testing.B) {
+	big := make([]string, 3000)
+	for i := range big {
+		big[i] = fmt.Sprintf("http://10.1.%d.%d:2380", i/256, i%256)
+	}
+	c := NewCluster(7, []*Member{{ID: 1, Name: "big", PeerURLs: big, IsLearner: true}, {ID: 2, Name: "v", PeerURLs: []string{"http://a:1"}}})
+	ch := Change{Kind: KindUpdate, Member: Member{ID: 2, PeerURLs: manyURLs(MaxURLs)}}
+	for b.Loop() {
+		if err := c.Validate(ch); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
