@@ -89,16 +89,45 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 		others = append(others, c.Member(id))
 	}
 	need = len(voters)/2 + 1
+	if yes >= need {
+		return yes, need
+	}
+	// A voter that has not applied the removal yet may do so a heartbeat later (the leader
+	// applies first, and its followers when they next hear the commit index): each is asked
+	// again, with a short pause, until it confirms or ctx ends, and the answer is known as soon
+	// as a majority confirmed.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
 	answers := make(chan bool, len(others))
 	for _, m := range others {
-		go func() { answers <- confirmsRemoval(ctx, m, cluster, self, creds) }()
+		go func() { answers <- keepAsking(ctx, m, cluster, self, creds) }()
 	}
 	for range others {
 		if <-answers {
-			yes++
+			if yes++; yes >= need {
+				return yes, need
+			}
 		}
 	}
 	return yes, need
+}
+
+// keepAsking asks member m whether it has applied the removal of self until it says so (true)
+// or ctx ends (false).
+func keepAsking(ctx context.Context, m *membership.Member, cluster, self membership.ID, creds credentials.TransportCredentials) bool {
+	// Short and fixed: followers apply a heartbeat after the leader, and the removed member's
+	// clients wait meanwhile; ctx (an election timeout) bounds the calls.
+	const pause = 10 * time.Millisecond
+	for {
+		if confirmsRemoval(ctx, m, cluster, self, creds) {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(pause):
+		}
+	}
 }
 
 // confirmsRemoval reports whether member m, asked at its peer URLs until one answers, has

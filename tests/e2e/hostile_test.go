@@ -150,20 +150,7 @@ func hostileCluster(t *testing.T, secure bool) (*cluster.Cluster, *hostile, []st
 		admin := issue(t, ca.Client, "admin")
 		ctlArgs = []string{"--cacert=" + ca.CertFile, "--cert=" + admin.CertFile, "--key=" + admin.KeyFile}
 	} else {
-		if buildErr != nil {
-			t.Fatalf("building clusterd: %v", buildErr)
-		}
-		dir := t.TempDir()
-		c = cluster.New(cluster.Config{Server: filepath.Join(binDir, "clusterd"), Dir: dir, Env: []string{"PATH=" + os.Getenv("PATH")}, Logf: t.Logf})
-		t.Cleanup(func() {
-			if t.Failed() {
-				t.Log(c.Describe())
-				for _, m := range c.Members() {
-					t.Logf("%s's stderr ends:\n%s", m.Name, proc.Tail(m.Stderr, 15))
-				}
-			}
-			c.Close()
-		})
+		c = newCluster(t, t.TempDir(), nil)
 		if _, err := c.Bootstrap(3, nil); err != nil {
 			t.Fatal(err)
 		}

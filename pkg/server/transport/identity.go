@@ -9,7 +9,6 @@ import (
 	"net"
 	"net/url"
 	"slices"
-	"sync"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -17,6 +16,7 @@ import (
 	grpcpeer "google.golang.org/grpc/peer"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
 )
 
 // sender is who made a peer call, as the connection shows it: the remote address and, over peer
@@ -138,22 +138,14 @@ const maxIgnored = 1024
 // a forger must be seen, and must not be able to fill the log.
 type ignoredLog struct {
 	logger *slog.Logger
-	every  time.Duration
-
-	mu   sync.Mutex
-	seen map[string]*ignored
-}
-
-type ignored struct {
-	logged     time.Time
-	suppressed int
+	limit  *logfmt.Limiter
 }
 
 func newIgnoredLog(logger *slog.Logger, every time.Duration) *ignoredLog {
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &ignoredLog{logger: logger, every: every, seen: map[string]*ignored{}}
+	return &ignoredLog{logger: logger, limit: logfmt.NewLimiter(every, maxIgnored)}
 }
 
 func (l *ignoredLog) log(msg string, from sender, attrs ...any) {
@@ -161,24 +153,10 @@ func (l *ignoredLog) log(msg string, from sender, attrs ...any) {
 	if h, _, err := net.SplitHostPort(from.addr); err == nil {
 		host = h
 	}
-	key := msg + "|" + host + "|" + from.cn()
-	now := time.Now()
-	l.mu.Lock()
-	e := l.seen[key]
-	if e != nil && now.Sub(e.logged) < l.every {
-		e.suppressed++
-		l.mu.Unlock()
+	ok, suppressed := l.limit.Allow(msg+"|"+host+"|"+from.cn(), time.Now())
+	if !ok {
 		return
 	}
-	suppressed := 0
-	if e != nil {
-		suppressed = e.suppressed
-	}
-	if e == nil && len(l.seen) >= maxIgnored {
-		clear(l.seen)
-	}
-	l.seen[key] = &ignored{logged: now}
-	l.mu.Unlock()
 	attrs = append(attrs, "remote-addr", from.addr)
 	if cn := from.cn(); cn != "" {
 		attrs = append(attrs, "cn", cn)
