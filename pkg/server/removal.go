@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -20,7 +21,10 @@ import (
 // Removed notice, or a refusal: transport.RemovalClaims), the member asks the cluster. One
 // peer's word is never the proof: see removalConfirmed. A claim the cluster does not confirm is
 // logged (once a minute at most: the claims go on while a stale peer refuses this member) and
-// ignored; claims are looked into once per election timeout at most.
+// ignored. Claims are looked into once per election timeout at most, and after each one the
+// cluster did not confirm, half as often, down to once a minute: a stale member refused again
+// and again, or a forger, does not keep this member asking; the leader's silence still makes it
+// ask every two election timeouts.
 //
 // A member that joined and has not applied a membership yet (no snapshot came) asks the members
 // it was shown when it joined (hints): those are the voters that decided its addition.
@@ -28,6 +32,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 	t := time.NewTicker(2 * electionTimeout)
 	defer t.Stop()
 	var lastClaim, lastLogged time.Time
+	claimGap := electionTimeout
 	for {
 		claimed := false
 		select {
@@ -35,7 +40,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 			return
 		case <-t.C:
 		case <-tr.RemovalClaims():
-			if time.Since(lastClaim) < electionTimeout {
+			if time.Since(lastClaim) < claimGap {
 				continue
 			}
 			claimed, lastClaim = true, time.Now()
@@ -48,13 +53,18 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 		if len(known.Voters()) == 0 && hints != nil {
 			known = hints
 		}
-		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, node.HoldsOwnRemoval(), creds)
+		// Told at the moment of the removal, the voters may not all have applied it yet: ask
+		// again until they do. The leader silent for two election timeouts: they have.
+		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, node.HoldsOwnRemoval(), claimed, creds)
 		cancel()
 		if yes >= need {
 			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
-				"confirmed", yes, "voters-asked", need)
+				"confirmed", yes, "needed", need)
 			node.MarkRemoved()
 			return
+		}
+		if claimed {
+			claimGap = min(2*claimGap, time.Minute)
 		}
 		if claimed && time.Since(lastLogged) >= time.Minute {
 			lastLogged = time.Now()
@@ -76,7 +86,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 // forced into a new cluster: the forced removal was never in this member's log. A member
 // removed while it was away hears it from the voters it knew, which applied the removal; if they
 // are all gone too it is never told, and stays refused by the rest.
-func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held bool, creds credentials.TransportCredentials) (yes, need int) {
+func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held, patient bool, creds credentials.TransportCredentials) (yes, need int) {
 	var others []*membership.Member
 	voters := c.Voters()
 	for _, id := range voters {
@@ -93,14 +103,14 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 		return yes, need
 	}
 	// A voter that has not applied the removal yet may do so a heartbeat later (the leader
-	// applies first, and its followers when they next hear the commit index): each is asked
-	// again, with a short pause, until it confirms or ctx ends, and the answer is known as soon
+	// applies first, and its followers when they next hear the commit index): patient, each is
+	// asked again, with a short pause, until it confirms or ctx ends. The answer is known as soon
 	// as a majority confirmed.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	answers := make(chan bool, len(others))
 	for _, m := range others {
-		go func() { answers <- keepAsking(ctx, m, cluster, self, creds) }()
+		go func() { answers <- ask(ctx, m, cluster, self, patient, creds) }()
 	}
 	for range others {
 		if <-answers {
@@ -112,33 +122,43 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 	return yes, need
 }
 
-// keepAsking asks member m whether it has applied the removal of self until it says so (true)
-// or ctx ends (false).
-func keepAsking(ctx context.Context, m *membership.Member, cluster, self membership.ID, creds credentials.TransportCredentials) bool {
-	// Short and fixed: followers apply a heartbeat after the leader, and the removed member's
-	// clients wait meanwhile; ctx (an election timeout) bounds the calls.
-	const pause = 10 * time.Millisecond
-	for {
-		if confirmsRemoval(ctx, m, cluster, self, creds) {
-			return true
-		}
-		select {
-		case <-ctx.Done():
-			return false
-		case <-time.After(pause):
-		}
-	}
-}
-
-// confirmsRemoval reports whether member m, asked at its peer URLs until one answers, has
-// applied the removal of self from cluster.
-func confirmsRemoval(ctx context.Context, m *membership.Member, cluster, self membership.ID, creds credentials.TransportCredentials) bool {
+// ask asks member m, at each of its peer URLs until one answers, whether it has applied the
+// removal of self from cluster.
+func ask(ctx context.Context, m *membership.Member, cluster, self membership.ID, patient bool, creds credentials.TransportCredentials) bool {
 	for _, u := range m.PeerURLs {
-		info, err := reconfig.FetchMembership(ctx, u, creds, true)
+		conn, err := transport.Dial(u, creds)
 		if err != nil {
 			continue
 		}
-		return info.Cluster != nil && info.Cluster.ID == cluster && info.Cluster.IsRemoved(self)
+		yes, answered := askOn(ctx, conn, u, cluster, self, patient)
+		conn.Close()
+		if answered {
+			return yes
+		}
 	}
 	return false
+}
+
+// askOn asks on conn, a connection to peer URL u; patient, it asks again every 10 ms while the
+// member answers no, until ctx ends (short and fixed: followers apply a heartbeat after the
+// leader, and the removed member's clients wait meanwhile).
+func askOn(ctx context.Context, conn *grpc.ClientConn, u string, cluster, self membership.ID, patient bool) (yes, answered bool) {
+	for {
+		info, err := reconfig.MembershipOn(ctx, conn, u, true)
+		if err != nil {
+			return false, answered
+		}
+		if info.Cluster != nil && info.Cluster.ID == cluster && info.Cluster.IsRemoved(self) {
+			return true, true
+		}
+		if !patient {
+			return false, true
+		}
+		answered = true
+		select {
+		case <-ctx.Done():
+			return false, true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
 }

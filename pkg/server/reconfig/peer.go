@@ -198,6 +198,12 @@ func FetchMembership(ctx context.Context, peerURL string, creds credentials.Tran
 		return nil, err
 	}
 	defer conn.Close()
+	return MembershipOn(ctx, conn, peerURL, withRemoved)
+}
+
+// MembershipOn is FetchMembership on a connection already made to peerURL, for a caller that
+// asks the same member again.
+func MembershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, withRemoved bool) (*ClusterInfo, error) {
 	info := &ClusterInfo{}
 	if err := conn.Invoke(ctx, membershipMethod, &membershipRequest{WithoutRemoved: !withRemoved}, info); err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
