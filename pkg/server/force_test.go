@@ -1,7 +1,6 @@
 package server_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,7 +9,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -57,7 +55,7 @@ func TestForceNewCluster(t *testing.T) {
 	// An old member started on its data is refused, is told it was removed, asks the voters it
 	// knew, is not confirmed, and says so; it keeps its data.
 	old := ms[1]
-	logs := &lockedBuffer{}
+	logs := &servertest.LogBuffer{}
 	old.Start(t, old.Config("x=http://127.0.0.1:1", "existing", func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) }))
 	servertest.Eventually(t, 15*time.Second, func() error {
 		if !strings.Contains(logs.String(), "a majority of the cluster's voters does not confirm it: ignored") {
@@ -87,24 +85,6 @@ func load(t *testing.T, dir string) *storage.State {
 		t.Fatal(err)
 	}
 	return state
-}
-
-// lockedBuffer is a log that a member writes while the test reads it.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }
 
 func TestForceNewClusterRefusals(t *testing.T) {
@@ -219,7 +199,7 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 // the two others run and have a leader, a quorum of three. The cluster stays as it was. With the
 // override it goes ahead.
 func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
-	logs := map[string]*lockedBuffer{"m0": {}, "m1": {}, "m2": {}}
+	logs := map[string]*servertest.LogBuffer{"m0": {}, "m1": {}, "m2": {}}
 	ms := servertest.Start(t, 3, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs[c.Name], nil)) })
 	m := ms[0]
 	if err := m.Stop(); err != nil {
@@ -308,7 +288,7 @@ func TestForceNewClusterWithMajorityDead(t *testing.T) {
 // does not take its word, and keeps its data. A removal the two decided together still stops
 // the removed member: its log holds the entry.
 func TestForceNewClusterOfTwo(t *testing.T) {
-	logs := map[string]*lockedBuffer{"m0": {}, "m1": {}}
+	logs := map[string]*servertest.LogBuffer{"m0": {}, "m1": {}}
 	ms := servertest.Start(t, 2, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs[c.Name], nil)) })
 	servertest.WaitMembers(t, ms[1], 2, true)
 	m := ms[0]
