@@ -22,7 +22,8 @@ import (
 
 var (
 	// ErrRemoved ends Run when this member applied its own removal or the cluster confirmed
-	// that it had been removed (MarkRemoved). It ends the process, never an RPC, so it is not in the registry.
+	// that it had been removed (MarkRemoved). It ends the process, never an RPC, so it is not
+	// in the registry.
 	ErrRemoved = errors.New("this member has been permanently removed from the cluster")
 )
 
@@ -106,8 +107,9 @@ type Node struct {
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
 	rmOnce  sync.Once
-	// toldRemoved: the cluster, not an applied entry, confirmed this member is removed; Run writes the
-	// tombstone then, since only the loop may write to the store and only while it is open.
+	// toldRemoved: the cluster, not an applied entry, confirmed this member is removed; Run
+	// writes the tombstone then, since only the loop may write to the store and only while it
+	// is open.
 	toldRemoved atomic.Bool
 	// stopping is closed as soon as this member knows it is removed or Run is ending, before
 	// anything else of the shutdown: every wait for raft selects on it, so no client request
@@ -297,7 +299,7 @@ func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 	}
 }
 
-// MarkRemoved records that the cluster confirmed this member's removal (a quorum of its voters
+// MarkRemoved records that the cluster confirmed this member's removal (a majority of its voters
 // said so: the server's removal check, never one peer's word), and stops it. It may be called
 // from any goroutine, any number of times, also after Run has returned: it only asks Run to
 // write the tombstone and return.
@@ -381,9 +383,9 @@ func (n *Node) promotable() bool {
 // HeardWithin reports whether raft's own traffic from member id reached this member within d:
 // an append, heartbeat or snapshot from it (it leads), its acknowledgement of one (this member
 // leads), or its answer to this member's campaign (a new leader has heard its voters before
-// their first acknowledgement), of a term no older than this member's. It is the liveness the strict reconfiguration
-// check and the leader hand-off count; a notice outside raft never counts, nor does a message of
-// a past term, which raft ignores too.
+// their first acknowledgement), of a term no older than this member's. It is the liveness the
+// strict reconfiguration check and the leader hand-off count; a notice outside raft never
+// counts, nor does a message of a past term, which raft ignores too.
 func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
 	v, ok := n.heard.Load(id)
 	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) <= d
