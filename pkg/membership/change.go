@@ -70,6 +70,8 @@ func (c *Cluster) checkInput(ch Change) error {
 			}
 		}
 		return c.checkURLsFree(ch.Member.ID, ch.Member.PeerURLs)
+	case KindPublish:
+		return ValidateClientURLs(ch.Member.ClientURLs)
 	}
 	return nil
 }
@@ -145,14 +147,19 @@ func (c *Cluster) nameTaken(self ID, name string) bool {
 }
 
 // samePeerURL refuses a peer URL that another member has, written exactly so: the one URL rule
-// every version applies (checkURLsFree compares canonical addresses, before proposing).
+// every version applies (checkURLsFree compares canonical addresses, before proposing). Linear
+// in the URLs: it runs at apply time on every member.
 func (c *Cluster) samePeerURL(self ID, urls []string) error {
+	want := make(map[string]bool, len(urls))
+	for _, u := range urls {
+		want[u] = true
+	}
 	for _, m := range c.Members {
 		if m.ID == self {
 			continue
 		}
-		for _, u := range urls {
-			if slices.Contains(m.PeerURLs, u) {
+		for _, u := range m.PeerURLs {
+			if want[u] {
 				return ErrPeerURLExists
 			}
 		}
@@ -163,32 +170,38 @@ func (c *Cluster) samePeerURL(self ID, urls []string) error {
 // checkURLsFree refuses peer URLs whose address (AddressKey: canonical, loopback folded) is
 // already another member's peer URL, or any member's client URL (its own included: one port
 // cannot serve both). The error says which member uses it and as what, for the server's log; on
-// the wire only the registered message travels.
+// the wire only the registered message travels. Each URL's key is computed once, into a map:
+// the check is linear in the URLs of the change and of the cluster.
 func (c *Cluster) checkURLsFree(self ID, urls []string) error {
+	type use struct {
+		m   *Member
+		url string
+	}
+	peers, clients := map[string]use{}, map[string]use{}
 	for _, m := range c.List() {
-		for _, u := range urls {
-			k := AddressKey(u)
-			if m.ID != self {
-				if used := findAddress(m.PeerURLs, k); used != "" {
-					return fmt.Errorf("%w: %s is the peer URL %s of member %s (%q)", ErrPeerURLExists, u, used, m.ID, m.Name)
+		if m.ID != self {
+			for _, u := range m.PeerURLs {
+				if k := AddressKey(u); peers[k].m == nil {
+					peers[k] = use{m, u}
 				}
 			}
-			if used := findAddress(m.ClientURLs, k); used != "" {
-				return fmt.Errorf("%w: %s is the client URL %s of member %s (%q)", ErrURLIsClientURL, u, used, m.ID, m.Name)
+		}
+		for _, u := range m.ClientURLs {
+			if k := AddressKey(u); clients[k].m == nil {
+				clients[k] = use{m, u}
 			}
+		}
+	}
+	for _, u := range urls {
+		k := AddressKey(u)
+		if used, ok := peers[k]; ok {
+			return fmt.Errorf("%w: %s is the peer URL %s of member %s (%q)", ErrPeerURLExists, u, used.url, used.m.ID, used.m.Name)
+		}
+		if used, ok := clients[k]; ok {
+			return fmt.Errorf("%w: %s is the client URL %s of member %s (%q)", ErrURLIsClientURL, u, used.url, used.m.ID, used.m.Name)
 		}
 	}
 	return nil
-}
-
-// findAddress returns the URL of urls whose address key is k, or "".
-func findAddress(urls []string, k string) string {
-	for _, u := range urls {
-		if AddressKey(u) == k {
-			return u
-		}
-	}
-	return ""
 }
 
 // Apply returns the cluster after ch, or the unchanged cluster and Applicable's error.

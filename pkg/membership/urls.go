@@ -161,6 +161,9 @@ func ValidatePeerURLs(urls []string) error {
 	if len(urls) == 0 {
 		return fmt.Errorf("%w: no peer URL given", ErrInvalidPeerURLs)
 	}
+	if len(urls) > MaxURLs {
+		return fmt.Errorf("%w: %d peer URLs, more than a member may have (%d)", ErrInvalidPeerURLs, len(urls), MaxURLs)
+	}
 	seen := map[string]string{}
 	for _, s := range urls {
 		if err := ValidateURL(s); err != nil {
@@ -171,6 +174,20 @@ func ValidatePeerURLs(urls []string) error {
 			return fmt.Errorf("%w: %s and %s are the same address", ErrInvalidPeerURLs, first, s)
 		}
 		seen[k] = s
+	}
+	return nil
+}
+
+// MaxURLs is how many peer URLs, and how many client URLs, a member may have. etcd has no limit;
+// no real member comes near this one (a URL per address family and name it is reached by), and
+// it bounds what one request can make every member store, send and compare.
+const MaxURLs = 64
+
+// ValidateClientURLs checks the client URLs a member publishes: at most MaxURLs of them. (Each
+// one's form is its flags' business, checked at the member's start.)
+func ValidateClientURLs(urls []string) error {
+	if len(urls) > MaxURLs {
+		return fmt.Errorf("%d client URLs, more than a member may have (%d)", len(urls), MaxURLs)
 	}
 	return nil
 }

@@ -2,7 +2,9 @@ package membership
 
 import (
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -52,6 +54,8 @@ func TestValidatePeerURLs(t *testing.T) {
 		{"bad", []string{"http://a:1", "http://b:2/"}, ErrInvalidPeerURLs},
 		{"twice", []string{"http://a:1", "http://a:1"}, ErrInvalidPeerURLs},
 		{"twice spelt two ways", []string{"http://a:1", "HTTPS://A:1"}, ErrInvalidPeerURLs},
+		{"as many as a member may have", manyURLs(MaxURLs), nil},
+		{"more than a member may have", manyURLs(MaxURLs + 1), ErrInvalidPeerURLs},
 	}
 	for _, tt := range tests {
 		if err := ValidatePeerURLs(tt.urls); !errors.Is(err, tt.want) {
@@ -73,6 +77,71 @@ func TestSplitURLs(t *testing.T) {
 	for _, tt := range tests {
 		if got := SplitURLs(tt.in); !slices.Equal(got, tt.want) {
 			t.Errorf("%q: got %q, want %q", tt.in, got, tt.want)
+		}
+	}
+}
+
+// manyURLs is n distinct peer URLs.
+func manyURLs(n int) []string {
+	out := make([]string, n)
+	for i := range out {
+		out[i] = fmt.Sprintf("http://10.%d.%d.1:2380", i/256, i%256)
+	}
+	return out
+}
+
+// A member publishes at most MaxURLs client URLs; the refusal says how many, and the limit.
+func TestValidateClientURLs(t *testing.T) {
+	if err := ValidateClientURLs(manyURLs(MaxURLs)); err != nil {
+		t.Fatal(err)
+	}
+	c := NewCluster(7, []*Member{{ID: 1, PeerURLs: []string{"http://a:1"}}})
+	err := c.Validate(Change{Kind: KindPublish, Member: Member{ID: 1, ClientURLs: manyURLs(MaxURLs + 1)}})
+	if err == nil || err.Error() != "65 client URLs, more than a member may have (64)" {
+		t.Fatalf("publish of 65 client URLs: %v", err)
+	}
+}
+
+// The conflict check is linear: a change of many URLs beside a member of many URLs is refused or
+// accepted by one map look-up a URL, and names the URL and member it clashes with.
+func TestCheckURLsFreeMany(t *testing.T) {
+	const n = 3000
+	big := make([]string, n)
+	for i := range big {
+		big[i] = fmt.Sprintf("http://10.1.%d.%d:2380", i/256, i%256)
+	}
+	c := NewCluster(7, []*Member{{ID: 1, Name: "big", PeerURLs: big, IsLearner: true}, {ID: 2, Name: "c", PeerURLs: []string{"http://a:1"}, ClientURLs: []string{"http://b:2"}}})
+	other := make([]string, n)
+	for i := range other {
+		other[i] = fmt.Sprintf("http://10.2.%d.%d:2380", i/256, i%256)
+	}
+	if err := c.checkURLsFree(9, other); err != nil {
+		t.Fatal(err)
+	}
+	other[n-1] = "http://10.1.0.7:2380"
+	if err := c.checkURLsFree(9, other); !errors.Is(err, ErrPeerURLExists) || !strings.Contains(err.Error(), `http://10.1.0.7:2380 is the peer URL http://10.1.0.7:2380 of member 0000000000000001 ("big")`) {
+		t.Fatalf("clash with the big learner: %v", err)
+	}
+	if err := c.checkURLsFree(9, []string{"HTTP://B:2"}); !errors.Is(err, ErrURLIsClientURL) {
+		t.Fatalf("clash with a client URL: %v", err)
+	}
+	if err := c.checkURLsFree(1, big); err != nil {
+		t.Fatalf("a member's own URLs: %v", err)
+	}
+}
+
+// BenchmarkValidateBesideLargeLearner is the check of an update of 64 peer URLs in a cluster
+// whose learner holds 3,000 (as an older version could store): the maps make it linear.
+func BenchmarkValidateBesideLargeLearner(b *testing.B) {
+	big := make([]string, 3000)
+	for i := range big {
+		big[i] = fmt.Sprintf("http://10.1.%d.%d:2380", i/256, i%256)
+	}
+	c := NewCluster(7, []*Member{{ID: 1, Name: "big", PeerURLs: big, IsLearner: true}, {ID: 2, Name: "v", PeerURLs: []string{"http://a:1"}}})
+	ch := Change{Kind: KindUpdate, Member: Member{ID: 2, PeerURLs: manyURLs(MaxURLs)}}
+	for b.Loop() {
+		if err := c.Validate(ch); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -84,8 +84,8 @@ var kinds = map[Kind]struct {
 	// config view the file (contexts.go).
 	ConfigContexts: {"config get-contexts", []Format{Simple, Table, JSON}, nil},
 	ConfigText:     {"config", []Format{Simple}, nil},
-	DataDirStatus: {"datadir status", []Format{Simple, Table, JSON}, nil},
-	DataDirCheck:  {"datadir check", []Format{Simple, JSON}, nil},
+	DataDirStatus:  {"datadir status", []Format{Simple, Table, JSON}, nil},
+	DataDirCheck:   {"datadir check", []Format{Simple, JSON}, nil},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

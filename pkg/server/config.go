@@ -134,6 +134,9 @@ func checkURLs(flag string, urls []string, tls bool) error {
 	if len(urls) == 0 {
 		return fmt.Errorf("%s must name at least one URL", flag)
 	}
+	if len(urls) > membership.MaxURLs {
+		return fmt.Errorf("%s: %d URLs, more than a member may have (%d)", flag, len(urls), membership.MaxURLs)
+	}
 	seen := map[string]string{}
 	for _, u := range urls {
 		if err := membership.ValidateURL(u); err != nil {

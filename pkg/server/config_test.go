@@ -1,6 +1,7 @@
 package server
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -46,6 +47,12 @@ func TestConfigValidate(t *testing.T) {
 		{"no name", func(c *Config) { c.Name = "" }, "--name must not be empty"},
 		// ETCD_NAME=" a" from a hand-edited environment file: refused, never trimmed into "a".
 		{"name with space around", func(c *Config) { c.Name = " a" }, `--name: member name " a" must not begin or end with white space`},
+		{"too many advertised client URLs", func(c *Config) {
+			c.AdvertiseClientURLs = nil
+			for i := range membership.MaxURLs + 1 {
+				c.AdvertiseClientURLs = append(c.AdvertiseClientURLs, fmt.Sprintf("http://10.0.%d.1:2379", i))
+			}
+		}, "--advertise-client-urls: 65 URLs, more than a member may have (64)"},
 		{"one address twice", func(c *Config) { c.ListenClientURLs = []string{"http://127.0.0.1:2379", "http://localhost:2379"} },
 			`--listen-client-urls "http://localhost:2379": the same address as "http://127.0.0.1:2379"`},
 	}

@@ -8,9 +8,10 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 )
 
-// debugHandler is etcd's HTTP endpoints, served on --listen-metrics-urls and on the HTTP/1 half
-// of the plain client URLs: /health always, and Go's profiles under /debug/pprof/ when
-// --enable-pprof is on (etcd serves them on its client URLs too).
+// debugHandler is etcd's HTTP endpoints, served on --listen-metrics-urls and on the HTTP half of
+// the client URLs: /health always, and Go's profiles under /debug/pprof/ with withPprof, which
+// is --enable-pprof on the metrics URLs and never on the client URLs (etcd serves them there
+// too, to any client).
 func debugHandler(node *raftnode.Node, withPprof bool) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /health", func(w http.ResponseWriter, _ *http.Request) {

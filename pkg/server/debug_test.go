@@ -81,6 +81,9 @@ func TestMetricsURLs(t *testing.T) {
 	}
 	wantGet(t, metrics["m0"]+"/debug/pprof/cmdline", http.StatusOK, "")
 	wantGet(t, metrics["m1"]+"/debug/pprof/cmdline", http.StatusNotFound, "")
+	// Never on the client URLs, where /health is served too.
+	wantGet(t, ms[0].ClientURL+"/health", http.StatusOK, "{\"health\":\"true\",\"reason\":\"\"}\n")
+	wantGet(t, ms[0].ClientURL+"/debug/pprof/cmdline", http.StatusNotFound, "")
 
 	// The other of two voters gone: no leader, and /health says so the way etcd's does.
 	if err := ms[1].Stop(); err != nil {

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
@@ -23,7 +24,9 @@ import (
 )
 
 // A cluster that lost its majority restarts from one survivor's data, grows back one member
-// at a time, and the old members are refused when they come back.
+// at a time, and the old members are refused when they come back; an old member does not take
+// the forced member's word that it is removed (the others it knew do not confirm it), so its
+// data survives.
 func TestForceNewCluster(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	ctx, cancel := ctxWithName("l0")
@@ -49,12 +52,39 @@ func TestForceNewCluster(t *testing.T) {
 	n, _, initial := addMember(t, survivor.Client(t), "fresh", false)
 	n.Start(t, n.Config(initial, "existing", nil))
 	servertest.WaitMembers(t, n, 2, true)
-	// An old member started on its data learns it was removed, and stops.
+	// An old member started on its data is refused, is told it was removed, asks the voters it
+	// knew, is not confirmed, and says so; it keeps its data.
 	old := ms[1]
-	old.Start(t, old.Config("x=http://127.0.0.1:1", "existing", nil))
-	if err := old.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
+	logs := &servertest.LogBuffer{}
+	old.Start(t, old.Config("x=http://127.0.0.1:1", "existing", func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs, nil)) }))
+	servertest.Eventually(t, 15*time.Second, func() error {
+		if !strings.Contains(logs.String(), "a majority of the cluster's voters does not confirm it: ignored") {
+			return errors.New("the old member did not log the unconfirmed removal")
+		}
+		return nil
+	})
+	if err := old.Stop(); err != nil {
 		t.Fatalf("old member: %v", err)
 	}
+	if st := load(t, old.Dir); st.Removed {
+		t.Fatal("the old member wrote a tombstone on the forced member's word")
+	}
+	servertest.WaitMembers(t, n, 2, true)
+}
+
+// load reads a stopped member's stored state.
+func load(t *testing.T, dir string) *storage.State {
+	t.Helper()
+	st, err := storage.Open(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	state, err := st.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
 }
 
 func TestForceNewClusterRefusals(t *testing.T) {
@@ -169,7 +199,8 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 // the two others run and have a leader, a quorum of three. The cluster stays as it was. With the
 // override it goes ahead.
 func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
-	ms := servertest.Start(t, 3, nil)
+	logs := map[string]*servertest.LogBuffer{"m0": {}, "m1": {}, "m2": {}}
+	ms := servertest.Start(t, 3, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs[c.Name], nil)) })
 	m := ms[0]
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
@@ -201,7 +232,9 @@ func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
 	m.Start(t, m.Config(servertest.InitialCluster(ms), "new", nil))
 	servertest.WaitMembers(t, m, 3, true)
 
-	// The override: the others are removed, as the flag says.
+	// The override: the others are removed from the forced member's cluster, as the flag says,
+	// but they do not take its word for it: they go on as the cluster they were, with a leader,
+	// during the forced member's run and after it, and keep their data.
 	if err := m.Stop(); err != nil {
 		t.Fatal(err)
 	}
@@ -209,6 +242,29 @@ func TestForceNewClusterRefusedWhileQuorumLives(t *testing.T) {
 		c.ForceNewCluster, c.ForceNewClusterBypassLiveCheck = true, true
 	}))
 	servertest.WaitMembers(t, m, 1, true)
+	for _, other := range ms[1:] {
+		servertest.Eventually(t, servertest.WaitTimeout, func() error {
+			if !strings.Contains(logs[other.Name].String(), "a majority of the cluster's voters does not confirm it: ignored") {
+				return fmt.Errorf("%s did not log the unconfirmed removal", other.Name)
+			}
+			return nil
+		})
+		servertest.WaitMembers(t, other, 3, true)
+	}
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	for _, other := range ms[1:] {
+		servertest.WaitMembers(t, other, 3, true)
+	}
+	for _, other := range ms[1:] {
+		if err := other.Stop(); err != nil {
+			t.Fatalf("%s: %v", other.Name, err)
+		}
+		if load(t, other.Dir).Removed {
+			t.Fatalf("%s wrote a tombstone on the forced member's word", other.Name)
+		}
+	}
 }
 
 // With the other members dead, nothing answers and the forced start goes ahead promptly.
@@ -224,5 +280,55 @@ func TestForceNewClusterWithMajorityDead(t *testing.T) {
 	servertest.WaitMembers(t, ms[0], 1, true)
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("forced start took %v", d)
+	}
+}
+
+// Of two voters, one forced into a new cluster while the other runs: the forced member is the
+// only other voter the other knows, but its removal was never in the other's log, so the other
+// does not take its word, and keeps its data. A removal the two decided together still stops
+// the removed member: its log holds the entry.
+func TestForceNewClusterOfTwo(t *testing.T) {
+	logs := map[string]*servertest.LogBuffer{"m0": {}, "m1": {}}
+	ms := servertest.Start(t, 2, func(c *server.Config) { c.Logger = slog.New(slog.NewTextHandler(logs[c.Name], nil)) })
+	servertest.WaitMembers(t, ms[1], 2, true)
+	m := ms[0]
+	if err := m.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	m.Start(t, m.Config(servertest.InitialCluster(ms), "new", func(c *server.Config) {
+		c.ForceNewCluster, c.ForceNewClusterBypassLiveCheck = true, true
+	}))
+	servertest.WaitMembers(t, m, 1, true)
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		if !strings.Contains(logs["m1"].String(), "a majority of the cluster's voters does not confirm it: ignored") {
+			return errors.New("m1 did not log the unconfirmed removal")
+		}
+		return nil
+	})
+	if err := ms[1].Stop(); err != nil {
+		t.Fatalf("m1: %v", err)
+	}
+	if load(t, ms[1].Dir).Removed {
+		t.Fatal("m1 wrote a tombstone on the forced member's word")
+	}
+
+	// A removal decided by both: the removed member's log holds it, and with the leader's word
+	// that is a majority of the two.
+	pair := servertest.Start(t, 2, nil)
+	lead := leaderOf(t, pair)
+	other := pair[0]
+	if other == lead {
+		other = pair[1]
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := lead.Client(t).MemberRemove(ctx, &pb.MemberRemoveRequest{ID: memberID(t, other)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := other.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+		t.Fatalf("removed member's Run: %v", err)
+	}
+	if !load(t, other.Dir).Removed {
+		t.Fatal("the removed member wrote no tombstone")
 	}
 }

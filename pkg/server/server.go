@@ -128,6 +128,7 @@ type running struct {
 	log   *slog.Logger
 
 	tr    *transport.Transport
+	hints *membership.Cluster // the peers to reach before the membership names any
 	node  *raftnode.Node
 	coord *reconfig.Coordinator
 
@@ -136,12 +137,13 @@ type running struct {
 	peerSrv, peerTLS     *grpc.Server
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
-	// metrics serves /metrics, /health (and profiles) on --listen-metrics-urls and on the
-	// HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
+	// metrics serves /metrics, /health and, with --enable-pprof, the profiles on
+	// --listen-metrics-urls, and nowhere else. clientHTTP serves /metrics and /health alone on
+	// the HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
 	// HTTP half of every https:// one, and passes on the gRPC calls that come to it.
-	metrics, metricsTLS *http.Server
-	muxes               []*portmux.Mux
-	obs                 *observer
+	metrics, clientHTTP, metricsTLS *http.Server
+	muxes                           []*portmux.Mux
+	obs                             *observer
 }
 
 func (m *running) close() {
@@ -161,8 +163,9 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
 	m.obs = newObserver(sdnotify.FromEnv(), m.log)
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
-		PeerCreds: s.peerCreds, Metrics: m.obs.metrics})
+		PeerCreds: s.peerCreds, Metrics: m.obs.metrics, PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs})
 	m.tr.SetPeers(hints)
+	m.hints = hints
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
@@ -206,8 +209,12 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	if s.tls.PeerServer != nil {
 		m.peerTLS = peer(grpc.Creds(servertls.Credentials(s.tls.PeerServer, s.refusals["peer"])))
 	}
-	handler := withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics)
-	m.metrics = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
+	// The profiles (the command line, every goroutine) only on the metrics URLs, which
+	// docs/clusterd.md says hold them: a client URL serves any client, and on TLS any
+	// certificate the client CA signed, whatever --admin-cert-allowed-cn says.
+	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: httpHeaderTimeout}
+	handler := withMetrics(debugHandler(node, false), m.obs.metrics)
+	m.clientHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
 	if s.tls.Client != nil {
 		// The client port's mux terminates TLS (serveClients): the connections reach gRPC
 		// handshaken.
@@ -230,7 +237,7 @@ const httpHeaderTimeout = 5 * time.Second
 func (s *Server) serveClients(wg *sync.WaitGroup, ls []net.Listener, m *running) {
 	for i, l := range ls {
 		var mux *portmux.Mux
-		grpcSrv, httpSrv := m.clientSrv, m.metrics
+		grpcSrv, httpSrv := m.clientSrv, m.clientHTTP
 		if secureURL(s.cfg.ListenClientURLs[i]) {
 			mux = portmux.NewTLS(l, httpHeaderTimeout, s.tls.Client, s.refusals["client"].Refused)
 			grpcSrv, httpSrv = m.clientTLS, m.metricsTLS
@@ -258,12 +265,13 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	for _, l := range ls.metrics {
 		wg.Go(func() { _ = m.metrics.Serve(l) })
 	}
-	// Listening now: peers that backed off from this member while it was down may send again,
-	// and a leader sends a member that has just joined what it lacks without probing first.
-	m.tr.Greet(m.node.LastIndex() == 0)
+	// Listening now: peers that backed off from this member while it was down may send again.
+	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
-	wg.Go(func() { watchRemoval(runCtx, m.node, m.tr, s.peerCreds, s.cfg.ElectionTimeout) })
+	wg.Go(func() {
+		watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log)
+	})
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
@@ -274,6 +282,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
 	m.metrics.Close()
+	m.clientHTTP.Close()
 	if m.metricsTLS != nil {
 		m.metricsTLS.Close()
 	}
@@ -310,34 +319,6 @@ func publish(ctx context.Context, coord *reconfig.Coordinator, id membership.ID,
 		case <-ctx.Done():
 		case <-time.After(backoff):
 			backoff = min(2*backoff, time.Second)
-		}
-	}
-}
-
-// watchRemoval catches a removal this member missed. A voter that lost its leader campaigns and
-// is refused by its peers as removed, but a learner never campaigns, and a member removed before
-// it caught up has no leader at all: so when the leader has been silent for two election
-// timeouts, ask the peers whether this member is still in the cluster.
-func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, creds credentials.TransportCredentials, electionTimeout time.Duration) {
-	t := time.NewTicker(2 * electionTimeout)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-		}
-		if lead := node.Leader(); lead == node.ID() || lead != 0 && tr.HeardWithin(lead, 2*electionTimeout) {
-			continue
-		}
-		for _, u := range tr.PeerURLs() {
-			qctx, cancel := context.WithTimeout(ctx, electionTimeout)
-			info, err := reconfig.FetchMembership(qctx, u, creds, true)
-			cancel()
-			if err == nil && info.Cluster.ID == node.Cluster().ID && info.Cluster.IsRemoved(node.ID()) {
-				node.MarkRemoved()
-				return
-			}
 		}
 	}
 }

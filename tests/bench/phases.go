@@ -113,6 +113,11 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.logf("peer URL checks: %d runs (+%d warm-up) of each", b.opt.urlRuns, b.opt.warmup)
+	urls, err := b.urlRuns(ctx)
+	if err != nil {
+		return err
+	}
 
 	// Replacements and the clientv3 removals change every member in turn: after the series that
 	// use the boot members' endpoints, and before the log is filled, so new members catch up
@@ -193,7 +198,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 
 	b.rep.fill(figures{
-		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, fsync: fsync, bolt: commits, rss: rss,
+		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, urls: urls, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf,
 	})
 	return nil

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
 // row is one figure of the table and of the JSON. Field names are what scripts comparing runs
@@ -78,7 +80,7 @@ func newReport(o options, dir, fsType string) *report {
 		// machine.device say what it put the data dirs on).
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "status_runs": o.statusRuns, "only": o.only, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
-			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
+			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "url_runs": o.urlRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
 			"cycles": o.cycles, "replace_runs": o.replaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},
@@ -166,6 +168,7 @@ type figures struct {
 	pairs        map[string]samples
 	conf         map[route]samples
 	confLong     map[route]samples // after -history removals
+	urls         *urlFigures
 	fsync        samples
 	bolt         samples
 	rss          samples
@@ -266,6 +269,14 @@ func (r *report) fill(f figures) {
 	longFol := stat("conf_change_follower_long_history", fmt.Sprintf("one conf change sent to a follower, %d removed IDs later", r.Options["history"]), "ms", f.confLong[viaFollower], 2*w, "report")
 	longFol.Ratio, longFol.RatioTo = ptr(longFol.Median/fol.Median), "conf_change_follower"
 	r.Rows = append(r.Rows, cc, fol, long, longFol, fs, bf)
+	if u := f.urls; u != nil {
+		one := stat("url_update_one", "a learner's peer URL update, 1 URL (in process, leader)", "ms", u.oneURL, w, "report")
+		most := stat("url_update_max", fmt.Sprintf("a learner's peer URL update, %d URLs, the most a member may have", membership.MaxURLs), "ms", u.maxURLs, w, "report")
+		most.Ratio, most.RatioTo = ptr(most.Median/one.Median), "url_update_one"
+		dry := stat("url_dry_run_add_3000", fmt.Sprintf("dry-run add of %d peer URLs beside a learner of %d (refused)", dryRunURLs, membership.MaxURLs), "ms", u.dryRun, w, "report (etcd 3.7.1: < 0.7 s at 30,000)")
+		dry.Ratio, dry.RatioTo = ptr(dry.Median/one.Median), "url_update_one"
+		r.Rows = append(r.Rows, one, most, dry)
+	}
 
 	lr := stat("leader_removal_gap", "leader removal: longest time without a successful linearizable member list", "ms", f.gaps, cw, "<= 150 ms")
 	lr.Met = ptr(lr.Max <= 150)

@@ -32,13 +32,20 @@ const tlsWait = 20 * time.Second
 // member's state and the end of its stderr in the log.
 func newTLSCluster(t *testing.T) (*cluster.Cluster, *testpki.CA) {
 	t.Helper()
-	if buildErr != nil {
-		t.Fatalf("building clusterd: %v", buildErr)
-	}
 	dir := t.TempDir()
 	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return newCluster(t, dir, ca), ca
+}
+
+// newCluster is a cluster of clusterd processes in dir with no member yet, with TLS from ca (nil:
+// plain), and on failure every member's state and the end of its stderr in the log.
+func newCluster(t *testing.T, dir string, ca *testpki.CA) *cluster.Cluster {
+	t.Helper()
+	if buildErr != nil {
+		t.Fatalf("building clusterd: %v", buildErr)
 	}
 	// The environment is exactly PATH: no ETCD_* variable of the developer's reaches clusterd.
 	c := cluster.New(cluster.Config{
@@ -54,7 +61,7 @@ func newTLSCluster(t *testing.T) (*cluster.Cluster, *testpki.CA) {
 		}
 		c.Close()
 	})
-	return c, ca
+	return c
 }
 
 // tlsCluster starts n members of a TLS cluster, each with extra flags, and waits until every

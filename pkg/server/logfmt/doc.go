@@ -9,4 +9,6 @@
 //   - Durations are strings ("1.5s") as zap's StringDurationEncoder that etcd configures writes
 //     them, not slog's integer nanoseconds.
 //   - Keys of attributes are the caller's: only the record's own fields are renamed.
+//   - A line that peers can make a member repeat (a refused handshake, a refused or disbelieved
+//     peer call) goes through a Limiter: once per interval and key, in bounded memory.
 package logfmt

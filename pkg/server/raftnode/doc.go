@@ -33,9 +33,12 @@
 //     so raft never silently turns a change into an empty entry; if it ever does, or the
 //     proposal is lost to a new leader, the waiter is told (ErrProposalLost) instead of
 //     waiting for a timeout.
-//   - Only the loop writes to the store, and only while Run runs: a removal a peer reports
+//   - Only the loop writes to the store, and only while Run runs: a removal the cluster confirmed
 //     (MarkRemoved, from any goroutine, even after Run returned) is written as a tombstone by
-//     the loop on its way out, never into a store already closed. ForceNewCluster writes
+//     the loop on its way out, never into a store already closed.
+//   - Nothing but raft's own messages, as their senders sent them, is stepped into raft: no
+//     message is made up in a peer's name. Liveness (HeardWithin) is read off those messages
+//     alone, and only of the current term. ForceNewCluster writes
 //     before the node exists.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask
 //     the questions they need answered (Matches, LeaderTerm, ReadIndex), not for raft.Status.

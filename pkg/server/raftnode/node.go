@@ -6,13 +6,13 @@ import (
 	"encoding/binary"
 	"errors"
 	"log/slog"
+	"math"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -21,8 +21,9 @@ import (
 )
 
 var (
-	// ErrRemoved ends Run when this member applied its own removal or a peer told it that it
-	// had been removed. It ends the process, never an RPC, so it is not in the registry.
+	// ErrRemoved ends Run when this member applied its own removal or the cluster confirmed
+	// that it had been removed (MarkRemoved). It ends the process, never an RPC, so it is not
+	// in the registry.
 	ErrRemoved = errors.New("this member has been permanently removed from the cluster")
 )
 
@@ -106,8 +107,9 @@ type Node struct {
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
 	rmOnce  sync.Once
-	// toldRemoved: a peer, not an applied entry, said this member is removed; Run writes the
-	// tombstone then, since only the loop may write to the store and only while it is open.
+	// toldRemoved: the cluster, not an applied entry, confirmed this member is removed; Run
+	// writes the tombstone then, since only the loop may write to the store and only while it
+	// is open.
 	toldRemoved atomic.Bool
 	// stopping is closed as soon as this member knows it is removed or Run is ending, before
 	// anything else of the shutdown: every wait for raft selects on it, so no client request
@@ -115,6 +117,10 @@ type Node struct {
 	stopping chan struct{}
 	stopOnce sync.Once
 	done     chan struct{}
+
+	// heard is when raft's own traffic last came from each member (HeardWithin): ID to
+	// *atomic.Int64 of Unix nanoseconds.
+	heard sync.Map
 
 	// invitation is the leader's invitation to campaign (MsgTimeoutNow) that arrived while this
 	// member could not act on it yet (see holdInvitation).
@@ -293,9 +299,10 @@ func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 	}
 }
 
-// MarkRemoved records that a peer refused this member as removed, and stops it. It may be
-// called from any goroutine, any number of times, also after Run has returned: it only asks
-// Run to write the tombstone and return.
+// MarkRemoved records that the cluster confirmed this member's removal (a majority of its voters
+// said so: the server's removal check, never one peer's word), and stops it. It may be called
+// from any goroutine, any number of times, also after Run has returned: it only asks Run to
+// write the tombstone and return.
 func (n *Node) MarkRemoved() {
 	n.toldRemoved.Store(true)
 	n.markRemoved()
@@ -313,6 +320,9 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 		return nil
 	}
 	err := n.raft.Step(ctx, m)
+	if err == nil {
+		n.hear(m)
+	}
 	if m.GetType() == raftpb.MessageType_MsgAppResp && n.ackWaiters.Load() > 0 {
 		n.notifyAcked()
 	}
@@ -370,33 +380,63 @@ func (n *Node) promotable() bool {
 	return m != nil && !m.IsLearner
 }
 
-// PeerStarted is told that a peer has just started. A leader treats it as the peer's answer to
-// a heartbeat, which is what raft waits for before it sends a peer it could not reach its next
-// append: the peer is reached now instead of at the next heartbeat. A peer that started with an
-// empty log (it has just joined) would reject that append, which probes where the leader last
-// guessed its log ends; so the leader first steps that rejection for it, saying its log holds
-// nothing, and raft sends what it lacks (a snapshot, or the log from its start) a round trip
-// sooner. Both messages are what the peer itself would send; raft ignores a stale rejection (the
-// leader's guess moved meanwhile), and everything anywhere but on a leader of the term. Neither
-// carries a read-index context.
-func (n *Node) PeerStarted(id uint64, emptyLog bool) {
-	if n.lead.Load() != n.id || id == n.id {
-		return
+// HeardWithin reports whether raft's own traffic from member id reached this member within d:
+// an append, heartbeat or snapshot from it (it leads), its acknowledgement of one (this member
+// leads), or its answer to this member's campaign (a new leader has heard its voters before
+// their first acknowledgement), of a term no older than this member's. It is the liveness the
+// strict reconfiguration check and the leader hand-off count; a notice outside raft never
+// counts, nor does a message of a past term, which raft ignores too.
+func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
+	v, ok := n.heard.Load(id)
+	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) <= d
+}
+
+// HoldsOwnRemoval reports whether this member's log, beyond what it has applied, holds an entry
+// that removes it. A removal commits only once a majority of the configuration it changes holds
+// it, so such an entry is this member's own acknowledgement of its removal to the leader that
+// appended it: its vote among the voters that confirm the removal. A member forced into a new
+// cluster (--force-new-cluster) appends removals nobody else ever held.
+func (n *Node) HoldsOwnRemoval() bool {
+	first, err := n.mem.FirstIndex()
+	if err != nil {
+		return false
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	term := proto.Uint64(n.term.Load())
-	if emptyLog {
-		if pr, ok := n.raft.Status().Progress[id]; ok && pr.Next > 1 {
-			_ = n.raft.Step(ctx, &raftpb.Message{
-				Type: raftpb.MessageType_MsgAppResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,
-				Index: proto.Uint64(pr.Next - 1), Reject: proto.Bool(true), RejectHint: proto.Uint64(0), LogTerm: proto.Uint64(0),
-			})
+	last, err := n.mem.LastIndex()
+	if err != nil {
+		return false
+	}
+	lo := max(first, n.applied.Load()+1)
+	if lo > last {
+		return false
+	}
+	ents, err := n.mem.Entries(lo, last+1, math.MaxUint64)
+	if err != nil {
+		return false
+	}
+	for _, e := range ents {
+		if ch, ok := changeOf(e); ok && ch.Kind == membership.KindRemove && ch.Member.ID == membership.ID(n.id) {
+			return true
 		}
 	}
-	_ = n.raft.Step(ctx, &raftpb.Message{
-		Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(id), To: proto.Uint64(n.id), Term: term,
-	})
+	return false
+}
+
+// hear records raft traffic from m's sender (see HeardWithin). Only members are recorded: a
+// sender the membership does not list must not grow the map.
+func (n *Node) hear(m *raftpb.Message) {
+	switch m.GetType() {
+	case raftpb.MessageType_MsgApp, raftpb.MessageType_MsgHeartbeat, raftpb.MessageType_MsgSnap,
+		raftpb.MessageType_MsgAppResp, raftpb.MessageType_MsgHeartbeatResp,
+		raftpb.MessageType_MsgVoteResp, raftpb.MessageType_MsgPreVoteResp:
+	default:
+		return
+	}
+	id := membership.ID(m.GetFrom())
+	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || n.Cluster().Member(id) == nil {
+		return
+	}
+	v, _ := n.heard.LoadOrStore(id, new(atomic.Int64))
+	v.(*atomic.Int64).Store(time.Now().UnixNano())
 }
 
 // ReportUnreachable tells raft a peer could not be reached.

@@ -1,14 +1,12 @@
 package raftnode_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +15,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
@@ -24,24 +23,6 @@ type nowhere struct{}
 
 func (nowhere) Send([]*raftpb.Message)       {}
 func (nowhere) SetPeers(*membership.Cluster) {}
-
-// syncBuffer is a log sink the node and the test may touch at once.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // createA makes the data dir of member "a" of a new cluster of the members named (a first),
 // each at its own made-up peer URL, and loads its state.
@@ -64,7 +45,7 @@ func createA(t *testing.T, names ...string) (store *storage.Store, st *storage.S
 }
 
 // startOne runs a one-member node on a fresh data dir; run reports what Run returned.
-func startOne(t *testing.T, ctx context.Context, logs *syncBuffer) (node *raftnode.Node, store *storage.Store, dir string, run <-chan error) {
+func startOne(t *testing.T, ctx context.Context, logs *servertest.LogBuffer) (node *raftnode.Node, store *storage.Store, dir string, run <-chan error) {
 	t.Helper()
 	store, st, dir := createA(t, "a")
 	node, err := raftnode.New(raftnode.Config{
@@ -92,7 +73,7 @@ func waitRun(t *testing.T, run <-chan error) error {
 
 // A peer's report of this member's removal stops Run, which writes the tombstone first.
 func TestMarkRemovedWritesTombstone(t *testing.T) {
-	var logs syncBuffer
+	var logs servertest.LogBuffer
 	node, store, dir, run := startOne(t, context.Background(), &logs)
 	node.MarkRemoved()
 	node.MarkRemoved()
@@ -122,7 +103,7 @@ func TestMarkRemovedWritesTombstone(t *testing.T) {
 // Peers go on reporting the removal while the member shuts down, after its store is closed:
 // that must neither touch the store nor print anything after the member's last line.
 func TestMarkRemovedAfterStop(t *testing.T) {
-	var logs syncBuffer
+	var logs servertest.LogBuffer
 	ctx, cancel := context.WithCancel(context.Background())
 	node, store, _, run := startOne(t, ctx, &logs)
 	cancel()

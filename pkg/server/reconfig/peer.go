@@ -63,6 +63,9 @@ func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) erro
 	if err := dec(req); err != nil {
 		return nil, err
 	}
+	if err := c.cfg.Transport.Vouched(ctx); err != nil {
+		return nil, status.Error(codes.PermissionDenied, err.Error())
+	}
 	if c.cfg.Node.Leader() != c.cfg.Node.ID() || c.cfg.Node.Stopped() {
 		// Never forward twice, and a stopping leader decides nothing more: the caller
 		// re-routes.
@@ -89,6 +92,17 @@ func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) erro
 		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, string(b)))
 	}
 	return nil, rpcerr.Status(err)
+}
+
+// SendChange sends req over conn as a member forwards a change to its leader, for a program that
+// speaks the peer protocol from outside a member (the hostile-peer test); forward is the
+// members' own way.
+func SendChange(ctx context.Context, conn *grpc.ClientConn, req Request) (*Reply, error) {
+	reply := &Reply{}
+	if err := conn.Invoke(ctx, changeMethod, &req, reply); err != nil {
+		return nil, err
+	}
+	return reply, nil
 }
 
 // fromPeer reads what a call to another member failed with: a registered error by its message,
@@ -180,6 +194,12 @@ func FetchMembership(ctx context.Context, peerURL string, creds credentials.Tran
 		return nil, err
 	}
 	defer conn.Close()
+	return MembershipOn(ctx, conn, peerURL, withRemoved)
+}
+
+// MembershipOn is FetchMembership on a connection already made to peerURL, for a caller that
+// asks the same member again.
+func MembershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, withRemoved bool) (*ClusterInfo, error) {
 	info := &ClusterInfo{}
 	if err := conn.Invoke(ctx, membershipMethod, &membershipRequest{WithoutRemoved: !withRemoved}, info); err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {

@@ -134,6 +134,11 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	if ch.Kind != membership.KindPublish {
 		defer n.ConfLock()()
 	}
+	// A client that gave up while others held the lock gets no check run for it. The checks
+	// themselves are linear in the URLs, and the URLs bounded (membership.MaxURLs).
+	if ctx.Err() != nil {
+		return nil, raftnode.ErrTimeout
+	}
 	// Check against a membership that holds every change of earlier leaders, and propose in
 	// the same term: otherwise a change an earlier leader left in the log could be applied
 	// between the check and the proposal (two learner adds, each alone within --max-learners).
@@ -223,7 +228,7 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 	for id, m := range cl.Members {
 		self := id == c.cfg.Node.ID()
 		peers.Started[id] = self || m.Started || match[id] > 0
-		peers.Connected[id] = self || c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout)
+		peers.Connected[id] = self || c.cfg.Node.HeardWithin(id, c.cfg.ElectionTimeout)
 	}
 	reply.Before, reply.After, _ = cl.CheckQuorum(ch, peers)
 	if err := cl.Validate(ch); err != nil {
@@ -265,7 +270,7 @@ func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error
 	var bestMatch uint64
 	for _, id := range cl.Voters() {
 		// Only a voter that is up can take over; among those, the most up to date.
-		if id == c.cfg.Node.ID() || !c.cfg.Transport.HeardWithin(id, c.cfg.ElectionTimeout) {
+		if id == c.cfg.Node.ID() || !c.cfg.Node.HeardWithin(id, c.cfg.ElectionTimeout) {
 			continue
 		}
 		if match[id] >= bestMatch {

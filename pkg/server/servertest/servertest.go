@@ -1,6 +1,7 @@
 package servertest
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -266,4 +268,24 @@ func Counter(metrics, series string) (int, bool) {
 		}
 	}
 	return 0, false
+}
+
+// LogBuffer is a log sink a member and the test may touch at once: give a member
+// slog.New(slog.NewTextHandler(buf, nil)) and read its lines with String.
+type LogBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *LogBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is everything written so far.
+func (l *LogBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }

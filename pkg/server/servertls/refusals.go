@@ -11,13 +11,14 @@ import (
 	"log/slog"
 	"net"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
 )
 
 // maxRemembered bounds the memory of Refusals: a scan from many addresses must not grow it
-// without limit. Past it, the entries whose interval has ended are forgotten, then all.
+// without limit (logfmt.Limiter).
 const maxRemembered = 4096
 
 // Refusals logs refused TLS handshakes at most once per peer and interval. A peer is the
@@ -27,16 +28,8 @@ const maxRemembered = 4096
 type Refusals struct {
 	logger *slog.Logger
 	port   string
-	every  time.Duration
 	now    func() time.Time
-
-	mu   sync.Mutex
-	seen map[string]*refusal
-}
-
-type refusal struct {
-	logged     time.Time
-	suppressed int
+	limit  *logfmt.Limiter
 }
 
 // NewRefusals logs to logger, naming the port ("client" or "peer"), each peer at most once
@@ -45,7 +38,7 @@ func NewRefusals(logger *slog.Logger, port string, every time.Duration) *Refusal
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	return &Refusals{logger: logger, port: port, every: every, now: time.Now, seen: map[string]*refusal{}}
+	return &Refusals{logger: logger, port: port, now: time.Now, limit: logfmt.NewLimiter(every, maxRemembered)}
 }
 
 // Refused records a handshake with remote that failed with err, and logs it unless this peer
@@ -65,22 +58,10 @@ func (r *Refusals) Refused(remote string, err error) {
 		sum := sha256.Sum256(leaf.Raw)
 		id = hex.EncodeToString(sum[:8])
 	}
-	key := host + "|" + id
-
-	r.mu.Lock()
-	now := r.now()
-	e := r.seen[key]
-	if e != nil && (r.every <= 0 || now.Sub(e.logged) < r.every) {
-		e.suppressed++
-		r.mu.Unlock()
+	ok, suppressed := r.limit.Allow(host+"|"+id, r.now())
+	if !ok {
 		return
 	}
-	suppressed := 0
-	if e != nil {
-		suppressed = e.suppressed
-	}
-	r.remember(key, now)
-	r.mu.Unlock()
 
 	attrs := []any{"port", r.port, "remote-addr", remote}
 	if leaf != nil {
@@ -91,21 +72,6 @@ func (r *Refusals) Refused(remote string, err error) {
 		attrs = append(attrs, "not-logged-since", suppressed)
 	}
 	r.logger.Warn("rejected connection", attrs...)
-}
-
-// remember must be called with r.mu held.
-func (r *Refusals) remember(key string, now time.Time) {
-	if _, ok := r.seen[key]; !ok && len(r.seen) >= maxRemembered {
-		for k, e := range r.seen {
-			if r.every > 0 && now.Sub(e.logged) >= r.every {
-				delete(r.seen, k)
-			}
-		}
-		if len(r.seen) >= maxRemembered {
-			clear(r.seen)
-		}
-	}
-	r.seen[key] = &refusal{logged: now}
 }
 
 // presented is the leaf certificate the peer showed, when the error carries it.

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"slices"
 	"strings"
 )
 
@@ -172,15 +173,27 @@ func (s *Settings) versionsAndSuites() (minV, maxV uint16, suites []uint16, err 
 	if maxV != 0 && minV > maxV {
 		return 0, 0, nil, settingErr("--tls-min-version", "%s is greater than --tls-max-version %s", s.TLSMinVersion, s.TLSMaxVersion)
 	}
+	var insecure []string
 	for _, name := range s.CipherSuites {
 		id, ok := cipherSuite(strings.TrimSpace(name))
 		if !ok {
 			return 0, 0, nil, settingErr("--cipher-suites", "unexpected TLS cipher suite %q", name)
 		}
+		if slices.ContainsFunc(tls.InsecureCipherSuites(), func(c *tls.CipherSuite) bool { return c.ID == id }) {
+			insecure = append(insecure, tls.CipherSuiteName(id))
+		}
 		suites = append(suites, id)
+	}
+	if len(insecure) > 0 {
+		return 0, 0, nil, settingErr("--cipher-suites", "refuses %s: Go lists them as insecure", strings.Join(insecure, ", "))
 	}
 	if minV == tls.VersionTLS13 && len(suites) > 0 {
 		return 0, 0, nil, settingErr("--cipher-suites", "cannot be configured when only TLS1.3 is enabled")
+	}
+	if len(suites) > 0 && !slices.Contains(suites, tls.TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256) && !slices.Contains(suites, tls.TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256) {
+		// etcd refuses such a list too: its HTTP/2 server does (RFC 7540, 9.2.2), and gRPC
+		// speaks HTTP/2.
+		return 0, 0, nil, settingErr("--cipher-suites", "needs TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, which HTTP/2 requires")
 	}
 	if minV == 0 {
 		minV = tls.VersionTLS12
@@ -200,8 +213,9 @@ func parseVersion(flag, name string) (uint16, error) {
 	return 0, settingErr(flag, "unexpected TLS version %q (must be one of: TLS1.2, TLS1.3)", name)
 }
 
-// cipherSuite accepts the names etcd accepts: Go's, insecure ones included (etcd's operators
-// choose), and the two ChaCha20 names Go had before 1.16.
+// cipherSuite knows the names etcd accepts: Go's, insecure ones included (so that
+// versionsAndSuites can name them as refused rather than unknown), and the two ChaCha20 names
+// Go had before 1.16.
 func cipherSuite(name string) (uint16, bool) {
 	for _, list := range [][]*tls.CipherSuite{tls.CipherSuites(), tls.InsecureCipherSuites()} {
 		for _, c := range list {

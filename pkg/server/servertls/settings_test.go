@@ -59,6 +59,11 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"unknown min", func(s *Settings) { s.TLSMinVersion = "TLS1.1" }, `--tls-min-version unexpected TLS version "TLS1.1" (must be one of: TLS1.2, TLS1.3)`},
 		{"unknown max", func(s *Settings) { s.TLSMaxVersion = "tls1.3" }, `--tls-max-version unexpected TLS version "tls1.3"`},
 		{"unknown suite", func(s *Settings) { s.CipherSuites = []string{"TLS_NOPE"} }, `--cipher-suites unexpected TLS cipher suite "TLS_NOPE"`},
+		{"insecure suites", func(s *Settings) {
+			s.CipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256", "TLS_RSA_WITH_RC4_128_SHA", "TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256"}
+		}, "--cipher-suites refuses TLS_RSA_WITH_RC4_128_SHA, TLS_ECDHE_RSA_WITH_AES_128_CBC_SHA256: Go lists them as insecure"},
+		{"no suite HTTP/2 accepts", func(s *Settings) { s.CipherSuites = []string{"TLS_ECDHE_RSA_WITH_AES_256_GCM_SHA384"} },
+			"--cipher-suites needs TLS_ECDHE_RSA_WITH_AES_128_GCM_SHA256 or TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256, which HTTP/2 requires"},
 		{"suites with TLS1.3 only", func(s *Settings) {
 			s.TLSMinVersion, s.CipherSuites = "TLS1.3", []string{"TLS_ECDHE_ECDSA_WITH_AES_128_GCM_SHA256"}
 		}, "--cipher-suites cannot be configured when only TLS1.3 is enabled"},

@@ -2,7 +2,9 @@
 // and gives the server a codec and dialer for its own peer-to-peer calls.
 //
 // transport.go is the Transport: the receiving end, the notices (Removed, Hello, Probe) and the
-// address book; peer.go is the sender to one peer, its queue and its stream; probe.go measures
+// address book; identity.go decides whom a peer call may speak for, and logs what is refused;
+// speak.go exports the calls for programs that speak the protocol from outside a member (tests);
+// peer.go is the sender to one peer, its queue and its stream; probe.go measures
 // the round trip to each peer; dial.go holds the
 // dial and server options every peer connection shares (backoff, the fixed window, the
 // message size); codec.go is the wire format.
@@ -10,9 +12,16 @@
 // Invariants:
 //   - Every message on the wire is an Envelope naming the cluster, the sender and the receiver;
 //     the receiver refuses a message from another cluster (etcdserver: cluster ID mismatch),
-//     from a removed member, or for another member, and ends the stream.
-//   - A sender told that it has been removed marks its member removed (Handler.MarkRemoved):
-//     that is how a member that missed its own removal learns of it.
+//     from a removed member, for another member, or whose raft message names other ends than
+//     the envelope, and ends the stream. A stream carries one sender's messages.
+//   - Over peer TLS with a client certificate, a call is taken for member X only if the
+//     certificate covers the host of one of X's peer URLs or has a CN in --peer-cert-allowed-cn
+//     (vouch); without a certificate it is taken as the sender says. Every refusal is logged,
+//     rate-limited, with the remote address and CN.
+//   - No notice is believed: a Removed notice, or a peer refusing this member as removed, only
+//     sends a claim on RemovalClaims, which the server checks with a majority of the voters;
+//     a Hello only ends the backoff of this member's sender to the peer. Nothing here steps a
+//     raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
 //   - A peer's address book grows from the applied membership, and from a sender the membership
@@ -29,8 +38,6 @@
 //     connection of its own, one call at a time, bounded by the interval; only answered calls on
 //     an established connection are observed. A removed peer's prober stops with it, and its
 //     series is never written again; Close waits for every prober.
-//   - A starting peer's greeting (Hello) reaches the member (Handler.PeerStarted), with whether
-//     the peer's log is empty, unless the peer is removed; it never carries a raft message of
-//     its own. It goes over the connection the greeting member's sender to that peer then
+//   - A starting member's greeting (Hello) goes over the connection its sender to that peer then
 //     uses, and over one of its own only when that one cannot be had.
 package transport

@@ -26,7 +26,7 @@ type peer struct {
 	q     chan *raftpb.Message
 	stop  chan struct{}
 	woken chan struct{} // the peer said hello: stop backing off
-	hello chan bool     // greet the peer (Transport.Greet), saying whether this member's log is empty
+	hello chan struct{} // greet the peer (Transport.Greet)
 	once  sync.Once
 
 	// remote: added from a sender's stream, not from the membership, so without a prober until
@@ -41,7 +41,7 @@ type peer struct {
 const queueSize = 4096
 
 func newPeer(t *Transport, id membership.ID, urls []string) *peer {
-	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), hello: make(chan bool, 1), urls: urls}
+	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), hello: make(chan struct{}, 1), urls: urls}
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -120,13 +120,12 @@ func (p *peer) run() {
 				conn.Close()
 				conn = nil
 			}
-		case emptyLog := <-p.hello:
+		case <-p.hello:
 			var c *grpc.ClientConn
 			if connect() == nil {
 				c = conn
 			}
 			n := p.t.notice(p.id)
-			n.EmptyLog = emptyLog
 			urls, _ := p.address()
 			go p.t.hello(c, n, urls)
 		case first := <-p.q:
@@ -140,9 +139,9 @@ func (p *peer) run() {
 				continue
 			}
 			if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
-				p.t.cfg.Logger.Error("a peer refused this member as removed from the cluster", "peer", p.id.String())
-				p.t.h.MarkRemoved()
-				return
+				// A hint, as a Removed notice is: the peer may be stale, or forced into a new
+				// cluster. The member asks the cluster, and goes on trying meanwhile.
+				p.t.claimRemoved()
 			}
 			if conn != nil {
 				conn.Close()

@@ -25,7 +25,7 @@ func servePeerCounting(t *testing.T, probes *atomic.Int64) string {
 		t.Fatal(err)
 	}
 	tr := New(Config{LocalID: 2, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
-	tr.Attach(&member{removed: make(chan struct{}), cluster: membership.NewCluster(7, nil)})
+	tr.Attach(&member{cluster: membership.NewCluster(7, nil)})
 	s := grpc.NewServer(ServerCodec(), grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		if info.FullMethod == probeMethod {
 			probes.Add(1)
@@ -46,7 +46,7 @@ func TestProbeRoundTrip(t *testing.T) {
 	m := metrics.New(metrics.Options{NoProcessCollector: true})
 	const interval = 20 * time.Millisecond
 	sender := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m, ProbeInterval: interval})
-	sender.Attach(&member{removed: make(chan struct{}), cluster: membership.NewCluster(7, nil)})
+	sender.Attach(&member{cluster: membership.NewCluster(7, nil)})
 	defer sender.Close()
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
 
@@ -84,7 +84,7 @@ func TestProbeUnreachable(t *testing.T) {
 	l.Close()
 	m := metrics.New(metrics.Options{NoProcessCollector: true})
 	sender := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m, ProbeInterval: 10 * time.Millisecond})
-	sender.Attach(&member{removed: make(chan struct{}), cluster: membership.NewCluster(7, nil)})
+	sender.Attach(&member{cluster: membership.NewCluster(7, nil)})
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{dead}}}))
 	time.Sleep(100 * time.Millisecond)
 	if h := roundTrips(t, m, membership.ID(2).String()); h != nil {

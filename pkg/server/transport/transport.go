@@ -12,14 +12,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
-	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // The refusals a receiver sends back: the registry's (pkg/rpcerr), by their exact text.
@@ -33,14 +31,7 @@ type Handler interface {
 	Step(ctx context.Context, m *raftpb.Message) error
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
-	// MarkRemoved stops the member, which a peer has refused as removed. It must not block:
-	// it is called from request handlers and send loops, possibly after the member stopped.
-	MarkRemoved()
 	Cluster() *membership.Cluster
-	// PeerStarted is told that a peer has just started (its Hello), so that a leader reaches
-	// it with its next append now rather than at its next heartbeat; emptyLog: the peer's log
-	// holds nothing yet (it has just joined).
-	PeerStarted(id uint64, emptyLog bool)
 }
 
 // Config configures a Transport.
@@ -57,6 +48,10 @@ type Config struct {
 	// etcd_network_peer_round_trip_time_seconds; ProbeInterval (etcd's) when zero. Without
 	// Metrics nothing is probed.
 	ProbeInterval time.Duration
+	// PeerAllowedCNs is --peer-cert-allowed-cn: over peer TLS, a certificate with one of these
+	// CNs may speak for any member; any other speaks only for the members whose peer URL hosts
+	// it covers (identity.go).
+	PeerAllowedCNs []string
 }
 
 // Dial opens a connection to a peer URL with this member's peer credentials.
@@ -69,17 +64,21 @@ type Transport struct {
 	cfg Config
 	h   Handler
 
-	mu        sync.Mutex
-	peers     map[membership.ID]*peer
-	lastHeard map[membership.ID]time.Time
-	closed    bool
+	mu     sync.Mutex
+	peers  map[membership.ID]*peer
+	closed bool
+
+	// claims wakes whoever checks this member's removal with the cluster (RemovalClaims).
+	claims  chan struct{}
+	ignored *ignoredLog
 
 	probes sync.WaitGroup // every peer's prober, which Close waits for
 }
 
 // New returns a transport; Attach the local member before serving or sending.
 func New(cfg Config) *Transport {
-	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, lastHeard: map[membership.ID]time.Time{}}
+	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, claims: make(chan struct{}, 1),
+		ignored: newIgnoredLog(cfg.Logger, ignoredInterval)}
 }
 
 // Attach sets the member that receives messages.
@@ -98,44 +97,52 @@ func (t *Transport) Register(s *grpc.Server) {
 		HandlerType: (*any)(nil),
 		Streams:     []grpc.StreamDesc{desc},
 		Methods: []grpc.MethodDesc{
-			{MethodName: "Removed", Handler: t.unary(func(n *notice) {
-				t.cfg.Logger.Error("a peer reports that this member has been removed from the cluster", "peer", membership.ID(n.From).String())
-				t.h.MarkRemoved()
+			// A hint to check, never the proof: the member asks the cluster (RemovalClaims).
+			{MethodName: "Removed", Handler: t.unary(func(from sender, n *notice) {
+				t.ignored.log("a peer says this member has been removed from the cluster; asking the cluster to confirm it",
+					from, "peer", membership.ID(n.From).String())
+				t.claimRemoved()
 			})},
 			// Answered at once, touching nothing: its time is the round trip (probe.go).
-			{MethodName: "Probe", Handler: t.unary(func(*notice) {})},
-			{MethodName: "Hello", Handler: t.unary(func(n *notice) {
-				if t.h.Cluster().IsRemoved(membership.ID(n.From)) {
+			{MethodName: "Probe", Handler: t.unary(func(sender, *notice) {})},
+			// A hint too: it only ends the backoff of this member's sender to the peer, so that
+			// the next message raft sends it is tried at once. Raft's view changes only when
+			// the peer answers that message.
+			{MethodName: "Hello", Handler: t.unary(func(from sender, n *notice) {
+				id := membership.ID(n.From)
+				m := t.h.Cluster().Member(id)
+				if m == nil {
+					return
+				}
+				if err := t.vouch(from, id, m.PeerURLs); err != nil {
+					t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
 					return
 				}
 				t.mu.Lock()
-				p := t.peers[membership.ID(n.From)]
+				p := t.peers[id]
 				t.mu.Unlock()
 				if p != nil {
 					p.wake()
 				}
-				t.heard(membership.ID(n.From))
-				t.h.PeerStarted(n.From, n.EmptyLog)
 			})},
 		},
 	}, struct{}{})
 }
 
-// notice is a one-off message between members, outside raft:
+// notice is a one-off message between members, outside raft. Neither kind is believed: each is
+// a hint that at most makes this member look again.
 //   - Removed tells a member that the sender applied its removal. A removed member learns of its
 //     removal from the commit that contains it, but the leader stops sending to it as soon as it
 //     applies that commit, so the member would otherwise find out only when it next campaigns.
+//     The member then asks the cluster (RemovalClaims); only a majority of its voters' word is
+//     proof, so a stranger's notice, a stale one, or a forced member's, is logged and ignored.
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
-//     the sender and, if it leads, sends it an append at once: a member added while it was not
-//     running yet would otherwise wait out the backoff and then the next heartbeat (up to
-//     --heartbeat-interval) before the leader's first message. EmptyLog says the sender's log
-//     holds nothing (it has just joined), so the leader sends it what it lacks without first
-//     probing where its log ends; a member that does not know the field ignores it.
+//     the sender: a member added while it was not running yet would otherwise wait out the
+//     backoff before its first message. Nothing reaches raft.
 type notice struct {
 	ClusterID uint64 `json:"clusterID"`
 	From      uint64 `json:"from"`
 	To        uint64 `json:"to"`
-	EmptyLog  bool   `json:"emptyLog,omitempty"`
 }
 
 const (
@@ -143,30 +150,45 @@ const (
 	helloMethod   = "/clusterd.peer.v1.Peer/Hello"
 )
 
-// unary serves a notice meant for this member of this cluster.
-func (t *Transport) unary(handle func(*notice)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
-	return func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
+// unary serves a notice meant for this member of this cluster; a notice for another cluster or
+// member is refused, and logged (rate-limited) with who sent it.
+func (t *Transport) unary(handle func(sender, *notice)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
+	return func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
 		n := &notice{}
 		if err := dec(n); err != nil {
 			return nil, err
 		}
+		from := senderOf(ctx)
 		if n.ClusterID != uint64(t.cfg.ClusterID) || n.To != uint64(t.cfg.LocalID) {
+			t.ignored.log("refused a notice for another cluster or member", from,
+				"peer", membership.ID(n.From).String(), "cluster", membership.ID(n.ClusterID).String(), "to", membership.ID(n.To).String())
 			return nil, rpcerr.Status(ErrClusterIDMismatch)
 		}
-		handle(n)
+		handle(from, n)
 		return &ack{}, nil
 	}
 }
 
-// Greet tells every known peer that this member has started, and whether its log is empty.
-// It does not wait for answers. Each greeting goes over the connection the peer's sender will
+// RemovalClaims is sent to when a peer says this member has been removed: by a Removed notice, or
+// by refusing its messages as a removed member's. Whoever reads it asks the cluster; the channel
+// holds one claim, so claims that come while one waits are one.
+func (t *Transport) RemovalClaims() <-chan struct{} { return t.claims }
+
+func (t *Transport) claimRemoved() {
+	select {
+	case t.claims <- struct{}{}:
+	default:
+	}
+}
+
+// Greet tells every known peer that this member has started. It does not wait for answers. Each greeting goes over the connection the peer's sender will
 // use (peer.run), so that this member's first answers to the leader find it up already.
-func (t *Transport) Greet(emptyLog bool) {
+func (t *Transport) Greet() {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for _, p := range t.peers {
 		select {
-		case p.hello <- emptyLog:
+		case p.hello <- struct{}{}:
 		default:
 		}
 	}
@@ -218,8 +240,10 @@ type ack struct{}
 
 func (t *Transport) receive(stream grpc.ServerStream) error {
 	// One sender a stream, naming its URLs once, at the stream's start: its first message is
-	// enough to make sure it can be answered, and the rest stay off t.mu.
-	answerable := false
+	// enough to make sure it can be answered, and the rest stay off t.mu. Its identity is
+	// checked on that first message too, and every later one must name the same sender.
+	from := senderOf(stream.Context())
+	var sender membership.ID
 	for {
 		env := &Envelope{}
 		if err := stream.RecvMsg(env); err != nil {
@@ -229,12 +253,18 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 			return err
 		}
 		if err := t.check(env); err != nil {
+			t.ignored.log("refused a peer's raft messages", from, "peer", membership.ID(env.From).String(), "err", err.Error())
 			return rpcerr.Status(err)
 		}
-		t.heard(membership.ID(env.From))
-		if !answerable {
-			t.answerSender(stream.Context(), membership.ID(env.From))
-			answerable = true
+		if sender == 0 {
+			if err := t.vouchStream(stream.Context(), from, membership.ID(env.From)); err != nil {
+				t.ignored.log("refused a peer's raft messages", from, "peer", membership.ID(env.From).String(), "err", err.Error())
+				return status.Error(codes.PermissionDenied, err.Error())
+			}
+			sender = membership.ID(env.From)
+			t.answerSender(stream.Context(), sender)
+		} else if membership.ID(env.From) != sender {
+			return status.Error(codes.PermissionDenied, "a raft stream carries one sender's messages")
 		}
 		// Counted once checked: a refused sender's ID is not a member's, and would be a series.
 		t.cfg.Metrics.PeerReceived(env.From, env.size())
@@ -245,6 +275,8 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 	}
 }
 
+// check refuses an envelope for another cluster or member, from a removed member, or whose
+// raft message names other ends than the envelope: raft reads the sender from the message.
 func (t *Transport) check(env *Envelope) error {
 	switch {
 	case env.ClusterID != uint64(t.cfg.ClusterID):
@@ -253,23 +285,10 @@ func (t *Transport) check(env *Envelope) error {
 		return membership.ErrIDRemoved
 	case env.To != uint64(t.cfg.LocalID):
 		return errWrongMember
+	case env.Message.GetFrom() != env.From || env.Message.GetTo() != env.To:
+		return errWrongMember
 	}
 	return nil
-}
-
-func (t *Transport) heard(id membership.ID) {
-	now := time.Now()
-	t.mu.Lock()
-	t.lastHeard[id] = now
-	t.mu.Unlock()
-}
-
-// HeardWithin reports whether a message from id arrived within d.
-func (t *Transport) HeardWithin(id membership.ID, d time.Duration) bool {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	at, ok := t.lastHeard[id]
-	return ok && time.Since(at) <= d
 }
 
 // SetPeers learns peer addresses from a membership: members are added or updated, removed
@@ -345,11 +364,7 @@ func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
 	if t.closed || (p != nil && !p.remote) || id == t.cfg.LocalID || t.h.Cluster().IsRemoved(id) {
 		return
 	}
-	md, _ := metadata.FromIncomingContext(ctx)
-	var urls []string
-	for _, v := range md.Get(wire.PeerURLs) {
-		urls = append(urls, membership.SplitURLs(v)...)
-	}
+	urls := streamPeerURLs(ctx)
 	if err := membership.ValidatePeerURLs(urls); err != nil {
 		return
 	}

@@ -22,9 +22,6 @@ import (
 type member struct {
 	mu      sync.Mutex
 	stepped []*raftpb.Message
-	started []started // PeerStarted calls
-	removed chan struct{}
-	once    sync.Once
 	cluster *membership.Cluster
 
 	accepted atomic.Int32 // connections its listener accepted
@@ -38,18 +35,6 @@ func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
 }
 func (m *member) ReportUnreachable(uint64)    {}
 func (m *member) ReportSnapshot(uint64, bool) {}
-func (m *member) MarkRemoved()                { m.once.Do(func() { close(m.removed) }) }
-func (m *member) PeerStarted(id uint64, emptyLog bool) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.started = append(m.started, started{id, emptyLog})
-}
-
-// started is one PeerStarted call.
-type started struct {
-	id       uint64
-	emptyLog bool
-}
 
 func (m *member) Cluster() *membership.Cluster {
 	return m.cluster
@@ -74,7 +59,7 @@ func serveWithMetrics(t *testing.T, local, cid membership.ID, c *membership.Clus
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &member{removed: make(chan struct{}), cluster: c}
+	h := &member{cluster: c}
 	l = countingListener{l, &h.accepted}
 	tr := New(Config{LocalID: local, ClusterID: cid, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	tr.Attach(h)
@@ -116,17 +101,15 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 
 func TestDelivers(t *testing.T) {
 	c := membership.NewCluster(7, nil)
-	receiverTr, receiver, url := serve(t, 2, 7, c)
+	_, receiver, url := serve(t, 2, 7, c)
 	sender, _, _ := serve(t, 1, 7, c)
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
 	sender.Send([]*raftpb.Message{heartbeat(1, 2), heartbeat(1, 2)})
 	waitFor(t, "delivery", func() bool { return receiver.count() == 2 })
-	if !receiverTr.HeardWithin(1, time.Second) {
-		t.Fatal("the receiver must record when it last heard from the sender")
-	}
 }
 
-// A message from another cluster, from a removed member, or for another member is refused.
+// A message from another cluster, from a removed member, for another member, or whose raft
+// message names other ends than its envelope is refused.
 func TestCheck(t *testing.T) {
 	removed := membership.NewCluster(7, nil)
 	removed.Removed = membership.NewIDSet(1)
@@ -136,10 +119,12 @@ func TestCheck(t *testing.T) {
 		env  Envelope
 		want error
 	}{
-		{Envelope{ClusterID: 7, From: 3, To: 2}, nil},
-		{Envelope{ClusterID: 8, From: 3, To: 2}, ErrClusterIDMismatch},
-		{Envelope{ClusterID: 7, From: 1, To: 2}, membership.ErrIDRemoved},
-		{Envelope{ClusterID: 7, From: 3, To: 4}, errWrongMember},
+		{Envelope{ClusterID: 7, From: 3, To: 2, Message: heartbeat(3, 2)}, nil},
+		{Envelope{ClusterID: 8, From: 3, To: 2, Message: heartbeat(3, 2)}, ErrClusterIDMismatch},
+		{Envelope{ClusterID: 7, From: 1, To: 2, Message: heartbeat(1, 2)}, membership.ErrIDRemoved},
+		{Envelope{ClusterID: 7, From: 3, To: 4, Message: heartbeat(3, 4)}, errWrongMember},
+		{Envelope{ClusterID: 7, From: 3, To: 2, Message: heartbeat(4, 2)}, errWrongMember},
+		{Envelope{ClusterID: 7, From: 3, To: 2, Message: heartbeat(3, 5)}, errWrongMember},
 	} {
 		if err := tr.check(&tt.env); err != tt.want {
 			t.Errorf("%+v: got %v, want %v", tt.env, err, tt.want)
@@ -147,53 +132,71 @@ func TestCheck(t *testing.T) {
 	}
 }
 
-// A sender refused as removed learns it, and its message never reaches raft.
-func TestRemovedSenderLearnsIt(t *testing.T) {
+// A sender refused as removed is only told to ask the cluster (RemovalClaims): the refusing
+// peer may be stale or forced into a new cluster. Its message never reaches raft.
+func TestRemovedSenderIsToldToCheck(t *testing.T) {
 	removed := membership.NewCluster(7, nil)
 	removed.Removed = membership.NewIDSet(1)
-	receiverTr, receiver, url := serve(t, 2, 7, removed)
-	sender, senderH, _ := serve(t, 1, 7, membership.NewCluster(7, nil))
+	_, receiver, url := serve(t, 2, 7, removed)
+	sender, _, _ := serve(t, 1, 7, membership.NewCluster(7, nil))
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
 	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
 	select {
-	case <-senderH.removed:
+	case <-sender.RemovalClaims():
 	case <-time.After(5 * time.Second):
-		t.Fatal("a sender refused as removed must mark itself removed")
+		t.Fatal("a sender refused as removed must be told to check")
 	}
-	if receiver.count() != 0 || receiverTr.HeardWithin(1, time.Minute) {
-		t.Fatal("a refused message must not reach raft nor count as heard")
+	if receiver.count() != 0 {
+		t.Fatal("a refused message must not reach raft")
 	}
 }
 
-// A starting member's greeting reaches its peers' raft side (so a leader can reach it at
-// once), with whether its log is empty, and counts as hearing from it; a removed member's does
-// neither. It goes over the connection the sender's raft messages then take: one connection
-// per sender.
+// A Removed notice, whoever sends it, is a claim to check and nothing more; one for another
+// cluster or member is refused and not even that.
+func TestRemovedNoticeIsAClaim(t *testing.T) {
+	tr, receiver, url := serve(t, 2, 7, membership.NewCluster(7, nil))
+	conn, err := Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	for _, n := range []*notice{{ClusterID: 8, From: 1, To: 2}, {ClusterID: 7, From: 1, To: 3}} {
+		if err := invoke(conn, removedMethod, n); err == nil {
+			t.Fatalf("%+v: accepted", n)
+		}
+	}
+	select {
+	case <-tr.RemovalClaims():
+		t.Fatal("a notice for another cluster or member made a claim")
+	default:
+	}
+	if err := invoke(conn, removedMethod, &notice{ClusterID: 7, From: 0xdeadbeef, To: 2}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-tr.RemovalClaims():
+	default:
+		t.Fatal("a Removed notice made no claim")
+	}
+	if receiver.count() != 0 {
+		t.Fatal("a notice reached raft")
+	}
+}
+
+// A starting member's greeting only wakes its peers' senders to it: nothing reaches raft. It
+// goes over the connection the sender's raft messages then take: one connection per sender.
 func TestGreet(t *testing.T) {
-	c := membership.NewCluster(7, nil)
+	c := membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}}})
 	c.Removed = membership.NewIDSet(3)
-	receiverTr, receiver, url := serve(t, 2, 7, c)
+	_, receiver, url := serve(t, 2, 7, c)
 	peers := membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}})
 	var sender *Transport
 	for _, from := range []membership.ID{3, 1} {
 		sender, _, _ = serve(t, from, 7, membership.NewCluster(7, nil))
 		sender.SetPeers(peers)
-		sender.Greet(true)
+		sender.Greet()
 	}
-	waitFor(t, "greeting", func() bool {
-		receiver.mu.Lock()
-		defer receiver.mu.Unlock()
-		return len(receiver.started) > 0
-	})
-	receiver.mu.Lock()
-	got := receiver.started
-	receiver.mu.Unlock()
-	if len(got) != 1 || got[0] != (started{1, true}) || !receiverTr.HeardWithin(1, time.Second) {
-		t.Fatalf("PeerStarted calls %v, heard from 1: %v; want [{1 true}], true", got, receiverTr.HeardWithin(1, time.Second))
-	}
-	if receiverTr.HeardWithin(3, time.Minute) {
-		t.Fatal("a removed member's greeting must not count as heard")
-	}
+	waitFor(t, "greetings", func() bool { return receiver.accepted.Load() == 2 })
 	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
 	waitFor(t, "heartbeat", func() bool { return receiver.count() == 1 })
 	if n := receiver.accepted.Load(); n != 2 {

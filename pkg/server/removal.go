@@ -1,0 +1,164 @@
+package server
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
+	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
+	"github.com/clusterctl/clusterctl/pkg/server/transport"
+)
+
+// watchRemoval catches a removal this member missed, and writes its tombstone only on proof.
+// A voter that lost its leader campaigns and is refused by its peers as removed, but a learner
+// never campaigns, and a member removed before it caught up has no leader at all: so when the
+// leader has been silent for two election timeouts, or a peer says this member is removed (a
+// Removed notice, or a refusal: transport.RemovalClaims), the member asks the cluster. One
+// peer's word is never the proof: see removalConfirmed. A claim the cluster does not confirm is
+// logged (once a minute at most: the claims go on while a stale peer refuses this member) and
+// ignored. Claims are looked into once per election timeout at most, and after each one the
+// cluster did not confirm, half as often, down to once a minute: a stale member refused again
+// and again, or a forger, does not keep this member asking; the leader's silence still makes it
+// ask every two election timeouts.
+//
+// A member that joined and has not applied a membership yet (no snapshot came) asks the members
+// it was shown when it joined (hints): those are the voters that decided its addition.
+func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, hints *membership.Cluster, cluster membership.ID, creds credentials.TransportCredentials, electionTimeout time.Duration, log *slog.Logger) {
+	t := time.NewTicker(2 * electionTimeout)
+	defer t.Stop()
+	var lastClaim, lastLogged time.Time
+	claimGap := electionTimeout
+	for {
+		claimed := false
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		case <-tr.RemovalClaims():
+			if time.Since(lastClaim) < claimGap {
+				continue
+			}
+			claimed, lastClaim = true, time.Now()
+		}
+		if lead := node.Leader(); !claimed && (lead == node.ID() || lead != 0 && node.HeardWithin(lead, 2*electionTimeout)) {
+			continue
+		}
+		qctx, cancel := context.WithTimeout(ctx, electionTimeout)
+		known := node.Cluster()
+		if len(known.Voters()) == 0 && hints != nil {
+			known = hints
+		}
+		// Told at the moment of the removal, the voters may not all have applied it yet: ask
+		// again until they do. The leader silent for two election timeouts: they have.
+		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, node.HoldsOwnRemoval(), claimed, creds)
+		cancel()
+		if yes >= need {
+			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
+				"confirmed", yes, "needed", need)
+			node.MarkRemoved()
+			return
+		}
+		if claimed {
+			claimGap = min(2*claimGap, time.Minute)
+		}
+		if claimed && time.Since(lastLogged) >= time.Minute {
+			lastLogged = time.Now()
+			log.Warn("a peer says this member has been removed, and a majority of the cluster's voters does not confirm it: ignored (a stale or forged notice, or a member forced into a new cluster)",
+				"confirmed", yes, "needed", need)
+		}
+	}
+}
+
+// removalConfirmed asks every voter of membership c (this member's applied one, or the members
+// it was shown when it joined) but itself whether it has applied this member's removal, and
+// returns how many confirm it and how many must: a majority of c's voters. This member, if it is
+// one of them, confirms it when its own log holds the entry that removes it (held: it
+// acknowledged it, raftnode.Node.HoldsOwnRemoval), since a removal commits only with a majority
+// of the configuration it changes. Only members this member knows are asked, at the peer URLs
+// its own membership holds, and an answer counts only for the cluster this member belongs to: no
+// stranger, and no single member of a larger cluster (a stale one, or one forced into a new
+// cluster while the others ran), can make it remove itself. Nor can the other of two voters
+// forced into a new cluster: the forced removal was never in this member's log. A member
+// removed while it was away hears it from the voters it knew, which applied the removal; if they
+// are all gone too it is never told, and stays refused by the rest.
+func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held, patient bool, creds credentials.TransportCredentials) (yes, need int) {
+	var others []*membership.Member
+	voters := c.Voters()
+	for _, id := range voters {
+		if id == self {
+			if held {
+				yes++
+			}
+			continue
+		}
+		others = append(others, c.Member(id))
+	}
+	need = len(voters)/2 + 1
+	if yes >= need {
+		return yes, need
+	}
+	// A voter that has not applied the removal yet may do so a heartbeat later (the leader
+	// applies first, and its followers when they next hear the commit index): patient, each is
+	// asked again, with a short pause, until it confirms or ctx ends. The answer is known as soon
+	// as a majority confirmed.
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	answers := make(chan bool, len(others))
+	for _, m := range others {
+		go func() { answers <- ask(ctx, m, cluster, self, patient, creds) }()
+	}
+	for range others {
+		if <-answers {
+			if yes++; yes >= need {
+				return yes, need
+			}
+		}
+	}
+	return yes, need
+}
+
+// ask asks member m, at each of its peer URLs until one answers, whether it has applied the
+// removal of self from cluster.
+func ask(ctx context.Context, m *membership.Member, cluster, self membership.ID, patient bool, creds credentials.TransportCredentials) bool {
+	for _, u := range m.PeerURLs {
+		conn, err := transport.Dial(u, creds)
+		if err != nil {
+			continue
+		}
+		yes, answered := askOn(ctx, conn, u, cluster, self, patient)
+		conn.Close()
+		if answered {
+			return yes
+		}
+	}
+	return false
+}
+
+// askOn asks on conn, a connection to peer URL u; patient, it asks again every 10 ms while the
+// member answers no, until ctx ends (short and fixed: followers apply a heartbeat after the
+// leader, and the removed member's clients wait meanwhile).
+func askOn(ctx context.Context, conn *grpc.ClientConn, u string, cluster, self membership.ID, patient bool) (yes, answered bool) {
+	for {
+		info, err := reconfig.MembershipOn(ctx, conn, u, true)
+		if err != nil {
+			return false, answered
+		}
+		if info.Cluster != nil && info.Cluster.ID == cluster && info.Cluster.IsRemoved(self) {
+			return true, true
+		}
+		if !patient {
+			return false, true
+		}
+		answered = true
+		select {
+		case <-ctx.Done():
+			return false, true
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+}
