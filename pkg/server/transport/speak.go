@@ -6,9 +6,10 @@ import (
 	"io"
 	"strings"
 
-	"github.com/clusterctl/clusterctl/pkg/wire"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
+
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // The peer protocol's calls for a program that speaks it from outside a member: the tests that
