@@ -62,26 +62,34 @@ func (c *Client) Connect(ctx context.Context) error { return c.connect(ctx, 0) }
 // request: a further connection costs an authentication on top of its dial.
 func (c *Client) Authenticates() bool { return c.username != "" }
 
-// Sibling is a client of endpoint alone, with c's transport security and credentials, that
-// connects on first use or at Connect. An endpoint of the other kind than c's (https:// among
-// http:// ones) is refused, as New refuses such a list.
-func (c *Client) Sibling(endpoint string) (*Client, error) {
+// Sibling is a client of the given endpoints (a member's client URLs, tried in order), with c's
+// transport security, credentials and dial timeout, that connects on first use or at Connect.
+// It is the one way a command builds a client for another endpoint than those it was given, so
+// that every call it makes carries what the command was given. An endpoint of the other kind
+// than c's (https:// among http:// ones) is refused, as New refuses such a list.
+func (c *Client) Sibling(endpoints ...string) (*Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("no endpoints given")
+	}
 	first := c.dialed[0]
-	addr, secure, err := parseEndpoint(endpoint, first.TLS)
-	if err != nil {
-		return nil, err
-	}
-	if secure != first.TLS {
-		return nil, fmt.Errorf("endpoint %q: one uses TLS and %q does not; give endpoints of one kind", endpoint, first.Endpoint)
-	}
-	return &Client{
-		endpoints:   []string{addr},
-		dialed:      []clienttls.Dialed{{Endpoint: endpoint, TLS: secure, ClientCert: first.ClientCert}},
+	one := &Client{
 		creds:       c.creds,
 		dialTimeout: c.dialTimeout,
 		username:    c.username,
 		password:    c.password,
-	}, nil
+	}
+	for _, endpoint := range endpoints {
+		addr, secure, err := parseEndpoint(endpoint, first.TLS)
+		if err != nil {
+			return nil, err
+		}
+		if secure != first.TLS {
+			return nil, fmt.Errorf("endpoint %q: one uses TLS and %q does not; give endpoints of one kind", endpoint, first.Endpoint)
+		}
+		one.endpoints = append(one.endpoints, addr)
+		one.dialed = append(one.dialed, clienttls.Dialed{Endpoint: endpoint, TLS: secure, ClientCert: first.ClientCert})
+	}
+	return one, nil
 }
 
 // At is a client of endpoint alone: c's own connection when c is connected there, which saves a

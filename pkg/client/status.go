@@ -15,12 +15,13 @@ func (c *Client) status(ctx context.Context) (*statusAnswer, error) {
 	return &st, nil
 }
 
-// statusOf asks member m itself, through its own client URLs.
+// statusOf asks member m itself, through its own client URLs, with c's TLS settings and
+// credentials.
 func (c *Client) statusOf(ctx context.Context, m Member) (*statusAnswer, error) {
 	if len(m.ClientURLs) == 0 {
 		return nil, errors.New("no client URLs: not started yet")
 	}
-	other, err := New(Config{Endpoints: m.ClientURLs, DialTimeout: c.dialTimeout})
+	other, err := c.Sibling(m.ClientURLs...)
 	if err != nil {
 		return nil, err
 	}

@@ -268,3 +268,9 @@ func (b *bgRun) wait(t *testing.T) result {
 	}
 	return r
 }
+
+func (b *bgRun) stderr() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.errb.String()
+}
