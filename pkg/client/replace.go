@@ -119,7 +119,7 @@ func FindReplacement(list *ListResult, oldRef, name string, peerURLs []string) (
 	}
 	if r.Old == nil && r.New == nil {
 		// A hex reference is taken as an ID that the server judges; here the list is the judge.
-		return nil, &NotFoundError{Ref: oldRef}
+		return nil, notFound(list.Members, oldRef)
 	}
 	if r.Old != nil && r.New != nil && r.Old.ID == r.New.ID {
 		return nil, fmt.Errorf("member %s (%s) is the new member itself: name the member to replace", oldRef, FormatID(r.Old.ID))

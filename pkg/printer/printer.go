@@ -168,6 +168,17 @@ func (p Printer) MemberAdd(w io.Writer, r *client.AddResult) error {
 	return p.add(w, r)
 }
 
+// MemberAddNote writes on w (stderr) what member add's output lacks in env format, whose stdout
+// is the environment alone: simple's first line, with the new member's ID, which is how etcd
+// names the member until it starts. Other formats print the ID on stdout: nothing is written.
+func (p Printer) MemberAddNote(w io.Writer, r *client.AddResult) error {
+	if p.format != Env {
+		return nil
+	}
+	_, err := fmt.Fprintln(w, addedLine(r))
+	return err
+}
+
 // MemberChange prints the result of member remove, update or promote, as k says.
 func (p Printer) MemberChange(w io.Writer, k Kind, r *client.ChangeResult) error {
 	if err := p.Check(k); err != nil {
