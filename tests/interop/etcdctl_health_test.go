@@ -1,0 +1,73 @@
+package interop
+
+import (
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+)
+
+// TestEtcdctlHealthAgainstClusterd: etcdctl's endpoint health (a linearizable read of the key
+// "health") reports every clusterd member healthy, plain and over TLS with client certificates;
+// endpoint status shows etcd's default quota rather than 0 B; any other KV call is refused with
+// one line saying what clusterd is. With a voter majority down, health fails as etcd's does.
+func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
+	needBinaries(t)
+	for _, tc := range []struct {
+		name string
+		tls  bool
+	}{{"plain", false}, {"TLS", true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ca *testpki.CA
+			var flags []string
+			if tc.tls {
+				var err error
+				if ca, err = testpki.NewCA(t.TempDir(), "ca", testpki.RSA2048); err != nil {
+					t.Fatal(err)
+				}
+			}
+			c := startTLSCluster(t, filepath.Join(binDir, "clusterd"), ca)
+			if tc.tls {
+				flags = tlsFlags(t, c, ca)
+			} else {
+				flags = []string{"--endpoints=" + cluster.Endpoints(c.Members())}
+			}
+			etcdctl := func(args ...string) result { return runCLI(t, etcd.Etcdctl, append(append([]string{}, flags...), args...)...) }
+
+			r := etcdctl("endpoint", "health")
+			if r.code != 0 || strings.Count(r.stdout, " is healthy: successfully committed proposal") != 3 {
+				t.Errorf("etcdctl endpoint health: %v; want every member healthy", r)
+			}
+			r = etcdctl("endpoint", "health", "--cluster", "-w", "table")
+			if r.code != 0 || len(regexp.MustCompile(`│ +true │`).FindAllString(r.stdout, -1)) != 3 {
+				t.Errorf("etcdctl endpoint health --cluster -w table: %v", r)
+			}
+			r = etcdctl("endpoint", "status", "-w", "table")
+			if r.code != 0 || strings.Contains(r.stdout, " 0 B ") || !strings.Contains(r.stdout, "2.1 GB") {
+				t.Errorf("etcdctl endpoint status -w table: %v; want etcd's default quota", r)
+			}
+			for _, args := range [][]string{{"put", "k", "v"}, {"get", "k"}, {"del", "k"}} {
+				r = etcdctl(args...)
+				if r.code == 0 || !strings.Contains(r.stderr, "clusterd keeps no keys: it serves etcd's membership API") {
+					t.Errorf("etcdctl %s: %v; want the refusal naming clusterd", strings.Join(args, " "), r)
+				}
+			}
+
+			// two of three down: no quorum, no linearizable read
+			for _, n := range []string{"infra1", "infra2"} {
+				if err := c.Kill(n); err != nil {
+					t.Fatal(err)
+				}
+			}
+			one := append([]string{}, flags...)
+			one[0] = "--endpoints=" + c.Members()[0].ClientURL()
+			r = runCLI(t, etcd.Etcdctl, append(one, "endpoint", "health", "--command-timeout=2s")...)
+			if r.code == 0 || !strings.Contains(r.stdout+r.stderr, "is unhealthy") {
+				t.Errorf("etcdctl endpoint health without a quorum: %v; want unhealthy", r)
+			}
+		})
+	}
+}
