@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // status asks the connected member (or the next reachable one) for its status.
@@ -86,4 +87,21 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 		return nil, fmt.Errorf("status of learner: %w", err)
 	}
 	return &LearnerProgress{LeaderID: leader.ID, LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
+}
+
+// Answers reports whether member m answers on one of its client URLs within within: a member
+// that has not started has none and does not. Any answer counts, a refusal too (a member without
+// a leader still runs); only a connection that fails or stays silent does not. The call carries
+// c's TLS settings and credentials.
+func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bool {
+	if !m.Started || len(m.ClientURLs) == 0 {
+		return false
+	}
+	for _, st := range c.StatusOfEach(ctx, m.ClientURLs, within) {
+		var se *ServerError
+		if st.Err == nil || errors.As(st.Err, &se) {
+			return true
+		}
+	}
+	return false
 }
