@@ -35,7 +35,9 @@ func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
 			} else {
 				flags = []string{"--endpoints=" + cluster.Endpoints(c.Members())}
 			}
-			etcdctl := func(args ...string) result { return runCLI(t, etcd.Etcdctl, append(append([]string{}, flags...), args...)...) }
+			etcdctl := func(args ...string) result {
+				return runCLI(t, etcd.Etcdctl, append(append([]string{}, flags...), args...)...)
+			}
 
 			r := etcdctl("endpoint", "health")
 			if r.code != 0 || strings.Count(r.stdout, " is healthy: successfully committed proposal") != 3 {

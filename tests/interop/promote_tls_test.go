@@ -90,4 +90,3 @@ func enableEtcdAuth(t *testing.T, c *cluster.Cluster, ca *testpki.CA) []string {
 	}
 	return []string{"--user=root:rootpw"}
 }
-
