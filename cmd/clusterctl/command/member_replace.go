@@ -189,10 +189,11 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 	return client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
 }
 
-// answerWithin bounds the question whether the old member answers: a member that is up answers
-// its status in milliseconds, and a dead one refuses the connection at once, unless its host is
-// gone too, when this is all the time it costs.
-const answerWithin = 500 * time.Millisecond
+// answerWithin bounds the question whether a member answers: a dead member refuses the
+// connection at once, unless its host is gone too, when this is all the time it costs; a member
+// that is up answers in milliseconds, but a TLS handshake on a busy machine can take hundreds of
+// them, and a live member taken for dead would be removed before its replacement is added.
+const answerWithin = 2 * time.Second
 
 // settle asks the old member whether it answers, and so decides the order: a dead one is removed
 // first. In a rebuild an old member that answers is the new one, promoted, unless its peer URLs
