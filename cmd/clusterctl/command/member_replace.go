@@ -71,6 +71,12 @@ reported on stderr:
      established voter that answers and follows it, else after the promotion to the new member;
   4. remove the old member.
 
+An old member that does not answer within 2s (or never started) is dead: it is removed first,
+then the new member is added, waited for and promoted (three steps), the order real etcd accepts
+while a voter is down. The new member may then have the old one's name and peer URLs (a machine
+rebuilt under its old identity). Against etcd, a step refused for etcd's 5-second window after a
+start or an election ("unhealthy cluster") is asked again for up to 10s.
+
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
 with the new name and exactly these peer URLs is taken as added (its environment is printed
 again), a voter as promoted, an old member that is gone as removed.
@@ -81,7 +87,8 @@ the new member while the command waits; and a "replaced" line at the end, with t
 member and every step's state (done, doneAlready, notNeeded).
 
 With --dry-run (clusterd only), clusterd judges the add and the removal against the cluster now,
-and clusterctl prints the voters, quorum and fault tolerance after each step. Against clusterd the
+and clusterctl prints the voters, quorum and fault tolerance after each step, in the order the run
+makes them; where the run chooses a step's target (leadership's), the plan names the rule. Against clusterd the
 same check runs before the first change, and a plan that would be refused changes nothing.`,
 		Example: `  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w env > infra3.env
   # on 10.0.0.4: (set -a; . ./infra3.env; exec clusterd --data-dir ...) (the command waits for it)
