@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/protobuf/encoding/protowire"
 
@@ -72,11 +73,16 @@ func (c *Client) Sibling(endpoints ...string) (*Client, error) {
 		return nil, errors.New("no endpoints given")
 	}
 	first := c.dialed[0]
+	// The token too, once c holds one: etcd assigns a token on every member as it applies the
+	// Authenticate entry, so each sibling need not make an entry of its own (a member that has
+	// not applied it yet answers "invalid auth token", and the sibling authenticates itself).
 	one := &Client{
 		creds:       c.creds,
 		dialTimeout: c.dialTimeout,
 		username:    c.username,
 		password:    c.password,
+		token:       c.token,
+		authed:      c.authed,
 	}
 	for _, endpoint := range endpoints {
 		addr, secure, err := parseEndpoint(endpoint, first.TLS)
@@ -114,6 +120,7 @@ func (c *Client) At(endpoint string) (one *Client, release func(), err error) {
 // onEach runs fn against every endpoint at once, each on its own connection and bounded by
 // timeout, and returns when all have finished.
 func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(context.Context, int, *Client) error) []error {
+	c.authenticateOnce(ctx, timeout)
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
@@ -134,6 +141,20 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 	}
 	wg.Wait()
 	return errs
+}
+
+// authenticateOnce authenticates c, when it has a user and no token yet, so that the clients of
+// each endpoint share its token: one Authenticate for the command rather than one a member. On
+// etcd each is a raft entry, and a status taken while they land shows members behind the
+// leader by the command's own entries. Advice only: on failure each client authenticates
+// itself, and reports its own error.
+func (c *Client) authenticateOnce(ctx context.Context, timeout time.Duration) {
+	if c.username == "" || c.authed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_ = c.call(ctx, true, func(context.Context, *grpc.ClientConn) error { return nil })
 }
 
 // StatusOfEach asks every endpoint for its status, all at once, each within timeout.
