@@ -1,9 +1,11 @@
 package interop
 
 import (
+	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/clusterctl/clusterctl/internal/testpki"
@@ -58,11 +60,20 @@ func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
 				}
 			}
 
-			// two of three down: no quorum, no linearizable read
-			for _, n := range []string{"infra1", "infra2"} {
-				if err := c.Kill(n); err != nil {
-					t.Fatal(err)
-				}
+			// two of three down: no quorum, no linearizable read. infra2 is stopped with SIGTERM,
+			// and its log says so.
+			if err := c.Kill("infra1"); err != nil {
+				t.Fatal(err)
+			}
+			if err := c.Signal("infra2", syscall.SIGTERM); err != nil {
+				t.Fatal(err)
+			}
+			if e, err := c.WaitExit("infra2", waitTimeout); err != nil || e.Code != 0 {
+				t.Errorf("clusterd stopped with SIGTERM: %v %v; want exit 0", e, err)
+			}
+			m2, _ := c.Member("infra2")
+			if log, err := os.ReadFile(m2.Stderr); err != nil || !strings.Contains(string(log), "stopped") || !strings.Contains(string(log), "terminated signal received") {
+				t.Errorf("clusterd's log after SIGTERM does not say it stopped on the signal (%v):\n%s", err, log)
 			}
 			one := append([]string{}, flags...)
 			one[0] = "--endpoints=" + c.Members()[0].ClientURL()
