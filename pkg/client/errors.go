@@ -60,6 +60,9 @@ type EndpointFailure struct {
 	TLS *clienttls.Error
 	// Answer is the member's own answer when it gave one (no leader, request timed out).
 	Answer *ServerError
+	// Peer is set when the endpoint is an etcd member's peer port (it answered etcd's peer
+	// /version): a peer URL given where a client URL belongs.
+	Peer bool
 	// deadline is set when the request ended on the caller's deadline: the member learns it with
 	// the request and may end the call on it a moment before this side's context ends.
 	deadline bool

@@ -14,7 +14,8 @@ import (
 // member under a name in use, so add --if-not-exists finds the conflict itself (exit 11, the
 // membership unchanged); a learner not started has no name, so -w env names its ID on stderr and
 // a name that matches nothing lists the unstarted members; the snapshot stream carries no IDs,
-// so snapshot save reads them from the member's status.
+// so snapshot save reads them from the member's status; a peer URL given for an endpoint is
+// recognised by etcd's peer /version.
 func TestClusterctlEtcdNamesAndIDs(t *testing.T) {
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
@@ -29,6 +30,13 @@ func TestClusterctlEtcdNamesAndIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	id1 := mustID(t, c, "infra1")
+
+	// a peer URL given as the endpoint: etcd's peer port is no gRPC server; its /version says
+	// what it is, and the hint is clusterd's (128)
+	peer := runCLI(t, ctl, "--endpoints="+infra1.PeerURL, "member", "list")
+	if want := "Error: endpoint " + infra1.PeerURL + " has no etcd client service (it answers etcd's peer /version): it looks like a peer URL; give the member's client URL (--advertise-client-urls) instead\n"; peer.code != 128 || peer.stderr != want {
+		t.Errorf("member list against etcd's peer URL: %v; want exit 128 and %q", peer, want)
+	}
 
 	// snapshot save: the IDs of the member the snapshot came from
 	snap := runCLI(t, ctl, ep, "snapshot", "save", filepath.Join(t.TempDir(), "s.db"), "-w", "json")
