@@ -109,7 +109,7 @@ func (b *bench) replaceClusterctl(ctx context.Context, ms []*cluster.Member, m *
 	steps := &stepClock{start: time.Now(), at: &r.StepsMS}
 	var err error
 	for attempt := range 2 {
-		err = b.replaceCommand(ctx, ms, m, !m.Running(), steps)
+		err = b.replaceCommand(ctx, ms, ms[0].Name, m, !m.Running(), steps)
 		if err == nil || !m.Running() || ctx.Err() != nil {
 			break
 		}
@@ -121,10 +121,11 @@ func (b *bench) replaceClusterctl(ctx context.Context, ms []*cluster.Member, m *
 	return err
 }
 
-// replaceCommand runs one `clusterctl member replace ... -w env` to completion, and starts the
-// new member from the printed environment if start is set. Its stderr goes through steps.
-func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *cluster.Member, start bool, steps *stepClock) error {
-	cmd := exec.CommandContext(ctx, b.clusterctl, "--endpoints="+cluster.Endpoints(ms), "member", "replace", ms[0].Name, m.Name,
+// replaceCommand runs one `clusterctl member replace OLD ... -w env` against the members ms to
+// completion, and starts the new member from the printed environment if start is set. Its stderr
+// goes through steps.
+func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, old string, m *cluster.Member, start bool, steps *stepClock) error {
+	cmd := exec.CommandContext(ctx, b.clusterctl, "--endpoints="+cluster.Endpoints(ms), "member", "replace", old, m.Name,
 		"--peer-urls="+m.PeerURL, "--wait-timeout="+replaceTimeout.String(), "-w", "env")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	steps.text.Reset()
@@ -159,8 +160,9 @@ func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *clu
 	return nil
 }
 
-// stepClock is member replace's stderr: it keeps the text and notes when each "step N of 4:" line
-// arrived. exec copies stderr from one goroutine, so Write is never called concurrently.
+// stepClock is member replace's stderr: it keeps the text and notes when each "step N of M:" line
+// arrived (M is 4 for a live old member, 3 for a dead one). exec copies stderr from one
+// goroutine, so Write is never called concurrently.
 type stepClock struct {
 	start time.Time
 	at    *[4]float64
@@ -177,9 +179,9 @@ func (c *stepClock) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		var n int
+		var n, of int
 		// The first line of each step: a run again after a failure prints the done ones as skipped.
-		if _, err := fmt.Sscanf(string(c.line[:i]), "step %d of 4:", &n); err == nil && n >= 1 && n <= 4 && c.at[n-1] == 0 {
+		if _, err := fmt.Sscanf(string(c.line[:i]), "step %d of %d:", &n, &of); err == nil && n >= 1 && n <= 4 && c.at[n-1] == 0 {
 			c.at[n-1] = millis(now.Sub(c.start))
 		}
 		c.line = c.line[i+1:]
