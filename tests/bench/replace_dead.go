@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"math"
-	"strings"
 	"time"
 
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
@@ -15,27 +13,7 @@ import (
 // etcdctl's remove-add-promote steps on the same cluster, when etcdctl is built. Each replacement
 // starts from three started voters and leaves three.
 func (b *bench) deadReplaceRuns(ctx context.Context) (map[string]samples, []replaceResult, error) {
-	keys := []string{"clusterctl"}
-	if b.etcdctl != "" {
-		keys = append(keys, "etcdctl")
-	}
-	res := map[string]samples{}
-	var all []replaceResult
-	warm := b.opt.cycleWarmup()
-	for i := range warm + b.opt.deadReplaceRuns {
-		for j := range keys {
-			k := keys[(i+j)%len(keys)]
-			r, err := b.deadReplaceOnce(ctx, k, fmt.Sprintf("dead-%s-%d", k, i))
-			if err != nil {
-				return nil, nil, fmt.Errorf("replacement of a dead member %d with %s: %w", i, k, err)
-			}
-			if i >= warm {
-				res[k] = append(res[k], r.TotalMS)
-				all = append(all, r)
-			}
-		}
-	}
-	return res, all, nil
+	return b.replaceSeries(ctx, b.opt.deadReplaceRuns, "dead", "replacement of a dead member", b.deadReplaceOnce)
 }
 
 // deadReplaceOnce kills a follower, untimed, and replaces it by a new member called name with the
@@ -87,24 +65,7 @@ func (b *bench) deadReplaceEtcdctl(ctx context.Context, live []*cluster.Member, 
 		return err
 	}
 	done(1)
-	add, err := b.r.run(ctx, b.etcdctl, eps, "member", "add", m.Name, "--peer-urls="+m.PeerURL, "--learner")
-	if err != nil {
-		return err
-	}
-	done(2)
-	id := addedID.FindStringSubmatch(add.stdout)
-	_, envText, ok := strings.Cut(add.stdout, "ETCD_NAME=")
-	if id == nil || !ok {
-		return fmt.Errorf("etcdctl member add printed %q: no member ID or environment", add.stdout)
-	}
-	env, err := cluster.ParseEnv("ETCD_NAME=" + envText)
-	if err != nil {
-		return fmt.Errorf("etcdctl member add printed %q: %v", add.stdout, err)
-	}
-	if err := b.c.Start(m.Name, m.ListenArgs(), env); err != nil {
-		return err
-	}
-	if r.PromoteAttempts, err = b.promoteLoop(ctx, eps, id[1]); err != nil {
+	if _, err := b.addStartPromote(ctx, eps, m, r, func() { done(2) }); err != nil {
 		return err
 	}
 	done(3)
@@ -115,18 +76,9 @@ func (b *bench) deadReplaceEtcdctl(ctx context.Context, live []*cluster.Member, 
 // fillDeadReplace adds the rows of the replacement of a dead member: clusterctl's, etcdctl's
 // remove-add-promote steps on the same cluster, and their ratio, whose target is to be faster.
 func (r *report) fillDeadReplace(s map[string]samples, warmup int) {
-	if len(s) == 0 {
-		return
-	}
-	ctl := stat("member_replace_dead_wall", "clusterctl member replace of a dead follower, end to end (removed first; learner started from -w env)", "ms", s["clusterctl"], warmup, "report")
-	e, ok := s["etcdctl"]
-	if !ok {
-		r.Rows = append(r.Rows, ctl)
-		return
-	}
-	er := stat("etcdctl_replace_dead_wall", "etcdctl remove, add --learner, start, promote until it succeeds (same cluster)", "ms", e, warmup, "report")
-	cmp := stat("member_replace_dead_vs_etcdctl", "clusterctl member replace of a dead member / etcdctl's steps (medians)", "x", nil, warmup, "< 1x")
-	cmp.Runs, cmp.Median, cmp.P99, cmp.Max = len(e), ctl.Median/er.Median, ctl.P99/er.P99, math.NaN()
-	cmp.Met = ptr(cmp.Median < 1)
-	r.Rows = append(r.Rows, ctl, er, cmp)
+	r.fillVersus(s, warmup, versus{
+		key: "member_replace_dead", figure: "clusterctl member replace of a dead follower, end to end (removed first; learner started from -w env)",
+		etcdKey: "etcdctl_replace_dead", etcdFigure: "etcdctl remove, add --learner, start, promote until it succeeds (same cluster)",
+		ratioFigure: "clusterctl member replace of a dead member / etcdctl's steps (medians)", target: "< 1x", met: func(x float64) bool { return x < 1 },
+	})
 }

@@ -8,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/clusterctl/clusterctl/internal/testpki"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // TestDeadMemberOnSecuredEtcd is the failure path on etcd 3.7.1 set up as kubeadm sets it up
@@ -36,16 +35,7 @@ func TestDeadMemberOnSecuredEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	run := startCLI(t, filepath.Join(binDir, "clusterctl"), append(pre, "member", "replace", "infra1", "infra1", "--peer-urls="+infra1.PeerURL, "--wait-timeout=1m", "-w", "env")...)
-	var block string
-	if err := proc.Poll(waitTimeout, "member replace prints the environment", func() (bool, error) {
-		if r, done := run.result(); done {
-			t.Fatalf("member replace ended before printing the environment: %v", r)
-		}
-		block = run.stdout()
-		return strings.Count(block, "\n") >= 4, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	block := run.env(t)
 	if err := os.RemoveAll(infra1.DataDir); err != nil {
 		t.Fatal(err)
 	}

@@ -115,16 +115,7 @@ func TestClusterctlReplacesEtcdMember(t *testing.T) {
 		}
 	}
 	run4 := startCLI(t, ctl, "--endpoints="+cluster.Endpoints(live), "member", "replace", "infra2", "infra4", "--peer-urls="+m4.PeerURL, "--wait-timeout=1m", "-w", "env")
-	var block4 string
-	if err := proc.Poll(waitTimeout, "member replace prints the environment", func() (bool, error) {
-		if r, done := run4.result(); done {
-			t.Fatalf("member replace of a dead member ended before printing the environment: %v", r)
-		}
-		block4 = run4.stdout()
-		return strings.Count(block4, "\n") >= 4, nil
-	}); err != nil {
-		t.Fatal(err)
-	}
+	block4 := run4.env(t)
 	startFromEnv(t, c, "infra4", block4)
 	dead := run4.wait(t)
 	newID4 := mustID(t, c, "infra4")
@@ -304,4 +295,21 @@ func (b *bgRun) stderr() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.errb.String()
+}
+
+// env waits for the run, a -w env command that goes on waiting, to print the four lines of an
+// environment, and returns them; a run that ends first fails the test.
+func (b *bgRun) env(t *testing.T) string {
+	t.Helper()
+	var block string
+	if err := proc.Poll(waitTimeout, "the environment printed", func() (bool, error) {
+		if r, done := b.result(); done {
+			t.Fatalf("the run ended before printing the environment: %v", r)
+		}
+		block = b.stdout()
+		return strings.Count(block, "\n") >= 4, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return block
 }
