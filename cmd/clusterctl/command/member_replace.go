@@ -367,9 +367,13 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 
 // remove removes the old member; one that is gone already counts as removed.
 func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	removed, err := c.MemberRemove(ctx, oldID)
+	var removed *client.ChangeResult
+	err := o.untilHealthy(ctx, "the removal of "+o.OldRef, func(ctx context.Context) (err error) {
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		removed, err = c.MemberRemove(ctx, oldID)
+		return err
+	})
 	if errors.Is(err, client.ErrMemberNotFound) {
 		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
