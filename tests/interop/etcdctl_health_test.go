@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,6 +59,28 @@ func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
 				if r.code == 0 || !strings.Contains(r.stderr, "clusterd keeps no keys: it serves etcd's membership API") {
 					t.Errorf("etcdctl %s: %v; want the refusal naming clusterd", strings.Join(args, " "), r)
 				}
+			}
+
+			// the rest of what docs/wire.md lists: snapshot save, and move-leader sent to the leader
+			leader, _, err := c.WaitLeader(waitTimeout)
+			if err != nil {
+				t.Fatal(err)
+			}
+			at := append([]string{"--endpoints=" + leader.ClientURL()}, flags[1:]...)
+			snap := filepath.Join(t.TempDir(), "snap.db")
+			if r := runCLI(t, etcd.Etcdctl, append(at, "snapshot", "save", snap)...); r.code != 0 || !strings.Contains(r.stdout, "Snapshot saved at "+snap) {
+				t.Errorf("etcdctl snapshot save: %v", r)
+			}
+			var to *cluster.Member
+			for _, m := range c.Members() {
+				if m != leader {
+					to = m
+					break
+				}
+			}
+			toID := mustID(t, c, to.Name)
+			if r := runCLI(t, etcd.Etcdctl, append(at, "move-leader", fmt.Sprintf("%x", toID))...); r.code != 0 || !strings.Contains(r.stdout, "Leadership transferred from ") {
+				t.Errorf("etcdctl move-leader: %v", r)
 			}
 
 			// two of three down: no quorum, no linearizable read. infra2 is stopped with SIGTERM,
