@@ -178,7 +178,7 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		if err := o.remove(ctx, via, r.OldID, res); err != nil {
+		if _, err := o.remove(ctx, via, r.OldID, res); err != nil {
 			return err
 		}
 	}
@@ -227,7 +227,7 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 // waits for it and promotes it. Leadership needs no move: a member that does not answer leads
 // nobody for long, and once it is removed the others elect among themselves.
 func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
-	removed, err := o.removeDead(ctx, c, r.OldID, res)
+	removed, err := o.remove(ctx, c, r.OldID, res)
 	if err != nil {
 		return err
 	}
@@ -241,29 +241,6 @@ func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client
 		return err
 	}
 	return o.Printer.ReplaceDone(o.Out, res)
-}
-
-// removeDead removes the dead old member, waiting out etcd's window after a start or a leader
-// change; it returns the removal's answer, nil when the member was gone already.
-func (o *memberReplaceOptions) removeDead(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
-	var removed *client.ChangeResult
-	err := o.untilHealthy(ctx, "the removal of "+o.OldRef, func(ctx context.Context) (err error) {
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		removed, err = c.MemberRemove(ctx, oldID)
-		return err
-	})
-	if errors.Is(err, client.ErrMemberNotFound) {
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
-		return nil, nil
-	}
-	if err != nil {
-		return nil, err
-	}
-	o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
-	res.Record(client.PlanStep{Action: client.StepRemove}, removed)
-	return removed, o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
 }
 
 // etcdWindow is etcd's HealthInterval: for this long after a member starts, or after a leader
@@ -365,8 +342,9 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
 }
 
-// remove removes the old member; one that is gone already counts as removed.
-func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) error {
+// remove removes the old member, waiting out etcd's window after a start or an election, and
+// returns the answer; one that is gone already counts as removed (nil).
+func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	var removed *client.ChangeResult
 	err := o.untilHealthy(ctx, "the removal of "+o.OldRef, func(ctx context.Context) (err error) {
 		ctx, cancel := o.withTimeout(ctx)
@@ -377,12 +355,12 @@ func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, old
 	if errors.Is(err, client.ErrMemberNotFound) {
 		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
 	o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 	res.Record(client.PlanStep{Action: client.StepRemove}, removed)
-	return o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
+	return removed, o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
 }
