@@ -213,13 +213,7 @@ func (o *memberPruneOptions) prune(ctx context.Context, c *client.Client, list *
 		}
 		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, DryRun: o.DryRun}
 		if !o.DryRun {
-			var removed *client.ChangeResult
-			err := o.untilHealthy(ctx, "the removal of "+orID(d.m), func(ctx context.Context) (err error) {
-				ctx, cancel := o.withTimeout(ctx)
-				defer cancel()
-				removed, err = c.MemberRemove(ctx, d.m.ID)
-				return err
-			})
+			removed, err := o.removeWaiting(ctx, c, d.m.ID, orID(d.m))
 			if errors.Is(err, client.ErrMemberNotFound) {
 				continue // removed by someone else meanwhile
 			}

@@ -276,6 +276,19 @@ func (g *Globals) untilHealthy(ctx context.Context, what string, change func(con
 	}
 }
 
+// removeWaiting removes member id, named name in the progress line, each attempt within
+// --command-timeout, waiting out etcd's window (untilHealthy).
+func (g *Globals) removeWaiting(ctx context.Context, c *client.Client, id uint64, name string) (*client.ChangeResult, error) {
+	var removed *client.ChangeResult
+	err := g.untilHealthy(ctx, "the removal of "+name, func(ctx context.Context) (err error) {
+		ctx, cancel := g.withTimeout(ctx)
+		defer cancel()
+		removed, err = c.MemberRemove(ctx, id)
+		return err
+	})
+	return removed, err
+}
+
 // checkPlan asks clusterd to judge the plan and returns its refusal; with --dry-run it also
 // prints the plan. Real etcd cannot judge a change without making it: then the plan is
 // not checked, and each step meets the server's own checks as it is sent.
@@ -345,13 +358,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 // remove removes the old member, waiting out etcd's window after a start or an election, and
 // returns the answer; one that is gone already counts as removed (nil).
 func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
-	var removed *client.ChangeResult
-	err := o.untilHealthy(ctx, "the removal of "+o.OldRef, func(ctx context.Context) (err error) {
-		ctx, cancel := o.withTimeout(ctx)
-		defer cancel()
-		removed, err = c.MemberRemove(ctx, oldID)
-		return err
-	})
+	removed, err := o.removeWaiting(ctx, c, oldID, o.OldRef)
 	if errors.Is(err, client.ErrMemberNotFound) {
 		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
