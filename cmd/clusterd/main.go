@@ -59,6 +59,10 @@ func run(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	switch err := srv.Run(ctx); {
+	case err == nil && ctx.Err() != nil:
+		// Stopped by a signal: the log says so, or the member just goes silent.
+		cfg.Logger.Info("stopped", "reason", context.Cause(ctx).Error())
+		return exitOK
 	case err == nil:
 		return exitOK
 	case errors.Is(err, server.ErrRemoved):
@@ -143,10 +147,13 @@ func defineTLSFlags(fs *pflag.FlagSet) {
 	fs.String(authz.Flag[2:], "", "clusterd's own, not etcd's: comma-separated client certificate CNs allowed membership changes, snapshot and move-leader (default: every client the client CA signed)")
 }
 
-// checkEnvironment refuses an ETCD_* variable that names no clusterd setting: an operator who
-// sets ETCD_DISCOVERY or ETCD_CLIENT_CRL_FILE must not get a member that quietly does without
-// it. ETCDCTL_* variables are etcdctl's, not ours.
+// checkEnvironment refuses the ETCD_* variables that name no clusterd setting, every one of them
+// in one line: an operator who sets ETCD_DISCOVERY or ETCD_CLIENT_CRL_FILE must not get a member
+// that quietly does without it, nor find the second one only after fixing the first. A name one
+// slip away from a setting's variable is a typing mistake, and its line says which variable was
+// meant. ETCDCTL_* variables are etcdctl's, not ours.
 func checkEnvironment(fs *pflag.FlagSet, environ []string) error {
+	var names, why []string
 	for _, kv := range environ {
 		name, value, _ := strings.Cut(kv, "=")
 		if !strings.HasPrefix(name, "ETCD_") || value == "" {
@@ -155,14 +162,74 @@ func checkEnvironment(fs *pflag.FlagSet, environ []string) error {
 		}
 		if !envName(name) {
 			// Quoted: a name with a control character would otherwise break the one line.
-			return fmt.Errorf("%q is set, and names no clusterd setting: unset it (docs/clusterd.md lists the settings clusterd takes)", name)
+			names, why = append(names, fmt.Sprintf("%q", name)), append(why, "names no clusterd setting")
+			continue
 		}
 		flag := strings.ReplaceAll(strings.ToLower(strings.TrimPrefix(name, "ETCD_")), "_", "-")
-		if fs.Lookup(flag) == nil || flag == "help" {
-			return fmt.Errorf("%s is set, and clusterd does not implement etcd's --%s: unset it (docs/clusterd.md lists the settings clusterd takes)", name, flag)
+		if fs.Lookup(flag) != nil && flag != "help" {
+			continue
+		}
+		names = append(names, name)
+		if meant := nearestSetting(fs, flag); meant != "" {
+			why = append(why, fmt.Sprintf("clusterd has no --%s: did you mean %s?", flag, meant))
+		} else {
+			why = append(why, fmt.Sprintf("clusterd does not implement etcd's --%s", flag))
 		}
 	}
-	return nil
+	switch len(names) {
+	case 0:
+		return nil
+	case 1:
+		return fmt.Errorf("%s is set, and %s: unset it (docs/clusterd.md lists the settings clusterd takes)", names[0], why[0])
+	}
+	each := make([]string, len(names))
+	for i := range names {
+		each[i] = names[i] + " (" + why[i] + ")"
+	}
+	return fmt.Errorf("%d variables are set that clusterd does not take: %s: unset them (docs/clusterd.md lists the settings clusterd takes)", len(names), strings.Join(each, ", "))
+}
+
+// nearestSetting is the variable of the setting whose flag is one edit from flag (a letter
+// added, dropped, changed, or two exchanged); "" when none is. One, not two: etcd's own
+// --peer-crl-file is two from --peer-cert-file, and a security setting must not be taken for a
+// slip.
+func nearestSetting(fs *pflag.FlagSet, flag string) string {
+	best, bestD := "", 2
+	fs.VisitAll(func(f *pflag.Flag) {
+		if d := editDistance(flag, f.Name); d < bestD {
+			best, bestD = f.Name, d
+		}
+	})
+	if best == "" {
+		return ""
+	}
+	return "ETCD_" + strings.ToUpper(strings.ReplaceAll(best, "-", "_"))
+}
+
+// editDistance is the Levenshtein distance between a and b, counting an exchange of two
+// neighbouring letters as one edit (the usual slip: FIEL for FILE).
+func editDistance(a, b string) int {
+	prev2 := make([]int, len(b)+1)
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				cur[j] = min(cur[j], prev2[j-2]+1)
+			}
+		}
+		prev2, prev, cur = prev, cur, prev2
+	}
+	return prev[len(b)]
 }
 
 // envName reports whether name is spelled as a setting's variable is: upper-case letters,

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -166,6 +167,25 @@ func TestRunRefusesConfigFileNotYAML(t *testing.T) {
 		lines := strings.Split(strings.TrimRight(stderr.String(), "\n"), "\n")
 		if code != exitFailed || len(lines) != 1 || !strings.Contains(lines[0], "not a YAML file of settings") {
 			t.Errorf("%s: exit %d, stderr %q", name, code, stderr.String())
+		}
+	}
+}
+
+// TestUnknownVariablesAllNamed: every ETCD_* variable clusterd does not take is named in the one
+// line, and one a slip away from a setting's variable names the variable meant.
+func TestUnknownVariablesAllNamed(t *testing.T) {
+	fs := defineFlags(io.Discard)
+	for _, tt := range []struct {
+		env  []string
+		want string
+	}{
+		{[]string{"ETCD_CERT_FIEL=c.pem"}, "ETCD_CERT_FIEL is set, and clusterd has no --cert-fiel: did you mean ETCD_CERT_FILE?: unset it (docs/clusterd.md lists the settings clusterd takes)"},
+		{[]string{"ETCD_DISCOVERY=x", "ETCD_PEER_CRL_FILE=crl.pem", "ETCD_NAME=a"}, "2 variables are set that clusterd does not take: ETCD_DISCOVERY (clusterd does not implement etcd's --discovery), ETCD_PEER_CRL_FILE (clusterd does not implement etcd's --peer-crl-file): unset them (docs/clusterd.md lists the settings clusterd takes)"},
+		{[]string{"ETCD_NAME=a", "ETCD_DATA_DIR=d"}, ""},
+	} {
+		err := checkEnvironment(fs, tt.env)
+		if got := fmt.Sprint(err); tt.want == "" && err != nil || tt.want != "" && got != tt.want {
+			t.Errorf("checkEnvironment(%v) = %v\nwant %s", tt.env, err, tt.want)
 		}
 	}
 }

@@ -297,3 +297,23 @@ func TestMoveLeaderOnTheOpenConnection(t *testing.T) {
 		t.Fatalf("after both: %d authentications and %d calls at the connected member, want 1 and 3", a.auths, f.calls.Load())
 	}
 }
+
+// TestStatusOfEachAuthenticatesOnce: the clients of each endpoint share one token, so asking
+// three members for their status makes one Authenticate (on etcd a raft entry each, which the
+// statuses would show as followers behind the leader), and the token rides on every call.
+func TestStatusOfEachAuthenticatesOnce(t *testing.T) {
+	a := newAuthServer()
+	var eps []string
+	for range 3 {
+		eps = append(eps, serveSecure(t, nil, &fakeServer{}, a))
+	}
+	c := secureClient(t, clienttls.Options{}, "root", "secret", eps...)
+	for _, st := range c.StatusOfEach(context.Background(), eps, 5*time.Second) {
+		if st.Err != nil {
+			t.Fatalf("%s: %v", st.Endpoint, st.Err)
+		}
+	}
+	if a.auths != 1 {
+		t.Errorf("%d authentications for three statuses, want 1", a.auths)
+	}
+}

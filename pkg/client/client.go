@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -152,6 +153,11 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 			var ce *ConnectError
 			if !errors.As(err, &ce) {
 				return err
+			}
+			for _, t := range ce.Tried {
+				if t.Peer {
+					return &PeerEndpointError{Endpoint: c.dialed[slices.Index(c.endpoints, t.Endpoint)].Endpoint, Message: "it answers etcd's peer /version"}
+				}
 			}
 			return gaveUp(ctx, append(failed, ce.Tried...))
 		}

@@ -454,3 +454,21 @@ func TestLearnerProgress(t *testing.T) {
 		t.Errorf("ahead: got %d behind, %.1f%%", ahead.Behind(), ahead.Percent())
 	}
 }
+
+// TestNotFoundNamesUnstarted: a name that matches nothing while members without a name exist
+// (on etcd, added and not started yet) lists them by ID and peer URLs, since the name may mean
+// one of them; the error stays an ErrMemberNotFound.
+func TestNotFoundNamesUnstarted(t *testing.T) {
+	members := []Member{
+		{ID: 0x77f41cbd71028a3a, Name: "infra0", PeerURLs: []string{"http://10.0.0.1:2380"}},
+		{ID: 0xcdafbcc8ff50545c, PeerURLs: []string{"http://10.0.0.4:2380", "http://h4:2380"}, IsLearner: true},
+	}
+	_, err := ResolveIn(members, "infra3")
+	want := `member not found: no member with ID or name "infra3"; not started yet, so without a name: cdafbcc8ff50545c (http://10.0.0.4:2380,http://h4:2380): give the member ID`
+	if !errors.Is(err, ErrMemberNotFound) || err.Error() != want {
+		t.Errorf("ResolveIn = %v; want %s", err, want)
+	}
+	if _, err := ResolveIn(members[:1], "infra3"); err.Error() != `member not found: no member with ID or name "infra3"` {
+		t.Errorf("ResolveIn with every member started = %v", err)
+	}
+}

@@ -2,8 +2,11 @@ package client
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"io"
 	"net"
+	"net/http"
 	"strings"
 	"sync"
 	"time"
@@ -56,6 +59,7 @@ type dialResult struct {
 	conn   *grpc.ClientConn
 	reason string
 	tls    *clienttls.Error // set when TLS stopped the connection
+	peer   bool             // set when the server is an etcd member's peer port
 }
 
 // dialFirst connects to the first of eps that answers. It starts them in order, the next one
@@ -70,6 +74,7 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 	results := make(chan dialResult, len(eps))
 	reasons := make([]string, len(eps))
 	tlsErrs := make([]*clienttls.Error, len(eps))
+	peers := make([]bool, len(eps))
 	for i := range reasons {
 		reasons[i] = silent
 	}
@@ -109,7 +114,7 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 			if r.reason != "" {
 				reasons[r.i] = r.reason
 			}
-			tlsErrs[r.i] = r.tls
+			tlsErrs[r.i], peers[r.i] = r.tls, r.peer
 			if started < len(eps) {
 				start()
 			}
@@ -129,7 +134,7 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 		if i >= started {
 			reasons[i] = "not tried: no time left"
 		}
-		tried[i] = EndpointFailure{Endpoint: eps[i], Reason: reasons[i], TLS: tlsErrs[i]}
+		tried[i] = EndpointFailure{Endpoint: eps[i], Reason: reasons[i], TLS: tlsErrs[i], Peer: peers[i]}
 	}
 	return nil, 0, tried
 }
@@ -190,7 +195,11 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 				// Silent until the deadline: the caller words that.
 				return dialResult{i: i}
 			}
-			return failedHandshake(i, why, how)
+			r := failedHandshake(i, why, how)
+			if r.reason == notGRPC && etcdPeerPort(ctx, addr, how) {
+				r.peer = true
+			}
+			return r
 		}
 	}
 	return dialResult{i: i, conn: conn}
@@ -207,7 +216,39 @@ func failedHandshake(i int, why error, d clienttls.Dialed) dialResult {
 	if why != nil && connectionClosed(why.Error()) {
 		return dialResult{i: i, reason: "the connection closed during the handshake (the member may have stopped)"}
 	}
-	return dialResult{i: i, reason: "not a gRPC server"}
+	return dialResult{i: i, reason: notGRPC}
+}
+
+// notGRPC is why a connection that reached a server that does not speak gRPC failed.
+const notGRPC = "not a gRPC server"
+
+// peerProbeWithin bounds etcdPeerPort's request: the server answered a moment ago.
+const peerProbeWithin = 500 * time.Millisecond
+
+// etcdPeerPort reports whether the plain-HTTP server at addr is an etcd member's peer port, by
+// the /version etcd serves there ({"etcdserver":...,"etcdcluster":...}): a peer URL given where
+// a client URL belongs. clusterd's peer port speaks gRPC and is recognised by its answer
+// instead (peerEndpoint). A TLS peer port is not asked: it wants a peer certificate.
+func etcdPeerPort(ctx context.Context, addr string, how clienttls.Dialed) bool {
+	if how.TLS {
+		return false
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), peerProbeWithin)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+addr+"/version", nil)
+	if err != nil {
+		return false
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return false
+	}
+	defer resp.Body.Close()
+	var v struct {
+		Server  string `json:"etcdserver"`
+		Cluster string `json:"etcdcluster"`
+	}
+	return resp.StatusCode == http.StatusOK && json.NewDecoder(io.LimitReader(resp.Body, 4096)).Decode(&v) == nil && v.Server != ""
 }
 
 // connectionClosed reports whether grpc-go's reason is the connection ending rather than

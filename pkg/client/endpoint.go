@@ -8,6 +8,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
@@ -62,26 +63,39 @@ func (c *Client) Connect(ctx context.Context) error { return c.connect(ctx, 0) }
 // request: a further connection costs an authentication on top of its dial.
 func (c *Client) Authenticates() bool { return c.username != "" }
 
-// Sibling is a client of endpoint alone, with c's transport security and credentials, that
-// connects on first use or at Connect. An endpoint of the other kind than c's (https:// among
-// http:// ones) is refused, as New refuses such a list.
-func (c *Client) Sibling(endpoint string) (*Client, error) {
+// Sibling is a client of the given endpoints (a member's client URLs, tried in order), with c's
+// transport security, credentials and dial timeout, that connects on first use or at Connect.
+// It is the one way a command builds a client for another endpoint than those it was given, so
+// that every call it makes carries what the command was given. An endpoint of the other kind
+// than c's (https:// among http:// ones) is refused, as New refuses such a list.
+func (c *Client) Sibling(endpoints ...string) (*Client, error) {
+	if len(endpoints) == 0 {
+		return nil, errors.New("no endpoints given")
+	}
 	first := c.dialed[0]
-	addr, secure, err := parseEndpoint(endpoint, first.TLS)
-	if err != nil {
-		return nil, err
-	}
-	if secure != first.TLS {
-		return nil, fmt.Errorf("endpoint %q: one uses TLS and %q does not; give endpoints of one kind", endpoint, first.Endpoint)
-	}
-	return &Client{
-		endpoints:   []string{addr},
-		dialed:      []clienttls.Dialed{{Endpoint: endpoint, TLS: secure, ClientCert: first.ClientCert}},
+	// The token too, once c holds one: etcd assigns a token on every member as it applies the
+	// Authenticate entry, so each sibling need not make an entry of its own (a member that has
+	// not applied it yet answers "invalid auth token", and the sibling authenticates itself).
+	one := &Client{
 		creds:       c.creds,
 		dialTimeout: c.dialTimeout,
 		username:    c.username,
 		password:    c.password,
-	}, nil
+		token:       c.token,
+		authed:      c.authed,
+	}
+	for _, endpoint := range endpoints {
+		addr, secure, err := parseEndpoint(endpoint, first.TLS)
+		if err != nil {
+			return nil, err
+		}
+		if secure != first.TLS {
+			return nil, fmt.Errorf("endpoint %q: one uses TLS and %q does not; give endpoints of one kind", endpoint, first.Endpoint)
+		}
+		one.endpoints = append(one.endpoints, addr)
+		one.dialed = append(one.dialed, clienttls.Dialed{Endpoint: endpoint, TLS: secure, ClientCert: first.ClientCert})
+	}
+	return one, nil
 }
 
 // At is a client of endpoint alone: c's own connection when c is connected there, which saves a
@@ -106,6 +120,7 @@ func (c *Client) At(endpoint string) (one *Client, release func(), err error) {
 // onEach runs fn against every endpoint at once, each on its own connection and bounded by
 // timeout, and returns when all have finished.
 func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(context.Context, int, *Client) error) []error {
+	c.authenticateOnce(ctx, timeout)
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
@@ -126,6 +141,20 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 	}
 	wg.Wait()
 	return errs
+}
+
+// authenticateOnce authenticates c, when it has a user and no token yet, so that the clients of
+// each endpoint share its token: one Authenticate for the command rather than one a member. On
+// etcd each is a raft entry, and a status taken while they land shows members behind the
+// leader by the command's own entries. Advice only: on failure each client authenticates
+// itself, and reports its own error.
+func (c *Client) authenticateOnce(ctx context.Context, timeout time.Duration) {
+	if c.username == "" || c.authed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	_ = c.call(ctx, true, func(context.Context, *grpc.ClientConn) error { return nil })
 }
 
 // StatusOfEach asks every endpoint for its status, all at once, each within timeout.

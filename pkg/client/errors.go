@@ -60,6 +60,9 @@ type EndpointFailure struct {
 	TLS *clienttls.Error
 	// Answer is the member's own answer when it gave one (no leader, request timed out).
 	Answer *ServerError
+	// Peer is set when the endpoint is an etcd member's peer port (it answered etcd's peer
+	// /version): a peer URL given where a client URL belongs.
+	Peer bool
 	// deadline is set when the request ended on the caller's deadline: the member learns it with
 	// the request and may end the call on it a moment before this side's context ends.
 	deadline bool
@@ -152,10 +155,32 @@ func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 // errors.Is, so a caller handles a missing name and a missing ID alike.
 type NotFoundError struct {
 	Ref string
+	// Unstarted are the members without a name: on etcd, members added and not started yet,
+	// one of which the name may mean (etcd learns a name when its member starts).
+	Unstarted []Member
 }
 
 func (e *NotFoundError) Error() string {
-	return fmt.Sprintf("member not found: no member with ID or name %q", e.Ref)
+	msg := fmt.Sprintf("member not found: no member with ID or name %q", e.Ref)
+	if len(e.Unstarted) == 0 {
+		return msg
+	}
+	each := make([]string, len(e.Unstarted))
+	for i, m := range e.Unstarted {
+		each[i] = FormatID(m.ID) + " (" + strings.Join(m.PeerURLs, ",") + ")"
+	}
+	return msg + "; not started yet, so without a name: " + strings.Join(each, ", ") + ": give the member ID"
+}
+
+// notFound is the *NotFoundError for ref among members.
+func notFound(members []Member, ref string) *NotFoundError {
+	e := &NotFoundError{Ref: ref}
+	for _, m := range members {
+		if m.Name == "" {
+			e.Unstarted = append(e.Unstarted, m)
+		}
+	}
+	return e
 }
 
 func (e *NotFoundError) Is(target error) bool { return target == ErrMemberNotFound }

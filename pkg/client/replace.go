@@ -96,35 +96,79 @@ type Replacement struct {
 	Old    *Member
 	// New is nil until the new member is added.
 	New *Member
+	// Rebuild is set when the new member has the old one's name (a machine rebuilt under its
+	// old identity): then one member with that name is the old one while it is a voter, and the
+	// new one once a learner with the new peer URLs; whether a voter that answers is the new
+	// one, promoted, only its liveness tells (Settle).
+	Rebuild bool
+	// RemoveFirst is set when the old member is dead (Settle): it is removed before the new
+	// member is added, the order in which etcd accepts the change (its strict reconfiguration
+	// check refuses even a learner while a voter is down).
+	RemoveFirst bool
 }
 
 // FindReplacement reads from list where the replacement of the member oldRef names by name
 // with peerURLs stands. An old member that is gone is no error once the new member is there: a
-// run that was interrupted after the removal. An old member that matches the new member is an
-// error: it would remove what it added.
+// run that was interrupted after the removal.
+//
+// A rebuild (the new member under the old one's name: the machine rebuilt under its old
+// identity, with its old peer URLs or new ones) finds one member for both: a learner with these
+// peer URLs is the new one, the old one gone; otherwise that member is the old one, unless Settle
+// finds it answers with these peer URLs (the new one, promoted). Nothing of either is no error
+// for a rebuild: the old member was removed and the new one not added yet.
 func FindReplacement(list *ListResult, oldRef, name string, peerURLs []string) (*Replacement, error) {
-	r := &Replacement{List: list, OldRef: oldRef}
+	r := &Replacement{List: list, OldRef: oldRef, Rebuild: oldRef == name}
 	var err error
-	if r.New, err = FindAdded(list.Members, name, peerURLs); err != nil {
-		return nil, err
-	}
 	r.OldID, err = ResolveIn(list.Members, oldRef)
-	if err != nil && (!errors.Is(err, ErrMemberNotFound) || r.New == nil) {
+	if err == nil {
+		if i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == r.OldID }); i >= 0 {
+			r.Old = &list.Members[i]
+		}
+	} else if !errors.Is(err, ErrMemberNotFound) {
 		return nil, err
 	}
-	if i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == r.OldID }); err == nil && i >= 0 {
-		r.Old = &list.Members[i]
-	} else {
-		r.OldID = 0
+	others := list.Members
+	if r.Old != nil && r.Old.Name == name {
+		r.Rebuild = true
+		if r.Old.IsLearner && slices.Equal(canonicalURLs(r.Old.PeerURLs), canonicalURLs(peerURLs)) {
+			r.New, r.Old, r.OldID = r.Old, nil, 0
+			return r, nil
+		}
+		others = slices.DeleteFunc(slices.Clone(list.Members), func(m Member) bool { return m.ID == r.OldID })
 	}
-	if r.Old == nil && r.New == nil {
-		// A hex reference is taken as an ID that the server judges; here the list is the judge.
-		return nil, &NotFoundError{Ref: oldRef}
+	if r.New, err = FindAdded(others, name, peerURLs); err != nil {
+		return nil, err
+	}
+	if r.New != nil {
+		// FindAdded points into others: the member as the list has it.
+		i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == r.New.ID })
+		r.New = &list.Members[i]
+	}
+	if r.Old == nil {
+		r.OldID = 0
+		if r.New == nil && !r.Rebuild {
+			// A hex reference is taken as an ID that the server judges; here the list is the judge.
+			return nil, notFound(list.Members, oldRef)
+		}
 	}
 	if r.Old != nil && r.New != nil && r.Old.ID == r.New.ID {
 		return nil, fmt.Errorf("member %s (%s) is the new member itself: name the member to replace", oldRef, FormatID(r.Old.ID))
 	}
 	return r, nil
+}
+
+// Settle decides, from whether the old member answers (alive), what FindReplacement could not:
+// in a rebuild, a member that answers with the new member's peer URLs is the new member,
+// promoted, and the old one gone; an old member that does not answer is removed first.
+func (r *Replacement) Settle(alive bool, peerURLs []string) {
+	if r.Old == nil {
+		return
+	}
+	if r.Rebuild && r.New == nil && alive && slices.Equal(canonicalURLs(r.Old.PeerURLs), canonicalURLs(peerURLs)) {
+		r.New, r.Old, r.OldID = r.Old, nil, 0
+		return
+	}
+	r.RemoveFirst = !alive
 }
 
 // The steps of a replacement, in order.
@@ -185,6 +229,9 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 		p.New = *r.New
 		p.New.Name = name
 	}
+	if r.RemoveFirst {
+		return c.removeFirstDryRun(ctx, r, p)
+	}
 	// The two dry runs go at once, the removal's over a view of the same connection.
 	var rm, ad *DryRun
 	var rmErr, adErr error
@@ -226,7 +273,7 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 		q := add.After.Plus(1, -1, 1, 1)
 		promote.After, promote.Err = &q, q.Strict()
 	}
-	move := PlanStep{Action: StepMove, Who: name, Skip: r.Old == nil || !r.Old.IsLeader, After: promote.After}
+	move := PlanStep{Action: StepMove, Who: p.Old.Name, Skip: r.Old == nil || !r.Old.IsLeader, After: promote.After}
 	remove := PlanStep{Action: StepRemove, Who: p.Old.Name, Done: r.Old == nil, After: promote.After}
 	if !remove.Done && promote.After != nil {
 		voter := 1
@@ -237,11 +284,39 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 		remove.After, remove.Err = &q, q.Strict()
 	}
 	p.Steps = []PlanStep{add, promote, move, remove}
+	return p.judged(), nil
+}
+
+// judged sets p.Err from the first refused step.
+func (p *ReplacePlan) judged() *ReplacePlan {
 	for _, s := range p.Steps {
 		if s.Err != nil {
 			p.Err = s.Err
 			break
 		}
 	}
-	return p, nil
+	return p
+}
+
+// removeFirstDryRun judges the replacement of a dead old member: the removal is asked of the
+// server against the configuration now; the add of the learner and its promotion are counted on
+// from the removal's report, the new member started and caught up, as the replacement waits for
+// that. The add is not asked of the server: a rebuilt member's peer URLs are the old member's
+// until the removal, and FindReplacement has compared every other member's name and URLs.
+func (c *Client) removeFirstDryRun(ctx context.Context, r *Replacement, p *ReplacePlan) (*ReplacePlan, error) {
+	rm, err := c.MemberRemoveDryRun(ctx, r.OldID)
+	if err != nil {
+		return nil, err
+	}
+	if rm.Before == nil || rm.After == nil {
+		return nil, fmt.Errorf("the server judged the removal of %s without counting voters: %v", FormatID(r.OldID), rm.Err)
+	}
+	p.Now = rm.Before
+	remove := PlanStep{Action: StepRemove, Who: p.Old.Name, After: rm.After, Err: rm.Err}
+	added := rm.After.Plus(0, 1, 0, 0)
+	add := PlanStep{Action: StepAdd, Who: p.New.Name, After: &added}
+	promoted := added.Plus(1, -1, 1, 1)
+	promote := PlanStep{Action: StepPromote, Who: p.New.Name, After: &promoted, Err: promoted.Strict()}
+	p.Steps = []PlanStep{remove, add, promote}
+	return p.judged(), nil
 }

@@ -45,5 +45,5 @@ func ResolveIn(members []Member, ref string) (uint64, error) {
 	case hexErr == nil:
 		return hexID, nil
 	}
-	return 0, &NotFoundError{Ref: ref}
+	return 0, notFound(members, ref)
 }

@@ -123,7 +123,24 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 		return nil, errors.Join(err, os.Remove(path))
 	}
 	res.Path = path
+	c.fillIDs(ctx, &res.Header)
 	return res, nil
+}
+
+// fillIDs fills in the cluster and member IDs of a snapshot's header when the stream left them
+// out (etcd's Snapshot answers carry a header without them), from the status of the member that
+// sent it, asked over the same connection. Advice only: the file is whole either way, and a
+// member that does not answer, or another member answering instead, leaves the IDs as they are.
+func (c *Client) fillIDs(ctx context.Context, h *Header) {
+	if h.ClusterID != 0 && h.MemberID != 0 {
+		return
+	}
+	at := c.at
+	st, err := c.status(ctx)
+	if err != nil || c.at != at {
+		return
+	}
+	h.ClusterID, h.MemberID = st.Header.ClusterID, st.Header.MemberID
 }
 
 // received is how many bytes of the stream arrived, none when it never started.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
@@ -17,12 +18,13 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	return statusOfAnswer(&st), nil
 }
 
-// statusOf asks member m itself, through its own client URLs.
+// statusOf asks member m itself, through its own client URLs, with c's TLS settings and
+// credentials.
 func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
 	if len(m.ClientURLs) == 0 {
 		return nil, errors.New("no client URLs: not started yet")
 	}
-	other, err := New(Config{Endpoints: m.ClientURLs, DialTimeout: c.dialTimeout})
+	other, err := c.Sibling(m.ClientURLs...)
 	if err != nil {
 		return nil, err
 	}
@@ -87,4 +89,24 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 		return nil, fmt.Errorf("status of learner: %w", err)
 	}
 	return &LearnerProgress{LeaderID: leader.ID, LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
+}
+
+// Answers reports whether member m answers on one of its client URLs within within: a member
+// that has not started has none and does not. Any answer counts, a refusal too (a member without
+// a leader, or one that wants a user, still runs); only a connection that fails or stays silent
+// does not. The question goes with c's TLS settings and without its user: an answer needs none,
+// and an authentication would cost more than the question (on etcd a raft entry and a password
+// hash) and could by itself outlast within.
+func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bool {
+	if !m.Started || len(m.ClientURLs) == 0 {
+		return false
+	}
+	anonymous := &Client{dialed: c.dialed[:1], creds: c.creds, dialTimeout: c.dialTimeout}
+	for _, st := range anonymous.StatusOfEach(ctx, m.ClientURLs, within) {
+		var se *ServerError
+		if st.Err == nil || errors.As(st.Err, &se) {
+			return true
+		}
+	}
+	return false
 }

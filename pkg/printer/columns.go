@@ -136,12 +136,17 @@ func tableList(w io.Writer, r *client.ListResult) error {
 }
 
 func simpleAdd(w io.Writer, r *client.AddResult) error {
+	_, err := fmt.Fprintf(w, "%s\n\n%s", addedLine(r), newEnvironment(r))
+	return err
+}
+
+// addedLine is the first line of member add's simple output.
+func addedLine(r *client.AddResult) string {
 	as := ""
 	if r.Member.IsLearner {
 		as = " as learner"
 	}
-	_, err := fmt.Fprintf(w, "Member %s added%s to cluster %s\n\n%s", client.FormatID(r.ID), as, client.FormatID(r.Header.ClusterID), newEnvironment(r))
-	return err
+	return fmt.Sprintf("Member %s added%s to cluster %s", client.FormatID(r.ID), as, client.FormatID(r.Header.ClusterID))
 }
 
 func simpleChange(w io.Writer, k Kind, r *client.ChangeResult) error {

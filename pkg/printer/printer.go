@@ -49,6 +49,7 @@ const (
 	ConfigText
 	DataDirStatus
 	DataDirCheck
+	MemberPrune
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -86,6 +87,8 @@ var kinds = map[Kind]struct {
 	ConfigText:     {"config", []Format{Simple}, nil},
 	DataDirStatus:  {"datadir status", []Format{Simple, Table, JSON}, nil},
 	DataDirCheck:   {"datadir check", []Format{Simple, JSON}, nil},
+	// member prune prints a line a member removed (prune.go).
+	MemberPrune: {"member prune", []Format{Simple, JSON}, []Format{Simple, JSON}},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as
@@ -179,6 +182,17 @@ func (p Printer) MemberAdd(w io.Writer, r *client.AddResult) error {
 		return err
 	}
 	return p.add(w, r)
+}
+
+// MemberAddNote writes on w (stderr) what member add's output lacks in env format, whose stdout
+// is the environment alone: simple's first line, with the new member's ID, which is how etcd
+// names the member until it starts. Other formats print the ID on stdout: nothing is written.
+func (p Printer) MemberAddNote(w io.Writer, r *client.AddResult) error {
+	if p.format != Env {
+		return nil
+	}
+	_, err := fmt.Fprintln(w, addedLine(r))
+	return err
 }
 
 // MemberChange prints the result of member remove, update or promote, as k says.

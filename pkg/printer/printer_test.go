@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/registry"
@@ -59,6 +60,15 @@ func TestGolden(t *testing.T) {
 		}},
 		{"member_promote", MemberPromote, func(p Printer, b *bytes.Buffer) error {
 			return p.MemberChange(b, MemberPromote, changeResult())
+		}},
+		{"member_prune", MemberPrune, func(p Printer, b *bytes.Buffer) error {
+			if err := p.Prune(b, Pruned{ClusterID: header.ClusterID, Member: members[1], Reason: PruneUnreachable, For: 10 * time.Second}); err != nil {
+				return err
+			}
+			// etcd: an unstarted member has no name
+			unnamed := members[0]
+			unnamed.Name = ""
+			return p.Prune(b, Pruned{ClusterID: header.ClusterID, Member: unnamed, Reason: PruneUnstarted, For: time.Minute, DryRun: true})
 		}},
 	}
 	runGolden(t, tests)
@@ -196,6 +206,12 @@ func TestKindsHavePrinters(t *testing.T) {
 		}
 		for _, f := range row.dryRun {
 			p, _ := New(f)
+			if k == MemberPrune {
+				if err := p.Prune(&bytes.Buffer{}, Pruned{DryRun: true}); err != nil {
+					t.Errorf("%s --dry-run in %s: %v", k, f, err)
+				}
+				continue
+			}
 			if k == MemberReplace {
 				if err := p.ReplacePlan(&bytes.Buffer{}, &client.ReplacePlan{}); err != nil {
 					t.Errorf("%s --dry-run in %s: %v", k, f, err)
@@ -259,6 +275,8 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 			return err
 		}
 		return p.ReplaceDone(&b, r)
+	case MemberPrune:
+		return p.Prune(&b, Pruned{Member: members[1]})
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

@@ -77,7 +77,7 @@ func (p Printer) ReplaceDone(w io.Writer, r *ReplaceResult) error {
 var stepWords = map[string]string{
 	client.StepAdd:     "add %s as learner",
 	client.StepPromote: "promote %s",
-	client.StepMove:    "move leadership to %s",
+	client.StepMove:    "move leadership from %s",
 	client.StepRemove:  "remove %s",
 }
 
@@ -131,6 +131,9 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 			state = "refused: " + strings.ReplaceAll(s.Err.Error(), "\n", " ")
 		case s.Action == client.StepPromote:
 			state = "once it has started and caught up"
+		case s.Action == client.StepMove:
+			// The target is chosen at run time: the rule is what the plan can say.
+			state = "to a voter that answers and follows it while " + r.New.Name + " starts, else to " + r.New.Name
 		}
 		line(fmt.Sprintf("%d. "+stepWords[s.Action], i+1, orDash(s.Who)), s.After, state)
 	}

@@ -79,7 +79,7 @@ func TestReplaceGolden(t *testing.T) {
 			Steps: []client.PlanStep{
 				{Action: client.StepAdd, Who: "infra3", After: &added},
 				{Action: client.StepPromote, Who: "infra3", After: &promoted},
-				{Action: client.StepMove, Who: "infra3", After: &promoted},
+				{Action: client.StepMove, Who: "infra1", After: &promoted},
 				{Action: client.StepRemove, Who: "infra1", After: &removed},
 			},
 		},
@@ -89,7 +89,7 @@ func TestReplaceGolden(t *testing.T) {
 			Steps: []client.PlanStep{
 				{Action: client.StepAdd, Who: "infra3", Done: true},
 				{Action: client.StepPromote, Who: "infra3", Done: true},
-				{Action: client.StepMove, Who: "infra3", Skip: true},
+				{Action: client.StepMove, Who: "infra1", Skip: true},
 				{Action: client.StepRemove, Who: "infra1", Done: true},
 			},
 		},
@@ -103,7 +103,7 @@ func TestReplaceGolden(t *testing.T) {
 		Steps: []client.PlanStep{
 			{Action: client.StepAdd, Who: "infra3", After: &added},
 			{Action: client.StepPromote, Who: "infra3", After: &promoted},
-			{Action: client.StepMove, Who: "infra3", After: &promoted, Skip: true},
+			{Action: client.StepMove, Who: "infra1", After: &promoted, Skip: true},
 			{Action: client.StepRemove, Who: "infra1", After: &refused, Err: refused.Strict()},
 		},
 		Err: refused.Strict(),

@@ -65,3 +65,10 @@ var (
 	// The client authenticates again, once.
 	ErrInvalidAuthToken = register(codes.Unauthenticated, "etcdserver: invalid auth token")
 )
+
+// The KV service.
+var (
+	// clusterd's own: it keeps no keys; its KV service answers only the read etcdctl's endpoint
+	// health makes, so that health checks built on etcdctl work unchanged.
+	ErrNoKeys = register(codes.Unimplemented, "etcdserver: clusterd keeps no keys: it serves etcd's membership API, and of the KV service only the read of \"health\" that etcdctl endpoint health makes")
+)

@@ -50,6 +50,7 @@ var contract = []struct {
 	{ErrWrongMember, "etcdserver: message for another member", codes.FailedPrecondition},
 	{ErrInvalidMemberName, "etcdserver: member name is invalid", codes.InvalidArgument},
 	{ErrPeerURLIsClientURL, "etcdserver: peer URL is already a member's client URL", codes.FailedPrecondition},
+	{ErrNoKeys, "etcdserver: clusterd keeps no keys: it serves etcd's membership API, and of the KV service only the read of \"health\" that etcdctl endpoint health makes", codes.Unimplemented},
 }
 
 func TestRegistryIsTheContract(t *testing.T) {

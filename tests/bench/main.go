@@ -20,35 +20,36 @@ import (
 // options are the command line; the defaults are what `make bench` runs and what
 // docs/benchmarks.md reports.
 type options struct {
-	warmup        int
-	listRuns      int
-	statusRuns    int
-	only          string
-	tlsRuns       int
-	tls           bool
-	rssRuns       int
-	changeRuns    int
-	confRuns      int
-	urlRuns       int
-	history       int
-	fsyncRuns     int
-	cycles        int
-	replaceRuns   int
-	removals      int
-	etcdRemovals  int
-	entries       int
-	snapshotCount int
-	idle          time.Duration
-	fillTimeout   time.Duration
-	timeout       time.Duration
-	out           string
-	parent        string
-	keep          bool
-	buildEtcd     bool
-	logLevel      string
-	build         bool
-	profile       string
-	profileFor    time.Duration
+	warmup          int
+	listRuns        int
+	statusRuns      int
+	only            string
+	tlsRuns         int
+	tls             bool
+	rssRuns         int
+	changeRuns      int
+	confRuns        int
+	urlRuns         int
+	history         int
+	fsyncRuns       int
+	cycles          int
+	replaceRuns     int
+	deadReplaceRuns int
+	removals        int
+	etcdRemovals    int
+	entries         int
+	snapshotCount   int
+	idle            time.Duration
+	fillTimeout     time.Duration
+	timeout         time.Duration
+	out             string
+	parent          string
+	keep            bool
+	buildEtcd       bool
+	logLevel        string
+	build           bool
+	profile         string
+	profileFor      time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -72,6 +73,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
+	fs.IntVar(&o.deadReplaceRuns, "dead-replace-runs", 5, "measured replacements of a dead follower (killed just before) per CLI: clusterctl member replace and etcdctl's remove, add, promote steps (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
 	fs.IntVar(&o.etcdRemovals, "etcd-removals", 0, "leader removals seen by clientv3 on a real etcd 3.7.1 cluster, for comparison (0: none; needs etcd built, see -build-etcd; each takes seconds, as etcd's gap is over a second)")
 	fs.IntVar(&o.entries, "entries", 10000, "raft log entries the cluster holds before the first learner starts")
@@ -97,7 +99,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-only=%s: the one series that runs alone is cluster-status", o.only)
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
-		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "removals": o.removals, "entries": o.entries} {
+		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}

@@ -127,6 +127,11 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	b.logf("member replace of a dead follower: %d runs (+%d warm-up) per CLI", b.opt.deadReplaceRuns, b.opt.cycleWarmup())
+	deadReplaces, deadReplacements, err := b.deadReplaceRuns(ctx)
+	if err != nil {
+		return err
+	}
 	b.logf("leader removals seen by clientv3: %d (+%d warm-up)", b.opt.removals, b.opt.cycleWarmup())
 	v3, err := b.v3Removals(ctx, b.c, b.opt.removals)
 	if err != nil {
@@ -199,7 +204,7 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.rep.fill(figures{
 		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, urls: urls, fsync: fsync, bolt: commits, rss: rss,
-		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf,
+		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, deadReplaces: deadReplaces, deadReplacements: deadReplacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf,
 	})
 	return nil
 }

@@ -41,6 +41,12 @@ type replaceResult struct {
 // etcdctl is built. Each replacement starts from three started voters and leaves three; the
 // leader is the member replaced, so every step runs, the move of leadership included.
 func (b *bench) replaceRuns(ctx context.Context) (map[string]samples, []replaceResult, error) {
+	return b.replaceSeries(ctx, b.opt.replaceRuns, "rep", "replacement", b.replaceOnce)
+}
+
+// replaceSeries runs once runs times per CLI (after the warm-up), the CLIs in turn, naming each
+// new member prefix-CLI-i, and returns the end-to-end times per CLI and every measured result.
+func (b *bench) replaceSeries(ctx context.Context, runs int, prefix, what string, once func(context.Context, string, string) (replaceResult, error)) (map[string]samples, []replaceResult, error) {
 	keys := []string{"clusterctl"}
 	if b.etcdctl != "" {
 		keys = append(keys, "etcdctl")
@@ -48,12 +54,12 @@ func (b *bench) replaceRuns(ctx context.Context) (map[string]samples, []replaceR
 	res := map[string]samples{}
 	var all []replaceResult
 	warm := b.opt.cycleWarmup()
-	for i := range warm + b.opt.replaceRuns {
+	for i := range warm + runs {
 		for j := range keys {
 			k := keys[(i+j)%len(keys)]
-			r, err := b.replaceOnce(ctx, k, fmt.Sprintf("rep-%s-%d", k, i))
+			r, err := once(ctx, k, fmt.Sprintf("%s-%s-%d", prefix, k, i))
 			if err != nil {
-				return nil, nil, fmt.Errorf("replacement %d with %s: %w", i, k, err)
+				return nil, nil, fmt.Errorf("%s %d with %s: %w", what, i, k, err)
 			}
 			if i >= warm {
 				res[k] = append(res[k], r.TotalMS)
@@ -109,7 +115,7 @@ func (b *bench) replaceClusterctl(ctx context.Context, ms []*cluster.Member, m *
 	steps := &stepClock{start: time.Now(), at: &r.StepsMS}
 	var err error
 	for attempt := range 2 {
-		err = b.replaceCommand(ctx, ms, m, !m.Running(), steps)
+		err = b.replaceCommand(ctx, ms, ms[0].Name, m, !m.Running(), steps)
 		if err == nil || !m.Running() || ctx.Err() != nil {
 			break
 		}
@@ -121,10 +127,11 @@ func (b *bench) replaceClusterctl(ctx context.Context, ms []*cluster.Member, m *
 	return err
 }
 
-// replaceCommand runs one `clusterctl member replace ... -w env` to completion, and starts the
-// new member from the printed environment if start is set. Its stderr goes through steps.
-func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *cluster.Member, start bool, steps *stepClock) error {
-	cmd := exec.CommandContext(ctx, b.clusterctl, "--endpoints="+cluster.Endpoints(ms), "member", "replace", ms[0].Name, m.Name,
+// replaceCommand runs one `clusterctl member replace OLD ... -w env` against the members ms to
+// completion, and starts the new member from the printed environment if start is set. Its stderr
+// goes through steps.
+func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, old string, m *cluster.Member, start bool, steps *stepClock) error {
+	cmd := exec.CommandContext(ctx, b.clusterctl, "--endpoints="+cluster.Endpoints(ms), "member", "replace", old, m.Name,
 		"--peer-urls="+m.PeerURL, "--wait-timeout="+replaceTimeout.String(), "-w", "env")
 	cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	steps.text.Reset()
@@ -159,8 +166,9 @@ func (b *bench) replaceCommand(ctx context.Context, ms []*cluster.Member, m *clu
 	return nil
 }
 
-// stepClock is member replace's stderr: it keeps the text and notes when each "step N of 4:" line
-// arrived. exec copies stderr from one goroutine, so Write is never called concurrently.
+// stepClock is member replace's stderr: it keeps the text and notes when each "step N of M:" line
+// arrived (M is 4 for a live old member, 3 for a dead one). exec copies stderr from one
+// goroutine, so Write is never called concurrently.
 type stepClock struct {
 	start time.Time
 	at    *[4]float64
@@ -177,9 +185,9 @@ func (c *stepClock) Write(p []byte) (int, error) {
 		if i < 0 {
 			return len(p), nil
 		}
-		var n int
+		var n, of int
 		// The first line of each step: a run again after a failure prints the done ones as skipped.
-		if _, err := fmt.Sscanf(string(c.line[:i]), "step %d of 4:", &n); err == nil && n >= 1 && n <= 4 && c.at[n-1] == 0 {
+		if _, err := fmt.Sscanf(string(c.line[:i]), "step %d of %d:", &n, &of); err == nil && n >= 1 && n <= 4 && c.at[n-1] == 0 {
 			c.at[n-1] = millis(now.Sub(c.start))
 		}
 		c.line = c.line[i+1:]
@@ -222,31 +230,12 @@ func (b *bench) replaceEtcdctl(ctx context.Context, ms []*cluster.Member, oldID 
 	eps := "--endpoints=" + cluster.Endpoints(ms)
 	start := time.Now()
 	done := func(step int) { r.StepsMS[step-1] = millis(time.Since(start)) }
-	add, err := b.r.run(ctx, b.etcdctl, eps, "member", "add", m.Name, "--peer-urls="+m.PeerURL, "--learner")
+	id, err := b.addStartPromote(ctx, eps, m, r, func() { done(1) })
 	if err != nil {
-		return err
-	}
-	done(1)
-	id := addedID.FindStringSubmatch(add.stdout)
-	if id == nil {
-		return fmt.Errorf("etcdctl member add printed %q: no member ID", add.stdout)
-	}
-	_, envText, ok := strings.Cut(add.stdout, "ETCD_NAME=")
-	if !ok {
-		return fmt.Errorf("etcdctl member add printed %q: no environment", add.stdout)
-	}
-	env, err := cluster.ParseEnv("ETCD_NAME=" + envText)
-	if err != nil {
-		return fmt.Errorf("etcdctl member add printed %q: %v", add.stdout, err)
-	}
-	if err := b.c.Start(m.Name, m.ListenArgs(), env); err != nil {
-		return err
-	}
-	if r.PromoteAttempts, err = b.promoteLoop(ctx, eps, id[1]); err != nil {
 		return err
 	}
 	done(2)
-	if r.Note, err = b.moveLeaderEtcdctl(ctx, ms[0], oldID, id[1]); err != nil {
+	if r.Note, err = b.moveLeaderEtcdctl(ctx, ms[0], oldID, id); err != nil {
 		return err
 	}
 	done(3)
@@ -256,6 +245,31 @@ func (b *bench) replaceEtcdctl(ctx context.Context, ms []*cluster.Member, oldID 
 	done(4)
 	r.TotalMS = r.StepsMS[3]
 	return nil
+}
+
+// addStartPromote runs `etcdctl member add --learner` for m, calls added, starts m from the
+// environment etcdctl printed and promotes it (promoteLoop), counting the attempts in r. It
+// returns the new member's ID as etcdctl printed it.
+func (b *bench) addStartPromote(ctx context.Context, eps string, m *cluster.Member, r *replaceResult, added func()) (string, error) {
+	add, err := b.r.run(ctx, b.etcdctl, eps, "member", "add", m.Name, "--peer-urls="+m.PeerURL, "--learner")
+	if err != nil {
+		return "", err
+	}
+	added()
+	id := addedID.FindStringSubmatch(add.stdout)
+	_, envText, ok := strings.Cut(add.stdout, "ETCD_NAME=")
+	if id == nil || !ok {
+		return "", fmt.Errorf("etcdctl member add printed %q: no member ID or environment", add.stdout)
+	}
+	env, err := cluster.ParseEnv("ETCD_NAME=" + envText)
+	if err != nil {
+		return "", fmt.Errorf("etcdctl member add printed %q: %v", add.stdout, err)
+	}
+	if err := b.c.Start(m.Name, m.ListenArgs(), env); err != nil {
+		return "", err
+	}
+	r.PromoteAttempts, err = b.promoteLoop(ctx, eps, id[1])
+	return id[1], err
 }
 
 // moveLeaderEtcdctl runs `etcdctl move-leader NEW` at the old member if it leads, and once more
@@ -296,20 +310,36 @@ func (b *bench) promoteLoop(ctx context.Context, eps, id string) (int, error) {
 }
 
 // fillReplace adds the member replace rows: clusterctl's, etcdctl's steps on the same cluster,
-// and their ratio against the target of at most half etcdctl's time.
+// and their ratio against the target of taking less time than etcdctl's steps.
 func (r *report) fillReplace(s map[string]samples, warmup int) {
+	r.fillVersus(s, warmup, versus{
+		key: "member_replace", figure: "clusterctl member replace of the leader, end to end (learner started from -w env)",
+		etcdKey: "etcdctl_replace", etcdFigure: "etcdctl add --learner, start, promote until it succeeds, move-leader, remove (same cluster)",
+		ratioFigure: "clusterctl member replace / etcdctl's steps (medians)", target: "< 1x", met: func(x float64) bool { return x < 1 },
+	})
+}
+
+// versus names the rows of a series timed with clusterctl and with etcdctl's steps.
+type versus struct {
+	key, figure, etcdKey, etcdFigure, ratioFigure, target string
+	met                                                   func(ratio float64) bool
+}
+
+// fillVersus adds the rows of a series timed per CLI: clusterctl's (key_wall), etcdctl's on the
+// same cluster (etcdKey_wall), and their ratio (key_vs_etcdctl) against v's target.
+func (r *report) fillVersus(s map[string]samples, warmup int, v versus) {
 	if len(s) == 0 {
 		return
 	}
-	ctl := stat("member_replace_wall", "clusterctl member replace of the leader, end to end (learner started from -w env)", "ms", s["clusterctl"], warmup, "report")
+	ctl := stat(v.key+"_wall", v.figure, "ms", s["clusterctl"], warmup, "report")
 	e, ok := s["etcdctl"]
 	if !ok {
 		r.Rows = append(r.Rows, ctl)
 		return
 	}
-	er := stat("etcdctl_replace_wall", "etcdctl add --learner, start, promote until it succeeds, move-leader, remove (same cluster)", "ms", e, warmup, "report")
-	cmp := stat("member_replace_vs_etcdctl", "clusterctl member replace / etcdctl's steps (medians)", "x", nil, warmup, "< 1x")
+	er := stat(v.etcdKey+"_wall", v.etcdFigure, "ms", e, warmup, "report")
+	cmp := stat(v.key+"_vs_etcdctl", v.ratioFigure, "x", nil, warmup, v.target)
 	cmp.Runs, cmp.Median, cmp.P99, cmp.Max = len(e), ctl.Median/er.Median, ctl.P99/er.P99, math.NaN()
-	cmp.Met = ptr(cmp.Median < 1)
+	cmp.Met = ptr(v.met(cmp.Median))
 	r.Rows = append(r.Rows, ctl, er, cmp)
 }

@@ -53,6 +53,9 @@ type report struct {
 	Learners     []learnerResult `json:"learners,omitempty"`
 	Removals     []removalResult `json:"leader_removals,omitempty"`
 	Replacements []replaceResult `json:"replacements,omitempty"`
+	// DeadReplacements are the replacements of a dead follower: steps_ms are remove, add,
+	// promote.
+	DeadReplacements []replaceResult `json:"dead_replacements,omitempty"`
 	// V3Removals are the leader removals seen by etcd's clientv3 (issue 14).
 	V3Removals []removalResult `json:"leader_removals_clientv3,omitempty"`
 	// EtcdV3Removals are the same on a real etcd cluster.
@@ -81,7 +84,7 @@ func newReport(o options, dir, fsType string) *report {
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "status_runs": o.statusRuns, "only": o.only, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
 			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "url_runs": o.urlRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
-			"cycles": o.cycles, "replace_runs": o.replaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
+			"cycles": o.cycles, "replace_runs": o.replaceRuns, "dead_replace_runs": o.deadReplaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},
 		Notes: []string{},
@@ -178,10 +181,13 @@ type figures struct {
 	removals     []removalResult
 	replaces     map[string]samples // member replace end to end, per CLI
 	replacements []replaceResult
-	v3           []removalResult // leader removals seen by clientv3
-	etcdV3       []removalResult // the same on a real etcd cluster (-etcd-removals)
-	fill         fillResult
-	tls          *tlsFigures // nil with -tls=false
+	// deadReplaces and deadReplacements: the replacement of a dead follower, per CLI.
+	deadReplaces     map[string]samples
+	deadReplacements []replaceResult
+	v3               []removalResult // leader removals seen by clientv3
+	etcdV3           []removalResult // the same on a real etcd cluster (-etcd-removals)
+	fill             fillResult
+	tls              *tlsFigures // nil with -tls=false
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -285,6 +291,8 @@ func (r *report) fill(f figures) {
 	r.Rows = append(r.Rows, lr, ready)
 	r.fillReplace(f.replaces, cw)
 	r.Replacements = f.replacements
+	r.fillDeadReplace(f.deadReplaces, cw)
+	r.DeadReplacements = f.deadReplacements
 	r.fillV3Removals(f.v3, f.etcdV3, cw)
 
 	idle := stat("idle_rss", "idle clusterd RSS after 10 s (each of 3)", "MiB", f.rss, 0, "<= 20 MiB")
@@ -337,6 +345,14 @@ func (r *report) printTable(w io.Writer) {
 		if rm.FirstError != "" {
 			fmt.Fprintf(w, "  first failed list: %s\n", rm.FirstError)
 		}
+	}
+	for _, x := range r.DeadReplacements {
+		fmt.Fprintf(w, "replacement of the dead %s by %s (%s): %.1f ms; remove, add, promote done at %.1f, %.1f, %.1f ms",
+			x.Old, x.Name, x.CLI, x.TotalMS, x.StepsMS[0], x.StepsMS[1], x.StepsMS[2])
+		if x.PromoteAttempts > 0 {
+			fmt.Fprintf(w, ", %d promote attempts", x.PromoteAttempts)
+		}
+		fmt.Fprintln(w)
 	}
 	for _, x := range r.Replacements {
 		fmt.Fprintf(w, "replacement of %s by %s (%s): %.1f ms; add, promote, move, remove done at %.1f, %.1f, %.1f, %.1f ms",

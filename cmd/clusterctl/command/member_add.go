@@ -111,8 +111,19 @@ func (o *memberAddOptions) run(ctx context.Context) error {
 		r, err := c.MemberAddDryRun(ctx, o.Name, o.PeerURLs, o.Learner)
 		return o.printDryRun(printer.MemberAdd, r, err)
 	}
+	if o.IfNotExists {
+		// Looked for before the add: etcd does not refuse a second member of the same name, so
+		// its refusal cannot be what finds a conflict.
+		if found, err := o.existing(ctx, c); err != nil || found != nil {
+			if err != nil {
+				return err
+			}
+			return o.print(found)
+		}
+	}
 	r, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
 	if o.IfNotExists && alreadyExists(err) {
+		// Added by someone else since the list was read.
 		if found, ferr := o.existing(ctx, c); ferr != nil || found != nil {
 			r, err = found, ferr
 		}
@@ -120,7 +131,15 @@ func (o *memberAddOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.Printer.MemberAdd(o.Out, r)
+	return o.print(r)
+}
+
+// print prints the add's result, and in env format its ID on stderr.
+func (o *memberAddOptions) print(r *client.AddResult) error {
+	if err := o.Printer.MemberAdd(o.Out, r); err != nil {
+		return err
+	}
+	return o.Printer.MemberAddNote(o.Err, r)
 }
 
 // alreadyExists reports the refusals an add meets when its member may be there already.
@@ -129,8 +148,8 @@ func alreadyExists(err error) bool {
 }
 
 // existing is the result of an add that finds its member there already, read from the member
-// list, or the refusal saying what differs; nil and no error when the member in the way was
-// removed since the add, whose refusal then stands (running again adds it).
+// list, or the refusal saying what differs (a member with the name and other peer URLs, or one
+// of the peer URLs under another name); nil and no error when no member is in the way.
 func (o *memberAddOptions) existing(ctx context.Context, c *client.Client) (*client.AddResult, error) {
 	list, err := c.ListForResolve(ctx)
 	if err != nil {

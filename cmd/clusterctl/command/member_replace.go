@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -40,7 +41,19 @@ type memberReplaceOptions struct {
 	OldRef   string
 	Name     string
 	PeerURLs []string
+
+	// order is the steps in the order this run makes them: liveOrder, or deadOrder once the old
+	// member is found dead.
+	order []string
 }
+
+// The orders of the steps: a live old member is replaced add first, as it still counts towards
+// the quorum; a dead one is removed first, since etcd refuses every change, a learner's add
+// included, while a voter is down.
+var (
+	liveOrder = []string{client.StepAdd, client.StepPromote, client.StepMove, client.StepRemove}
+	deadOrder = []string{client.StepRemove, client.StepAdd, client.StepPromote}
+)
 
 func newMemberReplaceCmd(g *Globals) *cobra.Command {
 	o := &memberReplaceOptions{Globals: g}
@@ -58,6 +71,12 @@ reported on stderr:
      established voter that answers and follows it, else after the promotion to the new member;
   4. remove the old member.
 
+An old member that does not answer within 2s (or never started) is dead: it is removed first,
+then the new member is added, waited for and promoted (three steps), the order real etcd accepts
+while a voter is down. The new member may then have the old one's name and peer URLs (a machine
+rebuilt under its old identity). Against etcd, a step refused for etcd's 5-second window after a
+start or an election ("unhealthy cluster") is asked again for up to 10s.
+
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
 with the new name and exactly these peer URLs is taken as added (its environment is printed
 again), a voter as promoted, an old member that is gone as removed.
@@ -68,7 +87,8 @@ the new member while the command waits; and a "replaced" line at the end, with t
 member and every step's state (done, doneAlready, notNeeded).
 
 With --dry-run (clusterd only), clusterd judges the add and the removal against the cluster now,
-and clusterctl prints the voters, quorum and fault tolerance after each step. Against clusterd the
+and clusterctl prints the voters, quorum and fault tolerance after each step, in the order the run
+makes them; where the run chooses a step's target (leadership's), the plan names the rule. Against clusterd the
 same check runs before the first change, and a plan that would be refused changes nothing.`,
 		Example: `  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w env > infra3.env
   # on 10.0.0.4: (set -a; . ./infra3.env; exec clusterd --data-dir ...) (the command waits for it)
@@ -100,11 +120,6 @@ func (o *memberReplaceOptions) validate(args []string) error {
 	if err := checkName(args[1]); err != nil {
 		return err
 	}
-	if args[1] == o.OldRef {
-		// Names are unique while both members are in the cluster, and once the old one is gone a
-		// second run would take the new member for the old.
-		return fmt.Errorf("the new member needs a name of its own: %q is the member to replace", o.OldRef)
-	}
 	if o.WaitTimeout <= 0 {
 		return fmt.Errorf("--wait-timeout must be positive, not %s", o.WaitTimeout)
 	}
@@ -116,9 +131,13 @@ func (o *memberReplaceOptions) validate(args []string) error {
 	return checkFormat(o.Printer, printer.MemberReplace, o.DryRun)
 }
 
-// step writes the line of one step on stderr.
-func (o *memberReplaceOptions) step(n int, format string, a ...any) {
-	fmt.Fprintf(o.Err, "step %d of 4: "+format+"\n", append([]any{n}, a...)...)
+// step writes the line of one step, action, on stderr, numbered in the run's order.
+func (o *memberReplaceOptions) step(action string, format string, a ...any) {
+	if o.order == nil {
+		o.order = liveOrder
+	}
+	n := slices.Index(o.order, action) + 1
+	fmt.Fprintf(o.Err, "step %d of %d: "+format+"\n", append([]any{n, len(o.order)}, a...)...)
 }
 
 func (o *memberReplaceOptions) run(ctx context.Context) error {
@@ -130,10 +149,16 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := o.settle(ctx, c, r); err != nil {
+		return err
+	}
 	if err := o.checkPlan(ctx, c, r); err != nil || o.DryRun {
 		return err
 	}
 	res := &printer.ReplaceResult{OldRef: o.OldRef, Old: r.Old, Latest: *r.List}
+	if r.RemoveFirst {
+		return o.replaceDead(ctx, c, r, res)
+	}
 	if err := o.add(ctx, c, r, res); err != nil {
 		return err
 	}
@@ -144,16 +169,16 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		return err
 	}
 	if r.Old == nil {
-		o.step(3, "%s is gone already: leadership not moved", o.OldRef)
+		o.step(client.StepMove, "%s is gone already: leadership not moved", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
-		o.step(4, "%s is gone already: removal skipped", o.OldRef)
+		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
 	} else {
 		via, err := o.moveLeader(ctx, c, promoted, r.OldID, res, early)
 		if err != nil {
 			return err
 		}
-		if err := o.remove(ctx, via, r.OldID, res); err != nil {
+		if _, err := o.remove(ctx, via, r.OldID, res); err != nil {
 			return err
 		}
 	}
@@ -169,6 +194,99 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 		return nil, err
 	}
 	return client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
+}
+
+// answerWithin bounds the question whether a member answers: a dead member refuses the
+// connection at once, unless its host is gone too, when this is all the time it costs; a member
+// that is up answers in milliseconds, but a TLS handshake on a busy machine can take hundreds of
+// them, and a live member taken for dead would be removed before its replacement is added.
+const answerWithin = 2 * time.Second
+
+// settle asks the old member whether it answers, and so decides the order: a dead one is removed
+// first. In a rebuild an old member that answers is the new one, promoted, unless its peer URLs
+// differ: then it is a member still running under the name asked for, which is refused (exit 11).
+func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *client.Replacement) error {
+	if r.Old == nil {
+		return nil
+	}
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	alive := c.Answers(ctx, *r.Old, answerWithin)
+	r.Settle(alive, o.PeerURLs)
+	switch {
+	case r.RemoveFirst:
+		o.order = deadOrder
+		fmt.Fprintf(o.Err, "%s (%s) does not answer: it is removed first, then %s is added and promoted\n", o.OldRef, client.FormatID(r.OldID), o.Name)
+	case r.Rebuild && r.Old != nil:
+		return fmt.Errorf("member %s (%s) still answers: stop it before replacing it by a member of the same name (%w)", o.OldRef, client.FormatID(r.OldID), client.ErrMemberNameExists)
+	}
+	return nil
+}
+
+// replaceDead replaces a dead old member: it removes it, then adds the new member as a learner,
+// waits for it and promotes it. Leadership needs no move: a member that does not answer leads
+// nobody for long, and once it is removed the others elect among themselves.
+func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
+	removed, err := o.remove(ctx, c, r.OldID, res)
+	if err != nil {
+		return err
+	}
+	if removed != nil {
+		r.List = &client.ListResult{Header: removed.Header, Members: removed.Members}
+	}
+	if err := o.add(ctx, c, r, res); err != nil {
+		return err
+	}
+	if _, err := o.promote(ctx, c, r, res, noEarlyMove()); err != nil {
+		return err
+	}
+	return o.Printer.ReplaceDone(o.Out, res)
+}
+
+// etcdWindow is etcd's HealthInterval: for this long after a member starts, or after a leader
+// is elected, etcd's strict reconfiguration check counts the members its leader has not been
+// connected to for that long as down, and refuses a change with "unhealthy cluster" although
+// every member is up.
+const etcdWindow = 5 * time.Second
+
+// windowRetry is how far apart untilHealthy asks again.
+const windowRetry = 250 * time.Millisecond
+
+// untilHealthy runs change, a membership change, and while the server refuses it as unhealthy
+// runs it again, for up to twice etcd's window: the refusal comes before anything is proposed,
+// so asking again is safe. It says so on stderr once. A voter really down is still refused
+// after the wait, with the server's answer.
+func (g *Globals) untilHealthy(ctx context.Context, what string, change func(context.Context) error) error {
+	until := time.Now().Add(2 * etcdWindow)
+	for said := false; ; {
+		err := change(ctx)
+		if !errors.Is(err, client.ErrUnhealthyCluster) || !time.Now().Add(windowRetry).Before(until) {
+			return err
+		}
+		if !said {
+			fmt.Fprintf(g.Err, "%s refused: %v (etcd refuses changes for %s after a member starts or a leader is elected): asking again for up to %s\n",
+				what, err, etcdWindow, 2*etcdWindow)
+			said = true
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(windowRetry):
+		}
+	}
+}
+
+// removeWaiting removes member id, named name in the progress line, each attempt within
+// --command-timeout, waiting out etcd's window (untilHealthy).
+func (g *Globals) removeWaiting(ctx context.Context, c *client.Client, id uint64, name string) (*client.ChangeResult, error) {
+	var removed *client.ChangeResult
+	err := g.untilHealthy(ctx, "the removal of "+name, func(ctx context.Context) (err error) {
+		ctx, cancel := g.withTimeout(ctx)
+		defer cancel()
+		removed, err = c.MemberRemove(ctx, id)
+		return err
+	})
+	return removed, err
 }
 
 // checkPlan asks clusterd to judge the plan and returns its refusal; with --dry-run it also
@@ -195,19 +313,23 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 // add adds the new member as a learner unless it is there already, and prints member add's
 // output either way (in json, the line with the environment).
 func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
 	if r.New != nil {
-		o.step(1, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
+		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		res.Added = client.AddedResult(r.List, *r.New, o.Name)
 		res.Record(client.PlanStep{Action: client.StepAdd, Done: true}, nil)
 		return o.Printer.ReplaceAdd(o.Out, res)
 	}
-	added, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, true)
+	var added *client.AddResult
+	err := o.untilHealthy(ctx, "the add of "+o.Name, func(ctx context.Context) (err error) {
+		ctx, cancel := o.withTimeout(ctx)
+		defer cancel()
+		added, err = c.MemberAdd(ctx, o.Name, o.PeerURLs, true)
+		return err
+	})
 	if err != nil {
 		return err
 	}
-	o.step(1, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
+	o.step(client.StepAdd, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
 	res.Added = added
 	res.Record(client.PlanStep{Action: client.StepAdd}, &added.ChangeResult)
 	return o.Printer.ReplaceAdd(o.Out, res)
@@ -219,7 +341,7 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult, early *earlyMove) (*client.ChangeResult, error) {
 	id := res.Added.ID
 	if r.New != nil && !r.New.IsLearner {
-		o.step(2, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
+		o.step(client.StepPromote, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
 		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
 		return nil, nil
 	}
@@ -228,25 +350,24 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	if err != nil {
 		return nil, err
 	}
-	o.step(2, "promoted %s (%s)", o.Name, client.FormatID(id))
+	o.step(client.StepPromote, "promoted %s (%s)", o.Name, client.FormatID(id))
 	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
 	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
 }
 
-// remove removes the old member; one that is gone already counts as removed.
-func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) error {
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	removed, err := c.MemberRemove(ctx, oldID)
+// remove removes the old member, waiting out etcd's window after a start or an election, and
+// returns the answer; one that is gone already counts as removed (nil).
+func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
+	removed, err := o.removeWaiting(ctx, c, oldID, o.OldRef)
 	if errors.Is(err, client.ErrMemberNotFound) {
-		o.step(4, "%s is gone already: removal skipped", o.OldRef)
+		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
-		return nil
+		return nil, nil
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	o.step(4, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
+	o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 	res.Record(client.PlanStep{Action: client.StepRemove}, removed)
-	return o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
+	return removed, o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
 }

@@ -97,6 +97,13 @@ func (o *memberReplaceOptions) followerOf(ctx context.Context, old *client.Clien
 	return nil
 }
 
+// noEarlyMove is an early move that did not happen.
+func noEarlyMove() *earlyMove {
+	e := &earlyMove{done: make(chan struct{})}
+	close(e.done)
+	return e
+}
+
 // wait waits for the early move to end.
 func (e *earlyMove) wait() { <-e.done }
 
@@ -169,7 +176,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 	leads := slices.ContainsFunc(members, func(m client.Member) bool { return m.ID == oldID && m.IsLeader })
 	switch {
 	case early.to != 0 && !leads:
-		o.step(3, "moved leadership from %s to %s (%s)", o.OldRef, early.toName, client.FormatID(early.to))
+		o.step(client.StepMove, "moved leadership from %s to %s (%s)", o.OldRef, early.toName, client.FormatID(early.to))
 		early.reported = true
 		res.Record(client.PlanStep{Action: client.StepMove}, nil)
 		if early.via != nil && slices.ContainsFunc(members, func(m client.Member) bool { return m.ID == early.to && m.IsLeader }) {
@@ -177,7 +184,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 		}
 		return c, nil
 	case !leads:
-		o.step(3, "%s does not lead: leadership not moved", o.OldRef)
+		o.step(client.StepMove, "%s does not lead: leadership not moved", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
 		return c, nil
 	}
@@ -189,7 +196,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 	if _, err := c.MoveLeader(ctx, url, newID); err != nil {
 		return nil, err
 	}
-	o.step(3, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
+	o.step(client.StepMove, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
 	res.Record(client.PlanStep{Action: client.StepMove}, nil)
 	return c, nil
 }

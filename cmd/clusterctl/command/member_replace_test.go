@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
@@ -263,5 +265,33 @@ func TestReplaceGivesUpOnVotersThatDoNotAnswer(t *testing.T) {
 	}
 	if got := leaderName(t, rest); got != "r1" || !strings.Contains(stderr, "step 3 of 4: moved leadership from "+old+" to r1 (") {
 		t.Errorf("%s leads; stderr:\n%s", got, stderr)
+	}
+}
+
+// TestUntilHealthy: a change refused as unhealthy (etcd's window after a start or an election)
+// is sent again until accepted, with one line on stderr; any other answer ends it at once.
+func TestUntilHealthy(t *testing.T) {
+	g := globals(t, printer.Simple)
+	var stderr strings.Builder
+	g.Err = &stderr
+	calls := 0
+	err := g.untilHealthy(context.Background(), "the removal of infra1", func(context.Context) error {
+		calls++
+		if calls < 3 {
+			return client.ErrUnhealthyCluster
+		}
+		return nil
+	})
+	want := "the removal of infra1 refused: etcdserver: unhealthy cluster (etcd refuses changes for 5s after a member starts or a leader is elected): asking again for up to 10s\n"
+	if err != nil || calls != 3 || stderr.String() != want {
+		t.Errorf("untilHealthy: %v after %d calls, stderr %q; want nil after 3 and %q", err, calls, stderr.String(), want)
+	}
+	calls = 0
+	err = g.untilHealthy(context.Background(), "the add of infra3", func(context.Context) error {
+		calls++
+		return client.ErrNotEnoughStartedMembers
+	})
+	if !errors.Is(err, client.ErrNotEnoughStartedMembers) || calls != 1 {
+		t.Errorf("untilHealthy of another refusal: %v after %d calls; want it at once", err, calls)
 	}
 }

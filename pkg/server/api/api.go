@@ -22,6 +22,9 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
+// defaultQuota is etcd's default --quota-backend-bytes, which Maintenance.Status reports.
+const defaultQuota = 2 << 30
+
 // Version is what Maintenance.Status reports.
 const Version = "3.7.1-clusterd"
 
@@ -49,6 +52,7 @@ func New(cfg Config) *Server { return &Server{cfg: cfg} }
 func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterClusterServer(g, s)
 	pb.RegisterMaintenanceServer(g, s)
+	pb.RegisterKVServer(g, kvServer{s: s})
 }
 
 // withTimeout bounds a request that waits for the cluster: by the client's deadline, or by
@@ -255,6 +259,9 @@ func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRes
 	if fi, err := os.Stat(s.cfg.DBPath); err == nil {
 		resp.DbSize, resp.DbSizeInUse = fi.Size(), fi.Size()
 	}
+	// etcd's default quota: clusterd enforces none, its database holding the membership and at
+	// most a snapshot's worth of log; etcdctl prints the field (QUOTA), and 0 reads as full.
+	resp.DbSizeQuota = defaultQuota
 	if n.Leader() == 0 {
 		resp.Errors = append(resp.Errors, raftnode.ErrNoLeader.Error())
 	}

@@ -187,7 +187,7 @@ func calls(conn *grpc.ClientConn) map[string]func(context.Context) error {
 	}
 }
 
-var open = map[string]bool{"MemberList": true, "Status": true}
+var open = map[string]bool{"MemberList": true, "Status": true, "Alarm": true}
 
 func isPermissionDenied(err error) bool {
 	s, ok := status.FromError(err)

@@ -1,0 +1,262 @@
+package command
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/spf13/cobra"
+)
+
+// pruneUnreachableFor is member prune's default --unreachable-for: longer than an election and
+// than etcd's window after one, short enough for a person waiting at a terminal.
+const pruneUnreachableFor = 30 * time.Second
+
+// pruneEvery is how often member prune asks the members it watches again.
+const pruneEvery = time.Second
+
+type memberPruneOptions struct {
+	*Globals
+	UnreachableFor time.Duration
+	UnstartedFor   time.Duration
+	DryRun         bool
+}
+
+func newMemberPruneCmd(g *Globals) *cobra.Command {
+	o := &memberPruneOptions{Globals: g}
+	cmd := &cobra.Command{
+		Use:   "prune [--unreachable-for=DURATION] [--unstarted-for=DURATION] [--dry-run]",
+		Short: "Remove members that are dead: not answering, or added and never started",
+		Long: `Remove the members that are dead, one at a time, one line each:
+
+  - voters and learners that have started and do not answer their status on any client URL
+    for --unreachable-for (30s when not given), as this command sees them: it asks each member
+    once a second; one that answers once is kept;
+  - with --unstarted-for, members added and still not started after that long, as this command
+    sees them (without it, unstarted members are kept: a member being added is unstarted too).
+
+The command waits only while a member does not answer or is unstarted. Each removal goes through
+the strict quorum check: a voter is removed only when the voters that answer still form a quorum
+of the voters left, and never the last voter. A member that would fail that check is kept, and
+the command exits 12 after removing the others. Against etcd, a removal refused for etcd's
+5-second window after a start or an election is asked again for up to 10s.
+
+With --dry-run, the command watches as it would, lists what it would remove and why, and removes
+nothing; it works against etcd too (the decision is the command's, from member lists and status
+calls).`,
+		Example: `  clusterctl member prune --dry-run
+  clusterctl member prune --unreachable-for=2m
+  clusterctl member prune --unstarted-for=10m`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runE(g, o),
+	}
+	cmd.Flags().DurationVar(&o.UnreachableFor, "unreachable-for", pruneUnreachableFor, "remove a started member that does not answer for this long")
+	cmd.Flags().DurationVar(&o.UnstartedFor, "unstarted-for", 0, "remove a member still not started after this long (0: keep unstarted members)")
+	cmd.Flags().BoolVar(&o.DryRun, "dry-run", false, "list what would be removed and why, and remove nothing")
+	return cmd
+}
+
+func (o *memberPruneOptions) validate(args []string) error {
+	if len(args) > 0 {
+		return tooManyArgs(args)
+	}
+	if o.UnreachableFor <= 0 {
+		return fmt.Errorf("--unreachable-for must be positive, not %s", o.UnreachableFor)
+	}
+	if o.UnstartedFor < 0 {
+		return fmt.Errorf("--unstarted-for must not be negative, not %s", o.UnstartedFor)
+	}
+	return checkFormat(o.Printer, printer.MemberPrune, o.DryRun)
+}
+
+// deadMember is a member member prune found dead, and why.
+type deadMember struct {
+	m      client.Member
+	reason string
+	seen   time.Duration
+}
+
+func (o *memberPruneOptions) run(ctx context.Context) error {
+	c, err := o.Client()
+	if err != nil {
+		return err
+	}
+	list, err := o.list(ctx, c)
+	if err != nil {
+		return err
+	}
+	dead, answering, list, err := o.watch(ctx, c, list)
+	if err != nil {
+		return err
+	}
+	return o.prune(ctx, c, list, dead, answering)
+}
+
+// list reads the members from a linearizable member list: a removal needs a leader anyway.
+func (o *memberPruneOptions) list(ctx context.Context, c *client.Client) (*client.ListResult, error) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	return c.MemberList(ctx, true)
+}
+
+// watch asks every started member for its status, once a second, until each has answered once
+// or --unreachable-for has passed, and watches the unstarted members for --unstarted-for. It
+// returns the dead members in the order they are removed (learners first, then voters), the IDs
+// of the members that answered, and the member list read last.
+func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) ([]deadMember, map[uint64]bool, *client.ListResult, error) {
+	start := time.Now()
+	answered := map[uint64]bool{}
+	unstarted := map[uint64]bool{}
+	for _, m := range list.Members {
+		if !m.Started && o.UnstartedFor > 0 {
+			unstarted[m.ID] = true
+		}
+	}
+	watchUnstarted := len(unstarted) > 0
+	if watchUnstarted {
+		fmt.Fprintf(o.Err, "%d member(s) not started: watching for up to %s\n", len(unstarted), o.UnstartedFor)
+	}
+	said := map[uint64]bool{}
+	for {
+		pending := o.ask(ctx, c, list.Members, answered)
+		for _, m := range pending {
+			if !said[m.ID] {
+				fmt.Fprintf(o.Err, "%s (%s) does not answer: watching it for up to %s\n", orID(m), client.FormatID(m.ID), o.UnreachableFor)
+				said[m.ID] = true
+			}
+		}
+		elapsed := time.Since(start)
+		if (len(pending) == 0 || elapsed >= o.UnreachableFor) && (!watchUnstarted || elapsed >= o.UnstartedFor) {
+			break
+		}
+		select {
+		case <-ctx.Done():
+			return nil, nil, nil, ctx.Err()
+		case <-time.After(pruneEvery):
+		}
+	}
+	seen := time.Since(start).Truncate(time.Second)
+	// The list again: a member may have started, been removed or been added meanwhile.
+	latest, err := o.list(ctx, c)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var learners, voters []deadMember
+	for _, m := range latest.Members {
+		var d *deadMember
+		switch {
+		case m.Started && !answered[m.ID] && seen >= o.UnreachableFor && slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started }):
+			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen}
+		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
+			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
+		}
+		switch {
+		case d == nil:
+		case m.IsLearner:
+			learners = append(learners, *d)
+		default:
+			voters = append(voters, *d)
+		}
+	}
+	return append(learners, voters...), answered, latest, nil
+}
+
+// ask asks every started member not yet heard from for its status, all at once, and returns
+// those that did not answer.
+func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, members []client.Member, answered map[uint64]bool) []client.Member {
+	var pending []client.Member
+	for _, m := range members {
+		if m.Started && !answered[m.ID] {
+			pending = append(pending, m)
+		}
+	}
+	alive := make([]bool, len(pending))
+	done := make(chan struct{})
+	for i, m := range pending {
+		go func() {
+			alive[i] = c.Answers(ctx, m, answerWithin)
+			done <- struct{}{}
+		}()
+	}
+	for range pending {
+		<-done
+	}
+	var still []client.Member
+	for i, m := range pending {
+		if alive[i] {
+			answered[m.ID] = true
+		} else {
+			still = append(still, m)
+		}
+	}
+	return still
+}
+
+// prune removes the dead members one at a time, each only if the voters that answer still form a
+// quorum of the voters left; it returns the refusal of the first one kept for that, after the
+// others.
+func (o *memberPruneOptions) prune(ctx context.Context, c *client.Client, list *client.ListResult, dead []deadMember, answering map[uint64]bool) error {
+	members := list.Members
+	var kept error
+	for _, d := range dead {
+		if !d.m.IsLearner {
+			if err := quorumAfter(members, d.m, answering); err != nil {
+				kept = cmp.Or(kept, err)
+				fmt.Fprintf(o.Err, "kept %s (%s): %v\n", orID(d.m), client.FormatID(d.m.ID), err)
+				continue
+			}
+		}
+		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, DryRun: o.DryRun}
+		if !o.DryRun {
+			removed, err := o.removeWaiting(ctx, c, d.m.ID, orID(d.m))
+			if errors.Is(err, client.ErrMemberNotFound) {
+				continue // removed by someone else meanwhile
+			}
+			if err != nil {
+				return err
+			}
+			members = removed.Members
+		} else {
+			members = slices.DeleteFunc(slices.Clone(members), func(m client.Member) bool { return m.ID == d.m.ID })
+		}
+		if err := o.Printer.Prune(o.Out, line); err != nil {
+			return err
+		}
+	}
+	return kept
+}
+
+// quorumAfter refuses the removal of voter v from members when the voters left that answer
+// would be short of a quorum of the voters left, or when v is the last voter.
+func quorumAfter(members []client.Member, v client.Member, answering map[uint64]bool) error {
+	voters, live := 0, 0
+	for _, m := range members {
+		if m.IsLearner || m.ID == v.ID {
+			continue
+		}
+		voters++
+		if answering[m.ID] {
+			live++
+		}
+	}
+	if voters == 0 {
+		return fmt.Errorf("it is the last voter (%w)", client.ErrNotEnoughStartedMembers)
+	}
+	if q := voters/2 + 1; live < q {
+		return fmt.Errorf("%d of the %d voters left answer, short of their quorum of %d (%w)", live, voters, q, client.ErrNotEnoughStartedMembers)
+	}
+	return nil
+}
+
+// orID is a member's name, or, for an etcd member not started yet, which has none, its ID.
+func orID(m client.Member) string {
+	if m.Name != "" {
+		return m.Name
+	}
+	return client.FormatID(m.ID)
+}
