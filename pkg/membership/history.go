@@ -1,0 +1,207 @@
+package membership
+
+import (
+	"encoding/json"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultMaxHistory is how many changes a member keeps in its history unless told otherwise
+// (clusterd's --max-history).
+const DefaultMaxHistory = 10000
+
+// Origin is who asked for a change: it travels with the Change in the raft entry, so every
+// member records the same. Stored as JSON (raft log, bbolt, snapshots): never rename a tag.
+type Origin struct {
+	// CN is the common name of the client certificate the client port verified; empty without
+	// client certificate authentication.
+	CN string `json:"cn,omitempty"`
+	// Address is the client's address as the member it called saw it (host:port).
+	Address string `json:"address,omitempty"`
+	// Via is the clusterctl command that made the change, as its client said (a label, not a
+	// proof: CN and Address are what the member verified or saw).
+	Via string `json:"via,omitempty"`
+	// Clusterd names a change clusterd made itself: OriginPublish, OriginForceNewCluster.
+	Clusterd string `json:"clusterd,omitempty"`
+}
+
+// The changes clusterd makes itself. Stored: never rename.
+const (
+	OriginPublish         = "publish"
+	OriginForceNewCluster = "force-new-cluster"
+)
+
+// IsZero reports an unknown origin: a change from an older version's log.
+func (o Origin) IsZero() bool { return o == Origin{} }
+
+// String is the origin as people and scripts read it (docs/output.md): space-separated
+// key=value pairs in a fixed order, a value quoted when it holds a space, a quote or nothing
+// printable; "" for an unknown origin.
+func (o Origin) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"clusterd", o.Clusterd}, {"cn", o.CN}, {"address", o.Address}, {"via", o.Via}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+quoteIfNeeded(kv[1]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteIfNeeded(s string) string {
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == '=' || r > '~' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Event is one applied membership change. Stored as JSON (bbolt, snapshots): never rename a tag.
+type Event struct {
+	RaftIndex uint64 `json:"raftIndex"`
+	Term      uint64 `json:"term"`
+	// Time is when the leader proposed the change, from its clock, carried in the entry; zero
+	// for an entry an older version wrote.
+	Time time.Time `json:"time,omitzero"`
+	// Change is "add", "add-learner", "remove", "update", "promote" or "publish".
+	Change   string   `json:"change"`
+	MemberID ID       `json:"memberID"`
+	Name     string   `json:"name,omitempty"`
+	PeerURLs []string `json:"peerURLs,omitempty"`
+	// IsLearner is the member's role after the change (before it, for a removal).
+	IsLearner bool   `json:"isLearner,omitempty"`
+	By        Origin `json:"by,omitzero"`
+}
+
+// Stamp is what the log says about an entry beside its change: where it is, when the leader
+// proposed it, and who asked.
+type Stamp struct {
+	Index, Term uint64
+	Time        time.Time
+}
+
+// History is the record of applied changes, oldest first: the newest ones kept, and how many
+// older ones were dropped. Like IDSet, a History never changes once made: With returns a new one
+// that shares the old one's events and copies only the few recorded lately, so recording costs
+// O(sqrt(n)), not a copy of the whole history, and memberships of every age can be read at once.
+// The zero History is empty.
+type History struct {
+	base    []Event // shared between histories, never changed
+	skip    int     // events at the start of base that this history has dropped
+	recent  []Event // this history's own events since base was made
+	dropped uint64  // events dropped over the cluster's life
+}
+
+// Len is the number of events kept.
+func (h History) Len() int { return len(h.base) - h.skip + len(h.recent) }
+
+// Dropped is the number of older events dropped to keep the history bounded.
+func (h History) Dropped() uint64 { return h.dropped }
+
+// Total is the number of events ever recorded: the sequence number the next one gets.
+func (h History) Total() uint64 { return h.dropped + uint64(h.Len()) }
+
+// IsZero reports an empty history, so that JSON leaves it out (omitzero).
+func (h History) IsZero() bool { return h.Len() == 0 && h.dropped == 0 }
+
+// Events returns the events kept, oldest first. The slice is the caller's; the events' URL
+// lists are shared and must not be changed.
+func (h History) Events() []Event {
+	out := make([]Event, 0, h.Len())
+	out = append(out, h.base[h.skip:]...)
+	return append(out, h.recent...)
+}
+
+// With returns the history with ev recorded and, when max is positive, only the newest max
+// events kept; h is unchanged.
+func (h History) With(ev Event, max int) History {
+	recent := make([]Event, len(h.recent), len(h.recent)+1)
+	copy(recent, h.recent)
+	n := History{base: h.base, skip: h.skip, recent: append(recent, ev), dropped: h.dropped}
+	return n.bounded(max)
+}
+
+// bounded drops the oldest events beyond max, and folds the recent events into a new base once
+// copying them costs about as much as the base amortised over them (IDSet's rule).
+func (h History) bounded(max int) History {
+	if over := h.Len() - max; max > 0 && over > 0 {
+		h.skip += over
+		h.dropped += uint64(over)
+	}
+	live := len(h.base) - h.skip
+	if h.skip <= len(h.base) && (len(h.recent)*len(h.recent) <= live || len(h.recent) < 32) {
+		return h
+	}
+	if h.skip > len(h.base) {
+		// Everything in base is dropped, and some of the recent events too.
+		return History{base: h.recent[h.skip-len(h.base):], dropped: h.dropped}
+	}
+	return History{base: h.Events(), dropped: h.dropped}
+}
+
+// NewHistory returns a history of events (oldest first) after dropped older ones, bounded by
+// max as With bounds it.
+func NewHistory(events []Event, dropped uint64, max int) History {
+	return History{base: events, dropped: dropped}.bounded(max)
+}
+
+// historyJSON is how a History is stored in snapshots.
+type historyJSON struct {
+	Events  []Event `json:"events"`
+	Dropped uint64  `json:"dropped,omitempty"`
+}
+
+// MarshalJSON writes the events kept and the count dropped.
+func (h History) MarshalJSON() ([]byte, error) {
+	return json.Marshal(historyJSON{Events: h.Events(), Dropped: h.dropped})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (h *History) UnmarshalJSON(b []byte) error {
+	var v historyJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	*h = History{base: v.Events, dropped: v.Dropped}
+	return nil
+}
+
+// changeName is how the history names a change of this kind applied to m (as after the change).
+func changeName(k Kind, m *Member) string {
+	if k == KindAdd && m.IsLearner {
+		return "add-learner"
+	}
+	return k.String()
+}
+
+// ApplyRecorded is Apply, and the change recorded in the history of the result at st, keeping
+// the newest max events (all when max is zero). A refused change is not recorded: the cluster
+// comes back unchanged with Apply's error.
+func (c *Cluster) ApplyRecorded(ch Change, st Stamp, max int) (*Cluster, error) {
+	n, err := c.Apply(ch)
+	if err != nil {
+		return c, err
+	}
+	m := n.Members[ch.Member.ID]
+	if ch.Kind == KindRemove {
+		m = c.Members[ch.Member.ID]
+	}
+	n.History = c.History.With(Event{
+		RaftIndex: st.Index, Term: st.Term, Time: st.Time, Change: changeName(ch.Kind, m),
+		MemberID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner, By: ch.By,
+	}, max)
+	return n, nil
+}
+
+// WithMaxHistory returns c with only the newest max events of its history (all when max is
+// zero): a member told to keep fewer than the snapshot it received or the data it restarted
+// from holds.
+func (c *Cluster) WithMaxHistory(max int) *Cluster {
+	if max <= 0 || c.History.Len() <= max {
+		return c
+	}
+	n := *c
+	n.History = c.History.bounded(max)
+	return &n
+}
