@@ -113,6 +113,17 @@ func (h History) Events() []Event {
 	return append(out, h.recent...)
 }
 
+// Last returns the newest event kept.
+func (h History) Last() (Event, bool) {
+	if len(h.recent) > 0 {
+		return h.recent[len(h.recent)-1], true
+	}
+	if h.Len() > 0 {
+		return h.base[len(h.base)-1], true
+	}
+	return Event{}, false
+}
+
 // With returns the history with ev recorded and, when max is positive, only the newest max
 // events kept; h is unchanged.
 func (h History) With(ev Event, max int) History {
