@@ -88,7 +88,7 @@ type Update struct {
 	// however long the history. A Cluster that comes with a Snapshot brings its whole history.
 	HistoryAdded int
 	Tombstone    bool
-	JoinPeers *membership.Cluster // written once, when a member joins
+	JoinPeers    *membership.Cluster // written once, when a member joins
 }
 
 // Store is an open member database.
