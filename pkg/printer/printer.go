@@ -44,6 +44,7 @@ const (
 	MoveLeader
 	Version
 	MemberReplace
+	MemberHistory
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -73,6 +74,7 @@ var kinds = map[Kind]struct {
 	// each later step; in json one line after the add and one at the end (replace.go); its
 	// --dry-run is a plan of several steps (ReplacePlan).
 	MemberReplace: {"member replace", []Format{Simple, JSON, Env}, []Format{Simple, JSON}},
+	MemberHistory: {"member history", []Format{Simple, Table, JSON}, nil},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

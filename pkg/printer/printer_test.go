@@ -245,6 +245,8 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 			return err
 		}
 		return p.ReplaceDone(&b, r)
+	case MemberHistory:
+		return p.MemberHistory(&b, historyResult())
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

@@ -39,6 +39,7 @@ const (
 	exitNotLeader        = 28
 	exitNoAnswer         = 29
 	exitLocalWrite       = 30
+	exitNoHistory        = 32
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -119,6 +120,7 @@ func exitCode(err error) int {
 		endpoints   *endpointsError
 		localWrite  *client.LocalWriteError
 		tokenInUse  *TokenInUseError
+		noHistory   *client.HistoryUnsupportedError
 	)
 	switch {
 	case err == nil:
@@ -159,6 +161,8 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &noHistory):
+		return exitNoHistory
 	case errors.As(err, &endpoints) && endpoints.unhealthy:
 		return exitUnhealthy
 	case errors.As(err, &endpoints):

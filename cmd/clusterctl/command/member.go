@@ -31,6 +31,7 @@ func newMemberCmd(g *Globals) *cobra.Command {
 		newMemberPromoteCmd(g),
 		newMemberListCmd(g),
 		newMemberReplaceCmd(g),
+		newMemberHistoryCmd(g),
 	)
 	return cmd
 }
