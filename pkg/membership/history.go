@@ -2,6 +2,7 @@ package membership
 
 import (
 	"encoding/json"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -188,13 +189,17 @@ func changeName(k Kind, m *Member) string {
 
 // ApplyRecorded is Apply, and the change recorded in the history of the result at st, keeping
 // the newest max events (all when max is zero). A refused change is not recorded: the cluster
-// comes back unchanged with Apply's error.
+// comes back unchanged with Apply's error. Nor is a publish that changes nothing: a member
+// publishes at every start, and a restart with the same name and client URLs is no change.
 func (c *Cluster) ApplyRecorded(ch Change, st Stamp, max int) (*Cluster, error) {
 	n, err := c.Apply(ch)
 	if err != nil {
 		return c, err
 	}
 	m := n.Members[ch.Member.ID]
+	if ch.Kind == KindPublish && reflect.DeepEqual(m, c.Members[ch.Member.ID]) {
+		return n, nil
+	}
 	if ch.Kind == KindRemove {
 		m = c.Members[ch.Member.ID]
 	}

@@ -36,6 +36,15 @@ func TestApplyRecorded(t *testing.T) {
 			t.Fatalf("step %d: recorded %+v, want %+v", i, got, s.want)
 		}
 	}
+	// A publish that changes nothing (a restart) is not recorded; one with a new URL is.
+	pub := Change{Kind: KindPublish, Member: Member{ID: 10, Name: "new", ClientURLs: []string{"http://a:3"}}}
+	once, err := c.ApplyRecorded(pub, Stamp{Index: 97}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if twice, err := once.ApplyRecorded(pub, Stamp{Index: 98}, 0); err != nil || once.History.Len() != len(steps)+1 || twice.History.Len() != len(steps)+1 {
+		t.Fatalf("publish twice: %v, %d then %d events", err, once.History.Len(), twice.History.Len())
+	}
 	// A refused change is not recorded, and the cluster is the same value.
 	if n, err := c.ApplyRecorded(Change{Kind: KindRemove, Member: Member{ID: 9}}, Stamp{Index: 99}, 0); err == nil || n != c || n.History.Len() != len(steps) {
 		t.Fatalf("refused change: err %v, %d events", err, n.History.Len())
