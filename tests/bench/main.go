@@ -20,32 +20,34 @@ import (
 // options are the command line; the defaults are what `make bench` runs and what
 // docs/benchmarks.md reports.
 type options struct {
-	warmup        int
-	listRuns      int
-	tlsRuns       int
-	tls           bool
-	rssRuns       int
-	changeRuns    int
-	confRuns      int
-	history       int
-	fsyncRuns     int
-	cycles        int
-	replaceRuns   int
-	removals      int
-	etcdRemovals  int
-	entries       int
-	snapshotCount int
-	idle          time.Duration
-	fillTimeout   time.Duration
-	timeout       time.Duration
-	out           string
-	parent        string
-	keep          bool
-	buildEtcd     bool
-	logLevel      string
-	build         bool
-	profile       string
-	profileFor    time.Duration
+	warmup         int
+	listRuns       int
+	tlsRuns        int
+	tls            bool
+	rssRuns        int
+	changeRuns     int
+	confRuns       int
+	history        int
+	historyEntries int
+	onlyHistory    bool
+	fsyncRuns      int
+	cycles         int
+	replaceRuns    int
+	removals       int
+	etcdRemovals   int
+	entries        int
+	snapshotCount  int
+	idle           time.Duration
+	fillTimeout    time.Duration
+	timeout        time.Duration
+	out            string
+	parent         string
+	keep           bool
+	buildEtcd      bool
+	logLevel       string
+	build          bool
+	profile        string
+	profileFor     time.Duration
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -63,6 +65,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
+	fs.IntVar(&o.historyEntries, "history-entries", 10000, "changes in the membership history of the cluster the history phase compares with a fresh one (0: no history phase)")
+	fs.BoolVar(&o.onlyHistory, "only-history", false, "run the history phase alone (two clusters of their own), none of the other figures")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
@@ -92,6 +96,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}
+	}
+	if o.historyEntries < 0 {
+		return o, errors.New("-history-entries must not be negative")
+	}
+	if o.onlyHistory && o.historyEntries == 0 {
+		return o, errors.New("-only-history needs -history-entries above 0")
 	}
 	if o.etcdRemovals < 0 {
 		return o, errors.New("-etcd-removals must not be negative")
