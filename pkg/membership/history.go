@@ -114,6 +114,16 @@ func (h History) Events() []Event {
 	return append(out, h.recent...)
 }
 
+// Newest returns the newest k events kept (all when fewer), oldest first, copying only those.
+func (h History) Newest(k int) []Event {
+	k = max(0, min(k, h.Len()))
+	out := make([]Event, 0, k)
+	if fromBase := k - len(h.recent); fromBase > 0 {
+		out = append(out, h.base[len(h.base)-fromBase:]...)
+	}
+	return append(out, h.recent[max(0, len(h.recent)-k):]...)
+}
+
 // Last returns the newest event kept.
 func (h History) Last() (Event, bool) {
 	if len(h.recent) > 0 {

@@ -106,6 +106,9 @@ func TestHistoryBounded(t *testing.T) {
 			if len(evs) != keep || a.Dropped() != uint64(n-keep) || a.Total() != uint64(n) {
 				t.Fatalf("max %d, age %d: %d events, %d dropped", max, i, len(evs), a.Dropped())
 			}
+			if newest := a.Newest(2); len(newest) != min(2, keep) || newest[len(newest)-1].RaftIndex != evs[len(evs)-1].RaftIndex {
+				t.Fatalf("max %d, age %d: Newest(2) = %+v", max, i, newest)
+			}
 			for j, ev := range evs {
 				if ev.RaftIndex != uint64(n-keep+j) {
 					t.Fatalf("max %d, age %d: event %d is %d", max, i, j, ev.RaftIndex)

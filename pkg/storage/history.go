@@ -31,10 +31,9 @@ func saveHistory(tx *bolt.Tx, h membership.History, added int, all bool) error {
 	if added == 0 {
 		return nil
 	}
-	events := h.Events()
-	added = min(added, len(events))
-	seq := h.Total() - uint64(added)
-	for _, ev := range events[len(events)-added:] {
+	events := h.Newest(added)
+	seq := h.Total() - uint64(len(events))
+	for _, ev := range events {
 		v, err := json.Marshal(ev)
 		if err != nil {
 			return err

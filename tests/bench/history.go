@@ -38,12 +38,19 @@ type historyFigures struct {
 	fill  fillResult
 }
 
-// historyPhase starts two clusters beside the first, fills the history of one with
-// -history-entries changes (peer URL updates, one event each), measures conf changes on both in
-// turn so both see the same machine, reads the sizes, and stops both again.
-func (b *bench) historyPhase(ctx context.Context) (*historyFigures, error) {
-	clusters := map[bool]*cluster.Cluster{}
+// historyPhase compares conf changes on a cluster whose history is full with a fresh one, in
+// turn so both see the same machine, and reads the sizes. filled is the cluster with the full
+// history, b.c after the log is filled and the -history pairs made (its history is then at the
+// default bound); when it is nil (-only-history), a second cluster is started and its history
+// filled with -history-entries changes (peer URL updates, one event each). The clusters the
+// phase starts are stopped again.
+func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*historyFigures, error) {
+	clusters := map[bool]*cluster.Cluster{true: filled}
+	f := &historyFigures{sizes: map[bool]historySizes{}}
 	for _, full := range []bool{false, true} {
+		if clusters[full] != nil {
+			continue
+		}
 		name := map[bool]string{false: "history-none", true: "history-full"}[full]
 		dir := filepath.Join(b.dir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -66,19 +73,21 @@ func (b *bench) historyPhase(ctx context.Context) (*historyFigures, error) {
 			return nil, err
 		}
 		clusters[full] = c
-	}
-	f := &historyFigures{sizes: map[bool]historySizes{}}
-	ms, _, err := leaderFirstOf(clusters[true])
-	if err != nil {
-		return nil, err
-	}
-	st, err := cluster.Status(ms[0])
-	if err != nil {
-		return nil, err
-	}
-	b.logf("history phase: filling one cluster's history with %d changes", b.opt.historyEntries)
-	if f.fill, err = fillLogIn(ctx, clusters[true], st.GetRaftIndex()+uint64(b.opt.historyEntries), b.opt.fillTimeout); err != nil {
-		return nil, err
+		if !full {
+			continue
+		}
+		ms, _, err := leaderFirstOf(c)
+		if err != nil {
+			return nil, err
+		}
+		st, err := cluster.Status(ms[0])
+		if err != nil {
+			return nil, err
+		}
+		b.logf("history phase: filling a cluster's history with %d changes", b.opt.historyEntries)
+		if f.fill, err = fillLogIn(ctx, c, st.GetRaftIndex()+uint64(b.opt.historyEntries), b.opt.fillTimeout); err != nil {
+			return nil, err
+		}
 	}
 	clients := map[bool]*client.Client{}
 	for full, c := range clusters {

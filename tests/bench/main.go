@@ -65,7 +65,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
-	fs.IntVar(&o.historyEntries, "history-entries", 10000, "changes in the membership history of the cluster the history phase compares with a fresh one (0: no history phase)")
+	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only-history, changes made in the membership history of the cluster the history phase compares with a fresh one; in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
 	fs.BoolVar(&o.onlyHistory, "only-history", false, "run the history phase alone (two clusters of their own), none of the other figures")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")

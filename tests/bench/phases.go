@@ -16,7 +16,7 @@ import (
 // profiles.
 func (b *bench) measure(ctx context.Context) error {
 	if b.opt.onlyHistory {
-		h, err := b.historyPhase(ctx)
+		h, err := b.historyPhase(ctx, nil)
 		if err != nil {
 			return err
 		}
@@ -181,7 +181,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	var history *historyFigures
 	if b.opt.historyEntries > 0 {
-		if history, err = b.historyPhase(ctx); err != nil {
+		if history, err = b.historyPhase(ctx, b.c); err != nil {
 			return err
 		}
 	}
