@@ -30,6 +30,12 @@ type historySizes struct {
 	HistoryBytes      int64 `json:"history_bytes"`
 }
 
+// historySizePair is the sizes of the history phase's two clusters, for the JSON.
+type historySizePair struct {
+	Fresh historySizes `json:"fresh"`
+	Full  historySizes `json:"full"`
+}
+
 // historyFigures compare a cluster whose membership history holds -history-entries changes
 // (true) with a fresh one whose history is nearly empty (false).
 type historyFigures struct {
@@ -184,5 +190,5 @@ func (r *report) fillHistory(f *historyFigures) {
 		kib("history_snapshot_file_size", fmt.Sprintf("history: snapshot save file with %d changes in the history", full.Events), full.SnapshotFileBytes, none.SnapshotFileBytes),
 		kib("history_raft_snapshot_size", fmt.Sprintf("history: raft snapshot data (sent to a joining member) with %d changes in the history", full.Events), full.RaftSnapshotBytes, none.RaftSnapshotBytes),
 		kib("history_json_size", fmt.Sprintf("history: the history's part of that snapshot, %d changes", full.Events), full.HistoryBytes, 0))
-	r.History = f.sizes
+	r.History = &historySizePair{Fresh: none, Full: full}
 }

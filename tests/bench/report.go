@@ -56,8 +56,8 @@ type report struct {
 	// EtcdV3Removals are the same on a real etcd cluster.
 	EtcdV3Removals []removalResult `json:"etcd_leader_removals_clientv3,omitempty"`
 	Fill           *fillResult     `json:"log_fill,omitempty"`
-	// History is the sizes of the history phase: false the fresh cluster, true the full one.
-	History map[bool]historySizes `json:"history_sizes,omitempty"`
+	// History is the sizes of the history phase's two clusters.
+	History *historySizePair `json:"history_sizes,omitempty"`
 	Notes   []string              `json:"notes"`
 }
 
