@@ -58,7 +58,7 @@ type report struct {
 	Fill           *fillResult     `json:"log_fill,omitempty"`
 	// History is the sizes of the history phase's two clusters.
 	History *historySizePair `json:"history_sizes,omitempty"`
-	Notes   []string              `json:"notes"`
+	Notes   []string         `json:"notes"`
 }
 
 func newReport(o options, dir, fsType string) *report {
