@@ -168,15 +168,27 @@ func NewHistory(events []Event, dropped uint64, max int) History {
 	return History{base: events, dropped: dropped}.bounded(max)
 }
 
-// historyJSON is how a History is stored in snapshots.
+// historyJSON is how a History travels in JSON (snapshots, peers): the events kept as their
+// binary records (history_binary.go), which encoding/json writes in base64, and the count dropped.
 type historyJSON struct {
-	Events  []Event `json:"events"`
-	Dropped uint64  `json:"dropped,omitempty"`
+	Records []byte `json:"records"`
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// AppendRecords appends the binary records of the events kept, each preceded by its length
+// (uvarint), as the records field of the JSON holds them.
+func (h History) AppendRecords(b []byte) []byte { return appendRecords(b, h.Events()) }
+
+// HistoryFromRecords is the history of the records AppendRecords wrote, after dropped older
+// events.
+func HistoryFromRecords(records []byte, dropped uint64) (History, error) {
+	events, err := decodeRecords(records)
+	return History{base: events, dropped: dropped}, err
 }
 
 // MarshalJSON writes the events kept and the count dropped.
 func (h History) MarshalJSON() ([]byte, error) {
-	return json.Marshal(historyJSON{Events: h.Events(), Dropped: h.dropped})
+	return json.Marshal(historyJSON{Records: h.AppendRecords(nil), Dropped: h.dropped})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -185,7 +197,11 @@ func (h *History) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	*h = History{base: v.Events, dropped: v.Dropped}
+	n, err := HistoryFromRecords(v.Records, v.Dropped)
+	if err != nil {
+		return err
+	}
+	*h = n
 	return nil
 }
 

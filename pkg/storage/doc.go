@@ -7,8 +7,9 @@
 //	log      raft entries by index (8-byte big-endian keys), from the snapshot on
 //	members  the applied membership, one JSON value per member ID
 //	removed  every member ID ever removed
-//	history  the membership history kept, one JSON event per sequence number (history.go);
-//	         missing in files of older versions
+//	history  the membership history recorded since the stored snapshot (which holds the rest),
+//	         one binary event per sequence number (history.go); missing in files of older
+//	         versions
 //
 // A raft snapshot's data is the applied membership as JSON (SnapshotData, SnapshotCluster); it is
 // defined here so that a data dir can be written offline (a bootstrap, a snapshot restore)

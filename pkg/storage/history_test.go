@@ -51,7 +51,12 @@ func TestHistorySaveLoad(t *testing.T) {
 	// A snapshot from the leader replaces the whole history.
 	leader := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
 	leader.History = membership.NewHistory([]membership.Event{{RaftIndex: 40, Change: "add"}}, 7, 0)
-	if err := s.Save(Update{ResetLog: true, Snapshot: snap, Cluster: leader, Applied: 40}); err != nil {
+	data, err := SnapshotData(leader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	received := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(40), Term: proto.Uint64(2), ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
+	if err := s.Save(Update{ResetLog: true, Snapshot: received, Cluster: leader, Applied: 40}); err != nil {
 		t.Fatal(err)
 	}
 	if got := load(); got.Len() != 1 || got.Events()[0].RaftIndex != 40 || got.Dropped() != 7 {
@@ -69,6 +74,17 @@ func TestHistorySaveLoad(t *testing.T) {
 	}
 	if got := load(); got.Len() != c2.History.Len() {
 		t.Fatalf("written twice: %d events, want %d", got.Len(), c2.History.Len())
+	}
+	// A snapshot taken now holds the event the bucket holds too: each is read once.
+	data, err = SnapshotData(c2)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Update{Snapshot: &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(41), Term: proto.Uint64(2)}}}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(); !reflect.DeepEqual(got.Events(), c2.History.Events()) || got.Dropped() != 7 {
+		t.Fatalf("after a snapshot of its own: %+v, %d dropped", got.Events(), got.Dropped())
 	}
 }
 

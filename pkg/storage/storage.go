@@ -85,7 +85,8 @@ type Update struct {
 	Removed []membership.ID
 	// HistoryAdded is how many events the applied changes added to Cluster's history: only
 	// those are written, and those the bound dropped are deleted, so a change costs the same
-	// however long the history. A Cluster that comes with a Snapshot brings its whole history.
+	// however long the history. A Cluster that comes with a Snapshot has its history up to the
+	// snapshot in it (history.go).
 	HistoryAdded int
 	Tombstone    bool
 	JoinPeers    *membership.Cluster // written once, when a member joins
@@ -272,7 +273,7 @@ func (s *Store) load() (*State, error) {
 		if st.Cluster, err = loadCluster(tx, st.ClusterID); err != nil {
 			return err
 		}
-		st.Cluster.History, err = loadHistory(tx)
+		st.Cluster.History, err = loadHistory(tx, st.Snapshot.GetData())
 		return err
 	})
 	return st, err
