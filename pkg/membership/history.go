@@ -73,6 +73,9 @@ type Event struct {
 	// IsLearner is the member's role after the change (before it, for a removal).
 	IsLearner bool   `json:"isLearner,omitempty"`
 	By        Origin `json:"by,omitzero"`
+	// record is the event's binary record (AppendBinary), made once when the event is recorded
+	// or read: a snapshot copies the records of thousands of events rather than encode them.
+	record []byte
 }
 
 // Stamp is what the log says about an entry beside its change: where it is, when the leader
@@ -108,10 +111,22 @@ func (h History) IsZero() bool { return h.Len() == 0 && h.dropped == 0 }
 
 // Events returns the events kept, oldest first. The slice is the caller's; the events' URL
 // lists are shared and must not be changed.
-func (h History) Events() []Event {
+func (h History) Events() []Event { return withoutRecords(h.all()) }
+
+// all is the events kept with their binary records.
+func (h History) all() []Event {
 	out := make([]Event, 0, h.Len())
 	out = append(out, h.base[h.skip:]...)
 	return append(out, h.recent...)
+}
+
+// withoutRecords clears the cached records of events handed out, so that two equal events
+// compare equal however each was made.
+func withoutRecords(events []Event) []Event {
+	for i := range events {
+		events[i].record = nil
+	}
+	return events
 }
 
 // Newest returns the newest k events kept (all when fewer), oldest first, copying only those.
@@ -121,16 +136,13 @@ func (h History) Newest(k int) []Event {
 	if fromBase := k - len(h.recent); fromBase > 0 {
 		out = append(out, h.base[len(h.base)-fromBase:]...)
 	}
-	return append(out, h.recent[max(0, len(h.recent)-k):]...)
+	return withoutRecords(append(out, h.recent[max(0, len(h.recent)-k):]...))
 }
 
 // Last returns the newest event kept.
 func (h History) Last() (Event, bool) {
-	if len(h.recent) > 0 {
-		return h.recent[len(h.recent)-1], true
-	}
-	if h.Len() > 0 {
-		return h.base[len(h.base)-1], true
+	if n := h.Newest(1); len(n) == 1 {
+		return n[0], true
 	}
 	return Event{}, false
 }
@@ -159,7 +171,7 @@ func (h History) bounded(max int) History {
 		// Everything in base is dropped, and some of the recent events too.
 		return History{base: h.recent[h.skip-len(h.base):], dropped: h.dropped}
 	}
-	return History{base: h.Events(), dropped: h.dropped}
+	return History{base: h.all(), dropped: h.dropped}
 }
 
 // NewHistory returns a history of events (oldest first) after dropped older ones, bounded by
@@ -177,7 +189,7 @@ type historyJSON struct {
 
 // AppendRecords appends the binary records of the events kept, each preceded by its length
 // (uvarint), as the records field of the JSON holds them.
-func (h History) AppendRecords(b []byte) []byte { return appendRecords(b, h.Events()) }
+func (h History) AppendRecords(b []byte) []byte { return appendRecords(b, h.all()) }
 
 // HistoryFromRecords is the history of the records AppendRecords wrote, after dropped older
 // events.
@@ -229,10 +241,12 @@ func (c *Cluster) ApplyRecorded(ch Change, st Stamp, max int) (*Cluster, error) 
 	if ch.Kind == KindRemove {
 		m = c.Members[ch.Member.ID]
 	}
-	n.History = c.History.With(Event{
+	ev := Event{
 		RaftIndex: st.Index, Term: st.Term, Time: st.Time, Change: changeName(ch.Kind, m),
 		MemberID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner, By: ch.By,
-	}, max)
+	}
+	ev.record = ev.AppendBinary(nil)
+	n.History = c.History.With(ev, max)
 	return n, nil
 }
 

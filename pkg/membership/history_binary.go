@@ -20,6 +20,9 @@ const eventVersion1 = 1
 
 // AppendBinary appends e's binary record to b.
 func (e Event) AppendBinary(b []byte) []byte {
+	if e.record != nil {
+		return append(b, e.record...)
+	}
 	b = append(b, eventVersion1)
 	b = binary.AppendUvarint(b, e.RaftIndex)
 	b = binary.AppendUvarint(b, e.Term)
@@ -124,6 +127,9 @@ func DecodeEvent(b []byte) (Event, error) {
 	}
 	e.IsLearner = r.byte() == 1
 	e.By = Origin{CN: r.string(), Address: r.string(), Via: r.string(), Clusterd: r.string()}
+	if r.err == nil {
+		e.record = b[:len(b)-len(r.b)]
+	}
 	return e, r.err
 }
 
@@ -131,7 +137,9 @@ func DecodeEvent(b []byte) (Event, error) {
 func appendRecords(b []byte, events []Event) []byte {
 	var rec []byte
 	for _, e := range events {
-		rec = e.AppendBinary(rec[:0])
+		if rec = e.record; rec == nil {
+			rec = e.AppendBinary(nil)
+		}
 		b = append(binary.AppendUvarint(b, uint64(len(rec))), rec...)
 	}
 	return b
