@@ -192,7 +192,7 @@ type historyJSON struct {
 func (h History) AppendRecords(b []byte) []byte { return appendRecords(b, h.all()) }
 
 // HistoryFromRecords is the history of the records AppendRecords wrote, after dropped older
-// events.
+// events. It keeps slices of records: give it bytes of its own.
 func HistoryFromRecords(records []byte, dropped uint64) (History, error) {
 	events, err := decodeRecords(records)
 	return History{base: events, dropped: dropped}, err

@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 )
 
@@ -102,8 +103,16 @@ func (r *recordReader) byte() byte {
 	return v
 }
 
-// DecodeEvent reads one binary record.
+// DecodeEvent reads one binary record. It keeps nothing of b, which may be a bbolt value that
+// is gone once its transaction ends.
 func DecodeEvent(b []byte) (Event, error) {
+	e, err := decodeEvent(b)
+	e.record = slices.Clone(e.record)
+	return e, err
+}
+
+// decodeEvent is DecodeEvent keeping a slice of b, for a b of the caller's own.
+func decodeEvent(b []byte) (Event, error) {
 	r := &recordReader{b: b}
 	if v := r.byte(); v != eventVersion1 {
 		if r.err != nil {
@@ -153,7 +162,7 @@ func decodeRecords(b []byte) ([]Event, error) {
 		if k <= 0 || n > uint64(len(b)-k) {
 			return nil, errShortRecord
 		}
-		e, err := DecodeEvent(b[k : k+int(n)])
+		e, err := decodeEvent(b[k : k+int(n)])
 		if err != nil {
 			return nil, err
 		}

@@ -3,6 +3,7 @@ package membership
 import (
 	"encoding/json"
 	"reflect"
+	"slices"
 	"testing"
 	"time"
 )
@@ -166,4 +167,20 @@ func FuzzDecodeEvent(f *testing.F) {
 			t.Fatalf("%+v read back as %+v, %v", e, again, err)
 		}
 	})
+}
+
+// An event read keeps nothing of the bytes it was read from: a bbolt value is gone once its
+// transaction ends (snapshot restore crashed on a history read from a closed file).
+func TestDecodeEventCopies(t *testing.T) {
+	ev := Event{RaftIndex: 7, Change: "remove", MemberID: 9, Name: "n", PeerURLs: []string{"http://a:1"}}
+	b := ev.AppendBinary(nil)
+	want := slices.Clone(b)
+	got, err := DecodeEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(b)
+	if rec := got.AppendBinary(nil); !slices.Equal(rec, want) {
+		t.Fatalf("the record changed with the bytes it was read from: %v, want %v", rec, want)
+	}
 }

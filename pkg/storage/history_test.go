@@ -117,3 +117,4 @@ func TestHistoryOlderFile(t *testing.T) {
 		t.Fatalf("after a change: %+v", st.Cluster.History.Events())
 	}
 }
+
