@@ -117,4 +117,3 @@ func TestHistoryOlderFile(t *testing.T) {
 		t.Fatalf("after a change: %+v", st.Cluster.History.Events())
 	}
 }
-
