@@ -36,6 +36,28 @@ func historyOf(t *testing.T, m *servertest.Member, q client.HistoryQuery) (*clie
 	return c.MemberHistory(ctx, q)
 }
 
+// waitPublished waits until the history m reads (linearizable) holds n publishes: the members
+// of a new cluster have started, and nothing of theirs is left to record.
+func waitPublished(t *testing.T, m *servertest.Member, n int) {
+	t.Helper()
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		r, err := historyOf(t, m, client.HistoryQuery{Linearizable: true})
+		if err != nil {
+			return err
+		}
+		got := 0
+		for _, e := range r.Events {
+			if e.Change == "publish" {
+				got++
+			}
+		}
+		if got != n {
+			return fmt.Errorf("%d publishes recorded, want %d", got, n)
+		}
+		return nil
+	})
+}
+
 // sameHistory waits until every member's own copy (serializable) is want.
 func sameHistory(t *testing.T, ms []*servertest.Member, want []membership.Event) {
 	t.Helper()
@@ -61,9 +83,10 @@ func TestHistoryEveryMemberSame(t *testing.T) {
 	ms := servertest.Start(t, 3, func(c *server.Config) { c.SnapshotCount = 4; c.MaxLearners = 10 })
 	c := ms[0].Client(t)
 	// The three publishes of the bootstrap, then changes beyond the snapshot count.
+	waitPublished(t, ms[0], 3)
 	l, added, initial := addMember(t, c, "l0", true)
 	l.Start(t, l.Config(initial, "existing", nil))
-	servertest.WaitMembers(t, l, 4, false)
+	waitPublished(t, ms[0], 4)
 	ctx, cancel := ctxWithName("")
 	defer cancel()
 	var err error
@@ -116,7 +139,7 @@ func TestHistoryEveryMemberSame(t *testing.T) {
 	late, _, initial := addMember(t, c, "late", false)
 	late.Start(t, late.Config(initial, "existing", nil))
 	all := append(append([]*servertest.Member{}, ms...), l, late)
-	servertest.WaitMembers(t, late, 5, false)
+	waitPublished(t, ms[0], 5)
 	full, err := historyOf(t, ms[0], client.HistoryQuery{Linearizable: true})
 	if err != nil {
 		t.Fatal(err)
@@ -156,7 +179,7 @@ func TestHistoryEveryMemberSame(t *testing.T) {
 // as dropped; the count goes on growing with every change.
 func TestHistoryBounded(t *testing.T) {
 	ms := servertest.Start(t, 1, func(c *server.Config) { c.MaxHistory = 2; c.MaxLearners = 2 })
-	servertest.WaitMembers(t, ms[0], 1, true)
+	waitPublished(t, ms[0], 1)
 	addMember(t, ms[0].Client(t), "a", true)
 	r, err := historyOf(t, ms[0], client.HistoryQuery{Linearizable: true})
 	if err != nil || len(r.Events) != 2 || r.Dropped != 0 || r.Events[1].Change != "add-learner" {
@@ -231,7 +254,7 @@ func TestHistoryOlderLogReplayed(t *testing.T) {
 // --force-new-cluster keeps the history and records each removal it makes as clusterd's own.
 func TestHistoryForceNewCluster(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
-	servertest.WaitMembers(t, ms[0], 3, true)
+	waitPublished(t, ms[0], 3)
 	addMember(t, ms[0].Client(t), "l0", true)
 	before, err := historyOf(t, ms[0], client.HistoryQuery{Linearizable: true})
 	if err != nil {
