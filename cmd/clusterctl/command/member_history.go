@@ -47,8 +47,8 @@ func (o *memberHistoryOptions) validate(args []string) error {
 	if len(args) > 0 {
 		return tooManyArgs(args)
 	}
-	if o.Consistency != "l" && o.Consistency != "s" {
-		return fmt.Errorf("unknown consistency flag %q", o.Consistency)
+	if err := checkConsistency(o.Consistency); err != nil {
+		return err
 	}
 	if o.Limit < 0 {
 		return fmt.Errorf("--limit %d: must be 0 or more", o.Limit)
