@@ -11,6 +11,7 @@ import (
 	"io"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"os/signal"
 	"strconv"
@@ -110,6 +111,7 @@ func defineFlags(stderr io.Writer) *pflag.FlagSet {
 	fs.Uint64("snapshot-count", 10000, "applied entries between two snapshots")
 	fs.Bool("strict-reconfig-check", true, "refuse membership changes that could break quorum")
 	fs.Int("max-learners", 1, "how many learners the cluster may have")
+	fs.Uint64("max-history", membership.DefaultMaxHistory, "membership changes kept in the history, the newest; 0 is taken as 1")
 	fs.Bool("force-new-cluster", false, "restart this member's data as a one-member cluster, removing every other member (recovery from a lost majority)")
 	fs.Bool("force-new-cluster-bypass-live-check", false, "DANGEROUS: with --force-new-cluster, do not first ask the other members whether a quorum of them still runs with a leader, and force a new cluster even then, removing them")
 	fs.String("listen-metrics-urls", "", "URLs to serve /health and /metrics on, and /debug/pprof/ with --enable-pprof (none by default)")
@@ -299,7 +301,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		return server.Config{}, fmt.Errorf("--log-level %q: must be debug, info, warn or error", v.GetString("log-level"))
 	}
 	nums, err := readAll(v, func(k string) (uint64, error) { return castUint(v.Get(k)) },
-		"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners", "self-signed-cert-validity")
+		"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners", "self-signed-cert-validity", "max-history")
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -346,6 +348,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 		ForceNewCluster:                bools["force-new-cluster"],
 		ForceNewClusterBypassLiveCheck: bools["force-new-cluster-bypass-live-check"],
 		MaxLearners:                    int(nums["max-learners"]),
+		MaxHistory:                     int(min(max(nums["max-history"], 1), math.MaxInt32)),
 		ListenMetricsURLs:              membership.SplitURLs(v.GetString("listen-metrics-urls")),
 		EnablePprof:                    bools["enable-pprof"],
 		TLS: servertls.Settings{

@@ -28,7 +28,8 @@ type Restored struct {
 
 // Restore builds the data directory of member cfg.Name of a new cluster described by
 // cfg.Initial and cfg.Token, from a snapshot file. The new cluster remembers every ID the old one
-// used (its members and its removed IDs) as removed, so no old member can ever join it.
+// used (its members and its removed IDs) as removed, so no old member can ever join it, and keeps
+// its membership history.
 //
 // The checks run in the order docs/commands/snapshot-restore.md gives, each once, and all before
 // the directory is created, so a refused restore writes nothing: the file is there
@@ -54,6 +55,8 @@ func Restore(cfg RestoreConfig) (*Restored, error) {
 		return nil, err
 	}
 	c.Removed = membership.NewIDSet(oldIDs(info.Cluster, c)...)
+	// The membership history goes on: who changed the old cluster stays on record.
+	c.History = info.Cluster.History
 	if err := install(cfg.DataDir, cfg.Name, c); err != nil {
 		return nil, err
 	}

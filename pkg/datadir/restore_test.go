@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -34,6 +35,12 @@ func TestRestore(t *testing.T) {
 		if !state.Cluster.IsRemoved(id) {
 			t.Errorf("old member %s must be remembered as removed", id)
 		}
+	}
+	if !reflect.DeepEqual(state.Cluster.History.Events(), oldHistory) || state.Cluster.History.Dropped() != 4 {
+		t.Errorf("history after the restore: %+v, %d dropped", state.Cluster.History.Events(), state.Cluster.History.Dropped())
+	}
+	if snap, err := storage.SnapshotCluster(state.Snapshot); err != nil || !reflect.DeepEqual(snap.History.Events(), oldHistory) {
+		t.Errorf("history in the restored member's snapshot: %v, %+v", err, snap)
 	}
 	for _, id := range oldRemoved {
 		if !state.Cluster.IsRemoved(id) {

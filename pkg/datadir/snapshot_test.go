@@ -14,6 +14,10 @@ import (
 // oldRemoved are the IDs the snapshot's cluster removed before the snapshot.
 var oldRemoved = []membership.ID{0x1111, 0x2222}
 
+// oldHistory is the membership history the snapshot holds.
+var oldHistory = []membership.Event{{RaftIndex: 9, Term: 2, Change: "remove", MemberID: 0x2222, Name: "gone",
+	PeerURLs: []string{"http://127.0.0.1:3"}, By: membership.Origin{CN: "root", Address: "127.0.0.1:5"}}}
+
 // snapshotFile writes what a member streams for a snapshot: its database, then the SHA-256.
 func snapshotFile(t *testing.T) (string, []Initial) {
 	t.Helper()
@@ -24,6 +28,8 @@ func snapshotFile(t *testing.T) (string, []Initial) {
 	c := NewCluster(initial, "old")
 	// Members the old cluster removed before the snapshot: the new one must remember them too.
 	c.Removed = membership.NewIDSet(oldRemoved...)
+	// And who changed it: the restored cluster keeps the history.
+	c.History = membership.NewHistory(oldHistory, 4, 0)
 	st, err := Create(filepath.Join(t.TempDir(), "a"), "a", c)
 	if err != nil {
 		t.Fatal(err)

@@ -41,6 +41,8 @@ type Change struct {
 	// Member carries the target's ID and, depending on Kind, the fields that change:
 	// add: everything; update: PeerURLs; publish: Name and ClientURLs.
 	Member Member `json:"member"`
+	// By is who asked for the change, recorded in the history; Validate and Apply never read it.
+	By Origin `json:"by,omitzero"`
 }
 
 // Validate reports why ch cannot be proposed on c, or nil: this version's rules for input

@@ -43,6 +43,9 @@ type Cluster struct {
 	ID      ID             `json:"clusterID"`
 	Members map[ID]*Member `json:"members"`
 	Removed IDSet          `json:"removed,omitzero"`
+	// History is every applied change, bounded (history.go); it travels in snapshots, so a
+	// member that joins later holds it whole.
+	History History `json:"history,omitzero"`
 }
 
 // NewCluster returns a cluster with the given members, as a bootstrap writes it.
@@ -54,17 +57,18 @@ func NewCluster(id ID, members []*Member) *Cluster {
 	return c
 }
 
-// copyMembers returns a copy of c whose members may be changed; the removed set, which never
-// changes, is shared.
+// copyMembers returns a copy of c whose members may be changed; the removed set and the history,
+// which never change, are shared.
 func (c *Cluster) copyMembers() *Cluster {
-	n := &Cluster{ID: c.ID, Members: make(map[ID]*Member, len(c.Members)), Removed: c.Removed}
+	n := &Cluster{ID: c.ID, Members: make(map[ID]*Member, len(c.Members)), Removed: c.Removed, History: c.History}
 	for id, m := range c.Members {
 		n.Members[id] = m.clone()
 	}
 	return n
 }
 
-// WithoutRemoved returns c without its removed IDs, for an answer that lists the members only.
+// WithoutRemoved returns c without its removed IDs and its history, for an answer that lists
+// the members only.
 func (c *Cluster) WithoutRemoved() *Cluster {
 	return &Cluster{ID: c.ID, Members: c.Members}
 }

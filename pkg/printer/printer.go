@@ -50,6 +50,7 @@ const (
 	DataDirStatus
 	DataDirCheck
 	MemberPrune
+	MemberHistory
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -88,7 +89,8 @@ var kinds = map[Kind]struct {
 	DataDirStatus:  {"datadir status", []Format{Simple, Table, JSON}, nil},
 	DataDirCheck:   {"datadir check", []Format{Simple, JSON}, nil},
 	// member prune prints a line a member removed (prune.go).
-	MemberPrune: {"member prune", []Format{Simple, JSON}, []Format{Simple, JSON}},
+	MemberPrune:   {"member prune", []Format{Simple, JSON}, []Format{Simple, JSON}},
+	MemberHistory: {"member history", []Format{Simple, Table, JSON}, nil},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

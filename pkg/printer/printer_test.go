@@ -277,6 +277,8 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.ReplaceDone(&b, r)
 	case MemberPrune:
 		return p.Prune(&b, Pruned{Member: members[1]})
+	case MemberHistory:
+		return p.MemberHistory(&b, historyResult())
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

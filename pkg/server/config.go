@@ -33,6 +33,9 @@ type Config struct {
 	SnapshotCount       uint64
 	StrictReconfigCheck bool
 	MaxLearners         int
+	// MaxHistory is --max-history: how many membership changes the history keeps, the newest;
+	// zero keeps every one.
+	MaxHistory int
 	// ForceNewCluster restarts an existing data directory as a one-member cluster: see
 	// raftnode.ForceNewCluster.
 	ForceNewCluster bool

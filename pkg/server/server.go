@@ -169,7 +169,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
-		SnapshotCount: s.cfg.SnapshotCount, Logger: m.log, Metrics: m.obs.metrics,
+		SnapshotCount: s.cfg.SnapshotCount, MaxHistory: s.cfg.MaxHistory, Logger: m.log, Metrics: m.obs.metrics,
 	})
 	if err != nil {
 		return err
@@ -306,7 +306,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 func publish(ctx context.Context, coord *reconfig.Coordinator, id membership.ID, name string, clientURLs []string) {
 	req := reconfig.Request{Change: membership.Change{Kind: membership.KindPublish, Member: membership.Member{
 		ID: id, Name: name, ClientURLs: clientURLs,
-	}}}
+	}, By: membership.Origin{Clusterd: membership.OriginPublish}}}
 	backoff := 50 * time.Millisecond
 	for ctx.Err() == nil {
 		pctx, cancel := context.WithTimeout(ctx, 5*time.Second)

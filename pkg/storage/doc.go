@@ -7,6 +7,9 @@
 //	log      raft entries by index (8-byte big-endian keys), from the snapshot on
 //	members  the applied membership, one JSON value per member ID
 //	removed  every member ID ever removed
+//	history  the membership history recorded since the stored snapshot (which holds the rest),
+//	         one binary event per sequence number (history.go); missing in files of older
+//	         versions
 //
 // A raft snapshot's data is the applied membership as JSON (SnapshotData, SnapshotCluster); it is
 // defined here so that a data dir can be written offline (a bootstrap, a snapshot restore)
@@ -14,7 +17,7 @@
 //
 // Invariants:
 //   - Save writes everything one Ready produced in a single transaction: the snapshot, the
-//     HardState, the new entries, the membership they changed and the applied index. A crash
+//     HardState, the new entries, the membership they changed (its history included) and the applied index. A crash
 //     leaves either all of it or none, so the applied index always names exactly the entries
 //     the membership reflects, and replay after a restart never applies an entry twice.
 //   - The applied index never exceeds the persisted HardState's commit index.

@@ -28,6 +28,9 @@ var (
 	bucketLog     = []byte("log")
 	bucketMembers = []byte("members")
 	bucketRemoved = []byte("removed")
+	// bucketHistory is missing in the files of versions before the history: read as empty,
+	// made by the first write that records a change.
+	bucketHistory = []byte("history")
 
 	keyMemberID  = []byte("member_id")
 	keyClusterID = []byte("cluster_id")
@@ -37,6 +40,7 @@ var (
 	keyApplied   = []byte("applied_index")
 	keyTombstone = []byte("tombstone")
 	keyJoinPeers = []byte("join_peers")
+	keyDropped   = []byte("history_dropped")
 )
 
 // ErrNotBootstrapped is returned by Open on a data directory that holds no member.
@@ -77,10 +81,15 @@ type Update struct {
 	// comes with a Snapshot (a new database, a snapshot from the leader) brings its whole removed
 	// set; otherwise only the IDs in Removed, those the applied changes removed, are added, so a
 	// change costs the same however long the cluster's history.
-	Cluster   *membership.Cluster
-	Removed   []membership.ID
-	Tombstone bool
-	JoinPeers *membership.Cluster // written once, when a member joins
+	Cluster *membership.Cluster
+	Removed []membership.ID
+	// HistoryAdded is how many events the applied changes added to Cluster's history: only
+	// those are written, and those the bound dropped are deleted, so a change costs the same
+	// however long the history. A Cluster that comes with a Snapshot has its history up to the
+	// snapshot in it (history.go).
+	HistoryAdded int
+	Tombstone    bool
+	JoinPeers    *membership.Cluster // written once, when a member joins
 }
 
 // Store is an open member database.
@@ -134,7 +143,7 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 		return err
 	}
 	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketMeta, bucketLog, bucketMembers, bucketRemoved} {
+		for _, b := range [][]byte{bucketMeta, bucketLog, bucketMembers, bucketRemoved, bucketHistory} {
 			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
 				return err
 			}
@@ -295,7 +304,10 @@ func loadTx(tx *bolt.Tx) (*State, error) {
 		if err != nil {
 			return err
 		}
-		st.Cluster, err = loadCluster(tx, st.ClusterID)
+		if st.Cluster, err = loadCluster(tx, st.ClusterID); err != nil {
+			return err
+		}
+		st.Cluster.History, err = loadHistory(tx, st.Snapshot.GetData())
 		return err
 	}()
 	return st, err
@@ -330,6 +342,9 @@ func save(tx *bolt.Tx, u Update) error {
 			removed = slices.Sorted(u.Cluster.Removed.All())
 		}
 		if err := saveCluster(tx, u.Cluster, removed); err != nil {
+			return err
+		}
+		if err := saveHistory(tx, u.Cluster.History, u.HistoryAdded, u.Snapshot != nil); err != nil {
 			return err
 		}
 	}

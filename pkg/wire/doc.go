@@ -1,8 +1,11 @@
-// Package wire names what clusterd sends beyond etcd's v3 API, once for both binaries
-// (docs/wire.md): the gRPC metadata keys of the client port and of the peer port. etcd ignores
-// every one of them, which is what lets clusterctl talk to etcd and etcdctl to clusterd.
+// Package wire declares, once for both binaries, what clusterd sends beyond etcd's v3 API
+// (docs/wire.md): the gRPC metadata keys of the client port and of the peer port, and the calls
+// etcd's API has no room for, with their messages. etcd ignores every key and answers every call
+// codes.Unimplemented, which is what lets clusterctl talk to etcd and etcdctl to clusterd. It
+// imports only pkg/membership, whose values the messages carry.
 //
 // Invariants:
-//   - The names are on the wire between versions: never rename one; add a new name instead.
-//   - It imports nothing, so both binaries and every package of either may import it.
+//   - A name here is on the wire: never renamed; a field is added, never renamed or removed.
+//   - A clusterd-own call's request and answer are google.protobuf.BytesValue messages whose
+//     value is the JSON of the types below.
 package wire

@@ -50,6 +50,8 @@ type options struct {
 	build           bool
 	profile         string
 	profileFor      time.Duration
+	historyEntries  int
+	onlyHistory     bool
 }
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
@@ -70,6 +72,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
 	fs.IntVar(&o.urlRuns, "url-runs", 50, "measured updates of a learner's peer URLs, with one URL and with the most a member may have, and dry-run adds of 3,000 URLs beside it")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
+	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only-history, changes made in the membership history of the cluster the history phase compares with a fresh one; in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
+	fs.BoolVar(&o.onlyHistory, "only-history", false, "run the history phase alone (two clusters of their own), none of the other figures")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
@@ -103,6 +107,12 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}
+	}
+	if o.historyEntries < 0 {
+		return o, errors.New("-history-entries must not be negative")
+	}
+	if o.onlyHistory && o.historyEntries == 0 {
+		return o, errors.New("-only-history needs -history-entries above 0")
 	}
 	if o.etcdRemovals < 0 {
 		return o, errors.New("-etcd-removals must not be negative")

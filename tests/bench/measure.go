@@ -244,7 +244,12 @@ func (b *bench) confChangeRuns(ctx context.Context) (map[route]samples, error) {
 // follower, pairs times or until until (when it is not zero), whichever comes first, and
 // returns the time of each change.
 func (b *bench) addRemoveLoop(ctx context.Context, via route, pairs int, until time.Time) (samples, error) {
-	ms, _, err := b.leaderFirst()
+	return addRemoveLoopIn(ctx, b.c, via, pairs, until)
+}
+
+// addRemoveLoopIn is addRemoveLoop in any of the bench's clusters.
+func addRemoveLoopIn(ctx context.Context, c *cluster.Cluster, via route, pairs int, until time.Time) (samples, error) {
+	ms, _, err := leaderFirstOf(c)
 	if err != nil {
 		return nil, err
 	}
@@ -298,7 +303,12 @@ type fillResult struct {
 // request per entry, where adding and removing a learner takes two requests for two entries and
 // leaves an ID behind in the removed list each time.
 func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
-	ms, _, err := b.leaderFirst()
+	return fillLogIn(ctx, b.c, uint64(b.opt.entries), b.opt.fillTimeout)
+}
+
+// fillLogIn is fillLog in any of the bench's clusters, up to raft index entries.
+func fillLogIn(ctx context.Context, c *cluster.Cluster, entries uint64, timeout time.Duration) (fillResult, error) {
+	ms, _, err := leaderFirstOf(c)
 	if err != nil {
 		return fillResult{}, err
 	}
@@ -316,7 +326,7 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 		{"http://127.0.0.1:" + strconv.Itoa(ports[1])},
 	}
 	start := time.Now()
-	deadline := start.Add(b.opt.fillTimeout)
+	deadline := start.Add(timeout)
 	cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 	ghost, err := cl.MemberAdd(cctx, "filler", urls[0], true)
 	cancel()
@@ -324,22 +334,22 @@ func (b *bench) fillLog(ctx context.Context) (fillResult, error) {
 		return fillResult{}, fmt.Errorf("member add filler: %w", err)
 	}
 	res := fillResult{Changes: 1}
-	// Each update commits one entry, so b.opt.entries updates are always enough; the raft index
+	// Each update commits one entry, so that many updates are always enough; the raft index
 	// is read every 200 changes to stop as soon as the log is long enough.
-	for i := 1; i <= b.opt.entries; i++ {
+	for i := 1; uint64(i) <= entries; i++ {
 		if i%200 == 0 {
 			st, err := cluster.Status(ms[0]) // the leader
 			if err != nil {
 				return res, err
 			}
 			res.RaftIndex = st.GetRaftIndex()
-			if res.RaftIndex >= uint64(b.opt.entries) {
+			if res.RaftIndex >= entries {
 				break
 			}
 		}
 		if time.Now().After(deadline) {
 			return res, fmt.Errorf("filling the log: %d changes, raft index %d after %v; want %d entries (raise -fill-timeout or lower -entries)",
-				res.Changes, res.RaftIndex, b.opt.fillTimeout, b.opt.entries)
+				res.Changes, res.RaftIndex, timeout, entries)
 		}
 		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
 		_, err := cl.MemberUpdate(cctx, ghost.ID, urls[i%2])

@@ -15,6 +15,15 @@ import (
 // again for the next cycle; last come conf changes after a long history of removals, and the
 // profiles.
 func (b *bench) measure(ctx context.Context) error {
+	if b.opt.onlyHistory {
+		h, err := b.historyPhase(ctx, nil)
+		if err != nil {
+			return err
+		}
+		b.rep.fillHistory(h)
+		b.rep.Machine.LoadAfter = loadavg()
+		return nil
+	}
 	b.logf("starting 3 members in %s", b.dir)
 	if _, err := b.c.Bootstrap(3, nil); err != nil {
 		return err
@@ -195,6 +204,12 @@ func (b *bench) measure(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	var history *historyFigures
+	if b.opt.historyEntries > 0 {
+		if history, err = b.historyPhase(ctx, b.c); err != nil {
+			return err
+		}
+	}
 	if b.opt.profile != "" {
 		b.logf("profiling conf changes for %v into %s", b.opt.profileFor, b.opt.profile)
 		if err := b.profileConfChanges(ctx); err != nil {
@@ -204,7 +219,7 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.rep.fill(figures{
 		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, urls: urls, fsync: fsync, bolt: commits, rss: rss,
-		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, deadReplaces: deadReplaces, deadReplacements: deadReplacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf,
+		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, deadReplaces: deadReplaces, deadReplacements: deadReplacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf, history: history,
 	})
 	return nil
 }

@@ -61,7 +61,9 @@ type report struct {
 	// EtcdV3Removals are the same on a real etcd cluster.
 	EtcdV3Removals []removalResult `json:"etcd_leader_removals_clientv3,omitempty"`
 	Fill           *fillResult     `json:"log_fill,omitempty"`
-	Notes          []string        `json:"notes"`
+	// History is the sizes of the history phase's two clusters.
+	History *historySizePair `json:"history_sizes,omitempty"`
+	Notes   []string         `json:"notes"`
 }
 
 func newReport(o options, dir, fsType string) *report {
@@ -83,7 +85,7 @@ func newReport(o options, dir, fsType string) *report {
 		// machine.device say what it put the data dirs on).
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "status_runs": o.statusRuns, "only": o.only, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
-			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "url_runs": o.urlRuns, "history": o.history, "fsync_runs": o.fsyncRuns,
+			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "url_runs": o.urlRuns, "history": o.history, "history_entries": o.historyEntries, "only_history": o.onlyHistory, "fsync_runs": o.fsyncRuns,
 			"cycles": o.cycles, "replace_runs": o.replaceRuns, "dead_replace_runs": o.deadReplaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},
@@ -187,7 +189,8 @@ type figures struct {
 	v3               []removalResult // leader removals seen by clientv3
 	etcdV3           []removalResult // the same on a real etcd cluster (-etcd-removals)
 	fill             fillResult
-	tls              *tlsFigures // nil with -tls=false
+	tls              *tlsFigures     // nil with -tls=false
+	history          *historyFigures // nil with -history-entries=0
 }
 
 func ptr[T any](v T) *T { return &v }
@@ -304,6 +307,7 @@ func (r *report) fill(f figures) {
 	if haveEtcd {
 		r.Rows = append(r.Rows, stat("etcdctl_peak_rss", "etcdctl member list peak RSS", "MiB", f.peaks["etcdctl"], w, "report"))
 	}
+	r.fillHistory(f.history)
 	r.Machine.LoadAfter = loadavg()
 	r.Removals = f.removals
 	r.Learners = f.learners

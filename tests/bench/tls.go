@@ -127,20 +127,24 @@ func (b *bench) tlsConfChanges(ctx context.Context, c *cluster.Cluster, cfg *tls
 		defer cl.Close()
 		clients[secure] = cl
 	}
+	peers := map[bool]string{false: "http://127.0.0.1:" + strconv.Itoa(ports[0]), true: "https://127.0.0.1:" + strconv.Itoa(ports[0])}
+	return b.inTurn(ctx, "TLS", clients, peers)
+}
+
+// inTurn adds and removes a learner through each of the two clients, pair by pair in turn (the
+// first of each round alternating), -warmup and then -conf-runs times, so both see the same
+// machine; peers are the learners' peer URLs.
+func (b *bench) inTurn(ctx context.Context, what string, clients map[bool]*client.Client, peers map[bool]string) (map[bool]samples, error) {
 	res := map[bool]samples{}
 	for i := range b.opt.warmup + b.opt.confRuns {
 		for j := range 2 {
-			secure := (i+j)%2 == 1
-			peer := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-			if secure {
-				peer = "https://127.0.0.1:" + strconv.Itoa(ports[0])
-			}
-			s, err := addRemove(ctx, clients[secure], peer)
+			k := (i+j)%2 == 1
+			s, err := addRemove(ctx, clients[k], peers[k])
 			if err != nil {
-				return nil, fmt.Errorf("TLS %v: %w", secure, err)
+				return nil, fmt.Errorf("%s %v: %w", what, k, err)
 			}
 			if i >= b.opt.warmup {
-				res[secure] = append(res[secure], s...)
+				res[k] = append(res[k], s...)
 			}
 		}
 	}

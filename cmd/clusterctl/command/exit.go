@@ -40,6 +40,7 @@ const (
 	exitNoAnswer         = 29
 	exitLocalWrite       = 30
 	exitUnsound          = 31
+	exitNoHistory        = 32
 	exitDegraded         = 33
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
@@ -127,6 +128,7 @@ func exitCode(err error) int {
 		noCurrent   *noCurrentContextError
 		dirInUse    *datadir.InUseError
 		unsound     *datadir.UnsoundError
+		noHistory   *client.HistoryUnsupportedError
 	)
 	switch {
 	case err == nil:
@@ -175,6 +177,8 @@ func exitCode(err error) int {
 	case errors.As(err, &noCurrent):
 		// config current-context with none set.
 		return exitNotFound
+	case errors.As(err, &noHistory):
+		return exitNoHistory
 	case errors.As(err, &endpoints) && endpoints.unhealthy:
 		return exitUnhealthy
 	case errors.As(err, &endpoints):

@@ -32,6 +32,7 @@ func newMemberCmd(g *Globals) *cobra.Command {
 		newMemberListCmd(g),
 		newMemberReplaceCmd(g),
 		newMemberPruneCmd(g),
+		newMemberHistoryCmd(g),
 	)
 	return cmd
 }

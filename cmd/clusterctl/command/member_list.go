@@ -33,10 +33,18 @@ func (o *memberListOptions) validate(args []string) error {
 	if len(args) > 0 {
 		return tooManyArgs(args)
 	}
-	if o.Consistency != "l" && o.Consistency != "s" {
-		return fmt.Errorf("unknown consistency flag %q", o.Consistency)
+	if err := checkConsistency(o.Consistency); err != nil {
+		return err
 	}
 	return o.Printer.Check(printer.MemberList)
+}
+
+// checkConsistency refuses a --consistency other than etcdctl's l and s.
+func checkConsistency(c string) error {
+	if c != "l" && c != "s" {
+		return fmt.Errorf("unknown consistency flag %q", c)
+	}
+	return nil
 }
 
 func (o *memberListOptions) run(ctx context.Context) error {

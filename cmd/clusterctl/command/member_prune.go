@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -82,6 +83,8 @@ type deadMember struct {
 }
 
 func (o *memberPruneOptions) run(ctx context.Context) error {
+	// Every removal it makes says so in clusterd's membership history.
+	ctx = client.WithVia(ctx, wire.ViaMemberPrune)
 	c, err := o.Client()
 	if err != nil {
 		return err

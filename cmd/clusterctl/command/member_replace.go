@@ -9,6 +9,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
 )
 
@@ -141,6 +142,8 @@ func (o *memberReplaceOptions) step(action string, format string, a ...any) {
 }
 
 func (o *memberReplaceOptions) run(ctx context.Context) error {
+	// Every change it makes says so in clusterd's membership history.
+	ctx = client.WithVia(ctx, wire.ViaMemberReplace)
 	c, err := o.Client()
 	if err != nil {
 		return err

@@ -283,3 +283,33 @@ func TestIdempotentFlagsValidate(t *testing.T) {
 	rm := &memberRemoveOptions{memberChangeOptions: memberChangeOptions{Globals: globals(t, printer.Simple), kind: printer.MemberRemove, DryRun: true}, IgnoreNotFound: true}
 	check(t, "remove", rm.validate([]string{"infra3"}), "--ignore-not-found and --dry-run cannot be used together")
 }
+
+func TestMemberHistoryValidate(t *testing.T) {
+	tests := []struct {
+		name   string
+		o      memberHistoryOptions
+		args   []string
+		format printer.Format
+		want   string
+	}{
+		{"all", memberHistoryOptions{Consistency: "l"}, nil, printer.Simple, ""},
+		{"selected", memberHistoryOptions{Consistency: "s", Member: "infra1", Since: "2026-11-26T15:04:05+01:00", Limit: 3}, nil, printer.Table, ""},
+		{"json", memberHistoryOptions{Consistency: "l", Since: "2026-11-26T15:04:05.5Z"}, nil, printer.JSON, ""},
+		{"extra", memberHistoryOptions{Consistency: "l"}, []string{"infra1"}, printer.Simple, "too many arguments"},
+		{"consistency", memberHistoryOptions{Consistency: "x"}, nil, printer.Simple, `unknown consistency flag "x"`},
+		{"negative limit", memberHistoryOptions{Consistency: "l", Limit: -1}, nil, printer.Simple, "--limit -1: must be 0 or more"},
+		{"since not RFC 3339", memberHistoryOptions{Consistency: "l", Since: "2026-11-26"}, nil, printer.Simple,
+			`--since "2026-11-26": not an RFC 3339 time such as 2026-11-26T15:04:05Z`},
+		{"env", memberHistoryOptions{Consistency: "l"}, nil, printer.Env,
+			`output format "env" is not supported by member history (supported: simple, table, json)`},
+	}
+	for _, tt := range tests {
+		o := tt.o
+		o.Globals = globals(t, tt.format)
+		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+	o := &memberHistoryOptions{Globals: globals(t, printer.Simple), Consistency: "l", Since: "2026-11-26T16:04:05+01:00"}
+	if err := o.validate(nil); err != nil || !o.since.Equal(time.Date(2026, 11, 26, 15, 4, 5, 0, time.UTC)) {
+		t.Errorf("--since read as %v, %v", o.since, err)
+	}
+}

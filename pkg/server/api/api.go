@@ -53,6 +53,7 @@ func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterClusterServer(g, s)
 	pb.RegisterMaintenanceServer(g, s)
 	pb.RegisterKVServer(g, kvServer{s: s})
+	s.registerHistory(g)
 }
 
 // withTimeout bounds a request that waits for the cluster: by the client's deadline, or by
@@ -131,6 +132,7 @@ func toProto(m *membership.Member) *pb.Member {
 func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Reply, error) {
 	ctx, cancel := s.withTimeout(ctx)
 	defer cancel()
+	ch.By = origin(ctx)
 	req := reconfig.Request{Change: ch, DryRun: strings.EqualFold(incoming(ctx, wire.DryRun), "true")}
 	if ch.Kind == membership.KindPromote {
 		// A value that is not a duration asks for no wait, as a key this server did not know

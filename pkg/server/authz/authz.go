@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc/peer"
 
 	"github.com/clusterctl/clusterctl/pkg/server/servertls"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // Flag is the setting's name, in etcd's style: like --peer-cert-allowed-cn, the CNs of the
@@ -25,6 +26,8 @@ var openMethods = map[string]bool{
 	"/etcdserverpb.Maintenance/Status": true,
 	// etcdctl endpoint health reads the alarm list; clusterd raises none and refuses the rest.
 	"/etcdserverpb.Maintenance/Alarm": true,
+	// clusterd's membership history: whoever may list the members may read who changed them.
+	wire.HistoryList: true,
 }
 
 // adminServices are the services whose other methods are admin operations.
@@ -93,6 +96,15 @@ func (a *Authorizer) Stream() grpc.StreamServerInterceptor {
 		}
 		return handler(srv, ss)
 	}
+}
+
+// VerifiedCN is the CN of the client's certificate as crypto/tls verified it, or "" when the
+// client gave none or it was not verified (no --client-cert-auth).
+func VerifiedCN(ctx context.Context) string {
+	if leaf := verifiedLeaf(ctx); leaf != nil {
+		return leaf.Subject.CommonName
+	}
+	return ""
 }
 
 // verifiedLeaf is the client's certificate as crypto/tls verified it, or nil.

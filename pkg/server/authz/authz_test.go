@@ -21,6 +21,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/servertls"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // stub answers every call it is given and counts them, so a test can tell that a denied call
@@ -279,6 +280,10 @@ func TestEveryEtcdMethodIsClassified(t *testing.T) {
 	}
 	if IsAdmin("/grpc.health.v1.Health/Check") {
 		t.Error("the health service must stay open")
+	}
+	// Whoever may list the members may read who changed them.
+	if IsAdmin(wire.HistoryList) {
+		t.Error("the membership history must be open as MemberList is")
 	}
 }
 

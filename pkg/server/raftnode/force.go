@@ -15,7 +15,8 @@ import (
 // have been), and conf-change entries that remove every other member, voters and learners alike,
 // are appended and committed, in one transaction. They are applied like any other entry when the
 // node runs, so the membership, the removed IDs and raft's configuration all come from the log,
-// and a restart without the flag changes nothing. The cluster keeps its ID: old members that come
+// and a restart without the flag changes nothing. The history is kept, and each removal is recorded
+// in it as clusterd's own (force-new-cluster). The cluster keeps its ID: old members that come
 // back are refused by it as removed members.
 //
 // It lives here, not with the start-up decision, because it must replay the log by the same rules
@@ -30,12 +31,13 @@ func ForceNewCluster(st *storage.Store, state *storage.State) error {
 	commit := hs.GetCommit()
 	last := commit
 	var added []*raftpb.Entry
+	at := proposalTime()
 	for _, m := range c.List() {
 		if m.ID == state.MemberID {
 			continue
 		}
 		last++
-		e, err := removalEntry(m.ID, last, hs.GetTerm())
+		e, err := removalEntry(m.ID, last, hs.GetTerm(), at)
 		if err != nil {
 			return err
 		}

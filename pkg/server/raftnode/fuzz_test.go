@@ -3,6 +3,7 @@ package raftnode
 import (
 	"encoding/json"
 	"testing"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -16,7 +17,7 @@ import (
 func FuzzProposalOf(f *testing.F) {
 	add, _ := json.Marshal(proposal{RequestID: 7, Term: 2, Change: membership.Change{Kind: membership.KindAdd,
 		Member: membership.Member{ID: 5, Name: "a", PeerURLs: []string{"http://127.0.0.1:2380"}}}})
-	rm, _ := removalEntry(9, 3, 2)
+	rm, _ := removalEntry(9, 3, 2, time.Time{})
 	f.Add(int32(raftpb.EntryType_EntryNormal), add)
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte{})
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte(`{"change":{"kind":99}}`))

@@ -80,7 +80,7 @@ func TestHoldsOwnRemoval(t *testing.T) {
 	if n.HoldsOwnRemoval() {
 		t.Fatal("a fresh learner holds its removal")
 	}
-	removal, err := removalEntry(learnerID, snapIndex+1, 3)
+	removal, err := removalEntry(learnerID, snapIndex+1, 3, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}

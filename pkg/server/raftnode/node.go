@@ -58,7 +58,9 @@ type Config struct {
 	TickInterval  time.Duration // the heartbeat interval
 	ElectionTicks int
 	SnapshotCount uint64
-	Logger        *slog.Logger
+	// MaxHistory is how many changes the membership history keeps, the newest; zero keeps all.
+	MaxHistory int
+	Logger     *slog.Logger
 	// Metrics receives the leader changes, bbolt commits and proposals; nil for none.
 	Metrics *metrics.Metrics
 }
@@ -166,7 +168,7 @@ func New(cfg Config) (*Node, error) {
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
-	n.cluster.Store(st.Cluster)
+	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
 	n.commit.Store(st.HardState.GetCommit())
 	if t, err := mem.Term(st.Applied); err == nil {

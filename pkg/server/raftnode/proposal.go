@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -20,6 +21,9 @@ type proposal struct {
 	// membership it was checked against may have moved on since (see Propose).
 	Term   uint64            `json:"term,omitempty"`
 	Change membership.Change `json:"change"`
+	// Time is when the leader proposed the change, by its clock: every member records this one
+	// in the history. Absent in entries of older versions.
+	Time time.Time `json:"time,omitzero"`
 }
 
 // changeOf returns the membership change applying the entry attempts, if any: the rules the
@@ -65,10 +69,11 @@ func (p *proposal) stale(e *raftpb.Entry) bool {
 }
 
 // removalEntry is the conf-change entry that removes id, as a proposal would have made it,
-// but checked by no leader (Term zero), for ForceNewCluster.
-func removalEntry(id membership.ID, index, term uint64) (*raftpb.Entry, error) {
-	ch := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: id}}
-	ctx, err := json.Marshal(proposal{Change: ch})
+// but checked by no leader (Term zero), for ForceNewCluster: made at, by clusterd itself.
+func removalEntry(id membership.ID, index, term uint64, at time.Time) (*raftpb.Entry, error) {
+	ch := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: id},
+		By: membership.Origin{Clusterd: membership.OriginForceNewCluster}}
+	ctx, err := json.Marshal(proposal{Change: ch, Time: at})
 	if err != nil {
 		return nil, err
 	}

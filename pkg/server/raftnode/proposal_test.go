@@ -3,6 +3,7 @@ package raftnode
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -32,7 +33,7 @@ func TestChangeOfSkipsStaleProposal(t *testing.T) {
 		t.Fatalf("changeOf(entry of its own term) = %+v, %v; want the removal of %s", ch, ok, victim)
 	}
 	// What ForceNewCluster appends is checked by no leader, so it applies in any term.
-	forced, err := removalEntry(victim, 5, 9)
+	forced, err := removalEntry(victim, 5, 9, time.Now())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -71,7 +71,7 @@ func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Ch
 		return nil, ErrStopped // nothing proposed
 	}
 	req := randomID()
-	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch})
+	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch, Time: proposalTime()})
 	if err != nil {
 		return nil, err
 	}
@@ -112,6 +112,10 @@ func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Ch
 	n.forget(req)
 	return nil, ErrTimeout
 }
+
+// proposalTime is the time a proposal carries for the history: this leader's clock, in UTC, to
+// the millisecond (what people read; the raft index orders the changes).
+func proposalTime() time.Time { return time.Now().UTC().Truncate(time.Millisecond) }
 
 func (n *Node) forget(req uint64) {
 	n.mu.Lock()

@@ -30,6 +30,8 @@ type pass struct {
 	applied  uint64
 	lastTerm uint64 // of the last entry applied in this pass, or as before it
 	results  []appliedEntry
+	// recorded are the history events the applied changes added, for the leader's log.
+	recorded []membership.Event
 	// selfRemoved: this member's own removal was applied; the loop stops after this pass.
 	selfRemoved bool
 }
@@ -119,6 +121,7 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 		if err != nil {
 			return nil, err
 		}
+		c = c.WithMaxHistory(n.cfg.MaxHistory)
 		p.up.Snapshot, p.up.ResetLog = rd.Snapshot, true
 		p.cluster, p.applied, p.received = c, rd.Snapshot.GetMetadata().GetIndex(), true
 	}
@@ -132,6 +135,7 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 	}
 	if len(p.results) > 0 || p.received {
 		p.up.Cluster, p.up.Applied, p.up.Tombstone = p.cluster, p.applied, p.selfRemoved
+		p.up.HistoryAdded = len(p.recorded)
 	}
 	return p, nil
 }
@@ -156,7 +160,11 @@ func (n *Node) applyEntry(p *pass, e *raftpb.Entry) error {
 		r.req, r.err = prop.RequestID, ErrProposalLost
 	default:
 		r.req = prop.RequestID
-		p.cluster, r.err = p.cluster.Apply(prop.Change)
+		st := membership.Stamp{Index: e.GetIndex(), Term: e.GetTerm(), Time: prop.Time}
+		p.cluster, r.err = p.cluster.ApplyRecorded(prop.Change, st, n.cfg.MaxHistory)
+		if ev, ok := p.cluster.History.Last(); ok && r.err == nil {
+			p.recorded = append(p.recorded, ev)
+		}
 		if r.err == nil && prop.Change.Kind == membership.KindRemove {
 			p.up.Removed = append(p.up.Removed, prop.Change.Member.ID)
 			p.selfRemoved = p.selfRemoved || uint64(prop.Change.Member.ID) == n.id
@@ -238,6 +246,21 @@ func (n *Node) publishApplied(p *pass) {
 	n.appliedTerm.Store(p.lastTerm)
 	n.cfg.Transport.SetPeers(p.cluster)
 	n.notifyProgress()
+	if n.lead.Load() == n.id {
+		for _, ev := range p.recorded {
+			n.logChange(ev)
+		}
+	}
+}
+
+// logChange is the leader's line for a change it applied, with etcd's style of keys.
+func (n *Node) logChange(ev membership.Event) {
+	attrs := []any{"change", ev.Change, "member-id", ev.MemberID.String(), "member-name", ev.Name,
+		"member-peer-urls", ev.PeerURLs, "is-learner", ev.IsLearner, "raft-index", ev.RaftIndex, "raft-term", ev.Term}
+	if !ev.Time.IsZero() {
+		attrs = append(attrs, "proposed-at", ev.Time.Format(time.RFC3339Nano))
+	}
+	n.log.Info("membership changed", append(attrs, "by", ev.By.String())...)
 }
 
 // releaseReads hands each read index raft confirmed to the ReadIndex call waiting for it.

@@ -1,0 +1,99 @@
+package client
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/types/known/wrapperspb"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/wire"
+)
+
+// HistoryQuery selects events of the membership history (wire.HistoryRequest).
+type HistoryQuery = wire.HistoryRequest
+
+// HistoryResult is the events selected, oldest first, and how many older events the answering
+// member dropped to keep its history bounded.
+type HistoryResult struct {
+	Header  Header
+	Events  []membership.Event
+	Dropped uint64
+}
+
+// HistoryUnsupportedError reports a member that keeps no membership history: etcd, or a clusterd
+// older than the history. Nothing was read.
+type HistoryUnsupportedError struct {
+	Endpoint string
+	// Version is what the member's status says it runs, "" when it did not say.
+	Version string
+}
+
+func (e *HistoryUnsupportedError) Error() string {
+	runs := ""
+	if e.Version != "" {
+		runs = " (version " + e.Version + ")"
+	}
+	return fmt.Sprintf("membership history is clusterd's: the member at %s%s keeps none", e.Endpoint, runs)
+}
+
+// maxHistoryAnswer bounds an answer: a whole history of the default bound is a few megabytes,
+// over gRPC's default of 4.
+const maxHistoryAnswer = 256 << 20
+
+// MemberHistory reads the membership history q selects. A member without one (etcd, an older
+// clusterd) is a *HistoryUnsupportedError, a peer URL given as endpoint a *PeerEndpointError.
+func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryResult, error) {
+	body, err := json.Marshal(q)
+	if err != nil {
+		return nil, err
+	}
+	var a wrapperspb.BytesValue
+	err = c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) error {
+		return conn.Invoke(ctx, wire.HistoryList, wrapperspb.Bytes(body), &a, grpc.MaxCallRecvMsgSize(maxHistoryAnswer))
+	})
+	var se *ServerError
+	if errors.As(err, &se) && se.Code == codes.Unimplemented {
+		return nil, c.historyUnsupported(ctx)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ans wire.HistoryAnswer
+	if err := json.Unmarshal(a.GetValue(), &ans); err != nil {
+		return nil, fmt.Errorf("reading the history answer: %w", err)
+	}
+	return &HistoryResult{
+		Header:  Header{ClusterID: uint64(ans.ClusterID), MemberID: uint64(ans.MemberID), RaftTerm: ans.RaftTerm},
+		Events:  ans.Events,
+		Dropped: ans.Dropped,
+	}, nil
+}
+
+// historyUnsupported is the error for a member that does not know the history call: it says
+// what the member runs when its status tells, and a peer URL is told apart by the status call
+// failing as one.
+func (c *Client) historyUnsupported(ctx context.Context) error {
+	endpoint := c.dialed[c.at].Endpoint
+	st, err := c.status(ctx)
+	var peer *PeerEndpointError
+	if errors.As(err, &peer) {
+		return peer
+	}
+	e := &HistoryUnsupportedError{Endpoint: endpoint}
+	if err == nil {
+		e.Version = st.Version
+	}
+	return e
+}
+
+// WithVia marks the changes made with ctx as made by the clusterctl command via (one of wire's
+// Via values), for clusterd's membership history; etcd ignores it.
+func WithVia(ctx context.Context, via string) context.Context {
+	return metadata.AppendToOutgoingContext(ctx, wire.MDVia, via)
+}

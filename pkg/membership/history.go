@@ -1,0 +1,263 @@
+package membership
+
+import (
+	"encoding/json"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultMaxHistory is how many changes a member keeps in its history unless told otherwise
+// (clusterd's --max-history).
+const DefaultMaxHistory = 10000
+
+// Origin is who asked for a change: it travels with the Change in the raft entry, so every
+// member records the same. Stored as JSON (raft log, bbolt, snapshots): never rename a tag.
+type Origin struct {
+	// CN is the common name of the client certificate the client port verified; empty without
+	// client certificate authentication.
+	CN string `json:"cn,omitempty"`
+	// Address is the client's address as the member it called saw it (host:port).
+	Address string `json:"address,omitempty"`
+	// Via is the clusterctl command that made the change, as its client said (a label, not a
+	// proof: CN and Address are what the member verified or saw).
+	Via string `json:"via,omitempty"`
+	// Clusterd names a change clusterd made itself: OriginPublish, OriginForceNewCluster.
+	Clusterd string `json:"clusterd,omitempty"`
+}
+
+// The changes clusterd makes itself. Stored: never rename.
+const (
+	OriginPublish         = "publish"
+	OriginForceNewCluster = "force-new-cluster"
+)
+
+// IsZero reports an unknown origin: a change from an older version's log.
+func (o Origin) IsZero() bool { return o == Origin{} }
+
+// String is the origin as people and scripts read it (docs/output.md): space-separated
+// key=value pairs in a fixed order, a value quoted when it holds a space, a quote or nothing
+// printable; "" for an unknown origin.
+func (o Origin) String() string {
+	var parts []string
+	for _, kv := range [][2]string{{"clusterd", o.Clusterd}, {"cn", o.CN}, {"address", o.Address}, {"via", o.Via}} {
+		if kv[1] != "" {
+			parts = append(parts, kv[0]+"="+quoteIfNeeded(kv[1]))
+		}
+	}
+	return strings.Join(parts, " ")
+}
+
+func quoteIfNeeded(s string) string {
+	for _, r := range s {
+		if r <= ' ' || r == '"' || r == '=' || r > '~' {
+			return strconv.Quote(s)
+		}
+	}
+	return s
+}
+
+// Event is one applied membership change. Stored as JSON (bbolt, snapshots): never rename a tag.
+type Event struct {
+	RaftIndex uint64 `json:"raftIndex"`
+	Term      uint64 `json:"term"`
+	// Time is when the leader proposed the change, from its clock, carried in the entry; zero
+	// for an entry an older version wrote.
+	Time time.Time `json:"time,omitzero"`
+	// Change is "add", "add-learner", "remove", "update", "promote" or "publish".
+	Change   string   `json:"change"`
+	MemberID ID       `json:"memberID"`
+	Name     string   `json:"name,omitempty"`
+	PeerURLs []string `json:"peerURLs,omitempty"`
+	// IsLearner is the member's role after the change (before it, for a removal).
+	IsLearner bool   `json:"isLearner,omitempty"`
+	By        Origin `json:"by,omitzero"`
+	// record is the event's binary record (AppendBinary), made once when the event is recorded
+	// or read: a snapshot copies the records of thousands of events rather than encode them.
+	record []byte
+}
+
+// Stamp is what the log says about an entry beside its change: where it is, when the leader
+// proposed it, and who asked.
+type Stamp struct {
+	Index, Term uint64
+	Time        time.Time
+}
+
+// History is the record of applied changes, oldest first: the newest ones kept, and how many
+// older ones were dropped. Like IDSet, a History never changes once made: With returns a new one
+// that shares the old one's events and copies only the few recorded lately, so recording costs
+// O(sqrt(n)), not a copy of the whole history, and memberships of every age can be read at once.
+// The zero History is empty.
+type History struct {
+	base    []Event // shared between histories, never changed
+	skip    int     // events at the start of base that this history has dropped
+	recent  []Event // this history's own events since base was made
+	dropped uint64  // events dropped over the cluster's life
+}
+
+// Len is the number of events kept.
+func (h History) Len() int { return len(h.base) - h.skip + len(h.recent) }
+
+// Dropped is the number of older events dropped to keep the history bounded.
+func (h History) Dropped() uint64 { return h.dropped }
+
+// Total is the number of events ever recorded: the sequence number the next one gets.
+func (h History) Total() uint64 { return h.dropped + uint64(h.Len()) }
+
+// IsZero reports an empty history, so that JSON leaves it out (omitzero).
+func (h History) IsZero() bool { return h.Len() == 0 && h.dropped == 0 }
+
+// Events returns the events kept, oldest first. The slice is the caller's; the events' URL
+// lists are shared and must not be changed.
+func (h History) Events() []Event { return withoutRecords(h.all()) }
+
+// all is the events kept with their binary records.
+func (h History) all() []Event {
+	out := make([]Event, 0, h.Len())
+	out = append(out, h.base[h.skip:]...)
+	return append(out, h.recent...)
+}
+
+// withoutRecords clears the cached records of events handed out, so that two equal events
+// compare equal however each was made.
+func withoutRecords(events []Event) []Event {
+	for i := range events {
+		events[i].record = nil
+	}
+	return events
+}
+
+// Newest returns the newest k events kept (all when fewer), oldest first, copying only those.
+func (h History) Newest(k int) []Event {
+	k = max(0, min(k, h.Len()))
+	out := make([]Event, 0, k)
+	if fromBase := k - len(h.recent); fromBase > 0 {
+		out = append(out, h.base[len(h.base)-fromBase:]...)
+	}
+	return withoutRecords(append(out, h.recent[max(0, len(h.recent)-k):]...))
+}
+
+// Last returns the newest event kept.
+func (h History) Last() (Event, bool) {
+	if n := h.Newest(1); len(n) == 1 {
+		return n[0], true
+	}
+	return Event{}, false
+}
+
+// With returns the history with ev recorded and, when max is positive, only the newest max
+// events kept; h is unchanged.
+func (h History) With(ev Event, max int) History {
+	recent := make([]Event, len(h.recent), len(h.recent)+1)
+	copy(recent, h.recent)
+	n := History{base: h.base, skip: h.skip, recent: append(recent, ev), dropped: h.dropped}
+	return n.bounded(max)
+}
+
+// bounded drops the oldest events beyond max, and folds the recent events into a new base once
+// copying them costs about as much as the base amortised over them (IDSet's rule).
+func (h History) bounded(max int) History {
+	if over := h.Len() - max; max > 0 && over > 0 {
+		h.skip += over
+		h.dropped += uint64(over)
+	}
+	live := len(h.base) - h.skip
+	if h.skip <= len(h.base) && (len(h.recent)*len(h.recent) <= live || len(h.recent) < 32) {
+		return h
+	}
+	if h.skip > len(h.base) {
+		// Everything in base is dropped, and some of the recent events too.
+		return History{base: h.recent[h.skip-len(h.base):], dropped: h.dropped}
+	}
+	return History{base: h.all(), dropped: h.dropped}
+}
+
+// NewHistory returns a history of events (oldest first) after dropped older ones, bounded by
+// max as With bounds it.
+func NewHistory(events []Event, dropped uint64, max int) History {
+	return History{base: events, dropped: dropped}.bounded(max)
+}
+
+// historyJSON is how a History travels in JSON (snapshots, peers): the events kept as their
+// binary records (history_binary.go), which encoding/json writes in base64, and the count dropped.
+type historyJSON struct {
+	Records []byte `json:"records"`
+	Dropped uint64 `json:"dropped,omitempty"`
+}
+
+// AppendRecords appends the binary records of the events kept, each preceded by its length
+// (uvarint), as the records field of the JSON holds them.
+func (h History) AppendRecords(b []byte) []byte { return appendRecords(b, h.all()) }
+
+// HistoryFromRecords is the history of the records AppendRecords wrote, after dropped older
+// events. It keeps slices of records: give it bytes of its own.
+func HistoryFromRecords(records []byte, dropped uint64) (History, error) {
+	events, err := decodeRecords(records)
+	return History{base: events, dropped: dropped}, err
+}
+
+// MarshalJSON writes the events kept and the count dropped.
+func (h History) MarshalJSON() ([]byte, error) {
+	return json.Marshal(historyJSON{Records: h.AppendRecords(nil), Dropped: h.dropped})
+}
+
+// UnmarshalJSON reads what MarshalJSON writes.
+func (h *History) UnmarshalJSON(b []byte) error {
+	var v historyJSON
+	if err := json.Unmarshal(b, &v); err != nil {
+		return err
+	}
+	n, err := HistoryFromRecords(v.Records, v.Dropped)
+	if err != nil {
+		return err
+	}
+	*h = n
+	return nil
+}
+
+// changeName is how the history names a change of this kind applied to m (as after the change).
+func changeName(k Kind, m *Member) string {
+	if k == KindAdd && m.IsLearner {
+		return "add-learner"
+	}
+	return k.String()
+}
+
+// ApplyRecorded is Apply, and the change recorded in the history of the result at st, keeping
+// the newest max events (all when max is zero). A refused change is not recorded: the cluster
+// comes back unchanged with Apply's error. Nor is a publish that changes nothing: a member
+// publishes at every start, and a restart with the same name and client URLs is no change.
+func (c *Cluster) ApplyRecorded(ch Change, st Stamp, max int) (*Cluster, error) {
+	n, err := c.Apply(ch)
+	if err != nil {
+		return c, err
+	}
+	m := n.Members[ch.Member.ID]
+	if ch.Kind == KindPublish && reflect.DeepEqual(m, c.Members[ch.Member.ID]) {
+		return n, nil
+	}
+	if ch.Kind == KindRemove {
+		m = c.Members[ch.Member.ID]
+	}
+	ev := Event{
+		RaftIndex: st.Index, Term: st.Term, Time: st.Time, Change: changeName(ch.Kind, m),
+		MemberID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner, By: ch.By,
+	}
+	ev.record = ev.AppendBinary(nil)
+	n.History = c.History.With(ev, max)
+	return n, nil
+}
+
+// WithMaxHistory returns c with only the newest max events of its history (all when max is
+// zero): a member told to keep fewer than the snapshot it received or the data it restarted
+// from holds.
+func (c *Cluster) WithMaxHistory(max int) *Cluster {
+	if max <= 0 || c.History.Len() <= max {
+		return c
+	}
+	n := *c
+	n.History = c.History.bounded(max)
+	return &n
+}

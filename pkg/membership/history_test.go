@@ -1,0 +1,186 @@
+package membership
+
+import (
+	"encoding/json"
+	"reflect"
+	"slices"
+	"testing"
+	"time"
+)
+
+func TestApplyRecorded(t *testing.T) {
+	c := cluster(2, 0)
+	at := time.Date(2026, 11, 26, 15, 4, 5, 0, time.UTC)
+	by := Origin{CN: "root", Address: "10.0.0.5:53122"}
+	steps := []struct {
+		ch   Change
+		want Event
+	}{
+		{Change{Kind: KindAdd, Member: Member{ID: 9, Name: "new", PeerURLs: []string{"http://a:1"}, IsLearner: true}, By: by},
+			Event{Change: "add-learner", MemberID: 9, Name: "new", PeerURLs: []string{"http://a:1"}, IsLearner: true, By: by}},
+		{Change{Kind: KindPublish, Member: Member{ID: 9, Name: "new", ClientURLs: []string{"http://a:2"}}, By: Origin{Clusterd: OriginPublish}},
+			Event{Change: "publish", MemberID: 9, Name: "new", PeerURLs: []string{"http://a:1"}, IsLearner: true, By: Origin{Clusterd: OriginPublish}}},
+		{Change{Kind: KindPromote, Member: Member{ID: 9}}, Event{Change: "promote", MemberID: 9, Name: "new", PeerURLs: []string{"http://a:1"}}},
+		{Change{Kind: KindUpdate, Member: Member{ID: 9, PeerURLs: []string{"http://b:1"}}}, Event{Change: "update", MemberID: 9, Name: "new", PeerURLs: []string{"http://b:1"}}},
+		{Change{Kind: KindRemove, Member: Member{ID: 9}, By: Origin{Address: "x:1", Via: "member prune"}},
+			Event{Change: "remove", MemberID: 9, Name: "new", PeerURLs: []string{"http://b:1"}, By: Origin{Address: "x:1", Via: "member prune"}}},
+		{addVoter(10), Event{Change: "add", MemberID: 10, Name: "new", PeerURLs: []string{"http://127.0.0.1:9999"}}},
+	}
+	for i, s := range steps {
+		var err error
+		st := Stamp{Index: uint64(10 + i), Term: 2, Time: at.Add(time.Duration(i) * time.Second)}
+		if c, err = c.ApplyRecorded(s.ch, st, 0); err != nil {
+			t.Fatalf("step %d: %v", i, err)
+		}
+		s.want.RaftIndex, s.want.Term, s.want.Time = st.Index, st.Term, st.Time
+		if got := c.History.Events()[i]; !reflect.DeepEqual(got, s.want) {
+			t.Fatalf("step %d: recorded %+v, want %+v", i, got, s.want)
+		}
+	}
+	// A publish that changes nothing (a restart) is not recorded; one with a new URL is.
+	pub := Change{Kind: KindPublish, Member: Member{ID: 10, Name: "new", ClientURLs: []string{"http://a:3"}}}
+	once, err := c.ApplyRecorded(pub, Stamp{Index: 97}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if twice, err := once.ApplyRecorded(pub, Stamp{Index: 98}, 0); err != nil || once.History.Len() != len(steps)+1 || twice.History.Len() != len(steps)+1 {
+		t.Fatalf("publish twice: %v, %d then %d events", err, once.History.Len(), twice.History.Len())
+	}
+	// A refused change is not recorded, and the cluster is the same value.
+	if n, err := c.ApplyRecorded(Change{Kind: KindRemove, Member: Member{ID: 9}}, Stamp{Index: 99}, 0); err == nil || n != c || n.History.Len() != len(steps) {
+		t.Fatalf("refused change: err %v, %d events", err, n.History.Len())
+	}
+	// The history travels in a snapshot's JSON and comes back equal.
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	back := &Cluster{}
+	if err := json.Unmarshal(b, back); err != nil {
+		t.Fatal(err)
+	}
+	if !reflect.DeepEqual(back.History.Events(), c.History.Events()) || back.History.Dropped() != 0 {
+		t.Fatalf("round trip: %+v", back.History.Events())
+	}
+	// Answers that list members carry no history.
+	if c.WithoutRemoved().History.Len() != 0 {
+		t.Fatal("WithoutRemoved kept the history")
+	}
+}
+
+// An entry from an older version has no time and no origin: it is recorded all the same.
+func TestApplyRecordedOldEntry(t *testing.T) {
+	var ch Change
+	if err := json.Unmarshal([]byte(`{"kind":2,"member":{"id":2,"name":"","peerURLs":null}}`), &ch); err != nil {
+		t.Fatal(err)
+	}
+	c, err := cluster(3, 0).ApplyRecorded(ch, Stamp{Index: 7, Term: 3}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ev := c.History.Events()[0]
+	if !ev.Time.IsZero() || !ev.By.IsZero() || ev.By.String() != "" || ev.Name != "m2" || ev.RaftIndex != 7 {
+		t.Fatalf("recorded %+v", ev)
+	}
+	b, _ := json.Marshal(ev)
+	if string(b) != `{"raftIndex":7,"term":3,"change":"remove","memberID":2,"name":"m2","peerURLs":["http://127.0.0.1:2380"]}` {
+		t.Fatalf("stored as %s", b)
+	}
+}
+
+// History bounds itself and shares events between its ages: every age reads what it held.
+func TestHistoryBounded(t *testing.T) {
+	for _, max := range []int{0, 1, 3, 50, 1000} {
+		var h History
+		var ages []History
+		for i := range 300 {
+			h = h.With(Event{RaftIndex: uint64(i)}, max)
+			ages = append(ages, h)
+		}
+		for i, a := range ages {
+			n := i + 1
+			keep := n
+			if max > 0 && keep > max {
+				keep = max
+			}
+			evs := a.Events()
+			if len(evs) != keep || a.Dropped() != uint64(n-keep) || a.Total() != uint64(n) {
+				t.Fatalf("max %d, age %d: %d events, %d dropped", max, i, len(evs), a.Dropped())
+			}
+			if newest := a.Newest(2); len(newest) != min(2, keep) || newest[len(newest)-1].RaftIndex != evs[len(evs)-1].RaftIndex {
+				t.Fatalf("max %d, age %d: Newest(2) = %+v", max, i, newest)
+			}
+			for j, ev := range evs {
+				if ev.RaftIndex != uint64(n-keep+j) {
+					t.Fatalf("max %d, age %d: event %d is %d", max, i, j, ev.RaftIndex)
+				}
+			}
+		}
+	}
+	// Two histories made from one do not see each other's events.
+	base := NewHistory([]Event{{RaftIndex: 1}}, 0, 0)
+	a, b := base.With(Event{RaftIndex: 2}, 0), base.With(Event{RaftIndex: 3}, 0)
+	if a.Events()[1].RaftIndex != 2 || b.Events()[1].RaftIndex != 3 || base.Len() != 1 {
+		t.Fatal("histories made from one share their new events")
+	}
+	c := (&Cluster{History: NewHistory(make([]Event, 10), 5, 0)}).WithMaxHistory(4)
+	if c.History.Len() != 4 || c.History.Dropped() != 11 {
+		t.Fatalf("WithMaxHistory: %d kept, %d dropped", c.History.Len(), c.History.Dropped())
+	}
+}
+
+func TestOriginString(t *testing.T) {
+	for _, tc := range []struct {
+		o    Origin
+		want string
+	}{
+		{Origin{}, ""},
+		{Origin{CN: "root", Address: "10.0.0.5:53122"}, "cn=root address=10.0.0.5:53122"},
+		{Origin{Address: "[::1]:5", Via: "member prune"}, `address=[::1]:5 via="member prune"`},
+		{Origin{CN: "John Smith", Address: "a:1"}, `cn="John Smith" address=a:1`},
+		{Origin{CN: "é=\n"}, `cn="é=\n"`},
+		{Origin{Clusterd: OriginForceNewCluster}, "clusterd=force-new-cluster"},
+	} {
+		if got := tc.o.String(); got != tc.want {
+			t.Errorf("%+v: %q, want %q", tc.o, got, tc.want)
+		}
+	}
+}
+
+// A record read back is the event written, and any bytes at all are refused or read without a
+// panic or an allocation beyond their size.
+func FuzzDecodeEvent(f *testing.F) {
+	ev := Event{RaftIndex: 7, Term: 2, Time: time.Unix(1e9, 0).UTC(), Change: "add-learner", MemberID: 9, Name: "n",
+		PeerURLs: []string{"http://a:1", "http://b:1"}, IsLearner: true, By: Origin{CN: "root", Address: "a:1", Via: "member prune"}}
+	f.Add(ev.AppendBinary(nil))
+	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff})
+	f.Add([]byte{2})
+	f.Fuzz(func(t *testing.T, b []byte) {
+		e, err := DecodeEvent(b)
+		if err != nil {
+			return
+		}
+		fresh := e
+		fresh.record = nil // encoded anew, not the bytes it was read from
+		again, err := DecodeEvent(fresh.AppendBinary(nil))
+		if err != nil || !reflect.DeepEqual(withoutRecords([]Event{again}), withoutRecords([]Event{e})) {
+			t.Fatalf("%+v read back as %+v, %v", e, again, err)
+		}
+	})
+}
+
+// An event read keeps nothing of the bytes it was read from: a bbolt value is gone once its
+// transaction ends (snapshot restore crashed on a history read from a closed file).
+func TestDecodeEventCopies(t *testing.T) {
+	ev := Event{RaftIndex: 7, Change: "remove", MemberID: 9, Name: "n", PeerURLs: []string{"http://a:1"}}
+	b := ev.AppendBinary(nil)
+	want := slices.Clone(b)
+	got, err := DecodeEvent(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	clear(b)
+	if rec := got.AppendBinary(nil); !slices.Equal(rec, want) {
+		t.Fatalf("the record changed with the bytes it was read from: %v, want %v", rec, want)
+	}
+}

@@ -1,0 +1,79 @@
+package storage
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// A member's history is durable in two places, as the raft log is beside its snapshot: the
+// stored raft snapshot holds the history up to it, and the history bucket the events recorded
+// since, one binary record each (membership.Event.AppendBinary) keyed by the event's sequence
+// number (its position in everything ever recorded, 8 bytes big-endian), not by its raft index:
+// a restored cluster's log starts again at 1 while its history goes on. A snapshot received from
+// the leader, which may hold thousands of events, is so written once, not once more key by key.
+// A snapshot this member takes holds events the bucket holds too; Load reads each once. meta's
+// history_dropped is the count of older events dropped: no event before it is kept.
+
+// saveHistory writes the newest added events of h and deletes those the bound dropped. With a
+// snapshot (received, or a new file's), which holds the history up to it, the bucket starts
+// again empty first.
+func saveHistory(tx *bolt.Tx, h membership.History, added int, withSnapshot bool) error {
+	b, err := tx.CreateBucketIfNotExists(bucketHistory)
+	if err != nil {
+		return err
+	}
+	if withSnapshot {
+		// Dropping the bucket frees its pages without visiting its keys.
+		if err := tx.DeleteBucket(bucketHistory); err != nil {
+			return err
+		}
+		if b, err = tx.CreateBucket(bucketHistory); err != nil {
+			return err
+		}
+	}
+	events := h.Newest(added)
+	seq := h.Total() - uint64(len(events))
+	for _, ev := range events {
+		if err := b.Put(u64(seq), ev.AppendBinary(nil)); err != nil {
+			return err
+		}
+		seq++
+	}
+	if h.Dropped() > 0 {
+		if err := deleteRange(b, 0, h.Dropped()); err != nil {
+			return err
+		}
+	}
+	return putUint(tx.Bucket(bucketMeta), keyDropped, h.Dropped())
+}
+
+// loadHistory reads what saveHistory wrote, on top of the history of the stored snapshot snap
+// (nil for none); a file without the bucket has only the snapshot's.
+func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
+	base, _, _ := cutHistory(snap)
+	dropped := max(base.Dropped(), getUint(tx.Bucket(bucketMeta), keyDropped))
+	var events []membership.Event
+	for i, ev := range base.Events() {
+		if base.Dropped()+uint64(i) >= dropped {
+			events = append(events, ev)
+		}
+	}
+	b := tx.Bucket(bucketHistory)
+	if b == nil {
+		return membership.NewHistory(events, dropped, 0), nil
+	}
+	next := max(base.Total(), dropped) // the first sequence number the snapshot does not hold
+	c := b.Cursor()
+	for k, v := c.Seek(u64(next)); k != nil; k, v = c.Next() {
+		ev, err := membership.DecodeEvent(v)
+		if err != nil {
+			return membership.History{}, fmt.Errorf("history event %d: %w", binary.BigEndian.Uint64(k), err)
+		}
+		events = append(events, ev)
+	}
+	return membership.NewHistory(events, dropped, 0), nil
+}
