@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -193,10 +194,32 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 		return nil, err
 	}
 	newID := res.Added.ID
-	if _, err := c.MoveLeader(ctx, url, newID); err != nil {
+	if err := moveToPromoted(ctx, c, url, newID); err != nil {
 		return nil, err
 	}
 	o.step(client.StepMove, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
 	res.Record(client.PlanStep{Action: client.StepMove}, nil)
 	return c, nil
+}
+
+// transfereeGrace bounds how long a leader's "bad leader transferee" is taken for a member it has
+// not heard from yet: the new member was promoted a moment ago, and the leader counts a member as
+// a transferee only once it heard from it within an election timeout (etcd's default: 1 s).
+const transfereeGrace = 3 * time.Second
+
+// moveToPromoted hands leadership at the leader's url to the member just promoted, asking again
+// while the leader answers that it has not heard from it yet, for at most transfereeGrace.
+func moveToPromoted(ctx context.Context, c *client.Client, url string, id uint64) error {
+	deadline := time.Now().Add(transfereeGrace)
+	for {
+		_, err := c.MoveLeader(ctx, url, id)
+		if !errors.Is(err, client.ErrBadLeaderTransferee) || time.Now().After(deadline) {
+			return err
+		}
+		select {
+		case <-ctx.Done():
+			return err
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
