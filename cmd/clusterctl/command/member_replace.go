@@ -8,7 +8,6 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
@@ -197,24 +196,7 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 	if err != nil {
 		return nil, err
 	}
-	r, err := client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
-	if errors.Is(err, client.ErrMemberNotFound) && o.removedByReplace(ctx, c) {
-		// A run stopped between the removal of a dead old member and the add: go on from there.
-		return &client.Replacement{List: list, OldRef: o.OldRef}, nil
-	}
-	return r, err
-}
-
-// removedByReplace reports whether clusterd's membership history says that the last change of
-// the member the old reference names was its removal by member replace. Nothing else in the
-// cluster remembers a removed member; etcd keeps no history, so there it is false.
-func (o *memberReplaceOptions) removedByReplace(ctx context.Context, c *client.Client) bool {
-	h, err := c.MemberHistory(ctx, client.HistoryQuery{Linearizable: true, Member: o.OldRef, Limit: 1})
-	if err != nil || len(h.Events) == 0 {
-		return false
-	}
-	last := h.Events[len(h.Events)-1]
-	return last.Change == membership.KindRemove.String() && last.By.Via == wire.ViaMemberReplace
+	return client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
 }
 
 // answerWithin bounds the question whether a member answers: a dead member refuses the

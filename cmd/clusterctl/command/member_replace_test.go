@@ -13,7 +13,6 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/server/servertest"
-	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 func TestReplaceRetryAfter(t *testing.T) {
@@ -294,47 +293,5 @@ func TestUntilHealthy(t *testing.T) {
 	})
 	if !errors.Is(err, client.ErrNotEnoughStartedMembers) || calls != 1 {
 		t.Errorf("untilHealthy of another refusal: %v after %d calls; want it at once", err, calls)
-	}
-}
-
-// A run with a new name that removed a dead old member and stopped before the add: nothing in
-// the membership remembers the old member, but clusterd's history does, so the same command
-// line run again goes on with the add.
-func TestReplaceGoesOnAfterRemovingADeadMember(t *testing.T) {
-	ms := servertest.Start(t, 3, nil)
-	waitStarted(t, ms)
-	live, dead := ms[:2], ms[2]
-	var id uint64
-	for _, m := range listOf(t, ms) {
-		if m.Name == dead.Name {
-			id = m.ID
-		}
-	}
-	if err := dead.Stop(); err != nil {
-		t.Fatal(err)
-	}
-	c, err := client.New(client.Config{Endpoints: []string{live[0].ClientAddr(), live[1].ClientAddr()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	ctx, cancel := context.WithTimeout(client.WithVia(context.Background(), wire.ViaMemberReplace), 10*time.Second)
-	defer cancel()
-	// The removal the stopped run made.
-	if _, err := c.MemberRemove(ctx, id); err != nil {
-		t.Fatal(err)
-	}
-	r1 := servertest.NewMember(t, "r1")
-	eps := "--endpoints=" + servertest.Endpoints(live)
-	_, stderr, code := runArgs(eps, "member", "replace", dead.Name, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=1s")
-	if code != exitLearnerNotReady || !strings.Contains(stderr, "added r1") {
-		t.Fatalf("replace run again: exit %d, want %d (r1 added, not started)\n%s", code, exitLearnerNotReady, stderr)
-	}
-	if !slices.ContainsFunc(listOf(t, live), func(m client.Member) bool { return m.IsLearner && slices.Equal(m.PeerURLs, []string{r1.PeerURL}) }) {
-		t.Errorf("r1 is not a learner of the cluster: %+v", listOf(t, live))
-	}
-	// A member no replacement removed is still not found.
-	if _, stderr, code := runArgs(eps, "member", "replace", "nosuch", "r2", "--peer-urls=http://127.0.0.1:1"); code != exitNotFound {
-		t.Errorf("replace of a member never there: exit %d, want %d\n%s", code, exitNotFound, stderr)
 	}
 }
