@@ -57,7 +57,7 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 		// again until they do. The leader silent for two election timeouts: they have.
 		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, node.HoldsOwnRemoval(), claimed, creds)
 		cancel()
-		if yes >= need {
+		if yes >= need || need == 0 {
 			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
 				"confirmed", yes, "needed", need)
 			node.MarkRemoved()
@@ -76,16 +76,21 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 
 // removalConfirmed asks every voter of membership c (this member's applied one, or the members
 // it was shown when it joined) but itself whether it has applied this member's removal, and
-// returns how many confirm it and how many must: a majority of c's voters. This member, if it is
-// one of them, confirms it when its own log holds the entry that removes it (held: it
-// acknowledged it, raftnode.Node.HoldsOwnRemoval), since a removal commits only with a majority
-// of the configuration it changes. Only members this member knows are asked, at the peer URLs
-// its own membership holds, and an answer counts only for the cluster this member belongs to: no
-// stranger, and no single member of a larger cluster (a stale one, or one forced into a new
-// cluster while the others ran), can make it remove itself. Nor can the other of two voters
-// forced into a new cluster: the forced removal was never in this member's log. A member
-// removed while it was away hears it from the voters it knew, which applied the removal; if they
-// are all gone too it is never told, and stays refused by the rest.
+// returns how many confirm it and how many must: a majority of c's voters, or 0 when it is
+// confirmed otherwise (below). This member, if it is one of them, confirms it when its own log
+// holds the entry that removes it (held: it acknowledged it, raftnode.Node.HoldsOwnRemoval),
+// since a removal commits only with a majority of the configuration it changes. Only members this
+// member knows are asked, at the peer URLs its own membership holds, and an answer counts only
+// for the cluster this member belongs to: no stranger, and no single member of a larger cluster
+// (a stale one, or one forced into a new cluster while the others ran), can make it remove
+// itself. Nor can the other of two voters forced into a new cluster: the forced removal was never
+// in this member's log.
+//
+// A member removed while it was away may find that the cluster went on changing: some of the
+// voters it knew were removed and stopped too, and no majority of them is left to answer. It is
+// then confirmed by at least two of the voters it knew, when every one of them that answers
+// confirms it: a member forced into a new cluster is one voter, and the voters of the old
+// cluster that still run answer that this member is one of theirs.
 func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held, patient bool, creds credentials.TransportCredentials) (yes, need int) {
 	var others []*membership.Member
 	voters := c.Voters()
@@ -108,35 +113,47 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 	// as a majority confirmed.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	answers := make(chan bool, len(others))
+	type answer struct{ yes, answered bool }
+	answers := make(chan answer, len(others))
 	for _, m := range others {
-		go func() { answers <- ask(ctx, m, cluster, self, patient, creds) }()
+		go func() {
+			y, a := ask(ctx, m, cluster, self, patient, creds)
+			answers <- answer{y, a}
+		}()
 	}
+	denied := false
 	for range others {
-		if <-answers {
+		a := <-answers
+		switch {
+		case a.yes:
 			if yes++; yes >= need {
 				return yes, need
 			}
+		case a.answered:
+			denied = true
 		}
+	}
+	if yes >= 2 && !denied {
+		return yes, 0
 	}
 	return yes, need
 }
 
 // ask asks member m, at each of its peer URLs until one answers, whether it has applied the
-// removal of self from cluster.
-func ask(ctx context.Context, m *membership.Member, cluster, self membership.ID, patient bool, creds credentials.TransportCredentials) bool {
+// removal of self from cluster; answered is false when none answered.
+func ask(ctx context.Context, m *membership.Member, cluster, self membership.ID, patient bool, creds credentials.TransportCredentials) (yes, answered bool) {
 	for _, u := range m.PeerURLs {
 		conn, err := transport.Dial(u, creds)
 		if err != nil {
 			continue
 		}
-		yes, answered := askOn(ctx, conn, u, cluster, self, patient)
+		yes, answered = askOn(ctx, conn, u, cluster, self, patient)
 		conn.Close()
 		if answered {
-			return yes
+			return yes, true
 		}
 	}
-	return false
+	return false, false
 }
 
 // askOn asks on conn, a connection to peer URL u; patient, it asks again every 10 ms while the

@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -132,4 +133,47 @@ func memberID(t *testing.T, m *servertest.Member) uint64 {
 		t.Fatal(err)
 	}
 	return st.Header.MemberId
+}
+
+// A voter removed while it was away, from a cluster that went on to remove and stop another of
+// the voters it knew: no majority of those voters is left to confirm, but every one that answers
+// does, so it stops as removed when it comes back rather than running on, refused by all.
+func TestRemovedWhileAwayAfterChurn(t *testing.T) {
+	ms := servertest.Start(t, 4, nil)
+	c := ms[3].Client(t)
+	ctx, cancel := ctxWithName("")
+	defer cancel()
+	ids := map[string]uint64{}
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		list, err := servertest.List(c, true)
+		if err != nil {
+			return err
+		}
+		for _, m := range list.Members {
+			ids[m.Name] = m.ID
+		}
+		if ids[ms[0].Name] == 0 || ids[ms[1].Name] == 0 {
+			return fmt.Errorf("members not all named yet: %v", list.Members)
+		}
+		return nil
+	})
+	away, gone := ms[0], ms[1]
+	initial := servertest.InitialCluster(ms)
+	if err := away.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: ids[away.Name]}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: ids[gone.Name]}); err != nil {
+		t.Fatal(err)
+	}
+	if err := gone.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+		t.Fatalf("%s removed: %v", gone.Name, err)
+	}
+	back := &servertest.Member{Name: away.Name, Dir: away.Dir, PeerURL: away.PeerURL, ClientURL: away.ClientURL}
+	back.Start(t, back.Config(initial, "existing", nil))
+	if err := back.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
+		t.Fatalf("%s back on its data: %v", away.Name, err)
+	}
 }
