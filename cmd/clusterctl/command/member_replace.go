@@ -358,12 +358,28 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
 }
 
+// gone reports whether a linearizable member list, from another member if the one asked stops,
+// no longer holds member id.
+func (o *memberReplaceOptions) gone(ctx context.Context, c *client.Client, id uint64) bool {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	list, err := c.MemberList(ctx, true)
+	return err == nil && !slices.ContainsFunc(list.Members, func(m client.Member) bool { return m.ID == id })
+}
+
 // remove removes the old member, waiting out etcd's window after a start or an election, and
 // returns the answer; one that is gone already counts as removed (nil).
 func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	removed, err := o.removeWaiting(ctx, c, oldID, o.OldRef)
 	if errors.Is(err, client.ErrMemberNotFound) {
 		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
+		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		return nil, nil
+	}
+	if errors.Is(err, client.ErrStopped) && o.gone(ctx, c, oldID) {
+		// The member that took the removal was the old member itself, which stops once it has
+		// applied its own removal (etcd answers "server stopped" then): it is done.
+		o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
 		return nil, nil
 	}
