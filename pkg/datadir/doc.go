@@ -25,8 +25,8 @@
 //   - ReadDir and Check never write into a data directory: bbolt opens it read-only after
 //     storage.CheckFile, no lock file or directory is made, etcd's WAL and snap files are only
 //     read. A database another process holds for writing is an *InUseError, nothing read.
-//   - etcd's WAL and snap files are read without etcd's server module (wal.go: its framing,
-//     chained CRC and record types, with bounds on every length); a damaged one is a *WALError,
+//   - etcd's WAL and snap files are read with etcd's record types but not its storage/wal package
+//     (wal.go: its framing and chained CRC, with bounds on every length); a damaged one is a *WALError,
 //     never a panic (FuzzReadWAL, FuzzReadSnapFile).
 //   - Rank ranks the directories of one cluster only, and never chooses a removed member's, a
 //     learner's or one whose membership Check finds unsound.

@@ -9,8 +9,9 @@ import (
 	"strconv"
 
 	bolt "go.etcd.io/bbolt"
+	"go.etcd.io/etcd/api/v3/mvccpb"
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -106,28 +107,13 @@ func etcdRevision(k []byte) (main int64, tombstone, ok bool) {
 	return int64(binary.BigEndian.Uint64(k[:8])), len(k) == 18 && k[17] == 't', true
 }
 
-// etcdKey is the key of an mvccpb.KeyValue (its field 1), read without etcd's API module.
+// etcdKey is the key of an mvccpb.KeyValue.
 func etcdKey(v []byte) (key []byte, ok bool) {
-	for len(v) > 0 {
-		num, typ, n := protowire.ConsumeTag(v)
-		if n < 0 {
-			return nil, false
-		}
-		v = v[n:]
-		if num == 1 && typ == protowire.BytesType {
-			key, n = protowire.ConsumeBytes(v)
-			if n < 0 {
-				return nil, false
-			}
-			v = v[n:]
-			continue
-		}
-		if n = protowire.ConsumeFieldValue(num, typ, v); n < 0 {
-			return nil, false
-		}
-		v = v[n:]
+	kv := &mvccpb.KeyValue{}
+	if err := proto.Unmarshal(v, kv); err != nil {
+		return nil, false
 	}
-	return key, true
+	return kv.GetKey(), true
 }
 
 // etcdBackend is what etcd's backend (bbolt) says of the membership.

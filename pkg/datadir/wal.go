@@ -12,22 +12,23 @@ import (
 	"sort"
 	"strings"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/etcdserver/api/snap/snappb"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
-// etcd's write-ahead log (server/storage/wal), read without etcd's server module, as etcdKey
-// reads its key-values without its API module: importing storage/wal would add etcd's API, zap
-// and Prometheus to clusterctl, a package init every command pays for (docs/benchmarks.md).
-// What is read is the framing and four record types; every number below is etcd's on-disk
-// format: never change.
+// etcd's write-ahead log (server/storage/wal), read with etcd's own record types (walpb) but not
+// its storage/wal package, which would add zap and Prometheus to clusterctl, a package init every
+// command pays for (docs/benchmarks.md). What is read is the framing and five record types; every
+// number below is etcd's on-disk format: never change.
 const (
-	walMetadata = 1 // etcdserverpb.Metadata: NodeID (1), ClusterID (2)
+	walMetadata = 1 // etcdserverpb.Metadata
 	walEntry    = 2 // raftpb.Entry
 	walState    = 3 // raftpb.HardState
 	walCRC      = 4 // the CRC of everything before, at the start of each file
-	walSnapshot = 5 // walpb.Snapshot: Index (1), Term (2), ConfState (3)
+	walSnapshot = 5 // walpb.Snapshot
 )
 
 // walCRCTable is etcd's: Castagnoli, chained over the data of every record of every file.
@@ -165,24 +166,13 @@ func (r *walReader) bad(name string, last bool, reason string) error {
 	return &WALError{File: name, Reason: reason}
 }
 
-// record decodes one walpb.Record (Type 1, Crc 2, Data 3), checks its CRC and keeps what it says.
+// record decodes one walpb.Record, checks its CRC and keeps what it says.
 func (r *walReader) record(b []byte) error {
-	var typ int64
-	var crc uint32
-	var data []byte
-	err := protoFields(b, func(num protowire.Number, v uint64, bs []byte) {
-		switch num {
-		case 1:
-			typ = int64(v)
-		case 2:
-			crc = uint32(v)
-		case 3:
-			data = bs
-		}
-	})
-	if err != nil {
+	rec := &walpb.Record{}
+	if err := proto.Unmarshal(b, rec); err != nil {
 		return err
 	}
+	typ, crc, data := rec.GetType(), rec.GetCrc(), rec.GetData()
 	if typ == walCRC {
 		// A new file starts with the CRC of everything before it.
 		if r.crc != 0 && crc != r.crc {
@@ -203,17 +193,11 @@ func (r *walReader) keep(typ int64, data []byte) error {
 	w := r.log
 	switch typ {
 	case walMetadata:
-		var node, cluster uint64
-		if err := protoFields(data, func(num protowire.Number, v uint64, _ []byte) {
-			switch num {
-			case 1:
-				node = v
-			case 2:
-				cluster = v
-			}
-		}); err != nil {
+		md := &pb.Metadata{}
+		if err := proto.Unmarshal(data, md); err != nil {
 			return fmt.Errorf("metadata: %w", err)
 		}
+		node, cluster := md.GetNodeID(), md.GetClusterID()
 		if w.NodeID != 0 && (node != w.NodeID || cluster != w.ClusterID) {
 			return fmt.Errorf("metadata of member %016x in a WAL of member %016x", node, w.NodeID)
 		}
@@ -263,69 +247,12 @@ func (r *walReader) entry(data []byte) error {
 }
 
 func (r *walReader) snapshot(data []byte) error {
-	var s walSnapshotInfo
-	var csBytes []byte
-	if err := protoFields(data, func(num protowire.Number, v uint64, bs []byte) {
-		switch num {
-		case 1:
-			s.Index = v
-		case 2:
-			s.Term = v
-		case 3:
-			csBytes = bs
-		}
-	}); err != nil {
+	ws := &walpb.Snapshot{}
+	if err := proto.Unmarshal(data, ws); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	if csBytes != nil {
-		s.ConfState = &raftpb.ConfState{}
-		if err := proto.Unmarshal(csBytes, s.ConfState); err != nil {
-			return fmt.Errorf("snapshot's conf state: %w", err)
-		}
-	}
+	s := walSnapshotInfo{Index: ws.GetIndex(), Term: ws.GetTerm(), ConfState: ws.GetConfState()}
 	r.log.Snapshots = append(r.log.Snapshots, s)
-	return nil
-}
-
-// protoFields calls f for each field of the protobuf message b: its number, and its value as a
-// number (varint or fixed) or as bytes. It refuses what does not decode.
-func protoFields(b []byte, f func(num protowire.Number, v uint64, bs []byte)) error {
-	for len(b) > 0 {
-		num, typ, n := protowire.ConsumeTag(b)
-		if n < 0 {
-			return protowire.ParseError(n)
-		}
-		b = b[n:]
-		switch typ {
-		case protowire.VarintType:
-			v, n := protowire.ConsumeVarint(b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			f(num, v, nil)
-			b = b[n:]
-		case protowire.BytesType:
-			v, n := protowire.ConsumeBytes(b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			f(num, 0, v)
-			b = b[n:]
-		case protowire.Fixed32Type:
-			v, n := protowire.ConsumeFixed32(b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			f(num, uint64(v), nil)
-			b = b[n:]
-		default:
-			n := protowire.ConsumeFieldValue(num, typ, b)
-			if n < 0 {
-				return protowire.ParseError(n)
-			}
-			b = b[n:]
-		}
-	}
 	return nil
 }
 
@@ -416,19 +343,12 @@ func readSnapFile(dir string) (*raftpb.SnapshotMetadata, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	var crc uint32
-	var data []byte
-	if err := protoFields(b, func(num protowire.Number, v uint64, bs []byte) {
-		switch num {
-		case 1:
-			crc = uint32(v)
-		case 2:
-			data = bs
-		}
-	}); err != nil {
+	sp := &snappb.Snapshot{}
+	if err := proto.Unmarshal(b, sp); err != nil {
 		return nil, "", &WALError{File: newest, Reason: err.Error()}
 	}
-	if crc32.Checksum(data, crc32.MakeTable(crc32.Castagnoli)) != crc {
+	data := sp.GetData()
+	if crc32.Checksum(data, walCRCTable) != sp.GetCrc() {
 		return nil, "", &WALError{File: newest, Reason: "CRC mismatch"}
 	}
 	s := &raftpb.Snapshot{}

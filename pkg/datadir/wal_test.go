@@ -8,21 +8,16 @@ import (
 	"path/filepath"
 	"testing"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/server/v3/storage/wal/walpb"
 	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 )
 
 // walFrame encodes one walpb.Record as etcd's encoder frames it: the length, with the padding to
 // 8 bytes in its top byte, then the record and the padding.
 func walFrame(typ int64, crc uint32, data []byte) []byte {
-	var rec []byte
-	rec = protowire.AppendTag(rec, 1, protowire.VarintType)
-	rec = protowire.AppendVarint(rec, uint64(typ))
-	rec = protowire.AppendTag(rec, 2, protowire.VarintType)
-	rec = protowire.AppendVarint(rec, uint64(crc))
-	rec = protowire.AppendTag(rec, 3, protowire.BytesType)
-	rec = protowire.AppendBytes(rec, data)
+	rec, _ := proto.Marshal(&walpb.Record{Type: proto.Int64(typ), Crc: proto.Uint32(crc), Data: data})
 	pad := (8 - len(rec)%8) % 8
 	l := uint64(len(rec))
 	if pad > 0 {
@@ -53,11 +48,7 @@ func TestReadWALAcrossFiles(t *testing.T) {
 			crc = crc32.Update(crc, walCRCTable, data)
 			out = append(out, walFrame(typ, crc, data)...)
 		}
-		var meta []byte
-		meta = protowire.AppendTag(meta, 1, protowire.VarintType)
-		meta = protowire.AppendVarint(meta, r.log.NodeID)
-		meta = protowire.AppendTag(meta, 2, protowire.VarintType)
-		meta = protowire.AppendVarint(meta, r.log.ClusterID)
+		meta, _ := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(r.log.NodeID), ClusterID: proto.Uint64(r.log.ClusterID)})
 		add(walMetadata, meta)
 		hs, _ := proto.Marshal(&raftpb.HardState{Term: proto.Uint64(3), Commit: proto.Uint64(18)})
 		add(walState, hs)
