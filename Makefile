@@ -50,6 +50,7 @@ test: check race unit
 	$(MAKE) fuzz FUZZTIME=3s
 
 # make bench BENCHFLAGS=-profile=bench-results/profile   also profiles the leader (docs/benchmarks.md)
+# make bench BENCHFLAGS=-only=cluster-status (or =history)  runs that series alone
 # The bench program builds bin/clusterd, bin/clusterctl and its floors itself, with BUILD's flags.
 # BENCH_TIMEOUT (seconds) bounds the whole target, the program's own compile included: it gets
 # what is left as -timeout and stops its members when that runs out; timeout(1) is the backstop

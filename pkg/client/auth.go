@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
@@ -33,16 +34,13 @@ func (c *Client) attempt(ctx context.Context, rpc func(context.Context, *grpc.Cl
 	return true, rpc(c.withToken(ctx), c.conn)
 }
 
-// authNotEnabled is etcd's answer to Authenticate when auth is off; its clients then go on
-// without a token, and so does this one.
-const authNotEnabled = "etcdserver: authentication is not enabled"
-
 // authenticate asks the connected member for a token.
 func (c *Client) authenticate(ctx context.Context) error {
 	var a pb.AuthenticateResponse
 	err := c.conn.Invoke(ctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
-	if se := serverAnswer(err); se != nil && (se.Message == authNotEnabled || se.Code == codes.Unimplemented) {
-		// No auth on this server (clusterd has no Auth service): its TLS settings decide.
+	if se := serverAnswer(err); se != nil && (rpctypes.Error(se) == rpctypes.ErrAuthNotEnabled || se.Code == codes.Unimplemented) {
+		// No auth on this server (clusterd has no Auth service), so no token, as in etcd's
+		// clients: its TLS settings decide.
 		c.authed, c.token = true, ""
 		return nil
 	}
@@ -58,8 +56,5 @@ func (c *Client) withToken(ctx context.Context) context.Context {
 	if c.token == "" {
 		return ctx
 	}
-	return metadata.AppendToOutgoingContext(ctx, tokenKey, c.token)
+	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, c.token)
 }
-
-// tokenKey is etcd's rpctypes.TokenFieldNameGRPC.
-const tokenKey = "token"

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -57,7 +58,7 @@ func (a *authServer) check(ctx context.Context, req any, info *grpc.UnaryServerI
 		return handler(ctx, req)
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	toks := md.Get(tokenKey)
+	toks := md.Get(rpctypes.TokenFieldNameGRPC)
 	if len(toks) == 0 {
 		return nil, rpcerr.ErrUserEmpty.GRPCStatus().Err()
 	}

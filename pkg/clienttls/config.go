@@ -9,6 +9,8 @@ import (
 	"io/fs"
 	"os"
 	"strings"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // Options are etcdctl's TLS flags.
@@ -27,8 +29,10 @@ type ArgError struct {
 
 func (e *ArgError) Error() string { return e.Flag + " " + e.Msg }
 
-// Config checks and loads the files and returns the client's TLS configuration. The server
-// name is left to grpc-go, which takes it from the endpoint.
+// Config returns the client's TLS configuration, built as etcdctl builds it, by etcd's
+// transport.TLSInfo. A file TLSInfo cannot use, and a CA file without a certificate (which
+// TLSInfo takes as an empty pool), is explained by an *ArgError naming the flag. The server name
+// is left to grpc-go, which takes it from the endpoint.
 func (o Options) Config() (*tls.Config, error) {
 	switch {
 	case o.Cert != "" && o.Key == "":
@@ -36,28 +40,39 @@ func (o Options) Config() (*tls.Config, error) {
 	case o.Key != "" && o.Cert == "":
 		return nil, &ArgError{"--key", "needs --cert"}
 	}
-	// CurvePreferences is left to Go, as etcd's client leaves it: its default key exchange with
-	// a TLS 1.3 server is the hybrid X25519MLKEM768, which keeps recorded traffic (passwords,
-	// whole snapshots) safe from a later quantum computer. X25519 alone makes a handshake only
-	// slightly cheaper (docs/benchmarks.md), not worth giving that up.
-	cfg := &tls.Config{MinVersion: tls.VersionTLS12, InsecureSkipVerify: o.InsecureSkipVerify}
+	info := transport.TLSInfo{CertFile: o.Cert, KeyFile: o.Key, TrustedCAFile: o.CACert, InsecureSkipVerify: o.InsecureSkipVerify}
+	cfg, err := info.ClientConfig()
+	if err == nil && cfg.RootCAs != nil && cfg.RootCAs.Equal(x509.NewCertPool()) {
+		err = errors.New("no CA certificate")
+	}
+	if err != nil {
+		return nil, o.explain(err)
+	}
+	// TLSInfo sets no minimum without a certificate; Go's default is the same, but the config
+	// says so either way.
+	cfg.MinVersion = tls.VersionTLS12
+	// CurvePreferences is left to Go, as in etcd's client: the hybrid X25519MLKEM768 keeps
+	// recorded traffic (passwords, whole snapshots) safe from a later quantum computer.
+	return cfg, nil
+}
+
+// explain finds which file TLSInfo could not use and says so in one line naming its flag.
+func (o Options) explain(err error) error {
 	if o.CACert != "" {
-		pool, err := loadPool(o.CACert)
-		if err != nil {
-			return nil, err
+		if perr := checkPool(o.CACert); perr != nil {
+			return perr
 		}
-		cfg.RootCAs = pool
 	}
 	if o.Cert != "" {
-		cert, err := loadPair(o.Cert, o.Key)
-		if err != nil {
-			return nil, err
+		if perr := checkPair(o.Cert, o.Key); perr != nil {
+			return perr
 		}
-		// Always present it (tls.Config.Certificates would be withheld from a server that
-		// lists other CAs), so that the server's refusal names the real reason.
-		cfg.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return cert, nil }
 	}
-	return cfg, nil
+	// The files changed since TLSInfo read them.
+	if o.CACert != "" {
+		return &ArgError{"--cacert", fmt.Sprintf("%s: %v", o.CACert, err)}
+	}
+	return &ArgError{"--cert", fmt.Sprintf("%s: %v", o.Cert, err)}
 }
 
 func readFile(flag, path string) ([]byte, error) {
@@ -72,49 +87,42 @@ func readFile(flag, path string) ([]byte, error) {
 	return raw, nil
 }
 
-func loadPool(path string) (*x509.CertPool, error) {
+// checkPool reads the CA bundle as TLSInfo does: every PEM block a certificate.
+func checkPool(path string) error {
 	raw, err := readFile("--cacert", path)
 	if err != nil {
-		return nil, err
+		return err
 	}
-	pool, n := x509.NewCertPool(), 0
+	if !hasBlock(raw, func(t string) bool { return t == "CERTIFICATE" }) {
+		return &ArgError{"--cacert", path + ": no PEM certificate in the file"}
+	}
 	for block, rest := pem.Decode(raw); block != nil; block, rest = pem.Decode(rest) {
-		if block.Type != "CERTIFICATE" {
-			continue
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return &ArgError{"--cacert", fmt.Sprintf("%s: %v", path, err)}
 		}
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, &ArgError{"--cacert", fmt.Sprintf("%s: %v", path, err)}
-		}
-		pool.AddCert(c)
-		n++
 	}
-	if n == 0 {
-		return nil, &ArgError{"--cacert", path + ": no PEM certificate in the file"}
-	}
-	return pool, nil
+	return nil
 }
 
-func loadPair(certPath, keyPath string) (*tls.Certificate, error) {
+func checkPair(certPath, keyPath string) error {
 	certPEM, err := readFile("--cert", certPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	keyPEM, err := readFile("--key", keyPath)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !hasBlock(certPEM, func(t string) bool { return t == "CERTIFICATE" }) {
-		return nil, &ArgError{"--cert", certPath + ": no PEM certificate in the file"}
+		return &ArgError{"--cert", certPath + ": no PEM certificate in the file"}
 	}
 	if !hasBlock(keyPEM, func(t string) bool { return strings.HasSuffix(t, "PRIVATE KEY") }) {
-		return nil, &ArgError{"--key", keyPath + ": no PEM private key in the file"}
+		return &ArgError{"--key", keyPath + ": no PEM private key in the file"}
 	}
-	cert, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, &ArgError{"--cert", fmt.Sprintf("%s and --key %s do not match: %v", certPath, keyPath, err)}
+	if _, err := tls.X509KeyPair(certPEM, keyPEM); err != nil {
+		return &ArgError{"--cert", fmt.Sprintf("%s and --key %s do not match: %v", certPath, keyPath, err)}
 	}
-	return &cert, nil
+	return nil
 }
 
 func hasBlock(raw []byte, want func(string) bool) bool {

@@ -1,22 +1,25 @@
 package rpcerr
 
-import "google.golang.org/grpc/codes"
+import (
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
+	"google.golang.org/grpc/codes"
+)
 
-// The registry. Messages are etcd's (go.etcd.io/etcd/api/v3/v3rpc/rpctypes) letter for letter
-// where etcd has the same case, and so are codes, except where a comment says otherwise.
+// The registry. etcd's errors are taken from etcd's rpctypes, code and message; clusterd's own
+// are written here.
 
 // Membership changes.
 var (
-	ErrMemberNotFound   = register(codes.NotFound, "etcdserver: member not found")
-	ErrMemberIDExists   = register(codes.FailedPrecondition, "etcdserver: member ID already exist")
-	ErrPeerURLExists    = register(codes.FailedPrecondition, "etcdserver: Peer URLs already exists")
-	ErrInvalidPeerURLs  = register(codes.InvalidArgument, "etcdserver: given member URLs are invalid")
-	ErrMemberNotLearner = register(codes.FailedPrecondition, "etcdserver: can only promote a learner member")
-	ErrLearnerNotReady  = register(codes.FailedPrecondition, "etcdserver: can only promote a learner member which is in sync with leader")
-	ErrTooManyLearners  = register(codes.FailedPrecondition, "etcdserver: too many learner members in cluster")
+	ErrMemberNotFound   = etcd(rpctypes.ErrGRPCMemberNotFound)
+	ErrMemberIDExists   = etcd(rpctypes.ErrGRPCMemberExist)
+	ErrPeerURLExists    = etcd(rpctypes.ErrGRPCPeerURLExist)
+	ErrInvalidPeerURLs  = etcd(rpctypes.ErrGRPCMemberBadURLs)
+	ErrMemberNotLearner = etcd(rpctypes.ErrGRPCMemberNotLearner)
+	ErrLearnerNotReady  = etcd(rpctypes.ErrGRPCLearnerNotReady)
+	ErrTooManyLearners  = etcd(rpctypes.ErrGRPCTooManyLearners)
 	// etcd sends this one with Unknown, a defect there; matching by message covers both.
-	ErrNotEnoughStartedMembers = register(codes.FailedPrecondition, "etcdserver: re-configuration failed due to not enough started members")
-	ErrUnhealthyCluster        = register(codes.Unavailable, "etcdserver: unhealthy cluster")
+	ErrNotEnoughStartedMembers = etcd(rpctypes.ErrGRPCMemberNotEnoughStarted)
+	ErrUnhealthyCluster        = etcd(rpctypes.ErrGRPCUnhealthy)
 	// clusterd's own: names are unique in clusterd, not in etcd.
 	ErrMemberNameExists = register(codes.FailedPrecondition, "etcdserver: member name already exists")
 	// clusterd's own: a removed ID never comes back, and a peer refuses a removed member's
@@ -33,23 +36,24 @@ var (
 
 // Leadership and the fate of a proposal.
 var (
-	ErrNoLeader  = register(codes.Unavailable, "etcdserver: no leader")
-	ErrNotLeader = register(codes.FailedPrecondition, "etcdserver: not leader")
+	ErrNoLeader  = etcd(rpctypes.ErrGRPCNoLeader)
+	ErrNotLeader = etcd(rpctypes.ErrGRPCNotLeader)
 	// The proposal was made and not applied in time: its outcome is unknown.
-	ErrTimeout = register(codes.Unavailable, "etcdserver: request timed out")
+	ErrTimeout = etcd(rpctypes.ErrGRPCTimeout)
 	// etcd's: a proposal waited while leadership moved; its outcome is unknown too.
-	ErrLeaderChanged = register(codes.Unavailable, "etcdserver: leader changed")
-	ErrStopped       = register(codes.Unavailable, "etcdserver: server stopped")
+	ErrLeaderChanged = etcd(rpctypes.ErrGRPCLeaderChanged)
+	ErrStopped       = etcd(rpctypes.ErrGRPCStopped)
 	// clusterd's own, between members only: the proposal is known never to be applied (raft
 	// dropped it, or a later leader overwrote it), so sending it again is safe.
-	ErrProposalLost           = register(codes.Unavailable, "etcdserver: proposal lost, retry")
-	ErrBadLeaderTransferee    = register(codes.FailedPrecondition, "etcdserver: bad leader transferee")
+	ErrProposalLost        = register(codes.Unavailable, "etcdserver: proposal lost, retry")
+	ErrBadLeaderTransferee = etcd(rpctypes.ErrGRPCBadLeaderTransferee)
+	// etcd's server text (etcdserver/errors), which rpctypes lacks: etcd sends it as Unknown.
 	ErrLeaderTransferTimedOut = register(codes.Unavailable, "etcdserver: request timed out, leader transfer took too long")
 )
 
 // Peers.
 var (
-	ErrClusterIDMismatch = register(codes.FailedPrecondition, "etcdserver: cluster ID mismatch")
+	ErrClusterIDMismatch = etcd(rpctypes.ErrGRPCClusterIDMismatch)
 	// clusterd's own: a raft message reached a member it was not addressed to.
 	ErrWrongMember = register(codes.FailedPrecondition, "etcdserver: message for another member")
 )
@@ -57,13 +61,13 @@ var (
 // Authentication and permissions.
 var (
 	// clusterd sends it when a client certificate's CN is not allowed; etcd when not root.
-	ErrPermissionDenied = register(codes.PermissionDenied, "etcdserver: permission denied")
-	ErrAuthFailed       = register(codes.InvalidArgument, "etcdserver: authentication failed, invalid user ID or password")
-	ErrUserEmpty        = register(codes.InvalidArgument, "etcdserver: user name is empty")
+	ErrPermissionDenied = etcd(rpctypes.ErrGRPCPermissionDenied)
+	ErrAuthFailed       = etcd(rpctypes.ErrGRPCAuthFailed)
+	ErrUserEmpty        = etcd(rpctypes.ErrGRPCUserEmpty)
 	// etcd's, when the name given, or the client certificate's CN taken for it, is no user.
-	ErrUserNotFound = register(codes.FailedPrecondition, "etcdserver: user name not found")
+	ErrUserNotFound = etcd(rpctypes.ErrGRPCUserNotFound)
 	// The client authenticates again, once.
-	ErrInvalidAuthToken = register(codes.Unauthenticated, "etcdserver: invalid auth token")
+	ErrInvalidAuthToken = etcd(rpctypes.ErrGRPCInvalidAuthToken)
 )
 
 // The KV service.

@@ -45,6 +45,12 @@ func register(code codes.Code, message string) *Error {
 	return e
 }
 
+// etcd registers one of etcd's errors (an rpctypes ErrGRPC* status) under its code and message.
+func etcd(err error) *Error {
+	st := status.Convert(err)
+	return register(st.Code(), st.Message())
+}
+
 // All returns every registered error, in the order declared.
 func All() []*Error { return append([]*Error(nil), registry...) }
 

@@ -16,8 +16,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 

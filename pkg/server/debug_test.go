@@ -12,8 +12,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 func get(url string) (int, string, error) {

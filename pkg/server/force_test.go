@@ -16,10 +16,10 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 

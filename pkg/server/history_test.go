@@ -14,11 +14,11 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )

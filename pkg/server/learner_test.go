@@ -11,7 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )

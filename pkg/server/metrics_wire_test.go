@@ -13,8 +13,8 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 // Three in-process members, each with its own metrics URL: every scrape is what the member

@@ -9,7 +9,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+	"github.com/clusterctl/clusterctl/internal/servertest"
 )
 
 func maintenance(t *testing.T, m *servertest.Member) pb.MaintenanceClient {

@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/h2probe"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+	"github.com/clusterctl/clusterctl/internal/servertest"
 )
 
 // A member never pings a client or a peer because data arrived: every connection it accepts has

@@ -47,7 +47,7 @@ type historyFigures struct {
 // historyPhase compares conf changes on a cluster whose history is full with a fresh one, in
 // turn so both see the same machine, and reads the sizes. filled is the cluster with the full
 // history, b.c after the log is filled and the -history pairs made (its history is then at the
-// default bound); when it is nil (-only-history), a second cluster is started and its history
+// default bound); when it is nil (-only=history), a second cluster is started and its history
 // filled with -history-entries changes (peer URL updates, one event each). The clusters the
 // phase starts are stopped again.
 func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*historyFigures, error) {

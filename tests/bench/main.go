@@ -51,8 +51,14 @@ type options struct {
 	profile         string
 	profileFor      time.Duration
 	historyEntries  int
-	onlyHistory     bool
 }
+
+// The series -only runs alone: cluster status after the cluster starts, or the history phase on
+// two clusters of its own.
+const (
+	onlyClusterStatus = "cluster-status"
+	onlyHistory       = "history"
+)
 
 func parseFlags(args []string, stderr io.Writer) (options, error) {
 	var o options
@@ -64,7 +70,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"(idle RSS is one reading of each member, not a series)")
 	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
 	fs.IntVar(&o.statusRuns, "status-runs", 50, "measured rounds of cluster status: one clusterctl cluster status, etcdctl endpoint status --cluster + member list, one --all-contexts over 10 contexts and each of their single statuses")
-	fs.StringVar(&o.only, "only", "", "run only this series after the cluster starts: cluster-status (empty: every series)")
+	fs.StringVar(&o.only, "only", "", "run only this series: cluster-status (after the cluster starts) or history (the history phase, on two clusters of its own) (empty: every series)")
 	fs.IntVar(&o.tlsRuns, "tls-runs", 100, "measured `member list` processes per program in the TLS phase (clusterctl and etcdctl over TLS, the floor over TLS and in plain text, clusterctl in plain text)")
 	fs.BoolVar(&o.tls, "tls", true, "measure the TLS phase: a second cluster with TLS and client certificates on both ports, RSA 2048 keys")
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
@@ -72,8 +78,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
 	fs.IntVar(&o.urlRuns, "url-runs", 50, "measured updates of a learner's peer URLs, with one URL and with the most a member may have, and dry-run adds of 3,000 URLs beside it")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
-	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only-history, changes made in the membership history of the cluster the history phase compares with a fresh one; in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
-	fs.BoolVar(&o.onlyHistory, "only-history", false, "run the history phase alone (two clusters of their own), none of the other figures")
+	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only=history, changes made in the membership history of the cluster the history phase compares with a fresh one; in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
@@ -99,8 +104,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if o.only != "" && o.only != "cluster-status" {
-		return o, fmt.Errorf("-only=%s: the one series that runs alone is cluster-status", o.only)
+	if o.only != "" && o.only != onlyClusterStatus && o.only != onlyHistory {
+		return o, fmt.Errorf("-only=%s: the series that run alone are %s and %s", o.only, onlyClusterStatus, onlyHistory)
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
 		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
@@ -111,8 +116,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if o.historyEntries < 0 {
 		return o, errors.New("-history-entries must not be negative")
 	}
-	if o.onlyHistory && o.historyEntries == 0 {
-		return o, errors.New("-only-history needs -history-entries above 0")
+	if o.only == onlyHistory && o.historyEntries == 0 {
+		return o, errors.New("-only=history needs -history-entries above 0")
 	}
 	if o.etcdRemovals < 0 {
 		return o, errors.New("-etcd-removals must not be negative")

@@ -15,7 +15,7 @@ import (
 // again for the next cycle; last come conf changes after a long history of removals, and the
 // profiles.
 func (b *bench) measure(ctx context.Context) error {
-	if b.opt.onlyHistory {
+	if b.opt.only == onlyHistory {
 		h, err := b.historyPhase(ctx, nil)
 		if err != nil {
 			return err
@@ -33,7 +33,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	boot := b.c.Running()
 	eps := cluster.Endpoints(boot)
-	if b.opt.only == "cluster-status" {
+	if b.opt.only == onlyClusterStatus {
 		b.logf("cluster status: %d rounds (+%d warm-up)", b.opt.statusRuns, b.opt.warmup)
 		st, err := b.clusterStatusRuns(ctx, boot)
 		if err != nil {

@@ -19,8 +19,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/internal/testpki"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 

@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+	"github.com/clusterctl/clusterctl/internal/servertest"
 )
 
 // The dry run's verdict against a real in-process clusterd, compared with what the real command

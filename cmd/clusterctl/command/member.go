@@ -1,9 +1,11 @@
 package command
 
 import (
+	"context"
 	"errors"
 	"strings"
 
+	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/spf13/cobra"
 )
@@ -46,6 +48,38 @@ func memberRef(args []string) (string, error) {
 		return "", tooManyArgs(args[1:])
 	}
 	return args[0], nil
+}
+
+// memberFunc acts on member id within the command's --command-timeout. members is the
+// linearizable member list id was resolved in, nil when none was read.
+type memberFunc func(ctx context.Context, c *client.Client, members []client.Member, id uint64) error
+
+// onMember is how every command acting on one member starts: it dials, then within one
+// --command-timeout resolves ref (an ID or a name) and calls f. The member list is read when
+// ref is a name or the command needs it (withList); a full ID alone costs no request.
+func (g *Globals) onMember(ctx context.Context, ref string, withList bool, f memberFunc) error {
+	c, err := g.Client()
+	if err != nil {
+		return err
+	}
+	ctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	if !withList {
+		id, err := c.Resolve(ctx, ref)
+		if err != nil {
+			return err
+		}
+		return f(ctx, c, nil, id)
+	}
+	list, err := c.ListForResolve(ctx)
+	if err != nil {
+		return err
+	}
+	id, err := client.ResolveIn(list.Members, ref)
+	if err != nil {
+		return err
+	}
+	return f(ctx, c, list.Members, id)
 }
 
 // tooManyArgs suggests --peer-urls for every extra argument that looks like a URL: the usual

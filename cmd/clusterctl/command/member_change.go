@@ -49,17 +49,9 @@ type (
 // change resolves the member, sends the change (or its dry run) and prints its result, within
 // one --command-timeout.
 func (o *memberChangeOptions) change(ctx context.Context, send sendFunc, dryRun dryRunFunc) error {
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	id, err := c.Resolve(ctx, o.Ref)
-	if err != nil {
-		return err
-	}
-	return o.sendTo(ctx, c, id, send, dryRun)
+	return o.onMember(ctx, o.Ref, false, func(ctx context.Context, c *client.Client, _ []client.Member, id uint64) error {
+		return o.sendTo(ctx, c, id, send, dryRun)
+	})
 }
 
 // sendTo sends the change of member id, or with --dry-run asks whether it would be accepted.

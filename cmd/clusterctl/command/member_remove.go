@@ -67,26 +67,13 @@ func (o *memberRemoveOptions) run(ctx context.Context) error {
 }
 
 func (o *memberRemoveOptions) removeOnce(ctx context.Context) error {
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	// The list resolves a name and counts the voters; by ID it costs one request more than the
-	// removal alone, which a change can afford.
-	list, err := c.ListForResolve(ctx)
-	if err != nil {
-		return err
-	}
-	id, err := client.ResolveIn(list.Members, o.Ref)
-	if err != nil {
-		return err
-	}
-	if removesOneOfTwoVoters(list.Members, id) {
-		fmt.Fprintln(o.Err, twoVoterWarning)
-	}
-	return o.sendTo(ctx, c, id, (*client.Client).MemberRemove, (*client.Client).MemberRemoveDryRun)
+	// The list also counts the voters: by ID it costs one request more than the removal alone.
+	return o.onMember(ctx, o.Ref, true, func(ctx context.Context, c *client.Client, members []client.Member, id uint64) error {
+		if removesOneOfTwoVoters(members, id) {
+			fmt.Fprintln(o.Err, twoVoterWarning)
+		}
+		return o.sendTo(ctx, c, id, (*client.Client).MemberRemove, (*client.Client).MemberRemoveDryRun)
+	})
 }
 
 // removesOneOfTwoVoters reports whether id is a voter of a configuration of exactly two voters.

@@ -9,10 +9,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 func TestReplaceRetryAfter(t *testing.T) {

@@ -47,36 +47,25 @@ func (o *moveLeaderOptions) validate(args []string) error {
 }
 
 func (o *moveLeaderOptions) run(ctx context.Context) error {
-	c, err := o.Client()
-	if err != nil {
-		return err
-	}
-	ctx, cancel := o.withTimeout(ctx)
-	defer cancel()
-	list, err := c.ListForResolve(ctx)
-	if err != nil {
-		return err
-	}
-	target, err := client.ResolveIn(list.Members, o.Ref)
-	if err != nil {
-		return err
-	}
-	st, err := c.Status(ctx)
-	if err != nil {
-		return err
-	}
-	if st.Leader == 0 {
-		return client.ErrNoLeader
-	}
-	url, err := clientURLOf(list.Members, st.Leader)
-	if err != nil {
-		return err
-	}
-	hdr, err := c.MoveLeader(ctx, url, target)
-	if err != nil {
-		return err
-	}
-	return o.Printer.MoveLeader(o.Out, &printer.LeaderMove{Header: *hdr, From: st.Leader, To: target})
+	// The list also gives the leader's client URL.
+	return o.onMember(ctx, o.Ref, true, func(ctx context.Context, c *client.Client, members []client.Member, target uint64) error {
+		st, err := c.Status(ctx)
+		if err != nil {
+			return err
+		}
+		if st.Leader == 0 {
+			return client.ErrNoLeader
+		}
+		url, err := clientURLOf(members, st.Leader)
+		if err != nil {
+			return err
+		}
+		hdr, err := c.MoveLeader(ctx, url, target)
+		if err != nil {
+			return err
+		}
+		return o.Printer.MoveLeader(o.Out, &printer.LeaderMove{Header: *hdr, From: st.Leader, To: target})
+	})
 }
 
 // clientURLOf is the first client URL of member id.

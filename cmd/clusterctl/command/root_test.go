@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
+	"github.com/clusterctl/clusterctl/internal/servertest"
 )
 
 func TestMain(m *testing.M) {

@@ -18,8 +18,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/printer"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 func TestSnapshotFileValidate(t *testing.T) {

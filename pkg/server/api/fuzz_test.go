@@ -14,8 +14,8 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 )
 
 // raw sends the fuzzer's bytes as the request, undecoded, so the member decodes them itself, and

@@ -12,10 +12,10 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
-	"github.com/clusterctl/clusterctl/pkg/server/servertest"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
