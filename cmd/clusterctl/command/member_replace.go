@@ -81,7 +81,9 @@ start or an election ("unhealthy cluster") is asked again for up to 10s.
 
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
 with the new name and exactly these peer URLs is taken as added (its environment is printed
-again), a voter as promoted, an old member that is gone as removed.
+again), a voter as promoted, an old member that is gone as removed. A run stopped between a dead
+old member's removal and the add goes on from clusterd's membership history (on etcd: exit 10,
+add the new member with member add --learner, then run again).
 
 With -w json, stdout holds one JSON object a line as the steps are done: an "added" line as soon as
 the learner is added or found added, with the environment under "env", so that a script can start
