@@ -64,7 +64,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"(idle RSS is one reading of each member, not a series)")
 	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
 	fs.IntVar(&o.statusRuns, "status-runs", 50, "measured rounds of cluster status: one clusterctl cluster status, etcdctl endpoint status --cluster + member list, one --all-contexts over 10 contexts and each of their single statuses")
-	fs.StringVar(&o.only, "only", "", "run only this series after the cluster starts: cluster-status (empty: every series)")
+	fs.StringVar(&o.only, "only", "", "run only this series after the cluster starts: cluster-status, or replace (the replacements of the leader and of a dead follower) (empty: every series)")
 	fs.IntVar(&o.tlsRuns, "tls-runs", 100, "measured `member list` processes per program in the TLS phase (clusterctl and etcdctl over TLS, the floor over TLS and in plain text, clusterctl in plain text)")
 	fs.BoolVar(&o.tls, "tls", true, "measure the TLS phase: a second cluster with TLS and client certificates on both ports, RSA 2048 keys")
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
@@ -99,8 +99,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if o.only != "" && o.only != "cluster-status" {
-		return o, fmt.Errorf("-only=%s: the one series that runs alone is cluster-status", o.only)
+	if o.only != "" && o.only != "cluster-status" && o.only != "replace" {
+		return o, fmt.Errorf("-only=%s: the series that run alone are cluster-status and replace", o.only)
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
 		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
