@@ -1,5 +1,5 @@
-// Package crashpoint marks the places in clusterd's write path (and in restore's) where the
-// fault test (tests/chaos) makes a member die: Hit("name") is a crash point.
+// Package crashpoint marks the places in clusterd's write path (and in clusterctl's restore and
+// member replace) where the tests in tests/chaos make a process die: Hit("name") is a crash point.
 //
 // Built without the crashpoints tag, as `make build` and every release builds, Hit and HitIf are
 // empty functions that the compiler inlines away, and the package reads no environment: the
@@ -20,7 +20,7 @@ package crashpoint
 // Names are every crash point, for the tests that arm them at random. Each is one call site.
 var Names = []string{
 	RaftSaveBefore, RaftSaveAfter, ApplyBefore, MembershipSaveBefore, MembershipSaveAfter,
-	SnapshotSendBefore, SnapshotReceive, RestoreRenameBefore, RestoreRenameAfter,
+	SnapshotSendBefore, SnapshotReceive, RestoreRenameBefore, RestoreRenameAfter, ReplaceRemovedFirst,
 }
 
 // The crash points.
@@ -40,6 +40,8 @@ const (
 	// pkg/datadir install: before and after the rename of DIR.restoring to DIR.
 	RestoreRenameBefore = "restore-rename-before"
 	RestoreRenameAfter  = "restore-rename-after"
+	// cmd/clusterctl member replace: a dead old member removed, the new member not added yet.
+	ReplaceRemovedFirst = "replace-removed-first"
 )
 
 // EnvVar arms a crash point in a build with the crashpoints tag.

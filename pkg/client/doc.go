@@ -39,6 +39,10 @@
 //   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a
 //     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
 //     named appears only whole, checksum-verified and synced; on any failure it does not exist.
+//   - A replacement's plan is a pure function of what its dry runs said (PlanReplace of
+//     ReplaceFacts): the plan --dry-run prints is the one the run checks. A re-run that finds
+//     neither member goes on only on clusterd's history's word (ResumesAfter): a removal marked
+//     as the remove-first order's, no member added since.
 //   - ClusterStatus asks each member through a Sibling, the one way a client for another
 //     endpoint is built, so every member is reached with the TLS settings, client certificate,
 //     credentials and dial timeout the caller gave; a member that does not answer is its row's

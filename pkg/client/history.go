@@ -93,7 +93,10 @@ func (c *Client) historyUnsupported(ctx context.Context) error {
 }
 
 // WithVia marks the changes made with ctx as made by the clusterctl command via (one of wire's
-// Via values), for clusterd's membership history; etcd ignores it.
+// Via values), for clusterd's membership history, in place of an earlier mark; etcd ignores it.
 func WithVia(ctx context.Context, via string) context.Context {
-	return metadata.AppendToOutgoingContext(ctx, wire.MDVia, via)
+	md, _ := metadata.FromOutgoingContext(ctx)
+	md = md.Copy()
+	md.Set(wire.MDVia, via)
+	return metadata.NewOutgoingContext(ctx, md)
 }

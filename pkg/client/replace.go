@@ -1,13 +1,11 @@
 package client
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -105,6 +103,9 @@ type Replacement struct {
 	// member is added, the order in which etcd accepts the change (its strict reconfiguration
 	// check refuses even a learner while a voter is down).
 	RemoveFirst bool
+	// Removed is the old member's removal by an earlier run that removed it first and stopped
+	// before the add (RemovedFirst), when neither member is there; nil otherwise.
+	Removed *membership.Event
 }
 
 // FindReplacement reads from list where the replacement of the member oldRef names by name
@@ -213,62 +214,100 @@ type ReplacePlan struct {
 	Err error
 }
 
-// ReplaceDryRun judges the replacement r with clusterd's dry runs: the add of the learner and the
-// removal of the old member are asked of the server against the configuration now, which also
-// says whether the old member is started and connected; the promotion and the removal are then
-// counted on from the add's report, with the new member started and caught up, as the
-// replacement waits for that. It needs clusterd (a *DryRunUnsupportedError otherwise).
+// ReplaceDryRun judges the replacement r with clusterd's dry runs (ReplaceFacts) and plans it
+// (PlanReplace). It needs clusterd (a *DryRunUnsupportedError otherwise).
 func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string, peerURLs []string) (*ReplacePlan, error) {
-	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil}
-	p.Old = Member{Name: r.OldRef}
-	if r.Old != nil {
-		p.Old = *r.Old
-	}
-	p.New = Member{Name: name, PeerURLs: peerURLs, IsLearner: true}
-	if r.New != nil {
-		p.New = *r.New
-		p.New.Name = name
-	}
-	if r.RemoveFirst {
-		return c.removeFirstDryRun(ctx, r, p)
-	}
-	// The two dry runs go at once, the removal's over a view of the same connection.
-	var rm, ad *DryRun
-	var rmErr, adErr error
-	var wg sync.WaitGroup
-	if r.Old != nil {
-		view, release, err := c.At(c.dialed[c.at].Endpoint)
-		if err != nil {
-			return nil, err
-		}
-		defer release()
-		wg.Go(func() { rm, rmErr = view.MemberRemoveDryRun(ctx, r.OldID) })
-	}
-	if r.New == nil {
-		ad, adErr = c.MemberAddDryRun(ctx, name, peerURLs, true)
-	}
-	wg.Wait()
-	if err := cmp.Or(rmErr, adErr); err != nil {
+	f, err := c.ReplaceFacts(ctx, r, name, peerURLs)
+	if err != nil {
 		return nil, err
 	}
-	// The old member's share of the started and connected voters, from the removal's report.
-	var oldStarted, oldConnected int
+	return PlanReplace(f)
+}
+
+// ReplaceFacts is what clusterd says of a replacement before any change is made: the facts
+// PlanReplace makes the plan of.
+type ReplaceFacts struct {
+	R        *Replacement
+	Name     string
+	PeerURLs []string
+	// Remove is the dry run of the old member's removal against the configuration now, which
+	// also says whether the old member is started and connected; nil once it is gone.
+	Remove *DryRun
+	// Add is the dry run of the new member's add as a learner against the configuration now;
+	// nil once it is added, and while a dead old member is still to be removed first: a rebuilt
+	// member's peer URLs are the old member's until the removal, and FindReplacement has
+	// compared every other member's name and URLs.
+	Add *DryRun
+}
+
+// ReplaceFacts asks clusterd's dry runs of the replacement r: one for each step the server can
+// judge against the configuration now.
+func (c *Client) ReplaceFacts(ctx context.Context, r *Replacement, name string, peerURLs []string) (ReplaceFacts, error) {
+	f := ReplaceFacts{R: r, Name: name, PeerURLs: peerURLs}
+	var err error
 	if r.Old != nil {
-		if rm.Before == nil || rm.After == nil {
-			return nil, fmt.Errorf("the server judged the removal of %s without counting voters: %v", FormatID(r.OldID), rm.Err)
+		if f.Remove, err = c.MemberRemoveDryRun(ctx, r.OldID); err != nil {
+			return f, err
 		}
-		p.Now = rm.Before
-		oldStarted = rm.Before.StartedVoters - rm.After.StartedVoters
-		oldConnected = rm.Before.ConnectedVoters - rm.After.ConnectedVoters
 	}
-	add := PlanStep{Action: StepAdd, Who: name, Done: r.New != nil, After: p.Now}
-	if r.New == nil {
+	if r.New == nil && (r.Old == nil || !r.RemoveFirst) {
+		f.Add, err = c.MemberAddDryRun(ctx, name, peerURLs, true)
+	}
+	return f, err
+}
+
+// PlanReplace is the plan of a replacement from the facts its dry runs gathered: the steps in
+// the order the run makes them, each with the voting configuration after it and the refusal
+// it would meet. What the server judged, it takes as judged; the steps after those (the
+// promotion, and the removal after it) are counted on from the server's reports, with the new
+// member started and caught up, as the replacement waits for that, by the rule of the strict
+// reconfiguration check.
+func PlanReplace(f ReplaceFacts) (*ReplacePlan, error) {
+	r := f.R
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil}
+	p.Old = Member{Name: r.OldRef}
+	switch {
+	case r.Old != nil:
+		p.Old = *r.Old
+	case r.Removed != nil:
+		p.Old = Member{ID: uint64(r.Removed.MemberID), Name: r.Removed.Name, PeerURLs: r.Removed.PeerURLs}
+	}
+	p.New = Member{Name: f.Name, PeerURLs: f.PeerURLs, IsLearner: true}
+	if r.New != nil {
+		p.New = *r.New
+		p.New.Name = f.Name
+	}
+	if r.Old != nil {
+		if f.Remove == nil || f.Remove.Before == nil || f.Remove.After == nil {
+			var why error
+			if f.Remove != nil {
+				why = f.Remove.Err
+			}
+			return nil, fmt.Errorf("the server judged the removal of %s without counting voters: %v", FormatID(r.OldID), why)
+		}
+		p.Now = f.Remove.Before
+	}
+	if r.RemoveFirst {
+		p.Steps = removeFirstSteps(f, p)
+	} else {
+		p.Steps = addFirstSteps(f, p)
+	}
+	return p.judged(), nil
+}
+
+// addFirstSteps are the steps of a replacement whose old member answers (or is gone): add the
+// learner, promote it, move leadership from the old member if it leads, remove the old member.
+// It sets p.Now from the add's report when the old member is gone.
+func addFirstSteps(f ReplaceFacts, p *ReplacePlan) []PlanStep {
+	r := f.R
+	add := PlanStep{Action: StepAdd, Who: f.Name, Done: r.New != nil, After: p.Now}
+	if ad := f.Add; r.New == nil && ad != nil {
 		if ad.Before != nil {
 			p.Now = ad.Before
 		}
 		add.After, add.Err = ad.After, ad.Err
 	}
-	promote := PlanStep{Action: StepPromote, Who: name, Done: r.New != nil && !r.New.IsLearner, After: add.After}
+	promote := PlanStep{Action: StepPromote, Who: f.Name, Done: r.New != nil && !r.New.IsLearner, After: add.After}
 	if !promote.Done && add.After != nil {
 		q := add.After.Plus(1, -1, 1, 1)
 		promote.After, promote.Err = &q, q.Strict()
@@ -276,15 +315,41 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 	move := PlanStep{Action: StepMove, Who: p.Old.Name, Skip: r.Old == nil || !r.Old.IsLeader, After: promote.After}
 	remove := PlanStep{Action: StepRemove, Who: p.Old.Name, Done: r.Old == nil, After: promote.After}
 	if !remove.Done && promote.After != nil {
+		// The old member's share of the voters, started and connected, from the removal's report.
+		rm := f.Remove
 		voter := 1
 		if r.Old.IsLearner {
 			voter = 0
 		}
-		q := promote.After.Plus(-voter, voter-1, -oldStarted, -oldConnected)
+		q := promote.After.Plus(-voter, voter-1, rm.After.StartedVoters-rm.Before.StartedVoters, rm.After.ConnectedVoters-rm.Before.ConnectedVoters)
 		remove.After, remove.Err = &q, q.Strict()
 	}
-	p.Steps = []PlanStep{add, promote, move, remove}
-	return p.judged(), nil
+	return []PlanStep{add, promote, move, remove}
+}
+
+// removeFirstSteps are the steps of a replacement whose old member is dead: remove it, add the
+// learner, promote it. A removal an earlier run made (the old member gone) is done already, and
+// the add is then judged by the server.
+func removeFirstSteps(f ReplaceFacts, p *ReplacePlan) []PlanStep {
+	remove := PlanStep{Action: StepRemove, Who: p.Old.Name}
+	add := PlanStep{Action: StepAdd, Who: p.New.Name}
+	if f.Remove != nil {
+		remove.After, remove.Err = f.Remove.After, f.Remove.Err
+		added := f.Remove.After.Plus(0, 1, 0, 0)
+		add.After = &added
+	} else {
+		remove.Done = true
+		if ad := f.Add; ad != nil {
+			p.Now, remove.After = ad.Before, ad.Before
+			add.After, add.Err = ad.After, ad.Err
+		}
+	}
+	promote := PlanStep{Action: StepPromote, Who: p.New.Name}
+	if add.After != nil {
+		promoted := add.After.Plus(1, -1, 1, 1)
+		promote.After, promote.Err = &promoted, promoted.Strict()
+	}
+	return []PlanStep{remove, add, promote}
 }
 
 // judged sets p.Err from the first refused step.
@@ -296,27 +361,4 @@ func (p *ReplacePlan) judged() *ReplacePlan {
 		}
 	}
 	return p
-}
-
-// removeFirstDryRun judges the replacement of a dead old member: the removal is asked of the
-// server against the configuration now; the add of the learner and its promotion are counted on
-// from the removal's report, the new member started and caught up, as the replacement waits for
-// that. The add is not asked of the server: a rebuilt member's peer URLs are the old member's
-// until the removal, and FindReplacement has compared every other member's name and URLs.
-func (c *Client) removeFirstDryRun(ctx context.Context, r *Replacement, p *ReplacePlan) (*ReplacePlan, error) {
-	rm, err := c.MemberRemoveDryRun(ctx, r.OldID)
-	if err != nil {
-		return nil, err
-	}
-	if rm.Before == nil || rm.After == nil {
-		return nil, fmt.Errorf("the server judged the removal of %s without counting voters: %v", FormatID(r.OldID), rm.Err)
-	}
-	p.Now = rm.Before
-	remove := PlanStep{Action: StepRemove, Who: p.Old.Name, After: rm.After, Err: rm.Err}
-	added := rm.After.Plus(0, 1, 0, 0)
-	add := PlanStep{Action: StepAdd, Who: p.New.Name, After: &added}
-	promoted := added.Plus(1, -1, 1, 1)
-	promote := PlanStep{Action: StepPromote, Who: p.New.Name, After: &promoted, Err: promoted.Strict()}
-	p.Steps = []PlanStep{remove, add, promote}
-	return p.judged(), nil
 }

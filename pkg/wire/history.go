@@ -46,8 +46,14 @@ const MDVia = "clusterd-via"
 const (
 	ViaMemberPrune   = "member prune"
 	ViaMemberReplace = "member replace"
+	// ViaMemberReplaceRemoveFirst marks the removal of a dead old member that member replace
+	// makes before it adds the new one: a re-run that finds neither member goes on from it,
+	// which a removal by a finished replacement (ViaMemberReplace) must not make it do.
+	ViaMemberReplaceRemoveFirst = "member replace (remove first)"
 )
 
 // KnownVia reports whether v is a value of MDVia the history records: a fixed list, so that what
 // a client says cannot put arbitrary text into every member's history and log.
-func KnownVia(v string) bool { return v == ViaMemberPrune || v == ViaMemberReplace }
+func KnownVia(v string) bool {
+	return v == ViaMemberPrune || v == ViaMemberReplace || v == ViaMemberReplaceRemoveFirst
+}

@@ -57,6 +57,7 @@ type options struct {
 // two clusters of its own.
 const (
 	onlyClusterStatus = "cluster-status"
+	onlyReplace       = "replace"
 	onlyHistory       = "history"
 )
 
@@ -70,7 +71,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		"(idle RSS is one reading of each member, not a series)")
 	fs.IntVar(&o.listRuns, "list-runs", 200, "measured `member list` processes per CLI and of the floor")
 	fs.IntVar(&o.statusRuns, "status-runs", 50, "measured rounds of cluster status: one clusterctl cluster status, etcdctl endpoint status --cluster + member list, one --all-contexts over 10 contexts and each of their single statuses")
-	fs.StringVar(&o.only, "only", "", "run only this series: cluster-status (after the cluster starts) or history (the history phase, on two clusters of its own) (empty: every series)")
+	fs.StringVar(&o.only, "only", "", "run only this series: cluster-status or replace (after the cluster starts: replace is the replacements of the leader and of a dead follower), or history (the history phase, on two clusters of its own) (empty: every series)")
 	fs.IntVar(&o.tlsRuns, "tls-runs", 100, "measured `member list` processes per program in the TLS phase (clusterctl and etcdctl over TLS, the floor over TLS and in plain text, clusterctl in plain text)")
 	fs.BoolVar(&o.tls, "tls", true, "measure the TLS phase: a second cluster with TLS and client certificates on both ports, RSA 2048 keys")
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
@@ -104,8 +105,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
 	}
-	if o.only != "" && o.only != onlyClusterStatus && o.only != onlyHistory {
-		return o, fmt.Errorf("-only=%s: the series that run alone are %s and %s", o.only, onlyClusterStatus, onlyHistory)
+	if o.only != "" && o.only != onlyClusterStatus && o.only != onlyReplace && o.only != onlyHistory {
+		return o, fmt.Errorf("-only=%s: the series that run alone are %s, %s and %s", o.only, onlyClusterStatus, onlyReplace, onlyHistory)
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
 		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {

@@ -43,6 +43,9 @@ func (b *bench) measure(ctx context.Context) error {
 		b.rep.Machine.LoadAfter = loadavg()
 		return nil
 	}
+	if b.opt.only == onlyReplace {
+		return b.replacePhase(ctx)
+	}
 
 	// Idle memory: the fsync floor runs in this process during the idle time, which the members
 	// do not see; they only exchange heartbeats.
@@ -131,13 +134,7 @@ func (b *bench) measure(ctx context.Context) error {
 	// Replacements and the clientv3 removals change every member in turn: after the series that
 	// use the boot members' endpoints, and before the log is filled, so new members catch up
 	// with a short log.
-	b.logf("member replace of the leader: %d runs (+%d warm-up) per CLI", b.opt.replaceRuns, b.opt.cycleWarmup())
-	replaces, replacements, err := b.replaceRuns(ctx)
-	if err != nil {
-		return err
-	}
-	b.logf("member replace of a dead follower: %d runs (+%d warm-up) per CLI", b.opt.deadReplaceRuns, b.opt.cycleWarmup())
-	deadReplaces, deadReplacements, err := b.deadReplaceRuns(ctx)
+	replaces, replacements, deadReplaces, deadReplacements, err := b.replaceBoth(ctx)
 	if err != nil {
 		return err
 	}
@@ -221,6 +218,33 @@ func (b *bench) measure(ctx context.Context) error {
 		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, urls: urls, fsync: fsync, bolt: commits, rss: rss,
 		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, deadReplaces: deadReplaces, deadReplacements: deadReplacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf, history: history,
 	})
+	return nil
+}
+
+// replaceBoth runs the replacements of the leader and then those of a dead follower.
+func (b *bench) replaceBoth(ctx context.Context) (replaces map[string]samples, replacements []replaceResult, deadReplaces map[string]samples, deadReplacements []replaceResult, err error) {
+	b.logf("member replace of the leader: %d runs (+%d warm-up) per CLI", b.opt.replaceRuns, b.opt.cycleWarmup())
+	if replaces, replacements, err = b.replaceRuns(ctx); err != nil {
+		return
+	}
+	b.logf("member replace of a dead follower: %d runs (+%d warm-up) per CLI", b.opt.deadReplaceRuns, b.opt.cycleWarmup())
+	deadReplaces, deadReplacements, err = b.deadReplaceRuns(ctx)
+	return
+}
+
+// replacePhase is -only=replace: the two replacement series on the freshly started cluster,
+// their rows alone.
+func (b *bench) replacePhase(ctx context.Context) error {
+	replaces, replacements, deadReplaces, deadReplacements, err := b.replaceBoth(ctx)
+	if err != nil {
+		return err
+	}
+	cw := b.opt.cycleWarmup()
+	b.rep.fillReplace(replaces, cw)
+	b.rep.Replacements = replacements
+	b.rep.fillDeadReplace(deadReplaces, cw)
+	b.rep.DeadReplacements = deadReplacements
+	b.rep.Machine.LoadAfter = loadavg()
 	return nil
 }
 

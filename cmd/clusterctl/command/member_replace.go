@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/wire"
@@ -80,7 +81,9 @@ start or an election ("unhealthy cluster") is asked again for up to 10s.
 
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
 with the new name and exactly these peer URLs is taken as added (its environment is printed
-again), a voter as promoted, an old member that is gone as removed.
+again), a voter as promoted, an old member that is gone as removed. A run stopped between a dead
+old member's removal and the add goes on from clusterd's membership history (on etcd: exit 10,
+add the new member with member add --learner, then run again).
 
 With -w json, stdout holds one JSON object a line as the steps are done: an "added" line as soon as
 the learner is added or found added, with the environment under "env", so that a script can start
@@ -196,7 +199,15 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 	if err != nil {
 		return nil, err
 	}
-	return client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
+	r, err := client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
+	if errors.Is(err, client.ErrMemberNotFound) {
+		// Neither member: a run stopped between a dead old member's removal and the add goes on,
+		// when clusterd's history says so; otherwise (etcd keeps none) the old member is not found.
+		if removal, _ := c.RemovedFirst(ctx, o.OldRef); removal != nil {
+			return client.Resumed(list, o.OldRef, removal), nil
+		}
+	}
+	return r, err
 }
 
 // answerWithin bounds the question whether a member answers: a dead member refuses the
@@ -209,6 +220,11 @@ const answerWithin = 2 * time.Second
 // first. In a rebuild an old member that answers is the new one, promoted, unless its peer URLs
 // differ: then it is a member still running under the name asked for, which is refused (exit 11).
 func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *client.Replacement) error {
+	if r.Removed != nil {
+		o.order = deadOrder
+		fmt.Fprintf(o.Err, "%s (%s) was removed first by member replace at raft index %d and nothing was added since: %s is added and promoted\n",
+			o.OldRef, client.FormatID(uint64(r.Removed.MemberID)), r.Removed.RaftIndex, o.Name)
+	}
 	if r.Old == nil {
 		return nil
 	}
@@ -230,12 +246,19 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 // waits for it and promotes it. Leadership needs no move: a member that does not answer leads
 // nobody for long, and once it is removed the others elect among themselves.
 func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
-	removed, err := o.remove(ctx, c, r.OldID, res)
-	if err != nil {
-		return err
-	}
-	if removed != nil {
-		r.List = &client.ListResult{Header: removed.Header, Members: removed.Members}
+	if r.Old == nil {
+		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
+		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+	} else {
+		// Marked apart in clusterd's history: a run stopped before the add goes on from it.
+		removed, err := o.remove(client.WithVia(ctx, wire.ViaMemberReplaceRemoveFirst), c, r.OldID, res)
+		if err != nil {
+			return err
+		}
+		if removed != nil {
+			r.List = &client.ListResult{Header: removed.Header, Members: removed.Members}
+		}
+		crashpoint.Hit(crashpoint.ReplaceRemovedFirst)
 	}
 	if err := o.add(ctx, c, r, res); err != nil {
 		return err
