@@ -19,7 +19,7 @@ import (
 // peer, the chaos test's forged-notice fault). They send clusterdpb's messages with its
 // generated client, as the members do.
 
-// Notice names one kind of notice (see noticeService) by its method on the peer port.
+// Notice names one kind of notice (see peerService) by its method on the peer port.
 type Notice string
 
 // The notices.
