@@ -1,4 +1,5 @@
 # make man    regenerate the man pages in docs/man
+# make proto  regenerate pkg/wire/clusterdpb's Go from its .proto (scripts/genproto.sh; no protoc)
 # make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data);
 #             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls)
 # make test   every check and every test: what CI runs
@@ -21,7 +22,7 @@ TAGS := grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w\ -X\ github.com/clusterctl/clusterctl/pkg/version.Version=$(VERSION)
 
-.PHONY: build run test check unit race bench chaos clean man
+.PHONY: build run test check unit race bench chaos clean man proto
 
 build:
 	$(BUILD) -o $(BIN)/clusterd ./cmd/clusterd
@@ -75,6 +76,9 @@ FAULTS ?= all
 chaos:
 	$(GO) test ./tests/chaos -run TestChaos -count=1 -v -timeout $(CHAOS_TIMEOUT) -args -duration=$(DURATION) \
 		-voters=$(VOTERS) -learners=$(LEARNERS) -faults=$(FAULTS) -tls=$(if $(filter 0 no false,$(TLS)),false,true)
+
+proto:
+	GO=$(GO) scripts/genproto.sh
 
 clean:
 	rm -rf $(BIN)

@@ -19,6 +19,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -34,10 +35,19 @@ type fakeServer struct {
 	addName  atomic.Value // the clusterd-member-name metadata of the last MemberAdd
 }
 
+// membersValue is clusterd's clusterd-members-bin metadata listing ms.
+func membersValue(ms ...membership.Member) string {
+	list := make([]*membership.Member, len(ms))
+	for i := range ms {
+		list[i] = &ms[i]
+	}
+	return wire.MembersValue(membership.NewCluster(1, list))
+}
+
 func (f *fakeServer) header(ctx context.Context) {
 	if f.clusterd {
 		grpc.SetHeader(ctx, metadata.Pairs(
-			wire.Members, `[{"id":"96dbf27657837fe1","name":"infra3","started":false},{"id":"77f41cbd71028a3a","name":"infra0","started":true}]`,
+			wire.Members, membersValue(membership.Member{ID: 0x96dbf27657837fe1, Name: "infra3"}, membership.Member{ID: 0x77f41cbd71028a3a, Name: "infra0", Started: true}),
 			wire.Leader, "77f41cbd71028a3a"))
 	}
 }
@@ -406,7 +416,7 @@ func TestResolveFullIDSendsNothing(t *testing.T) {
 func TestResolveAmbiguousName(t *testing.T) {
 	f := &fakeServer{list: func(ctx context.Context) error {
 		// Two members under one name.
-		return grpc.SetHeader(ctx, metadata.Pairs(wire.Members, `[{"id":"96dbf27657837fe1","name":"abc","started":true},{"id":"77f41cbd71028a3a","name":"abc","started":true}]`))
+		return grpc.SetHeader(ctx, metadata.Pairs(wire.Members, membersValue(membership.Member{ID: 0x96dbf27657837fe1, Name: "abc", Started: true}, membership.Member{ID: 0x77f41cbd71028a3a, Name: "abc", Started: true})))
 	}}
 	_, err := newClient(t, serve(t, f)).Resolve(context.Background(), "abc")
 	var amb *AmbiguousNameError

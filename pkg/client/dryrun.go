@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"slices"
 
@@ -120,11 +119,11 @@ func (c *Client) dryRun(ctx context.Context, method string, req, answer proto.Me
 		}
 		return nil, &DryRunIgnoredError{Endpoint: c.endpoints[c.at]}
 	}
-	var rep dryRunReply
-	if jerr := json.Unmarshal([]byte(raw[0]), &rep); jerr != nil {
-		return nil, fmt.Errorf("cannot read the server's dry-run report: %v", jerr)
+	rep, perr := wire.ReportFromValue(raw[0])
+	if perr != nil {
+		return nil, fmt.Errorf("cannot read the server's dry-run report: %v", perr)
 	}
-	r := rep.result()
+	r := dryRunOf(rep)
 	// A refusal is the status the real change would get, sent beside the report.
 	r.Err = err
 	return r, nil
@@ -144,15 +143,6 @@ func (c *Client) ensureClusterd(ctx context.Context) error {
 	return nil
 }
 
-// dryRunReply is clusterd's clusterd-dry-run-bin header: the JSON of the server's reconfig.Reply,
-// which is made of membership's types, so both sides read one definition of the wire.
-type dryRunReply struct {
-	Cluster *membership.Cluster     `json:"cluster"`
-	Member  membership.Member       `json:"member"`
-	Before  membership.QuorumReport `json:"before"`
-	After   membership.QuorumReport `json:"after"`
-}
-
 // report returns nil for a report the server did not fill in: every configuration has at
 // least one voter, so zero voters means the check stopped before counting.
 func report(q membership.QuorumReport) *QuorumReport {
@@ -162,7 +152,8 @@ func report(q membership.QuorumReport) *QuorumReport {
 	return &q
 }
 
-func (rep *dryRunReply) result() *DryRun {
+// dryRunOf is the DryRun of clusterd's report (the clusterd-dry-run-bin header).
+func dryRunOf(rep *wire.Report) *DryRun {
 	m := rep.Member
 	r := &DryRun{
 		Member: Member{

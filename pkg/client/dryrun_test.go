@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -32,7 +33,7 @@ type dryRunServer struct {
 
 func (f *dryRunServer) MemberList(ctx context.Context, _ *pb.MemberListRequest) (*pb.MemberListResponse, error) {
 	if f.clusterd {
-		grpc.SetHeader(ctx, metadata.Pairs(wire.Members, `[]`, wire.Leader, "77f41cbd71028a3a"))
+		grpc.SetHeader(ctx, metadata.Pairs(wire.Members, membersValue(), wire.Leader, "77f41cbd71028a3a"))
 	}
 	return &pb.MemberListResponse{Header: pbHeader, Members: pbMembers}, nil
 }
@@ -66,14 +67,24 @@ func serveDryRun(t *testing.T, f *dryRunServer) string {
 	return serveWith(t, func(s *grpc.Server) { pb.RegisterClusterServer(s, f) })
 }
 
-// A report as clusterd writes it: IDs are JSON numbers.
-const reportJSON = `{"cluster":{"clusterID":11064646220597656917,"members":{}},` +
-	`"member":{"id":10870548715677122529,"name":"infra3","peerURLs":["http://127.0.0.1:42380"],"isLearner":true},` +
-	`"before":{"voters":3,"learners":0,"startedVoters":3,"connectedVoters":2,"quorum":2,"faultTolerance":0},` +
-	`"after":{"voters":3,"learners":1,"startedVoters":3,"connectedVoters":2,"quorum":2,"faultTolerance":0}}`
+// A report as clusterd writes it.
+var clusterdReport = reportValue(&wire.Report{
+	Cluster: membership.NewCluster(11064646220597656917, nil),
+	Member:  membership.Member{ID: 10870548715677122529, Name: "infra3", PeerURLs: []string{"http://127.0.0.1:42380"}, IsLearner: true},
+	Before:  membership.QuorumReport{Voters: 3, Learners: 0, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
+	After:   membership.QuorumReport{Voters: 3, Learners: 1, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
+})
+
+func reportValue(r *wire.Report) string {
+	v, err := wire.ReportValue(r)
+	if err != nil {
+		panic(err)
+	}
+	return v
+}
 
 func TestDryRunAccepted(t *testing.T) {
-	f := &dryRunServer{clusterd: true, report: reportJSON}
+	f := &dryRunServer{clusterd: true, report: clusterdReport}
 	c := newClient(t, serveDryRun(t, f))
 	r, err := c.MemberAddDryRun(context.Background(), "infra3", []string{"http://127.0.0.1:42380"}, true)
 	if err != nil {
@@ -97,7 +108,7 @@ func TestDryRunAccepted(t *testing.T) {
 
 func TestDryRunRefusedKeepsReportAndError(t *testing.T) {
 	f := &dryRunServer{clusterd: true,
-		report:  `{"cluster":{"clusterID":1},"member":{"id":5},"before":{"voters":0},"after":{"voters":0},"refusal":"etcdserver: member not found"}`,
+		report:  reportValue(&wire.Report{Cluster: membership.NewCluster(1, nil), Member: membership.Member{ID: 5}}),
 		refusal: status.Error(codes.NotFound, ErrMemberNotFound.Message)}
 	r, err := newClient(t, serveDryRun(t, f)).MemberRemoveDryRun(context.Background(), 5)
 	if err != nil {
@@ -132,7 +143,7 @@ func TestDryRunIgnoredIsReported(t *testing.T) {
 // The probe goes to the member the change then goes to: with etcd first and clusterd second,
 // the dry run is refused rather than sent to either.
 func TestDryRunProbesTheMemberItSendsTo(t *testing.T) {
-	etcd, clusterd := &dryRunServer{}, &dryRunServer{clusterd: true, report: reportJSON}
+	etcd, clusterd := &dryRunServer{}, &dryRunServer{clusterd: true, report: clusterdReport}
 	c := newClient(t, serveDryRun(t, etcd), serveDryRun(t, clusterd))
 	_, err := c.MemberRemoveDryRun(context.Background(), 5)
 	var unsupported *DryRunUnsupportedError
@@ -143,7 +154,7 @@ func TestDryRunProbesTheMemberItSendsTo(t *testing.T) {
 
 // A linearizable list that already came from clusterd (resolving a name) spares the probe.
 func TestDryRunAfterListNeedsNoProbe(t *testing.T) {
-	f := &dryRunServer{clusterd: true, report: reportJSON}
+	f := &dryRunServer{clusterd: true, report: clusterdReport}
 	c := newClient(t, serveDryRun(t, f))
 	if _, err := c.ListForResolve(context.Background()); err != nil {
 		t.Fatal(err)

@@ -1,7 +1,6 @@
 package client
 
 import (
-	"encoding/json"
 	"net"
 	"strconv"
 	"strings"
@@ -11,6 +10,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -71,8 +71,10 @@ func FuzzDecodeAnswers(f *testing.F) {
 		}
 		f.Add(b, "")
 	}
-	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}, `[{"id":"96dbf27657837fe1","name":"infra3","started":false}]`)
-	f.Add([]byte{}, `{"cluster":{"id":1,"members":{"1":{"id":1}}},"member":{"id":1},"before":{"voters":1}}`)
+	c := membership.NewCluster(1, []*membership.Member{{ID: 0x96dbf27657837fe1, Name: "infra3"}, {ID: 1, Started: true}})
+	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}, wire.MembersValue(c))
+	report, _ := wire.ReportValue(&wire.Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1}})
+	f.Add([]byte{}, report)
 	f.Fuzz(func(t *testing.T, body []byte, md string) {
 		var add pb.MemberAddResponse
 		if proto.Unmarshal(body, &add) == nil {
@@ -82,9 +84,8 @@ func FuzzDecodeAnswers(f *testing.F) {
 		if proto.Unmarshal(body, &st) == nil {
 			statusOfAnswer(&st)
 		}
-		var rep dryRunReply
-		if json.Unmarshal([]byte(md), &rep) == nil {
-			rep.result()
+		if rep, err := wire.ReportFromValue(md); err == nil {
+			dryRunOf(rep)
 		}
 	})
 }

@@ -2,17 +2,16 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // HistoryQuery selects events of the membership history (wire.HistoryRequest).
@@ -49,13 +48,10 @@ const maxHistoryAnswer = 256 << 20
 // MemberHistory reads the membership history q selects. A member without one (etcd, an older
 // clusterd) is a *HistoryUnsupportedError, a peer URL given as endpoint a *PeerEndpointError.
 func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryResult, error) {
-	body, err := json.Marshal(q)
-	if err != nil {
-		return nil, err
-	}
-	var a wrapperspb.BytesValue
-	err = c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) error {
-		return conn.Invoke(ctx, wire.HistoryList, wrapperspb.Bytes(body), &a, grpc.MaxCallRecvMsgSize(maxHistoryAnswer))
+	var a *cpb.HistoryAnswer
+	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		a, err = cpb.NewHistoryClient(conn).List(ctx, q.Proto(), grpc.MaxCallRecvMsgSize(maxHistoryAnswer))
+		return err
 	})
 	var se *ServerError
 	if errors.As(err, &se) && se.Code == codes.Unimplemented {
@@ -64,14 +60,10 @@ func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryRes
 	if err != nil {
 		return nil, err
 	}
-	var ans wire.HistoryAnswer
-	if err := json.Unmarshal(a.GetValue(), &ans); err != nil {
-		return nil, fmt.Errorf("reading the history answer: %w", err)
-	}
 	return &HistoryResult{
-		Header:  Header{ClusterID: uint64(ans.ClusterID), MemberID: uint64(ans.MemberID), RaftTerm: ans.RaftTerm},
-		Events:  ans.Events,
-		Dropped: ans.Dropped,
+		Header:  Header{ClusterID: a.GetClusterId(), MemberID: a.GetMemberId(), RaftTerm: a.GetRaftTerm()},
+		Events:  wire.EventsFromProto(a.GetEvents()),
+		Dropped: a.GetDropped(),
 	}, nil
 }
 

@@ -2,7 +2,6 @@ package client
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"strconv"
 	"time"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -180,13 +180,6 @@ func (c *Client) invoke(ctx context.Context, read bool, method string, req, answ
 	return hdr, err
 }
 
-// clusterdMember is one element of the clusterd-members-bin metadata (docs/wire.md).
-type clusterdMember struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Started bool   `json:"started"`
-}
-
 // fromClusterd completes the members of an answer: names, the started flag and the leader from
 // clusterd's metadata when it is there, and etcd's rule otherwise.
 func fromClusterd(ms []Member, hdr metadata.MD) []Member {
@@ -211,20 +204,18 @@ func fromClusterd(ms []Member, hdr metadata.MD) []Member {
 // clusterdMembers decodes clusterd-members-bin. Metadata that is missing or cannot be read
 // leaves etcd's own rule in force rather than failing: the answer itself is valid, and after a
 // change it reports something that has already happened.
-func clusterdMembers(hdr metadata.MD) map[uint64]clusterdMember {
+func clusterdMembers(hdr metadata.MD) map[uint64]membership.Member {
 	v := hdr.Get(wire.Members)
 	if len(v) == 0 {
 		return nil
 	}
-	var list []clusterdMember
-	if json.Unmarshal([]byte(v[0]), &list) != nil {
+	list, err := wire.MembersFromValue(v[0])
+	if err != nil {
 		return nil
 	}
-	known := make(map[uint64]clusterdMember, len(list))
+	known := make(map[uint64]membership.Member, len(list))
 	for _, m := range list {
-		if id, err := ParseID(m.ID); err == nil {
-			known[id] = m
-		}
+		known[uint64(m.ID)] = m
 	}
 	return known
 }

@@ -2,10 +2,8 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
-	"maps"
 	"slices"
 	"sync"
 	"testing"
@@ -15,10 +13,12 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 func ctxWithName(name string) (context.Context, context.CancelFunc) {
@@ -70,15 +70,13 @@ func namesOf(t *testing.T, c pb.ClusterClient) map[uint64]string {
 	if _, err := c.MemberList(ctx, &pb.MemberListRequest{Linearizable: true}, grpc.Header(&md)); err != nil {
 		t.Fatal(err)
 	}
-	var infos []struct{ ID, Name string }
-	if err := json.Unmarshal([]byte(md.Get(wire.Members)[0]), &infos); err != nil {
+	infos, err := wire.MembersFromValue(md.Get(wire.Members)[0])
+	if err != nil {
 		t.Fatal(err)
 	}
 	out := map[uint64]string{}
 	for _, m := range infos {
-		var id uint64
-		fmt.Sscanf(m.ID, "%x", &id)
-		out[id] = m.Name
+		out[uint64(m.ID)] = m.Name
 	}
 	return out
 }
@@ -299,14 +297,13 @@ func TestDryRunReportLeavesOutRemovedIDs(t *testing.T) {
 		if _, err := m.Client(t).MemberRemove(dctx, &pb.MemberRemoveRequest{ID: added.Member.ID}, grpc.Header(&hdr)); err == nil {
 			t.Fatal("a dry run of the removal of a removed member was accepted")
 		}
-		var report struct {
-			Cluster map[string]json.RawMessage `json:"cluster"`
-		}
-		if raw := hdr.Get(wire.DryRunReport); len(raw) != 1 || json.Unmarshal([]byte(raw[0]), &report) != nil {
+		raw := hdr.Get(wire.DryRunReport)
+		var report cpb.ChangeReply
+		if len(raw) != 1 || proto.Unmarshal([]byte(raw[0]), &report) != nil {
 			t.Fatalf("%s: report %q", m.Name, raw)
 		}
-		if _, ok := report.Cluster["removed"]; ok || report.Cluster["members"] == nil {
-			t.Errorf("%s: the report's cluster has the keys %v; want the members and no removed IDs", m.Name, slices.Sorted(maps.Keys(report.Cluster)))
+		if c := report.GetCluster(); len(c.GetRemoved()) != 0 || len(c.GetHistory()) != 0 || len(c.GetMembers()) == 0 {
+			t.Errorf("%s: the report's cluster is %v; want the members and no removed IDs or history", m.Name, c)
 		}
 	}
 }

@@ -185,7 +185,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.health = health.NewServer()
 	peer := func(opts ...grpc.ServerOption) *grpc.Server {
 		srv := grpc.NewServer(append(append(transport.ServerWindow(),
-			transport.ServerCodec(), grpc.MaxRecvMsgSize(transport.MaxMessageSize)), opts...)...)
+			grpc.MaxRecvMsgSize(transport.MaxMessageSize)), opts...)...)
 		m.tr.Register(srv)
 		m.coord.Register(srv)
 		return srv

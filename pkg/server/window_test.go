@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/h2probe"
 	"github.com/clusterctl/clusterctl/internal/servertest"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // A member never pings a client or a peer because data arrived: every connection it accepts has
@@ -21,7 +22,7 @@ func TestNoFlowControlPings(t *testing.T) {
 	}{
 		// Registered methods, so that the member reads the request before it answers.
 		{"client", m.ClientURL, "/etcdserverpb.Cluster/MemberList", nil},
-		{"peer", m.PeerURL, "/clusterd.peer.v1.Members/Membership", []byte("{}")},
+		{"peer", m.PeerURL, pb.Members_Membership_FullMethodName, nil},
 	} {
 		addr := strings.TrimPrefix(c.url, "http://")
 		conn, err := net.DialTimeout("tcp", addr, 2*time.Second)

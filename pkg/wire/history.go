@@ -3,39 +3,46 @@ package wire
 import (
 	"time"
 
-	"github.com/clusterctl/clusterctl/pkg/membership"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
-// The membership history call (docs/wire.md, docs/commands/member-history.md).
-const (
-	HistoryService = "clusterd.v1.History"
-	HistoryMethod  = "List"
-	// HistoryList is the full method name clients invoke and authorization sees.
-	HistoryList = "/" + HistoryService + "/" + HistoryMethod
-)
+// HistoryList is the membership history call's full method name, which clients invoke and
+// authorization sees (docs/commands/member-history.md).
+const HistoryList = pb.History_List_FullMethodName
 
-// HistoryRequest asks for the events of the membership history, oldest first.
+// HistoryRequest asks for the events of the membership history, oldest first
+// (clusterdpb.HistoryRequest).
 type HistoryRequest struct {
 	// Linearizable reads the history through the leader; otherwise the member answers from what
 	// it has applied.
-	Linearizable bool `json:"linearizable,omitempty"`
+	Linearizable bool
 	// Member keeps the events of one member: its ID in hex or its name (a removed member's too).
-	Member string `json:"member,omitempty"`
+	Member string
 	// Since keeps the events proposed at or after it; events without a time (written by an
 	// older version) are left out then.
-	Since time.Time `json:"since,omitzero"`
+	Since time.Time
 	// Limit keeps the newest Limit events of those selected; zero keeps them all.
-	Limit int `json:"limit,omitempty"`
+	Limit int
 }
 
-// HistoryAnswer is the events selected, oldest first, and how many older events the answering
-// member has dropped to keep its history bounded.
-type HistoryAnswer struct {
-	ClusterID membership.ID      `json:"clusterID"`
-	MemberID  membership.ID      `json:"memberID"`
-	RaftTerm  uint64             `json:"raftTerm"`
-	Events    []membership.Event `json:"events"`
-	Dropped   uint64             `json:"dropped"`
+// Proto is q on the wire.
+func (q HistoryRequest) Proto() *pb.HistoryRequest {
+	p := &pb.HistoryRequest{Linearizable: q.Linearizable, Member: q.Member, Limit: int64(q.Limit)}
+	if !q.Since.IsZero() {
+		p.Since = timestamppb.New(q.Since)
+	}
+	return p
+}
+
+// HistoryRequestFromProto reads what HistoryRequest.Proto wrote; a negative limit keeps every
+// event, as zero does.
+func HistoryRequestFromProto(p *pb.HistoryRequest) HistoryRequest {
+	return HistoryRequest{
+		Linearizable: p.GetLinearizable(), Member: p.GetMember(), Since: timeFromProto(p.GetSince()),
+		Limit: int(max(0, min(p.GetLimit(), int64(^uint32(0)>>1)))),
+	}
 }
 
 // MDVia is request metadata on a membership change: the clusterctl command that makes it, one of

@@ -1,5 +1,12 @@
 package wire
 
+import (
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/membership"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
+)
+
 // Request metadata on the client port.
 const (
 	// MemberName is MemberAdd's new member's name, stored with the member from the start.
@@ -11,16 +18,55 @@ const (
 )
 
 // Response header metadata on the client port, and on the peer port where a change is
-// forwarded to the leader.
+// forwarded to the leader. The -bin keys carry protobuf (clusterdpb), which gRPC sends in base64.
 const (
-	// Members is every Cluster answer's JSON list of {id, name, started}.
+	// Members is every Cluster answer's clusterdpb.MemberList: each member's ID, name and
+	// started flag (MembersValue).
 	Members = "clusterd-members-bin"
 	// Leader is the leader's ID in 16 hex digits, empty without one.
 	Leader = "clusterd-leader"
-	// DryRunReport is a dry run's JSON report beside its verdict, accepted or refused: a gRPC
-	// call answers a status or a message, and a dry run's verdict is both.
+	// DryRunReport is a dry run's clusterdpb.ChangeReply beside its verdict, accepted or refused
+	// (Report): a gRPC call answers a status or a message, and a dry run's verdict is both.
 	DryRunReport = "clusterd-dry-run-bin"
 )
 
 // PeerURLs is the raft stream's metadata naming its sender's peer URLs.
 const PeerURLs = "clusterd-peer-urls"
+
+// MembersValue is the value of Members for c: its members' IDs, names and started flags.
+func MembersValue(c *membership.Cluster) string {
+	list := &pb.MemberList{}
+	for _, m := range c.List() {
+		list.Members = append(list.Members, &pb.Member{Id: uint64(m.ID), Name: m.Name, Started: m.Started})
+	}
+	b, _ := proto.Marshal(list)
+	return string(b)
+}
+
+// MembersFromValue reads a value of Members.
+func MembersFromValue(v string) ([]membership.Member, error) {
+	var list pb.MemberList
+	if err := proto.Unmarshal([]byte(v), &list); err != nil {
+		return nil, err
+	}
+	out := make([]membership.Member, len(list.GetMembers()))
+	for i, m := range list.GetMembers() {
+		out[i] = MemberFromProto(m)
+	}
+	return out, nil
+}
+
+// ReportValue is the value of DryRunReport for r, as it leaves the member that decided it.
+func ReportValue(r *Report) (string, error) {
+	b, err := proto.Marshal(r.WithoutRemoved().Proto())
+	return string(b), err
+}
+
+// ReportFromValue reads a value of DryRunReport.
+func ReportFromValue(v string) (*Report, error) {
+	var p pb.ChangeReply
+	if err := proto.Unmarshal([]byte(v), &p); err != nil {
+		return nil, err
+	}
+	return ReportFromProto(&p), nil
+}

@@ -2,7 +2,6 @@ package chaos
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
@@ -20,6 +19,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -184,31 +184,25 @@ func (r *recorder) classify(in input, err error) (output, bool) {
 	return output{Unknown: true}, true
 }
 
-type memberInfo struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Started bool   `json:"started"`
-}
-
 // toView reads a list: the members from the response, their names and started flags from the
 // clusterd-members-bin header (an unstarted member has no name in etcd's Member).
 func toView(resp *pb.MemberListResponse, header metadata.MD) (*view, error) {
 	v := &view{started: map[uint64]bool{}}
-	names := map[string]memberInfo{}
+	names := map[uint64]membership.Member{}
 	if vals := header.Get(wire.Members); len(vals) > 0 {
-		var infos []memberInfo
-		if err := json.Unmarshal([]byte(vals[0]), &infos); err != nil {
+		infos, err := wire.MembersFromValue(vals[0])
+		if err != nil {
 			return nil, fmt.Errorf("header %s: %v", wire.Members, err)
 		}
 		for _, i := range infos {
-			names[i.ID] = i
+			names[uint64(i.ID)] = i
 		}
 	}
 	if vals := header.Get(wire.Leader); len(vals) > 0 && vals[0] != "" {
 		fmt.Sscanf(vals[0], "%x", &v.leader)
 	}
 	for _, m := range resp.GetMembers() {
-		info := names[fmt.Sprintf("%016x", m.GetID())]
+		info := names[m.GetID()]
 		urls := slices.Clone(m.GetPeerURLs())
 		sort.Strings(urls)
 		v.members = append(v.members, mem{ID: m.GetID(), Name: info.Name, URL: strings.Join(urls, ","), Learner: m.GetIsLearner()})

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"encoding/json"
 	"os"
 	"strings"
 	"time"
@@ -91,12 +90,6 @@ func incoming(ctx context.Context, key string) string {
 	return ""
 }
 
-type memberInfo struct {
-	ID      string `json:"id"`
-	Name    string `json:"name"`
-	Started bool   `json:"started"`
-}
-
 // toProtoMembers converts a membership for the wire.
 func toProtoMembers(c *membership.Cluster) []*pb.Member {
 	var out []*pb.Member
@@ -109,16 +102,11 @@ func toProtoMembers(c *membership.Cluster) []*pb.Member {
 // setMembersHeader sends what etcd's Member cannot carry (every member's name and started flag,
 // and the leader) as header metadata, for every answer that lists the members.
 func (s *Server) setMembersHeader(ctx context.Context, c *membership.Cluster) {
-	var infos []memberInfo
-	for _, m := range c.List() {
-		infos = append(infos, memberInfo{ID: m.ID.String(), Name: m.Name, Started: m.Started})
-	}
-	b, _ := json.Marshal(infos)
 	lead := ""
 	if l := s.cfg.Node.Leader(); l != 0 {
 		lead = l.String()
 	}
-	_ = grpc.SetHeader(ctx, metadata.Pairs(wire.Members, string(b), wire.Leader, lead))
+	_ = grpc.SetHeader(ctx, metadata.Pairs(wire.Members, wire.MembersValue(c), wire.Leader, lead))
 }
 
 func toProto(m *membership.Member) *pb.Member {
@@ -143,8 +131,9 @@ func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Re
 	if req.DryRun && reply != nil {
 		// The report goes with the verdict, a refusal included: the refusal itself is the
 		// status, exactly as the real change would be answered.
-		b, _ := json.Marshal(reply.WithoutRemoved())
-		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, string(b)))
+		if v, err := wire.ReportValue(reply); err == nil {
+			_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, v))
+		}
 	}
 	if err != nil {
 		return nil, rpcerr.Status(err)

@@ -2,48 +2,31 @@ package api
 
 import (
 	"context"
-	"encoding/json"
 	"strconv"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/wrapperspb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
-// registerHistory adds clusterd's History service (pkg/wire) beside etcd's.
-func (s *Server) registerHistory(g *grpc.Server) {
-	g.RegisterService(&grpc.ServiceDesc{
-		ServiceName: wire.HistoryService,
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{{MethodName: wire.HistoryMethod, Handler: func(_ any, ctx context.Context, dec func(any) error, in grpc.UnaryServerInterceptor) (any, error) {
-			req := &wrapperspb.BytesValue{}
-			if err := dec(req); err != nil {
-				return nil, err
-			}
-			if in == nil {
-				return s.history(ctx, req)
-			}
-			return in(ctx, req, &grpc.UnaryServerInfo{Server: s, FullMethod: wire.HistoryList}, func(ctx context.Context, r any) (any, error) {
-				return s.history(ctx, r.(*wrapperspb.BytesValue))
-			})
-		}}},
-	}, s)
+// registerHistory adds clusterd's History service (clusterdpb.History) beside etcd's.
+func (s *Server) registerHistory(g *grpc.Server) { cpb.RegisterHistoryServer(g, &historyService{s: s}) }
+
+type historyService struct {
+	cpb.UnimplementedHistoryServer
+	s *Server
 }
 
-// history answers the events of the membership history the request selects: linearizable
-// through ReadIndex, as MemberList, or from this member's applied state.
-func (s *Server) history(ctx context.Context, in *wrapperspb.BytesValue) (*wrapperspb.BytesValue, error) {
-	var req wire.HistoryRequest
-	if err := json.Unmarshal(in.GetValue(), &req); err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "history request: %v", err)
-	}
+// List answers the events of the membership history the request selects: linearizable through
+// ReadIndex, as MemberList, or from this member's applied state.
+func (h *historyService) List(ctx context.Context, in *cpb.HistoryRequest) (*cpb.HistoryAnswer, error) {
+	s := h.s
+	req := wire.HistoryRequestFromProto(in)
 	if err := s.refuseStopped(); err != nil {
 		return nil, err
 	}
@@ -56,15 +39,12 @@ func (s *Server) history(ctx context.Context, in *wrapperspb.BytesValue) (*wrapp
 			return nil, rpcerr.Status(err)
 		}
 	}
-	h := s.header()
-	b, err := json.Marshal(wire.HistoryAnswer{
-		ClusterID: membership.ID(h.ClusterId), MemberID: membership.ID(h.MemberId), RaftTerm: h.RaftTerm,
-		Events: selectEvents(c.History.Events(), req), Dropped: c.History.Dropped(),
-	})
-	if err != nil {
-		return nil, rpcerr.Status(err)
+	hdr := s.header()
+	a := &cpb.HistoryAnswer{ClusterId: hdr.ClusterId, MemberId: hdr.MemberId, RaftTerm: hdr.RaftTerm, Dropped: c.History.Dropped()}
+	for _, ev := range selectEvents(c.History.Events(), req) {
+		a.Events = append(a.Events, wire.EventToProto(ev))
 	}
-	return wrapperspb.Bytes(b), nil
+	return a, nil
 }
 
 // selectEvents keeps the events req asks for, oldest first: of one member, since a time, the

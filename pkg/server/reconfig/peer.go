@@ -2,7 +2,6 @@ package reconfig
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -12,57 +11,46 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // ClusterInfo is a member's answer to a Membership call: what a joining member checks its
 // flags against.
 type ClusterInfo struct {
-	Cluster *membership.Cluster `json:"cluster"`
-	Applied uint64              `json:"applied"`
-	Leader  membership.ID       `json:"leader"`
+	Cluster *membership.Cluster
+	Applied uint64
+	Leader  membership.ID
 }
 
-const (
-	service          = "clusterd.peer.v1.Members"
-	changeMethod     = "/" + service + "/Change"
-	membershipMethod = "/" + service + "/Membership"
-)
+// Register adds the Members service (clusterdpb.Members: Change and Membership) to a peer gRPC
+// server.
+func (c *Coordinator) Register(s *grpc.Server) { pb.RegisterMembersServer(s, &membersService{c: c}) }
 
-// Register adds the Change and Membership calls to a peer gRPC server.
-func (c *Coordinator) Register(s *grpc.Server) {
-	s.RegisterService(&grpc.ServiceDesc{
-		ServiceName: service,
-		HandlerType: (*any)(nil),
-		Methods: []grpc.MethodDesc{
-			{MethodName: "Change", Handler: c.serveChange},
-			{MethodName: "Membership", Handler: func(_ any, _ context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-				req := &membershipRequest{}
-				if err := dec(req); err != nil {
-					return nil, err
-				}
-				cl := c.cfg.Node.Cluster()
-				if req.WithoutRemoved {
-					cl = cl.WithoutRemoved()
-				}
-				return &ClusterInfo{Cluster: cl, Applied: c.cfg.Node.Applied(), Leader: c.cfg.Node.Leader()}, nil
-			}},
-		},
-	}, struct{}{})
+type membersService struct {
+	pb.UnimplementedMembersServer
+	c *Coordinator
 }
 
-// serveChange decides a request another member forwarded. Errors leave as the registry's
-// statuses, which forward reads back as the same values.
-func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-	req := &Request{}
-	if err := dec(req); err != nil {
-		return nil, err
+func (s *membersService) Membership(_ context.Context, req *pb.MembershipRequest) (*pb.MembershipAnswer, error) {
+	n := s.c.cfg.Node
+	cl := n.Cluster()
+	if req.GetWithoutRemoved() {
+		cl = cl.WithoutRemoved()
 	}
+	return &pb.MembershipAnswer{Cluster: wire.ClusterToProto(cl), Applied: n.Applied(), Leader: uint64(n.Leader())}, nil
+}
+
+// Change decides a request another member forwarded. Errors leave as the registry's statuses,
+// which forward reads back as the same values.
+func (s *membersService) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.ChangeReply, error) {
+	c := s.c
 	if err := c.cfg.Transport.Vouched(ctx); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -73,36 +61,51 @@ func (c *Coordinator) serveChange(_ any, ctx context.Context, dec func(any) erro
 	}
 	ctx, cancel := c.cfg.Node.WithStop(ctx)
 	defer cancel()
-	reply, err := c.decide(ctx, *req)
+	reply, err := c.decide(ctx, requestFromProto(in))
 	if errors.Is(err, raftnode.ErrStopped) {
 		// This leader stopped before it proposed anything: the caller tries the next one.
 		err = raftnode.ErrNotLeader
 	}
-	if reply != nil {
-		reply = reply.WithoutRemoved()
-	}
 	if err == nil {
-		return reply, nil
+		return reply.WithoutRemoved().Proto(), nil
 	}
 	if reply != nil {
-		b, jerr := json.Marshal(reply)
-		if jerr != nil {
-			return nil, rpcerr.Status(jerr)
+		v, perr := wire.ReportValue(reply)
+		if perr != nil {
+			return nil, rpcerr.Status(perr)
 		}
-		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, string(b)))
+		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, v))
 	}
 	return nil, rpcerr.Status(err)
+}
+
+// requestToProto is req as a member forwards it to its leader.
+func requestToProto(req Request) *pb.ChangeRequest {
+	p := &pb.ChangeRequest{Change: wire.ChangeToProto(req.Change), DryRun: req.DryRun}
+	if req.ReadyWait != 0 {
+		p.ReadyWait = durationpb.New(req.ReadyWait)
+	}
+	return p
+}
+
+// requestFromProto reads what requestToProto wrote; a wait that is not a valid duration is none.
+func requestFromProto(p *pb.ChangeRequest) Request {
+	req := Request{Change: wire.ChangeFromProto(p.GetChange()), DryRun: p.GetDryRun()}
+	if w := p.GetReadyWait(); w.IsValid() {
+		req.ReadyWait = w.AsDuration()
+	}
+	return req
 }
 
 // SendChange sends req over conn as a member forwards a change to its leader, for a program that
 // speaks the peer protocol from outside a member (the hostile-peer test); forward is the
 // members' own way.
 func SendChange(ctx context.Context, conn *grpc.ClientConn, req Request) (*Reply, error) {
-	reply := &Reply{}
-	if err := conn.Invoke(ctx, changeMethod, &req, reply); err != nil {
+	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req))
+	if err != nil {
 		return nil, err
 	}
-	return reply, nil
+	return wire.ReportFromProto(reply), nil
 }
 
 // fromPeer reads what a call to another member failed with: a registered error by its message,
@@ -117,6 +120,8 @@ func fromPeer(err error) error {
 	switch {
 	case !ok:
 		return err
+	case transport.OlderProtocol(err):
+		return fmt.Errorf("%w: the member speaks an older peer protocol; members of different versions do not talk, upgrade every member together", err)
 	case st.Code() == codes.DeadlineExceeded || st.Code() == codes.Canceled:
 		return raftnode.ErrTimeout
 	case st.Code() == codes.Unavailable && strings.HasPrefix(st.Message(), "connection error:"):
@@ -138,20 +143,21 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	if err != nil {
 		return nil, err
 	}
-	reply := &Reply{}
 	var hdr metadata.MD
-	if err := conn.Invoke(ctx, changeMethod, &req, reply, grpc.Header(&hdr)); err != nil {
+	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req), grpc.Header(&hdr))
+	if err != nil {
 		err = fromPeer(err)
 		report := hdr.Get(wire.DryRunReport)
 		if !req.DryRun || len(report) == 0 || retryable(err) {
 			return nil, err
 		}
-		if jerr := json.Unmarshal([]byte(report[0]), reply); jerr != nil {
-			return nil, fmt.Errorf("reading the leader's dry-run report: %w", jerr)
+		r, perr := wire.ReportFromValue(report[0])
+		if perr != nil {
+			return nil, fmt.Errorf("reading the leader's dry-run report: %w", perr)
 		}
-		return reply, err
+		return r, err
 	}
-	return reply, nil
+	return wire.ReportFromProto(reply), nil
 }
 
 func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
@@ -178,13 +184,6 @@ func (c *Coordinator) Close() {
 	}
 }
 
-// membershipRequest is a Membership call. WithoutRemoved asks for the members alone, without
-// the removed IDs, as many as the cluster's whole history; a member that does not know the
-// field sends them anyway.
-type membershipRequest struct {
-	WithoutRemoved bool `json:"withoutRemoved,omitempty"`
-}
-
 // FetchMembership asks a member, by its peer URL, for the membership it has applied; creds
 // dial an https:// peer URL (nil without peer TLS settings). withRemoved: the answer is to say
 // which IDs were removed, not only who the members are.
@@ -200,13 +199,13 @@ func FetchMembership(ctx context.Context, peerURL string, creds credentials.Tran
 // MembershipOn is FetchMembership on a connection already made to peerURL, for a caller that
 // asks the same member again.
 func MembershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, withRemoved bool) (*ClusterInfo, error) {
-	info := &ClusterInfo{}
-	if err := conn.Invoke(ctx, membershipMethod, &membershipRequest{WithoutRemoved: !withRemoved}, info); err != nil {
+	a, err := pb.NewMembersClient(conn).Membership(ctx, &pb.MembershipRequest{WithoutRemoved: !withRemoved})
+	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
 			// Unreachable, or refused at the TLS handshake: gRPC's words say which.
 			return nil, fmt.Errorf("%s: %s", peerURL, st.Message())
 		}
 		return nil, fmt.Errorf("%s: %w", peerURL, fromPeer(err))
 	}
-	return info, nil
+	return &ClusterInfo{Cluster: wire.ClusterFromProto(a.GetCluster()), Applied: a.GetApplied(), Leader: membership.ID(a.GetLeader())}, nil
 }

@@ -4,14 +4,20 @@ import (
 	"context"
 	"errors"
 	"net"
+	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/emptypb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
+	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // servePeers serves every coordinator's peer calls on a port of its own and points the others'
@@ -42,7 +48,7 @@ func servePeer(t *testing.T, c *Coordinator) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv := grpc.NewServer(transport.ServerCodec())
+	srv := grpc.NewServer()
 	c.Register(srv)
 	go srv.Serve(lis)
 	t.Cleanup(srv.Stop)
@@ -116,8 +122,31 @@ func TestMembershipWithoutRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	info := &ClusterInfo{}
-	if err := conn.Invoke(ctx, membershipMethod, &struct{}{}, info); err != nil || !info.Cluster.IsRemoved(gone) {
-		t.Errorf("an older member's call: %v, %s removed: %v", err, gone, info != nil && info.Cluster != nil && info.Cluster.IsRemoved(gone))
+	// A request without the field, as a member that does not know it sends, gets them.
+	a, err := pb.NewMembersClient(conn).Membership(ctx, &pb.MembershipRequest{})
+	if info := wire.ClusterFromProto(a.GetCluster()); err != nil || info == nil || !info.IsRemoved(gone) {
+		t.Errorf("a call without the field: %v, %s removed: %v", err, gone, info != nil && info.IsRemoved(gone))
+	}
+	// A member of the JSON protocol before it is not understood, and is told so.
+	if err := conn.Invoke(ctx, "/clusterd.peer.v1.Members/Membership", &emptypb.Empty{}, &emptypb.Empty{}); status.Code(err) != codes.Unimplemented {
+		t.Errorf("a clusterd.peer.v1 call: %v, want Unimplemented", err)
+	}
+}
+
+// A member of an older peer protocol answers Unimplemented, which the asking member says in
+// words.
+func TestFetchMembershipFromAnOlderMember(t *testing.T) {
+	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := grpc.NewServer() // without clusterd.v2.Members
+	go srv.Serve(lis)
+	t.Cleanup(srv.Stop)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	_, err = FetchMembership(ctx, "http://"+lis.Addr().String(), nil, false)
+	if err == nil || !strings.Contains(err.Error(), "speaks an older peer protocol") {
+		t.Fatalf("got %v, want the older-protocol error", err)
 	}
 }

@@ -12,38 +12,23 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
-// Request is one membership change as a client asked for it. On the wire between members:
-// field names are part of the peer protocol.
+// Request is one membership change as a client asked for it; between members it travels as a
+// clusterdpb.ChangeRequest (peer.go).
 type Request struct {
-	Change membership.Change `json:"change"`
-	DryRun bool              `json:"dryRun,omitempty"`
+	Change membership.Change
+	DryRun bool
 	// ReadyWait is how long the leader may wait for a learner to promote to be in sync before
 	// it judges the promotion, which then goes through the moment the learner is: a client that
 	// waits for the learner asks once instead of again and again.
-	ReadyWait time.Duration `json:"readyWait,omitempty"`
+	ReadyWait time.Duration
 }
 
 // Reply is the outcome of a Request. A dry run that would be refused has one too, beside the
 // error: the report the verdict was reached on.
-type Reply struct {
-	Cluster *membership.Cluster     `json:"cluster"`
-	Member  membership.Member       `json:"member"` // the member the change is about, ID assigned
-	Before  membership.QuorumReport `json:"before"`
-	After   membership.QuorumReport `json:"after"`
-}
-
-// WithoutRemoved is r as it leaves the member that decided it (a forwarded change's answer, a
-// dry run's report): its membership without the removed IDs, as many as the cluster's whole
-// history, which every such answer would otherwise carry; the answers are about the members.
-func (r *Reply) WithoutRemoved() *Reply {
-	out := *r
-	if out.Cluster != nil {
-		out.Cluster = out.Cluster.WithoutRemoved()
-	}
-	return &out
-}
+type Reply = wire.Report
 
 // Config configures a Coordinator.
 type Config struct {

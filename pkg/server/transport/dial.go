@@ -7,8 +7,10 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/status"
 )
 
 // Dial opens a client connection to a peer URL for the server's own peer calls. An https:// or
@@ -35,7 +37,7 @@ func Dial(peerURL string, secure credentials.TransportCredentials) (*grpc.Client
 			MinConnectTimeout: time.Second,
 		}),
 		grpc.WithStaticStreamWindowSize(Window), grpc.WithStaticConnWindowSize(Window),
-		grpc.WithDefaultCallOptions(CallCodec(), grpc.MaxCallRecvMsgSize(MaxMessageSize)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(MaxMessageSize)))
 }
 
 // Window is the flow-control window, per stream and per connection, of a member's end of every
@@ -76,6 +78,16 @@ func target(u string) (string, bool, error) {
 		return "unix://" + p.Path, p.Scheme == "unixs", nil
 	}
 	return "", false, fmt.Errorf("unsupported URL scheme %q in %s (http, https, unix or unixs)", p.Scheme, u)
+}
+
+// OlderProtocol reports whether err is a peer's answer that it does not know a call of this
+// version's peer protocol (clusterdpb's package): a member of an older build, which this one does
+// not talk to, as all members upgrade together (docs/wire.md).
+func OlderProtocol(err error) bool { return status.Code(err) == codes.Unimplemented }
+
+// olderProtocolLine is the one line logged when a peer answers OlderProtocol.
+func olderProtocolLine(id fmt.Stringer) string {
+	return "peer " + id.String() + " speaks an older peer protocol: members of different versions do not talk; upgrade every member together"
 }
 
 // Target turns a URL into a gRPC dial target; an error means members cannot dial it.

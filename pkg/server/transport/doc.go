@@ -1,5 +1,6 @@
 // Package transport carries raft messages between members over gRPC streams on the peer URLs,
-// and gives the server a codec and dialer for its own peer-to-peer calls.
+// and gives the server a dialer for its own peer-to-peer calls. The calls and messages are
+// clusterdpb's (pkg/wire/clusterdpb/clusterd.proto), with grpc's own codec.
 //
 // transport.go is the Transport: the receiving end, the notices (Removed, Hello, Probe) and the
 // address book; identity.go decides whom a peer call may speak for, and logs what is refused;
@@ -7,10 +8,10 @@
 // peer.go is the sender to one peer, its queue and its stream; probe.go measures
 // the round trip to each peer; dial.go holds the
 // dial and server options every peer connection shares (backoff, the fixed window, the
-// message size); codec.go is the wire format.
+// message size), and how a peer of an older protocol is told apart (OlderProtocol).
 //
 // Invariants:
-//   - Every message on the wire is an Envelope naming the cluster, the sender and the receiver;
+//   - Every raft message on the wire is in an Envelope naming the cluster, the sender and the receiver;
 //     the receiver refuses a message from another cluster (etcdserver: cluster ID mismatch),
 //     from a removed member, for another member, or whose raft message names other ends than
 //     the envelope, and ends the stream. A stream carries one sender's messages.

@@ -4,9 +4,11 @@ import (
 	"testing"
 
 	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // Bytes are counted on both ends as the envelopes' size, a message that cannot be queued is a
@@ -20,7 +22,7 @@ func TestPeerMetrics(t *testing.T) {
 	sender.Send([]*raftpb.Message{heartbeat(1, 2), heartbeat(1, 2), heartbeat(1, 3)})
 	waitFor(t, "delivery", func() bool { return receiver.count() == 2 })
 
-	want := float64(2 * (&Envelope{Message: heartbeat(1, 2)}).size())
+	want := float64(2 * proto.Size(&pb.Envelope{ClusterId: 7, From: 1, To: 2, Message: heartbeat(1, 2)}))
 	to2, from1, to3 := membership.ID(2).String(), membership.ID(1).String(), membership.ID(3).String()
 	waitFor(t, "the sent bytes", func() bool { return series(t, sendM, "etcd_network_peer_sent_bytes_total", to2) == want })
 	if got := series(t, recvM, "etcd_network_peer_received_bytes_total", from1); got != want {

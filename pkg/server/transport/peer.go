@@ -12,11 +12,13 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/metadata"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // peer sends to one remote member over one stream at a time.
@@ -150,7 +152,11 @@ func (p *peer) run() {
 			next++
 			if msg := err.Error(); msg != logged {
 				// One line per kind of failure, not one per retry.
-				p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
+				if OlderProtocol(err) {
+					p.t.cfg.Logger.Warn(olderProtocolLine(p.id), "err", msg)
+				} else {
+					p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
+				}
 				logged = msg
 			}
 			p.pause(backoff)
@@ -167,7 +173,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	if self := p.t.h.Cluster().Member(p.t.cfg.LocalID); self != nil && len(self.PeerURLs) > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, wire.PeerURLs, strings.Join(self.PeerURLs, ","))
 	}
-	s, err := conn.NewStream(ctx, &raftStreamDesc, raftMethod)
+	s, err := pb.NewPeerClient(conn).Raft(ctx)
 	if err != nil {
 		p.t.report(first, false)
 		return err
@@ -175,14 +181,14 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	// The receiver answers only by ending the stream, with a status that says why (a refusal,
 	// or its shutdown): watch for it, so that a refusal is seen at once and not at the next send.
 	ended := make(chan error, 1)
-	go func() { ended <- s.RecvMsg(&ack{}) }()
+	go func() { ended <- s.RecvMsg(&pb.Ack{}) }()
 	idle := time.NewTimer(time.Minute)
 	defer idle.Stop()
 	m := first
 	for {
-		env := &Envelope{ClusterID: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
+		env := &pb.Envelope{ClusterId: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
 		crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
-		if err := s.SendMsg(env); err != nil {
+		if err := s.Send(env); err != nil {
 			p.t.report(m, false)
 			if errors.Is(err, io.EOF) {
 				err = <-ended
@@ -190,7 +196,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 			return err
 		}
 		p.t.report(m, true)
-		p.t.cfg.Metrics.PeerSent(uint64(p.id), env.size())
+		p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
 		idle.Reset(time.Minute)
 		select {
 		case m = <-p.q:

@@ -6,13 +6,13 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
+
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // ProbeInterval is etcd's prober interval (rafthttp's proberInterval: its connection read
 // timeout of 5 s less a second), how often each peer's round trip is measured.
 const ProbeInterval = 4 * time.Second
-
-const probeMethod = "/clusterd.peer.v1.Peer/Probe"
 
 // probe measures the round trip to the peer every interval, until the peer is closed (removed,
 // or the transport closed), on a connection of its own: the raft stream's connection carries
@@ -41,7 +41,8 @@ func (p *peer) probe(interval time.Duration) {
 	}()
 	t := time.NewTicker(interval)
 	defer t.Stop()
-	n := &notice{ClusterID: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id)}
+	n := p.t.notice(p.id)
+	client := pb.PeerClient(nil)
 	for {
 		urls, gen := p.address()
 		if conn != nil && gen != connGen {
@@ -53,6 +54,7 @@ func (p *peer) probe(interval time.Duration) {
 			if conn, err = p.t.Dial(urls[next%len(urls)]); err == nil {
 				conn.Connect()
 				connGen = gen
+				client = pb.NewPeerClient(conn)
 			}
 		}
 		select {
@@ -67,7 +69,7 @@ func (p *peer) probe(interval time.Duration) {
 		established := conn.GetState() == connectivity.Ready
 		cctx, ccancel := context.WithTimeout(ctx, interval)
 		start := time.Now()
-		err := conn.Invoke(cctx, probeMethod, n, &ack{})
+		_, err := client.Probe(cctx, n)
 		rtt := time.Since(start)
 		ccancel()
 		if err != nil {

@@ -14,6 +14,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // servePeerCounting starts a transport for member 2 of cluster 7 whose server counts the
@@ -26,8 +27,8 @@ func servePeerCounting(t *testing.T, probes *atomic.Int64) string {
 	}
 	tr := New(Config{LocalID: 2, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	tr.Attach(&member{cluster: membership.NewCluster(7, nil)})
-	s := grpc.NewServer(ServerCodec(), grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
-		if info.FullMethod == probeMethod {
+	s := grpc.NewServer(grpc.UnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
+		if info.FullMethod == pb.Peer_Probe_FullMethodName {
 			probes.Add(1)
 		}
 		return h(ctx, req)

@@ -6,30 +6,38 @@ import (
 	"io"
 	"strings"
 
+	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // The peer protocol's calls for a program that speaks it from outside a member: the tests that
 // speak it as a stranger would, or as a member in another member's name (tests/e2e's hostile
-// peer, the chaos test's forged-notice fault). They use the transport's own names and encodings,
-// so the protocol is declared once.
+// peer, the chaos test's forged-notice fault). They send clusterdpb's messages with its
+// generated client, as the members do.
 
-// Notice names one kind of notice (see notice).
+// Notice names one kind of notice (see peerService) by its method on the peer port.
 type Notice string
 
-// The notices, by their method on the peer port.
+// The notices.
 const (
-	Removed Notice = removedMethod
-	Hello   Notice = helloMethod
-	Probe   Notice = probeMethod
+	Removed Notice = pb.Peer_Removed_FullMethodName
+	Hello   Notice = pb.Peer_Hello_FullMethodName
+	Probe   Notice = pb.Peer_Probe_FullMethodName
 )
 
 // SendNotice sends a notice of kind, naming cluster, sender and receiver, over conn.
 func SendNotice(ctx context.Context, conn *grpc.ClientConn, kind Notice, clusterID, from, to uint64) error {
-	return conn.Invoke(ctx, string(kind), &notice{ClusterID: clusterID, From: from, To: to}, &ack{})
+	return conn.Invoke(ctx, string(kind), &pb.Notice{ClusterId: clusterID, From: from, To: to}, &pb.Ack{})
+}
+
+// Envelope is a raft message as SendRaft sends it, in a clusterdpb.Envelope.
+type Envelope struct {
+	ClusterID, From, To uint64
+	Message             *raftpb.Message
 }
 
 // SendRaft sends envs on one raft stream over conn, whose metadata names peerURLs as the
@@ -40,24 +48,18 @@ func SendRaft(ctx context.Context, conn *grpc.ClientConn, peerURLs []string, env
 	if len(peerURLs) > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, wire.PeerURLs, strings.Join(peerURLs, ","))
 	}
-	s, err := conn.NewStream(ctx, &raftStreamDesc, raftMethod)
+	s, err := pb.NewPeerClient(conn).Raft(ctx)
 	if err != nil {
 		return err
 	}
-	for _, env := range envs {
-		if err := s.SendMsg(env); err != nil {
+	for _, e := range envs {
+		if err := s.Send(&pb.Envelope{ClusterId: e.ClusterID, From: e.From, To: e.To, Message: e.Message}); err != nil {
 			if errors.Is(err, io.EOF) {
-				break // the receiver ended the stream: RecvMsg says why
+				break // the receiver ended the stream: CloseAndRecv says why
 			}
 			return err
 		}
 	}
-	if err := s.CloseSend(); err != nil {
-		return err
-	}
-	err = s.RecvMsg(&ack{})
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
+	_, err = s.CloseAndRecv()
 	return err
 }

@@ -13,11 +13,13 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // The refusals a receiver sends back: the registry's (pkg/rpcerr), by their exact text.
@@ -84,53 +86,13 @@ func New(cfg Config) *Transport {
 // Attach sets the member that receives messages.
 func (t *Transport) Attach(h Handler) { t.h = h }
 
-var raftStreamDesc = grpc.StreamDesc{StreamName: "Raft", ClientStreams: true}
+// Register adds the peer service (clusterdpb.Peer: the raft stream and the notices) to a peer
+// gRPC server.
+func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerService{t: t}) }
 
-const raftMethod = "/clusterd.peer.v1.Peer/Raft"
-
-// Register adds the raft stream service to a peer gRPC server.
-func (t *Transport) Register(s *grpc.Server) {
-	desc := raftStreamDesc
-	desc.Handler = func(_ any, stream grpc.ServerStream) error { return t.receive(stream) }
-	s.RegisterService(&grpc.ServiceDesc{
-		ServiceName: "clusterd.peer.v1.Peer",
-		HandlerType: (*any)(nil),
-		Streams:     []grpc.StreamDesc{desc},
-		Methods: []grpc.MethodDesc{
-			// A hint to check, never the proof: the member asks the cluster (RemovalClaims).
-			{MethodName: "Removed", Handler: t.unary(func(from sender, n *notice) {
-				t.ignored.log("a peer says this member has been removed from the cluster; asking the cluster to confirm it",
-					from, "peer", membership.ID(n.From).String())
-				t.claimRemoved()
-			})},
-			// Answered at once, touching nothing: its time is the round trip (probe.go).
-			{MethodName: "Probe", Handler: t.unary(func(sender, *notice) {})},
-			// A hint too: it only ends the backoff of this member's sender to the peer, so that
-			// the next message raft sends it is tried at once. Raft's view changes only when
-			// the peer answers that message.
-			{MethodName: "Hello", Handler: t.unary(func(from sender, n *notice) {
-				id := membership.ID(n.From)
-				m := t.h.Cluster().Member(id)
-				if m == nil {
-					return
-				}
-				if err := t.vouch(from, id, m.PeerURLs); err != nil {
-					t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
-					return
-				}
-				t.mu.Lock()
-				p := t.peers[id]
-				t.mu.Unlock()
-				if p != nil {
-					p.wake()
-				}
-			})},
-		},
-	}, struct{}{})
-}
-
-// notice is a one-off message between members, outside raft. Neither kind is believed: each is
-// a hint that at most makes this member look again.
+// peerService serves clusterdpb.Peer for a Transport. A notice is a one-off message between
+// members, outside raft, and none is believed: each is a hint that at most makes this member look
+// again.
 //   - Removed tells a member that the sender applied its removal. A removed member learns of its
 //     removal from the commit that contains it, but the leader stops sending to it as soon as it
 //     applies that commit, so the member would otherwise find out only when it next campaigns.
@@ -139,34 +101,62 @@ func (t *Transport) Register(s *grpc.Server) {
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
 //     the sender: a member added while it was not running yet would otherwise wait out the
 //     backoff before its first message. Nothing reaches raft.
-type notice struct {
-	ClusterID uint64 `json:"clusterID"`
-	From      uint64 `json:"from"`
-	To        uint64 `json:"to"`
+//   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
+type peerService struct {
+	pb.UnimplementedPeerServer
+	t *Transport
 }
 
-const (
-	removedMethod = "/clusterd.peer.v1.Peer/Removed"
-	helloMethod   = "/clusterd.peer.v1.Peer/Hello"
-)
+func (s *peerService) Raft(stream pb.Peer_RaftServer) error { return s.t.receive(stream) }
 
-// unary serves a notice meant for this member of this cluster; a notice for another cluster or
-// member is refused, and logged (rate-limited) with who sent it.
-func (t *Transport) unary(handle func(sender, *notice)) func(any, context.Context, func(any) error, grpc.UnaryServerInterceptor) (any, error) {
-	return func(_ any, ctx context.Context, dec func(any) error, _ grpc.UnaryServerInterceptor) (any, error) {
-		n := &notice{}
-		if err := dec(n); err != nil {
-			return nil, err
+// Removed is a hint to check, never the proof: the member asks the cluster (RemovalClaims).
+func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
+	return s.t.serveNotice(ctx, n, func(from sender) {
+		s.t.ignored.log("a peer says this member has been removed from the cluster; asking the cluster to confirm it",
+			from, "peer", membership.ID(n.GetFrom()).String())
+		s.t.claimRemoved()
+	})
+}
+
+// Hello is a hint too: it only ends the backoff of this member's sender to the peer, so that the
+// next message raft sends it is tried at once. Raft's view changes only when the peer answers
+// that message.
+func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
+	t := s.t
+	return t.serveNotice(ctx, n, func(from sender) {
+		id := membership.ID(n.GetFrom())
+		m := t.h.Cluster().Member(id)
+		if m == nil {
+			return
 		}
-		from := senderOf(ctx)
-		if n.ClusterID != uint64(t.cfg.ClusterID) || n.To != uint64(t.cfg.LocalID) {
-			t.ignored.log("refused a notice for another cluster or member", from,
-				"peer", membership.ID(n.From).String(), "cluster", membership.ID(n.ClusterID).String(), "to", membership.ID(n.To).String())
-			return nil, rpcerr.Status(ErrClusterIDMismatch)
+		if err := t.vouch(from, id, m.PeerURLs); err != nil {
+			t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
+			return
 		}
-		handle(from, n)
-		return &ack{}, nil
+		t.mu.Lock()
+		p := t.peers[id]
+		t.mu.Unlock()
+		if p != nil {
+			p.wake()
+		}
+	})
+}
+
+func (s *peerService) Probe(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
+	return s.t.serveNotice(ctx, n, func(sender) {})
+}
+
+// serveNotice hands handle a notice meant for this member of this cluster; a notice for another
+// cluster or member is refused, and logged (rate-limited) with who sent it.
+func (t *Transport) serveNotice(ctx context.Context, n *pb.Notice, handle func(sender)) (*pb.Ack, error) {
+	from := senderOf(ctx)
+	if n.GetClusterId() != uint64(t.cfg.ClusterID) || n.GetTo() != uint64(t.cfg.LocalID) {
+		t.ignored.log("refused a notice for another cluster or member", from,
+			"peer", membership.ID(n.GetFrom()).String(), "cluster", membership.ID(n.GetClusterId()).String(), "to", membership.ID(n.GetTo()).String())
+		return nil, rpcerr.Status(ErrClusterIDMismatch)
 	}
+	handle(from)
+	return &pb.Ack{}, nil
 }
 
 // RemovalClaims is sent to when a peer says this member has been removed: by a Removed notice, or
@@ -196,32 +186,35 @@ func (t *Transport) Greet() {
 
 // hello sends peer p the greeting n over conn, the connection of p's sender (nil when it could
 // not dial), else at each of p's URLs until one answers.
-func (t *Transport) hello(conn *grpc.ClientConn, n *notice, urls []string) {
-	if conn != nil && invoke(conn, helloMethod, n) == nil {
+func (t *Transport) hello(conn *grpc.ClientConn, n *pb.Notice, urls []string) {
+	if conn != nil && invoke(conn, pb.PeerClient.Hello, n) == nil {
 		return
 	}
-	t.notify(helloMethod, n, urls)
+	t.notify(pb.PeerClient.Hello, n, urls)
 }
 
 // notifyRemoved tells a removed peer, at each of its URLs until one answers, that it is gone.
 func (t *Transport) notifyRemoved(id membership.ID, urls []string) {
-	t.notify(removedMethod, t.notice(id), urls)
+	t.notify(pb.PeerClient.Removed, t.notice(id), urls)
 }
 
 // notice is a notice from this member to peer id.
-func (t *Transport) notice(id membership.ID) *notice {
-	return &notice{ClusterID: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
+func (t *Transport) notice(id membership.ID) *pb.Notice {
+	return &pb.Notice{ClusterId: uint64(t.cfg.ClusterID), From: uint64(t.cfg.LocalID), To: uint64(id)}
 }
+
+// noticeCall is one of the notice methods of the generated client (pb.PeerClient.Hello, ...).
+type noticeCall func(pb.PeerClient, context.Context, *pb.Notice, ...grpc.CallOption) (*pb.Ack, error)
 
 // notify sends a notice to a peer at each of its URLs, on a connection of its own, until one
 // answers.
-func (t *Transport) notify(method string, n *notice, urls []string) {
+func (t *Transport) notify(call noticeCall, n *pb.Notice, urls []string) {
 	for _, u := range urls {
 		conn, err := t.Dial(u)
 		if err != nil {
 			continue
 		}
-		err = invoke(conn, method, n)
+		err = invoke(conn, call, n)
 		conn.Close()
 		if err == nil {
 			return
@@ -230,46 +223,45 @@ func (t *Transport) notify(method string, n *notice, urls []string) {
 }
 
 // invoke sends a notice on conn and waits a second at most for its answer.
-func invoke(conn *grpc.ClientConn, method string, n *notice) error {
+func invoke(conn *grpc.ClientConn, call noticeCall, n *pb.Notice) error {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
-	return conn.Invoke(ctx, method, n, &ack{})
+	_, err := call(pb.NewPeerClient(conn), ctx, n)
+	return err
 }
 
-type ack struct{}
-
-func (t *Transport) receive(stream grpc.ServerStream) error {
+func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 	// One sender a stream, naming its URLs once, at the stream's start: its first message is
 	// enough to make sure it can be answered, and the rest stay off t.mu. Its identity is
 	// checked on that first message too, and every later one must name the same sender.
 	from := senderOf(stream.Context())
 	var sender membership.ID
 	for {
-		env := &Envelope{}
-		if err := stream.RecvMsg(env); err != nil {
+		env, err := stream.Recv()
+		if err != nil {
 			if errors.Is(err, io.EOF) {
-				return stream.SendMsg(&ack{})
+				return stream.SendAndClose(&pb.Ack{})
 			}
 			return err
 		}
 		if err := t.check(env); err != nil {
-			t.ignored.log("refused a peer's raft messages", from, "peer", membership.ID(env.From).String(), "err", err.Error())
+			t.ignored.log("refused a peer's raft messages", from, "peer", membership.ID(env.GetFrom()).String(), "err", err.Error())
 			return rpcerr.Status(err)
 		}
 		if sender == 0 {
-			if err := t.vouchStream(stream.Context(), from, membership.ID(env.From)); err != nil {
-				t.ignored.log("refused a peer's raft messages", from, "peer", membership.ID(env.From).String(), "err", err.Error())
+			if err := t.vouchStream(stream.Context(), from, membership.ID(env.GetFrom())); err != nil {
+				t.ignored.log("refused a peer's raft messages", from, "peer", membership.ID(env.GetFrom()).String(), "err", err.Error())
 				return status.Error(codes.PermissionDenied, err.Error())
 			}
-			sender = membership.ID(env.From)
+			sender = membership.ID(env.GetFrom())
 			t.answerSender(stream.Context(), sender)
-		} else if membership.ID(env.From) != sender {
+		} else if membership.ID(env.GetFrom()) != sender {
 			return status.Error(codes.PermissionDenied, "a raft stream carries one sender's messages")
 		}
 		// Counted once checked: a refused sender's ID is not a member's, and would be a series.
-		t.cfg.Metrics.PeerReceived(env.From, env.size())
-		crashpoint.HitIf(env.Message.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotReceive)
-		if err := t.h.Step(stream.Context(), env.Message); err != nil {
+		t.cfg.Metrics.PeerReceived(env.GetFrom(), proto.Size(env))
+		crashpoint.HitIf(env.GetMessage().GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotReceive)
+		if err := t.h.Step(stream.Context(), env.GetMessage()); err != nil {
 			return status.Error(codes.Unavailable, err.Error())
 		}
 	}
@@ -277,15 +269,15 @@ func (t *Transport) receive(stream grpc.ServerStream) error {
 
 // check refuses an envelope for another cluster or member, from a removed member, or whose
 // raft message names other ends than the envelope: raft reads the sender from the message.
-func (t *Transport) check(env *Envelope) error {
+func (t *Transport) check(env *pb.Envelope) error {
 	switch {
-	case env.ClusterID != uint64(t.cfg.ClusterID):
+	case env.GetClusterId() != uint64(t.cfg.ClusterID):
 		return ErrClusterIDMismatch
-	case t.h.Cluster().IsRemoved(membership.ID(env.From)):
+	case t.h.Cluster().IsRemoved(membership.ID(env.GetFrom())):
 		return membership.ErrIDRemoved
-	case env.To != uint64(t.cfg.LocalID):
+	case env.GetTo() != uint64(t.cfg.LocalID):
 		return errWrongMember
-	case env.Message.GetFrom() != env.From || env.Message.GetTo() != env.To:
+	case env.GetMessage().GetFrom() != env.GetFrom() || env.GetMessage().GetTo() != env.GetTo():
 		return errWrongMember
 	}
 	return nil

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -16,6 +17,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // member is a Handler that records what reaches it.
@@ -63,7 +65,7 @@ func serveWithMetrics(t *testing.T, local, cid membership.ID, c *membership.Clus
 	l = countingListener{l, &h.accepted}
 	tr := New(Config{LocalID: local, ClusterID: cid, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m})
 	tr.Attach(h)
-	s := grpc.NewServer(ServerCodec())
+	s := grpc.NewServer()
 	tr.Register(s)
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(func() { s.Stop(); tr.Close() })
@@ -115,19 +117,23 @@ func TestCheck(t *testing.T) {
 	removed.Removed = membership.NewIDSet(1)
 	tr := New(Config{LocalID: 2, ClusterID: 7})
 	tr.Attach(&member{cluster: removed})
+	env := func(cluster, from, to uint64, m *raftpb.Message) *pb.Envelope {
+		return &pb.Envelope{ClusterId: cluster, From: from, To: to, Message: m}
+	}
 	for _, tt := range []struct {
-		env  Envelope
+		env  *pb.Envelope
 		want error
 	}{
-		{Envelope{ClusterID: 7, From: 3, To: 2, Message: heartbeat(3, 2)}, nil},
-		{Envelope{ClusterID: 8, From: 3, To: 2, Message: heartbeat(3, 2)}, ErrClusterIDMismatch},
-		{Envelope{ClusterID: 7, From: 1, To: 2, Message: heartbeat(1, 2)}, membership.ErrIDRemoved},
-		{Envelope{ClusterID: 7, From: 3, To: 4, Message: heartbeat(3, 4)}, errWrongMember},
-		{Envelope{ClusterID: 7, From: 3, To: 2, Message: heartbeat(4, 2)}, errWrongMember},
-		{Envelope{ClusterID: 7, From: 3, To: 2, Message: heartbeat(3, 5)}, errWrongMember},
+		{env(7, 3, 2, heartbeat(3, 2)), nil},
+		{env(8, 3, 2, heartbeat(3, 2)), ErrClusterIDMismatch},
+		{env(7, 1, 2, heartbeat(1, 2)), membership.ErrIDRemoved},
+		{env(7, 3, 4, heartbeat(3, 4)), errWrongMember},
+		{env(7, 3, 2, heartbeat(4, 2)), errWrongMember},
+		{env(7, 3, 2, heartbeat(3, 5)), errWrongMember},
+		{env(7, 3, 2, nil), errWrongMember},
 	} {
-		if err := tr.check(&tt.env); err != tt.want {
-			t.Errorf("%+v: got %v, want %v", tt.env, err, tt.want)
+		if err := tr.check(tt.env); err != tt.want {
+			t.Errorf("%v: got %v, want %v", tt.env, err, tt.want)
 		}
 	}
 }
@@ -160,9 +166,9 @@ func TestRemovedNoticeIsAClaim(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	for _, n := range []*notice{{ClusterID: 8, From: 1, To: 2}, {ClusterID: 7, From: 1, To: 3}} {
-		if err := invoke(conn, removedMethod, n); err == nil {
-			t.Fatalf("%+v: accepted", n)
+	for _, n := range []*pb.Notice{{ClusterId: 8, From: 1, To: 2}, {ClusterId: 7, From: 1, To: 3}} {
+		if err := invoke(conn, pb.PeerClient.Removed, n); err == nil {
+			t.Fatalf("%v: accepted", n)
 		}
 	}
 	select {
@@ -170,7 +176,7 @@ func TestRemovedNoticeIsAClaim(t *testing.T) {
 		t.Fatal("a notice for another cluster or member made a claim")
 	default:
 	}
-	if err := invoke(conn, removedMethod, &notice{ClusterID: 7, From: 0xdeadbeef, To: 2}); err != nil {
+	if err := invoke(conn, pb.PeerClient.Removed, &pb.Notice{ClusterId: 7, From: 0xdeadbeef, To: 2}); err != nil {
 		t.Fatal(err)
 	}
 	select {
@@ -204,19 +210,59 @@ func TestGreet(t *testing.T) {
 	}
 }
 
-func TestEnvelopeRoundTrip(t *testing.T) {
-	e := &Envelope{ClusterID: 7, From: 1, To: 2, Message: heartbeat(1, 2)}
-	b, err := e.MarshalBinary()
+// A peer of an older build does not know this version's peer service: the sender says so in one
+// line, once, and not as a generic failure.
+func TestOlderPeerProtocolIsSaid(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got Envelope
-	if err := got.UnmarshalBinary(b); err != nil || got.ClusterID != 7 || got.From != 1 || got.To != 2 || got.Message.GetType() != raftpb.MessageType_MsgHeartbeat {
-		t.Fatalf("%+v %v", got, err)
+	s := grpc.NewServer() // no clusterd.v2 service: every call answers Unimplemented
+	go func() { _ = s.Serve(l) }()
+	t.Cleanup(s.Stop)
+	logs := &records{}
+	sender := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(logs)})
+	sender.Attach(&member{cluster: membership.NewCluster(7, nil)})
+	t.Cleanup(sender.Close)
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{"http://" + l.Addr().String()}}}))
+	for i := 0; i < 3; i++ {
+		sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+		waitFor(t, "the older-protocol line", func() bool { return logs.count("peer 0000000000000002 speaks an older peer protocol") == 1 })
 	}
-	if err := got.UnmarshalBinary(b[:10]); err == nil {
-		t.Fatal("a short envelope must be refused")
+	if n := logs.count("cannot send to peer"); n != 0 {
+		t.Fatalf("an older peer logged as a generic failure %d times", n)
 	}
+}
+
+// records is a slog.Handler that keeps the messages logged, for a test to read while the
+// transport logs.
+type records struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (r *records) Enabled(context.Context, slog.Level) bool { return true }
+func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
+func (r *records) WithGroup(string) slog.Handler            { return r }
+
+func (r *records) Handle(_ context.Context, rec slog.Record) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.msgs = append(r.msgs, rec.Message)
+	return nil
+}
+
+// count is how many messages logged so far begin with prefix.
+func (r *records) count(prefix string) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	n := 0
+	for _, m := range r.msgs {
+		if strings.HasPrefix(m, prefix) {
+			n++
+		}
+	}
+	return n
 }
 
 // A member whose membership does not list the sender yet (it has not applied the sender's

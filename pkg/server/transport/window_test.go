@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/h2probe"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // A member's own peer connections (Dial) have the fixed window too: the member does not ping a
@@ -33,7 +34,7 @@ func TestDialNoFlowControlPings(t *testing.T) {
 			done <- result{err: err}
 			return
 		}
-		pings, err := h2probe.Answer(conn, []byte("{}"))
+		pings, err := h2probe.Answer(conn, nil) // an empty MembershipAnswer
 		done <- result{pings, err}
 	}()
 	conn, err := Dial("http://"+ln.Addr().String(), nil)
@@ -42,7 +43,7 @@ func TestDialNoFlowControlPings(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	if err := conn.Invoke(ctx, "/clusterd.peer.v1.Members/Membership", &struct{}{}, &struct{}{}); err != nil {
+	if _, err := pb.NewMembersClient(conn).Membership(ctx, &pb.MembershipRequest{}); err != nil {
 		t.Fatalf("call: %v", err)
 	}
 	conn.Close()
