@@ -1,6 +1,7 @@
 package membership
 
 import (
+	"encoding/binary"
 	"encoding/json"
 	"reflect"
 	"strconv"
@@ -73,9 +74,6 @@ type Event struct {
 	// IsLearner is the member's role after the change (before it, for a removal).
 	IsLearner bool   `json:"isLearner,omitempty"`
 	By        Origin `json:"by,omitzero"`
-	// record is the event's binary record (AppendBinary), made once when the event is recorded
-	// or read: a snapshot copies the records of thousands of events rather than encode them.
-	record []byte
 }
 
 // Stamp is what the log says about an entry beside its change: where it is, when the leader
@@ -87,18 +85,55 @@ type Stamp struct {
 
 // History is the record of applied changes, oldest first: the newest ones kept, and how many
 // older ones were dropped. Like IDSet, a History never changes once made: With returns a new one
-// that shares the old one's events and copies only the few recorded lately, so recording costs
-// O(sqrt(n)), not a copy of the whole history, and memberships of every age can be read at once.
-// The zero History is empty.
+// that shares the old one's records and holds only the few events recorded lately as events, so
+// recording costs O(sqrt(n)), not a copy of the whole history, and memberships of every age can
+// be read at once. The zero History is empty.
+//
+// Most of a history is its base: the events' binary records (history_binary.go) end to end, as
+// a snapshot carries them. A member that receives thousands of events in its first snapshot
+// keeps them so, checked but not decoded, and sends them on with one copy: a new member's way
+// to ready does not depend on how long the history is beyond moving its bytes. An event is
+// decoded only when it is read.
 type History struct {
-	base    []Event // shared between histories, never changed
-	skip    int     // events at the start of base that this history has dropped
-	recent  []Event // this history's own events since base was made
-	dropped uint64  // events dropped over the cluster's life
+	base    *records // shared between histories, never changed
+	skip    int      // records at the start of base that this history has dropped
+	recent  []Event  // this history's own events since base was made
+	dropped uint64   // events dropped over the cluster's life
+}
+
+// records is a run of binary records, each preceded by its length (uvarint): what AppendRecords
+// writes. start[i] is where record i's length begins.
+type records struct {
+	data  []byte
+	start []int
+}
+
+func (r *records) len() int {
+	if r == nil {
+		return 0
+	}
+	return len(r.start)
+}
+
+// from returns the bytes of the records from i on.
+func (r *records) from(i int) []byte {
+	if i >= r.len() {
+		return nil
+	}
+	return r.data[r.start[i]:]
+}
+
+// event decodes record i.
+func (r *records) event(i int) Event {
+	b := r.data[r.start[i]:]
+	n, k := binary.Uvarint(b)
+	// Checked when the records were read (readRecords) or written by AppendBinary.
+	e, _ := decodeEvent(b[k:k+int(n)], true)
+	return e
 }
 
 // Len is the number of events kept.
-func (h History) Len() int { return len(h.base) - h.skip + len(h.recent) }
+func (h History) Len() int { return h.base.len() - h.skip + len(h.recent) }
 
 // Dropped is the number of older events dropped to keep the history bounded.
 func (h History) Dropped() uint64 { return h.dropped }
@@ -111,32 +146,16 @@ func (h History) IsZero() bool { return h.Len() == 0 && h.dropped == 0 }
 
 // Events returns the events kept, oldest first. The slice is the caller's; the events' URL
 // lists are shared and must not be changed.
-func (h History) Events() []Event { return withoutRecords(h.all()) }
+func (h History) Events() []Event { return h.Newest(h.Len()) }
 
-// all is the events kept with their binary records.
-func (h History) all() []Event {
-	out := make([]Event, 0, h.Len())
-	out = append(out, h.base[h.skip:]...)
-	return append(out, h.recent...)
-}
-
-// withoutRecords clears the cached records of events handed out, so that two equal events
-// compare equal however each was made.
-func withoutRecords(events []Event) []Event {
-	for i := range events {
-		events[i].record = nil
-	}
-	return events
-}
-
-// Newest returns the newest k events kept (all when fewer), oldest first, copying only those.
+// Newest returns the newest k events kept (all when fewer), oldest first, decoding only those.
 func (h History) Newest(k int) []Event {
 	k = max(0, min(k, h.Len()))
 	out := make([]Event, 0, k)
-	if fromBase := k - len(h.recent); fromBase > 0 {
-		out = append(out, h.base[len(h.base)-fromBase:]...)
+	for i := max(h.skip, h.base.len()-(k-len(h.recent))); i < h.base.len(); i++ {
+		out = append(out, h.base.event(i))
 	}
-	return withoutRecords(append(out, h.recent[max(0, len(h.recent)-k):]...))
+	return append(out, h.recent[max(0, len(h.recent)-k):]...)
 }
 
 // Last returns the newest event kept.
@@ -157,27 +176,36 @@ func (h History) With(ev Event, max int) History {
 }
 
 // bounded drops the oldest events beyond max, and folds the recent events into a new base once
-// copying them costs about as much as the base amortised over them (IDSet's rule).
+// copying them costs about as much as the base amortised over them (IDSet's rule): the base's
+// records are copied as bytes, and only the recent events are encoded.
 func (h History) bounded(max int) History {
 	if over := h.Len() - max; max > 0 && over > 0 {
 		h.skip += over
 		h.dropped += uint64(over)
 	}
-	live := len(h.base) - h.skip
-	if h.skip <= len(h.base) && (len(h.recent)*len(h.recent) <= live || len(h.recent) < 32) {
+	live := h.base.len() - h.skip
+	if h.skip <= h.base.len() && (len(h.recent)*len(h.recent) <= live || len(h.recent) < 32) {
 		return h
 	}
-	if h.skip > len(h.base) {
-		// Everything in base is dropped, and some of the recent events too.
-		return History{base: h.recent[h.skip-len(h.base):], dropped: h.dropped}
+	return History{base: readRecords(h.AppendRecords(nil)), dropped: h.dropped}
+}
+
+// DroppedTo returns h with its events before sequence number dropped (in everything ever
+// recorded) dropped, and dropped as its count of dropped events: how a member that kept fewer
+// than a snapshot holds reads the snapshot back.
+func (h History) DroppedTo(dropped uint64) History {
+	if dropped <= h.dropped {
+		return h
 	}
-	return History{base: h.all(), dropped: h.dropped}
+	h.skip += int(min(dropped-h.dropped, uint64(h.Len())))
+	h.dropped = dropped
+	return h.bounded(0)
 }
 
 // NewHistory returns a history of events (oldest first) after dropped older ones, bounded by
 // max as With bounds it.
 func NewHistory(events []Event, dropped uint64, max int) History {
-	return History{base: events, dropped: dropped}.bounded(max)
+	return History{base: readRecords(appendRecords(nil, events)), dropped: dropped}.bounded(max)
 }
 
 // historyJSON is how a History travels in JSON (snapshots, peers): the events kept as their
@@ -188,14 +216,21 @@ type historyJSON struct {
 }
 
 // AppendRecords appends the binary records of the events kept, each preceded by its length
-// (uvarint), as the records field of the JSON holds them.
-func (h History) AppendRecords(b []byte) []byte { return appendRecords(b, h.all()) }
+// (uvarint), as the records field of the JSON holds them: the base's with one copy, the recent
+// events encoded.
+func (h History) AppendRecords(b []byte) []byte {
+	b = append(b, h.base.from(h.skip)...)
+	return appendRecords(b, h.recent[max(0, h.skip-h.base.len()):])
+}
 
 // HistoryFromRecords is the history of the records AppendRecords wrote, after dropped older
-// events. It keeps slices of records: give it bytes of its own.
-func HistoryFromRecords(records []byte, dropped uint64) (History, error) {
-	events, err := decodeRecords(records)
-	return History{base: events, dropped: dropped}, err
+// events. Each record is checked, not decoded (an event is decoded when it is read), and the
+// history keeps records: give it bytes of its own.
+func HistoryFromRecords(data []byte, dropped uint64) (History, error) {
+	if err := checkRecords(data); err != nil {
+		return History{}, err
+	}
+	return History{base: readRecords(data), dropped: dropped}, nil
 }
 
 // MarshalJSON writes the events kept and the count dropped.
@@ -245,7 +280,6 @@ func (c *Cluster) ApplyRecorded(ch Change, st Stamp, max int) (*Cluster, error) 
 		RaftIndex: st.Index, Term: st.Term, Time: st.Time, Change: changeName(ch.Kind, m),
 		MemberID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner, By: ch.By,
 	}
-	ev.record = ev.AppendBinary(nil)
 	n.History = c.History.With(ev, max)
 	return n, nil
 }

@@ -4,14 +4,14 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"slices"
 	"time"
 )
 
 // An Event's binary record, as stored in bbolt's history bucket and, base64 in JSON, in
-// snapshots: a history of thousands of events is encoded and decoded in a millisecond or two,
-// where JSON objects took tens, and a new member receives the whole history in its first
-// snapshot. Stored: never change the layout of a version; a new field makes a new version.
+// snapshots. A History holds its events as these records (history.go): a snapshot copies them,
+// and a member that receives one checks them without decoding them, so a new member's first
+// snapshot costs the bytes of the history and no work per event. Stored: never change the
+// layout of a version; a new field makes a new version.
 //
 // Version 1: the byte 1, then raftIndex, term (uvarints), the time in Unix nanoseconds (varint,
 // 0 for none), change (string), memberID (uvarint), name (string), the count of peer URLs
@@ -21,9 +21,6 @@ const eventVersion1 = 1
 
 // AppendBinary appends e's binary record to b.
 func (e Event) AppendBinary(b []byte) []byte {
-	if e.record != nil {
-		return append(b, e.record...)
-	}
 	b = append(b, eventVersion1)
 	b = binary.AppendUvarint(b, e.RaftIndex)
 	b = binary.AppendUvarint(b, e.Term)
@@ -56,10 +53,12 @@ func appendString(b []byte, s string) []byte {
 
 var errShortRecord = errors.New("history record: short or damaged")
 
-// recordReader reads a binary record field by field; the first error sticks.
+// recordReader reads a binary record field by field; the first error sticks. Without keep it
+// only checks the record: its strings are skipped, not made.
 type recordReader struct {
-	b   []byte
-	err error
+	b    []byte
+	keep bool
+	err  error
 }
 
 func (r *recordReader) uvarint() uint64 {
@@ -88,7 +87,10 @@ func (r *recordReader) string() string {
 		r.err, r.b = errShortRecord, nil
 		return ""
 	}
-	s := string(r.b[:n])
+	var s string
+	if r.keep {
+		s = string(r.b[:n])
+	}
 	r.b = r.b[n:]
 	return s
 }
@@ -105,15 +107,12 @@ func (r *recordReader) byte() byte {
 
 // DecodeEvent reads one binary record. It keeps nothing of b, which may be a bbolt value that
 // is gone once its transaction ends.
-func DecodeEvent(b []byte) (Event, error) {
-	e, err := decodeEvent(b)
-	e.record = slices.Clone(e.record)
-	return e, err
-}
+func DecodeEvent(b []byte) (Event, error) { return decodeEvent(b, true) }
 
-// decodeEvent is DecodeEvent keeping a slice of b, for a b of the caller's own.
-func decodeEvent(b []byte) (Event, error) {
-	r := &recordReader{b: b}
+// decodeEvent reads one binary record; without keep it only checks it, and the event it returns
+// has no strings.
+func decodeEvent(b []byte, keep bool) (Event, error) {
+	r := &recordReader{b: b, keep: keep}
 	if v := r.byte(); v != eventVersion1 {
 		if r.err != nil {
 			return Event{}, r.err
@@ -132,42 +131,56 @@ func decodeEvent(b []byte) (Event, error) {
 		return Event{}, errShortRecord
 	}
 	for range n {
-		e.PeerURLs = append(e.PeerURLs, r.string())
+		if u := r.string(); keep {
+			e.PeerURLs = append(e.PeerURLs, u)
+		}
 	}
 	e.IsLearner = r.byte() == 1
 	e.By = Origin{CN: r.string(), Address: r.string(), Via: r.string(), Clusterd: r.string()}
-	if r.err == nil {
-		e.record = b[:len(b)-len(r.b)]
-	}
 	return e, r.err
+}
+
+// CheckRecord checks one binary record as DecodeEvent reads it, making nothing.
+func CheckRecord(b []byte) error {
+	_, err := decodeEvent(b, false)
+	return err
 }
 
 // appendRecords appends each event's record, each preceded by its length (uvarint).
 func appendRecords(b []byte, events []Event) []byte {
 	var rec []byte
 	for _, e := range events {
-		if rec = e.record; rec == nil {
-			rec = e.AppendBinary(nil)
-		}
+		rec = e.AppendBinary(rec[:0])
 		b = append(binary.AppendUvarint(b, uint64(len(rec))), rec...)
 	}
 	return b
 }
 
-// decodeRecords reads what appendRecords wrote.
-func decodeRecords(b []byte) ([]Event, error) {
-	var out []Event
+// checkRecords checks what appendRecords wrote, record by record, making nothing.
+func checkRecords(b []byte) error {
 	for len(b) > 0 {
 		n, k := binary.Uvarint(b)
 		if k <= 0 || n > uint64(len(b)-k) {
-			return nil, errShortRecord
+			return errShortRecord
 		}
-		e, err := decodeEvent(b[k : k+int(n)])
-		if err != nil {
-			return nil, err
+		if err := CheckRecord(b[k : k+int(n)]); err != nil {
+			return err
 		}
-		out = append(out, e)
 		b = b[k+int(n):]
 	}
-	return out, nil
+	return nil
+}
+
+// readRecords indexes what appendRecords wrote, checked already.
+func readRecords(b []byte) *records {
+	r := &records{data: b}
+	for i := 0; i < len(b); {
+		n, k := binary.Uvarint(b[i:])
+		if k <= 0 {
+			break
+		}
+		r.start = append(r.start, i)
+		i += k + int(n)
+	}
+	return r
 }

@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"reflect"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/oldformat"
 	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
@@ -197,22 +197,13 @@ func TestHistoryBounded(t *testing.T) {
 	}
 }
 
-// oldEntry is a conf-change entry as versions before the history wrote it: no time, no origin.
 func oldEntry(t *testing.T, index, term uint64, ch membership.Change, typ raftpb.ConfChangeType) *raftpb.Entry {
 	t.Helper()
-	change, err := json.Marshal(struct {
-		Kind   membership.Kind   `json:"kind"`
-		Member membership.Member `json:"member"`
-	}{ch.Kind, ch.Member})
+	e, err := oldformat.ConfChangeEntry(index, term, ch, typ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc, err := proto.Marshal(&raftpb.ConfChange{Type: typ.Enum(), NodeId: proto.Uint64(uint64(ch.Member.ID)),
-		Context: fmt.Appendf(nil, `{"requestID":%d,"term":%d,"change":%s}`, index, term, change)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term), Data: cc}
+	return e
 }
 
 // An older member's log, entries without the new fields and a file without the history bucket,
@@ -234,6 +225,9 @@ func TestHistoryOlderLogReplayed(t *testing.T) {
 		t.Fatal(err)
 	}
 	st.Close()
+	if err := oldformat.DropHistory(m.Dir); err != nil {
+		t.Fatal(err)
+	}
 	m.Start(t, m.Config("m0="+m.PeerURL, "existing", nil))
 	servertest.WaitMembers(t, m, 1, true)
 	r, err := historyOf(t, m, client.HistoryQuery{Linearizable: true})

@@ -52,28 +52,23 @@ func saveHistory(tx *bolt.Tx, h membership.History, added int, withSnapshot bool
 }
 
 // loadHistory reads what saveHistory wrote, on top of the history of the stored snapshot snap
-// (nil for none); a file without the bucket has only the snapshot's.
+// (nil for none); a file without the bucket has only the snapshot's. The records are checked
+// and kept as they are, not decoded.
 func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
 	base, _, _ := cutHistory(snap)
-	dropped := max(base.Dropped(), getUint(tx.Bucket(bucketMeta), keyDropped))
-	var events []membership.Event
-	for i, ev := range base.Events() {
-		if base.Dropped()+uint64(i) >= dropped {
-			events = append(events, ev)
-		}
-	}
+	base = base.DroppedTo(getUint(tx.Bucket(bucketMeta), keyDropped))
 	b := tx.Bucket(bucketHistory)
 	if b == nil {
-		return membership.NewHistory(events, dropped, 0), nil
+		return base, nil
 	}
-	next := max(base.Total(), dropped) // the first sequence number the snapshot does not hold
+	records := base.AppendRecords(nil)
 	c := b.Cursor()
-	for k, v := c.Seek(u64(next)); k != nil; k, v = c.Next() {
-		ev, err := membership.DecodeEvent(v)
-		if err != nil {
+	// From the first sequence number the snapshot does not hold.
+	for k, v := c.Seek(u64(base.Total())); k != nil; k, v = c.Next() {
+		if err := membership.CheckRecord(v); err != nil {
 			return membership.History{}, fmt.Errorf("history event %d: %w", binary.BigEndian.Uint64(k), err)
 		}
-		events = append(events, ev)
+		records = append(binary.AppendUvarint(records, uint64(len(v))), v...)
 	}
-	return membership.NewHistory(events, dropped, 0), nil
+	return membership.HistoryFromRecords(records, base.Dropped())
 }
