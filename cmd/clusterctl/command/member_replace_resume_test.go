@@ -23,11 +23,7 @@ func TestReplaceGoesOnAfterRemovingADeadMember(t *testing.T) {
 	ms := servertest.Start(t, 1, nil)
 	waitStarted(t, ms)
 	eps := "--endpoints=" + servertest.Endpoints(ms)
-	c, err := client.New(client.Config{Endpoints: []string{ms[0].ClientAddr()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clientOf(t, ms[0])
 	// removedBy adds a learner called name and removes it marked via.
 	removedBy := func(name, via string) {
 		t.Helper()
@@ -95,11 +91,7 @@ func TestReplaceResumeReadsTheHistoryBack(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			ms := servertest.Start(t, 1, func(c *server.Config) { c.MaxLearners, c.MaxHistory = 3, tt.maxHistory })
 			waitStarted(t, ms)
-			c, err := client.New(client.Config{Endpoints: []string{ms[0].ClientAddr()}, DialTimeout: 5 * time.Second})
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer c.Close()
+			c := clientOf(t, ms[0])
 			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 			defer cancel()
 			add := func(name string) uint64 {
@@ -129,4 +121,15 @@ func TestReplaceResumeReadsTheHistoryBack(t *testing.T) {
 			}
 		})
 	}
+}
+
+// clientOf is a client of m alone, closed when the test ends.
+func clientOf(t *testing.T, m *servertest.Member) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{Endpoints: []string{m.ClientAddr()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
