@@ -214,10 +214,10 @@ type ReplacePlan struct {
 	Err error
 }
 
-// ReplaceDryRun judges the replacement r with clusterd's dry runs (ReplaceFacts) and plans it
+// ReplaceDryRun judges the replacement r with clusterd's dry runs (judgeReplacement) and plans it
 // (PlanReplace). It needs clusterd (a *DryRunUnsupportedError otherwise).
 func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string, peerURLs []string) (*ReplacePlan, error) {
-	f, err := c.ReplaceFacts(ctx, r, name, peerURLs)
+	f, err := c.judgeReplacement(ctx, r, name, peerURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -240,9 +240,9 @@ type ReplaceFacts struct {
 	Add *DryRun
 }
 
-// ReplaceFacts asks clusterd's dry runs of the replacement r: one for each step the server can
+// judgeReplacement asks clusterd's dry runs of the replacement r: one for each step the server can
 // judge against the configuration now.
-func (c *Client) ReplaceFacts(ctx context.Context, r *Replacement, name string, peerURLs []string) (ReplaceFacts, error) {
+func (c *Client) judgeReplacement(ctx context.Context, r *Replacement, name string, peerURLs []string) (ReplaceFacts, error) {
 	f := ReplaceFacts{R: r, Name: name, PeerURLs: peerURLs}
 	var err error
 	if r.Old != nil {

@@ -21,7 +21,9 @@ import (
 // again, or an operator's by hand, and one member too many is worse than exit 10 and its next
 // step. How long ago the removal was does not matter: nothing was added since, so the cluster
 // is still short of the member the replacement was to add. A history that no longer holds the
-// removal (--max-history) cannot tell, and does not resume.
+// removal (--max-history) cannot tell, and does not resume. The history does not hold the new
+// member the stopped run was to add: a run again under another name adds that one, as its
+// command line asks.
 func ResumesAfter(last membership.Event, since []membership.Event) bool {
 	if last.Change != membership.KindRemove.String() || last.By.Via != wire.ViaMemberReplaceRemoveFirst {
 		return false

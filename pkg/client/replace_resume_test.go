@@ -1,7 +1,10 @@
 package client
 
 import (
+	"context"
 	"testing"
+
+	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
@@ -44,5 +47,17 @@ func TestResumesAfter(t *testing.T) {
 				t.Errorf("ResumesAfter = %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// A later mark replaces an earlier one: the server records the first value it is sent.
+func TestWithViaReplaces(t *testing.T) {
+	ctx := WithVia(WithVia(context.Background(), wire.ViaMemberReplace), wire.ViaMemberReplaceRemoveFirst)
+	md, _ := metadata.FromOutgoingContext(ctx)
+	if got := md.Get(wire.MDVia); len(got) != 1 || got[0] != wire.ViaMemberReplaceRemoveFirst {
+		t.Errorf("via = %q, want only %q", got, wire.ViaMemberReplaceRemoveFirst)
+	}
+	if !wire.KnownVia(wire.ViaMemberReplaceRemoveFirst) {
+		t.Errorf("%q is not recorded", wire.ViaMemberReplaceRemoveFirst)
 	}
 }

@@ -2,6 +2,7 @@ package command
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -21,11 +23,7 @@ func TestReplaceGoesOnAfterRemovingADeadMember(t *testing.T) {
 	ms := servertest.Start(t, 1, nil)
 	waitStarted(t, ms)
 	eps := "--endpoints=" + servertest.Endpoints(ms)
-	c, err := client.New(client.Config{Endpoints: []string{ms[0].ClientAddr()}, DialTimeout: 5 * time.Second})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	c := clientOf(t, ms[0])
 	// removedBy adds a learner called name and removes it marked via.
 	removedBy := func(name, via string) {
 		t.Helper()
@@ -73,4 +71,65 @@ func TestReplaceGoesOnAfterRemovingADeadMember(t *testing.T) {
 	if _, stderr, code := runArgs(eps, "member", "replace", "nosuch", "r3", "--peer-urls=http://127.0.0.1:3"); code != exitNotFound {
 		t.Errorf("replace of a member never there: exit %d, want %d\n%s", code, exitNotFound, stderr)
 	}
+}
+
+// The decision reads the history back to the removal, however many changes came since, and a
+// history that dropped the removal (--max-history) is no run to go on from. The old member is a
+// learner that never started; the changes after its removal are a learner's peer URL updates,
+// which add no member.
+func TestReplaceResumeReadsTheHistoryBack(t *testing.T) {
+	for _, tt := range []struct {
+		name       string
+		maxHistory int
+		addAfter   bool
+		want       int
+	}{
+		{"40 changes since", 0, false, exitOK},
+		{"an add, then 40 changes", 0, true, exitNotFound},
+		{"the removal dropped", 8, false, exitNotFound},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ms := servertest.Start(t, 1, func(c *server.Config) { c.MaxLearners, c.MaxHistory = 3, tt.maxHistory })
+			waitStarted(t, ms)
+			c := clientOf(t, ms[0])
+			ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+			defer cancel()
+			add := func(name string) uint64 {
+				t.Helper()
+				added, err := c.MemberAdd(ctx, name, []string{servertest.NewMember(t, name).PeerURL}, true)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return added.ID
+			}
+			u := add("u")
+			dead := add("dead")
+			if _, err := c.MemberRemove(client.WithVia(ctx, wire.ViaMemberReplaceRemoveFirst), dead); err != nil {
+				t.Fatal(err)
+			}
+			if tt.addAfter {
+				add("x")
+			}
+			for i := range 40 {
+				if _, err := c.MemberUpdate(ctx, u, []string{fmt.Sprintf("http://127.0.0.1:%d", 1+i%2)}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stdout, stderr, code := runArgs("--endpoints="+ms[0].ClientAddr(), "member", "replace", "dead", "r1", "--peer-urls=http://127.0.0.1:3", "--dry-run")
+			if code != tt.want || (code == exitOK) != strings.Contains(stdout, "\n1. remove dead ") {
+				t.Errorf("replace --dry-run: exit %d, want %d\n%s%s", code, tt.want, stdout, stderr)
+			}
+		})
+	}
+}
+
+// clientOf is a client of m alone, closed when the test ends.
+func clientOf(t *testing.T, m *servertest.Member) *client.Client {
+	t.Helper()
+	c, err := client.New(client.Config{Endpoints: []string{m.ClientAddr()}, DialTimeout: 5 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
 }
