@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
@@ -202,9 +203,17 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 	r, err := client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
 	if errors.Is(err, client.ErrMemberNotFound) {
 		// Neither member: a run stopped between a dead old member's removal and the add goes on,
-		// when clusterd's history says so; otherwise (etcd keeps none) the old member is not found.
-		if removal, _ := c.RemovedFirst(ctx, o.OldRef); removal != nil {
+		// when clusterd's history says so; otherwise the old member is not found.
+		removal, herr := c.RemovedFirst(ctx, o.OldRef)
+		if removal != nil {
 			return client.Resumed(list, o.OldRef, removal), nil
+		}
+		// Without a history to read (etcd), the operator is the one who knows: the next step
+		// of a stopped run is named, not taken.
+		nf := (*client.NotFoundError)(nil)
+		if errors.As(herr, new(*client.HistoryUnsupportedError)) && errors.As(err, &nf) && len(nf.Unstarted) == 0 {
+			return nil, fmt.Errorf("%w, nor %q: if member replace removed %s first and stopped before the add, run member add %s --learner --peer-urls=%s, then this command again",
+				err, o.Name, o.OldRef, o.Name, strings.Join(o.PeerURLs, ","))
 		}
 	}
 	return r, err
