@@ -29,10 +29,8 @@ type Configs struct {
 	PeerClient *tls.Config
 }
 
-// Build validates s, checks every file it names, makes the auto-TLS certificates, and returns
-// the configs, built by etcd's transport.TLSInfo with this package's certificate reloading and
-// allow-list checks in place of TLSInfo's. Certificates and keys are read again on each
-// handshake; CA files only here.
+// Build validates s, checks its files, makes the auto-TLS certificates and returns the configs:
+// TLSInfo's, with this package's certificate reloading and allow-list check in place of its own.
 func Build(s Settings) (*Configs, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
@@ -125,9 +123,8 @@ func names(c *x509.Certificate) string {
 	return strings.Join(n, ",")
 }
 
-// allowed checks the leaf of the verified chain against the allow lists, as etcd's TLSInfo
-// does; nil when there is no list. crypto/tls calls it only after its own verification
-// succeeded.
+// allowed checks the leaf of the verified chain against the allow lists (nil when there is
+// none), after crypto/tls's own verification; its error names the CN and the flag.
 func allowed(p port) func([][]byte, [][]*x509.Certificate) error {
 	cns, hosts := slices.Clone(p.AllowedCNs), slices.Clone(p.AllowedHostnames)
 	if len(cns) == 0 && len(hosts) == 0 {
