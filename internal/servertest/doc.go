@@ -1,11 +1,9 @@
 // Package servertest runs clusters of clusterd members inside a test binary: server.New and Run
 // in goroutines, each member's data in the test's t.TempDir(). It is the one in-process harness,
-// used by pkg/server's tests and by the CLI's tests that need a real server to talk to; the
-// harness for real processes is tests/internal/cluster. Counter, which reads one series off a
-// /metrics page, serves the tests of both.
+// for pkg/server's tests and the CLI's tests that need a real server; internal/cluster is the
+// one for real processes. Counter reads one series off a /metrics page, for both.
 //
-// Only tests import it: the CLI's own build must not depend on pkg/server
-// (`go list -deps ./cmd/clusterctl` names no pkg/server package).
+// Only tests import it (`go list -deps ./cmd/clusterctl` names no pkg/server package).
 //
 // Invariants:
 //   - Every wait is on a condition and has a deadline; nothing sleeps a fixed time to let a

@@ -5,9 +5,7 @@
 //
 // Invariants:
 //   - Test code only: import it from _test.go files (and tests/), never from a package a binary
-//     links. It lives under the module's internal/ rather than tests/internal/ because Go lets
-//     only packages under tests/ import the latter, and the TLS packages under pkg/ test their
-//     handshakes with it.
+//     links.
 //   - Everything is written as PEM under the directory the caller gives (a t.TempDir()), private
 //     keys with mode 0600, as etcd and kubeadm expect of a key file; nothing else on disk is
 //     touched.

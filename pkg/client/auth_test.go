@@ -85,24 +85,9 @@ type securePKI struct {
 
 func newSecurePKI(t *testing.T) *securePKI {
 	t.Helper()
-	dir := t.TempDir()
-	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := testpki.NewCA(dir, "other", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	server, err := ca.Server("m1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := ca.Client("root")
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &securePKI{ca: ca, other: other, server: server, client: client}
+	ca, other := testpki.NewCAs(t, t.TempDir(), testpki.ECDSAP256)
+	issue := testpki.Must[*testpki.Pair](t)
+	return &securePKI{ca: ca, other: other, server: issue(ca.Server("m1")), client: issue(ca.Client("root"))}
 }
 
 // serveSecure serves the fake Cluster and the auth server over mutual TLS (tls nil: plain).

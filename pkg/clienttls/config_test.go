@@ -17,6 +17,11 @@ func TestConfigRefusesBadFilesBeforeDialing(t *testing.T) {
 	if err := os.WriteFile(notPEM, []byte("not a certificate\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
+	// etcdctl takes every PEM block of a CA file for a certificate, and so does clusterctl.
+	withKey := filepath.Join(dir, "ca-and-key.pem")
+	if err := os.WriteFile(withKey, append(append([]byte{}, p.ca.CertPEM...), p.client.KeyPEM...), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	for _, c := range []struct {
 		name string
 		o    Options
@@ -29,6 +34,7 @@ func TestConfigRefusesBadFilesBeforeDialing(t *testing.T) {
 		{"unreadable CA", Options{CACert: dir}, "--cacert " + dir + ": is a directory"},
 		{"CA not PEM", Options{CACert: notPEM}, "--cacert " + notPEM + ": no PEM certificate in the file"},
 		{"CA file holds a key", Options{CACert: p.client.KeyFile}, "--cacert " + p.client.KeyFile + ": no PEM certificate"},
+		{"CA file holds a key beside the CA", Options{CACert: withKey}, "--cacert " + withKey + ": x509: "},
 		{"missing cert", Options{Cert: missing, Key: p.client.KeyFile}, "--cert " + missing + ": no such file or directory"},
 		{"missing key", Options{Cert: p.client.CertFile, Key: missing}, "--key " + missing + ": no such file or directory"},
 		{"key file holds a certificate", Options{Cert: p.client.CertFile, Key: p.client.CertFile}, "--key " + p.client.CertFile + ": no PEM private key in the file"},

@@ -27,22 +27,8 @@ type pkiSet struct {
 
 func newPKI(t *testing.T) *pkiSet {
 	t.Helper()
-	dir := t.TempDir()
-	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := testpki.NewCA(dir, "other", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	issue := func(p *testpki.Pair, err error) *testpki.Pair {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	ca, other := testpki.NewCAs(t, t.TempDir(), testpki.ECDSAP256)
+	issue := testpki.Must[*testpki.Pair](t)
 	return &pkiSet{
 		ca: ca, other: other,
 		server:        issue(ca.Server("m1")),

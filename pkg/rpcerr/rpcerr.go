@@ -26,8 +26,8 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Message == e.Message
 }
 
-// registry holds every entry in the order declared; byMessage indexes it. Both are filled by
-// register while the package's variables are initialised and never change afterwards.
+// registry holds every entry in the order declared, byMessage indexes it; both are filled at
+// package init only.
 var (
 	registry  []*Error
 	byMessage = map[string]*Error{}
@@ -35,8 +35,7 @@ var (
 
 func register(code codes.Code, message string) *Error {
 	if _, dup := byMessage[message]; dup {
-		// A message is an identity: two entries with one text could not be told apart on the
-		// wire. Declared in this package only, so this fails every test at once.
+		// Two entries with one text could not be told apart on the wire.
 		panic("rpcerr: message registered twice: " + message)
 	}
 	e := &Error{Code: code, Message: message}
@@ -57,12 +56,9 @@ func All() []*Error { return append([]*Error(nil), registry...) }
 // Lookup returns the registered error with that message, or nil.
 func Lookup(message string) *Error { return byMessage[message] }
 
-// Status turns an error into the status a server answers with. A registered error, bare or
-// wrapped, travels as its entry's code and message (not the wrapping's text, which etcd's
-// clients would not recognise); so does a status carrying a registered message, whatever its
-// code. A context that ended is ErrTimeout: whether the proposal was applied is unknown. Any
-// other status passes through as it came (a peer's answer), and anything else keeps its own
-// text with code Unknown, as etcd answers it.
+// Status turns err into the status a server answers with: a registered error (bare, wrapped,
+// or a status carrying its message) as its entry, an ended context as ErrTimeout (the outcome is
+// unknown), another status as it came, anything else as Unknown with its text, as etcd does.
 func Status(err error) error {
 	if err == nil {
 		return nil
@@ -81,9 +77,8 @@ func Status(err error) error {
 	return status.Error(codes.Unknown, err.Error())
 }
 
-// FromStatus returns the registered error whose message err carries as a gRPC status, whatever
-// the status's code, and err itself otherwise: a status the registry does not know (a broken
-// connection, say) is left for the caller to judge by its code.
+// FromStatus returns the registered error whose message err's status carries, whatever its
+// code, and err itself otherwise.
 func FromStatus(err error) error {
 	st, ok := status.FromError(err)
 	if !ok {

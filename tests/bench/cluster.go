@@ -7,9 +7,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/proc"
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // newCluster returns the bench's cluster of clusterd processes, started through the harness the

@@ -9,11 +9,11 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/storage"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // historySizes is what a membership history takes: in the leader's member.db, in a snapshot

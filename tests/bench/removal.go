@@ -12,9 +12,9 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/proc"
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // The windows in which the clientv3 reader is watched before a removal and after the cluster

@@ -11,10 +11,10 @@ import (
 	"strings"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // The TLS phase: a second 3-member cluster with TLS and client-certificate authentication on

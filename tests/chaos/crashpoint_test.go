@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
+	harness "github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/crashpoint"
-	harness "github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // The released binaries carry no crash point that could be armed: without the crashpoints tag

@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"strings"
 
+	harness "github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
-	harness "github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // envKeys are the variables `clusterctl member add -w env` prints (docs/output.md), in order.

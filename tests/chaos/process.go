@@ -12,8 +12,8 @@ import (
 	"syscall"
 	"time"
 
+	harness "github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
-	harness "github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // buildClusterd compiles cmd/clusterd once for the run, with the crash points armable

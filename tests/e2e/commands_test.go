@@ -13,10 +13,10 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/proc"
 	"github.com/clusterctl/clusterctl/internal/testpki"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // The harness commands of the scripts. Every command that waits takes an optional first argument

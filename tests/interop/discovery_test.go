@@ -13,11 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/proc"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/discovery"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // discoverySchemes are the ways the tests that run against both reach the discovery service:

@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/proc"
 )
 
 func clusterdCluster(t *testing.T) *cluster.Cluster {

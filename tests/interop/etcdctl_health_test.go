@@ -9,8 +9,8 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/testpki"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // TestEtcdctlHealthAgainstClusterd: etcdctl's endpoint health (a linearizable read of the key

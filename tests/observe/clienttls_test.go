@@ -19,9 +19,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/internal/testpki"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // An https:// client URL serves etcd's HTTP endpoints beside gRPC, as etcd's does, behind the

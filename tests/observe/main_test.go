@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/cluster"
 )
 
 var (

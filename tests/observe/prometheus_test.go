@@ -14,8 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/cluster"
 	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
 )
 
 // prometheusPath returns the Prometheus server, installing Debian's prometheus package (through

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/cluster"
 )
 
 // notifySocket is a socket in systemd's place: it collects what a member sends to

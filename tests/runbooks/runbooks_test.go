@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/tests/internal/cluster"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/proc"
 )
 
 // The ports scripts/run-cluster.sh and the runbooks use; all below the kernel's ephemeral range,

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/proc"
 )
 
 // make run TLS=1's promise (docs/security.md, docs/clusterd.md): three members with TLS and

@@ -14,6 +14,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"go.etcd.io/etcd/client/pkg/v3/transport"
 )
 
 // Configs are the tls.Configs of clusterd's two ports.
@@ -27,31 +29,25 @@ type Configs struct {
 	PeerClient *tls.Config
 }
 
-// Build validates s, loads every file it names, makes the auto-TLS certificates, and returns
-// the configs. Certificates and keys are read again on each handshake; CA files only here.
+// Build validates s, checks its files, makes the auto-TLS certificates and returns the configs:
+// TLSInfo's, with this package's certificate reloading and allow-list check in place of its own.
 func Build(s Settings) (*Configs, error) {
 	if err := s.Validate(); err != nil {
 		return nil, err
 	}
 	minV, maxV, suites, _ := s.versionsAndSuites()
-	base := func() *tls.Config {
-		return &tls.Config{MinVersion: minV, MaxVersion: maxV, CipherSuites: suites, NextProtos: []string{"h2"}}
-	}
 	logger := s.Logger
 	if logger == nil {
 		logger = slog.New(slog.DiscardHandler)
 	}
-	out := &Configs{PeerClient: base()}
-	// Every CA file is read before anything is written, so that a bad one leaves no auto-TLS
+	out := &Configs{PeerClient: &tls.Config{MinVersion: minV, MaxVersion: maxV, CipherSuites: suites, NextProtos: []string{"h2"}}}
+	// Every CA file is checked before anything is written, so that a bad one leaves no auto-TLS
 	// certificate behind in the data directory.
-	pools := map[string]*x509.CertPool{}
 	for _, p := range s.ports() {
 		if p.enabled() && p.TrustedCAFile != "" {
-			pool, err := loadPool(p.flag("trusted-ca-file"), p.TrustedCAFile)
-			if err != nil {
+			if err := checkPool(p.flag("trusted-ca-file"), p.TrustedCAFile); err != nil {
 				return nil, err
 			}
-			pools[p.name] = pool
 		}
 	}
 	for _, p := range s.ports() {
@@ -71,27 +67,32 @@ func Build(s Settings) (*Configs, error) {
 		if err != nil {
 			return nil, err
 		}
-		pool := pools[p.name]
-		srv := base()
-		srv.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return pair.get() }
-		if pool != nil {
-			// etcd's meaning: a trusted CA requires client certificates even without
-			// --client-cert-auth.
-			srv.ClientAuth, srv.ClientCAs = tls.RequireAndVerifyClientCert, pool
+		// etcd's meaning, from TLSInfo: a trusted CA requires client certificates even without
+		// --client-cert-auth, and a member with a self-signed certificate trusts none, so it
+		// does not verify its peers' either.
+		info := transport.TLSInfo{
+			CertFile: p.CertFile, KeyFile: p.KeyFile, TrustedCAFile: p.TrustedCAFile, ClientCertAuth: p.ClientCertAuth,
+			InsecureSkipVerify: self, MinVersion: minV, MaxVersion: maxV, CipherSuites: suites,
 		}
+		srv, err := info.ServerConfig()
+		if err != nil {
+			return nil, settingErr(p.flag("cert-file"), "%v", err)
+		}
+		srv.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return pair.get() }
 		srv.VerifyPeerCertificate = allowed(p)
 		if p.name == "client" {
 			out.Client = srv
 			continue
 		}
 		out.PeerServer = srv
-		cli := out.PeerClient
+		cli, err := info.ClientConfig()
+		if err != nil {
+			return nil, settingErr(p.flag("cert-file"), "%v", err)
+		}
 		cli.GetClientCertificate = func(*tls.CertificateRequestInfo) (*tls.Certificate, error) { return pair.get() }
-		cli.RootCAs = pool
-		// etcd's meaning: a member with a self-signed certificate trusts none, so it cannot
-		// verify its peers' either.
-		cli.InsecureSkipVerify = self
 		cli.VerifyPeerCertificate = allowed(p)
+		cli.NextProtos = []string{"h2"}
+		out.PeerClient = cli
 	}
 	return out, nil
 }
@@ -122,9 +123,8 @@ func names(c *x509.Certificate) string {
 	return strings.Join(n, ",")
 }
 
-// allowed checks the leaf of the verified chain against the allow lists, as etcd's TLSInfo
-// does; nil when there is no list. crypto/tls calls it only after its own verification
-// succeeded.
+// allowed checks the leaf of the verified chain against the allow lists (nil when there is
+// none), after crypto/tls's own verification; its error names the CN and the flag.
 func allowed(p port) func([][]byte, [][]*x509.Certificate) error {
 	cns, hosts := slices.Clone(p.AllowedCNs), slices.Clone(p.AllowedHostnames)
 	if len(cns) == 0 && len(hosts) == 0 {
@@ -151,24 +151,24 @@ func allowed(p port) func([][]byte, [][]*x509.Certificate) error {
 	}
 }
 
-func loadPool(flag, file string) (*x509.CertPool, error) {
+// checkPool reads a CA file as TLSInfo will, naming the flag when it fails, and refuses a file
+// without a certificate, which TLSInfo takes as an empty pool that verifies nothing.
+func checkPool(flag, file string) error {
 	raw, err := os.ReadFile(file)
 	if err != nil {
-		return nil, settingErr(flag, "%v", err)
+		return settingErr(flag, "%v", err)
 	}
-	pool, n := x509.NewCertPool(), 0
+	n := 0
 	for block, rest := pem.Decode(raw); block != nil; block, rest = pem.Decode(rest) {
-		c, err := x509.ParseCertificate(block.Bytes)
-		if err != nil {
-			return nil, settingErr(flag, "%s: %v", file, err)
+		if _, err := x509.ParseCertificate(block.Bytes); err != nil {
+			return settingErr(flag, "%s: %v", file, err)
 		}
-		pool.AddCert(c)
 		n++
 	}
 	if n == 0 {
-		return nil, settingErr(flag, "%s: no PEM certificate in the file", file)
+		return settingErr(flag, "%s: no PEM certificate in the file", file)
 	}
-	return pool, nil
+	return nil
 }
 
 // keyPair is a certificate and key file pair read on every handshake. Parsing is skipped when

@@ -86,25 +86,12 @@ type fixture struct {
 func newFixture(t *testing.T) *fixture {
 	t.Helper()
 	dir := t.TempDir()
-	ca, err := testpki.NewCA(dir, "ca", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
-	other, err := testpki.NewCA(dir, "other", testpki.ECDSAP256)
-	if err != nil {
-		t.Fatal(err)
-	}
+	ca, other := testpki.NewCAs(t, dir, testpki.ECDSAP256)
 	return &fixture{dir: dir, ca: ca, other: other, server: must(t)(ca.Peer("m1"))}
 }
 
 func must(t *testing.T) func(*testpki.Pair, error) *testpki.Pair {
-	return func(p *testpki.Pair, err error) *testpki.Pair {
-		t.Helper()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return p
-	}
+	return testpki.Must[*testpki.Pair](t)
 }
 
 // peerSettings is a kubeadm-like peer port: mutual TLS with one CA.

@@ -7,6 +7,8 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+
+	"go.etcd.io/etcd/client/pkg/v3/tlsutil"
 )
 
 // Side is the TLS settings of one port. Flag names in the comments are the client port's; the
@@ -175,7 +177,9 @@ func (s *Settings) versionsAndSuites() (minV, maxV uint16, suites []uint16, err 
 	}
 	var insecure []string
 	for _, name := range s.CipherSuites {
-		id, ok := cipherSuite(strings.TrimSpace(name))
+		// etcd's names: Go's, insecure ones included (so that they can be named as refused
+		// rather than unknown), and the two ChaCha20 names Go had before 1.16.
+		id, ok := tlsutil.GetCipherSuite(strings.TrimSpace(name))
 		if !ok {
 			return 0, 0, nil, settingErr("--cipher-suites", "unexpected TLS cipher suite %q", name)
 		}
@@ -202,33 +206,9 @@ func (s *Settings) versionsAndSuites() (minV, maxV uint16, suites []uint16, err 
 }
 
 func parseVersion(flag, name string) (uint16, error) {
-	switch name {
-	case "":
-		return 0, nil
-	case "TLS1.2":
-		return tls.VersionTLS12, nil
-	case "TLS1.3":
-		return tls.VersionTLS13, nil
+	v, err := tlsutil.GetTLSVersion(name)
+	if err != nil {
+		return 0, settingErr(flag, "%v", err)
 	}
-	return 0, settingErr(flag, "unexpected TLS version %q (must be one of: TLS1.2, TLS1.3)", name)
-}
-
-// cipherSuite knows the names etcd accepts: Go's, insecure ones included (so that
-// versionsAndSuites can name them as refused rather than unknown), and the two ChaCha20 names
-// Go had before 1.16.
-func cipherSuite(name string) (uint16, bool) {
-	for _, list := range [][]*tls.CipherSuite{tls.CipherSuites(), tls.InsecureCipherSuites()} {
-		for _, c := range list {
-			if c.Name == name {
-				return c.ID, true
-			}
-		}
-	}
-	switch name {
-	case "TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305":
-		return tls.TLS_ECDHE_RSA_WITH_CHACHA20_POLY1305_SHA256, true
-	case "TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305":
-		return tls.TLS_ECDHE_ECDSA_WITH_CHACHA20_POLY1305_SHA256, true
-	}
-	return 0, false
+	return v, nil
 }

@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/proc"
 	"github.com/clusterctl/clusterctl/internal/testpki"
-	"github.com/clusterctl/clusterctl/tests/internal/proc"
 )
 
 // Config says what a Cluster starts and where.
