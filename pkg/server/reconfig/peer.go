@@ -46,7 +46,7 @@ func (c *Coordinator) Register(s *grpc.Server) {
 				if err := dec(req); err != nil {
 					return nil, err
 				}
-				cl := c.cfg.Node.Cluster()
+				cl := c.cfg.Node.Cluster().WithoutHistory()
 				if req.WithoutRemoved {
 					cl = cl.WithoutRemoved()
 				}
