@@ -209,10 +209,13 @@ func NewHistory(events []Event, dropped uint64, max int) History {
 }
 
 // historyJSON is how a History travels in JSON (snapshots, peers): the events kept as their
-// binary records (history_binary.go), which encoding/json writes in base64, and the count dropped.
+// binary records (history_binary.go) compressed (DeflateRecords), which encoding/json writes in
+// base64, and the count dropped. Records holds them uncompressed, as the first version of the
+// history wrote them: read, never written.
 type historyJSON struct {
-	Records []byte `json:"records"`
-	Dropped uint64 `json:"dropped,omitempty"`
+	Deflated []byte `json:"deflated,omitempty"`
+	Records  []byte `json:"records,omitempty"`
+	Dropped  uint64 `json:"dropped,omitempty"`
 }
 
 // AppendRecords appends the binary records of the events kept, each preceded by its length
@@ -235,7 +238,7 @@ func HistoryFromRecords(data []byte, dropped uint64) (History, error) {
 
 // MarshalJSON writes the events kept and the count dropped.
 func (h History) MarshalJSON() ([]byte, error) {
-	return json.Marshal(historyJSON{Records: h.AppendRecords(nil), Dropped: h.dropped})
+	return json.Marshal(historyJSON{Deflated: DeflateRecords(h.AppendRecords(nil)), Dropped: h.dropped})
 }
 
 // UnmarshalJSON reads what MarshalJSON writes.
@@ -243,6 +246,12 @@ func (h *History) UnmarshalJSON(b []byte) error {
 	var v historyJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
+	}
+	if v.Deflated != nil {
+		var err error
+		if v.Records, err = InflateRecords(v.Deflated); err != nil {
+			return err
+		}
 	}
 	n, err := HistoryFromRecords(v.Records, v.Dropped)
 	if err != nil {

@@ -225,3 +225,14 @@ func TestHistoryFromRecords(t *testing.T) {
 		}
 	}
 }
+
+// An answer about who is or was a member leaves the history out, and keeps the rest.
+func TestWithoutHistory(t *testing.T) {
+	c := NewCluster(9, []*Member{{ID: 1, Name: "a"}})
+	c.Removed = NewIDSet(5)
+	c.History = NewHistory([]Event{{RaftIndex: 3}}, 2, 0)
+	n := c.WithoutHistory()
+	if !n.History.IsZero() || !n.IsRemoved(5) || n.Member(1) == nil || n.ID != 9 || c.History.Len() != 1 {
+		t.Fatalf("WithoutHistory: %+v", n)
+	}
+}

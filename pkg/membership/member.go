@@ -73,6 +73,14 @@ func (c *Cluster) WithoutRemoved() *Cluster {
 	return &Cluster{ID: c.ID, Members: c.Members}
 }
 
+// WithoutHistory returns c without its history, for an answer about who is or was a member: the
+// history is the megabytes of a long-lived cluster (read through the history call), and a member
+// that asks again and again (a removed member confirming its removal) must not make its peers
+// encode it each time.
+func (c *Cluster) WithoutHistory() *Cluster {
+	return &Cluster{ID: c.ID, Members: c.Members, Removed: c.Removed}
+}
+
 // Member returns a copy of the member with that ID, or nil.
 func (c *Cluster) Member(id ID) *Member {
 	if m, ok := c.Members[id]; ok {

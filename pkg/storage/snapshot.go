@@ -16,14 +16,21 @@ import (
 // here, beside the rest of what a member writes, so that writing a data dir offline (a
 // bootstrap, `clusterctl snapshot restore`) needs this package and not the Ready loop's.
 //
-// The membership history comes first, written and read here by hand: `{"history":{"records":
+// The membership history comes first, written and read here by hand: `{"history":{"deflated":
 // "<base64>","dropped":N},` then the rest of the membership's JSON. It is the same JSON that
 // encoding/json writes and reads (older members read it, ignoring the history), but encoding/json
-// scans every byte of a value, and the history of a long-lived cluster is megabytes that a new
-// member receives on its way to being ready: cut out here, it costs a base64 pass.
+// scans every byte of a value, and the history of a long-lived cluster is what a new member
+// receives on its way to being ready: cut out here, it costs a base64 pass over the compressed
+// records (membership.DeflateRecords), whose size every step of the way (sending, reading,
+// writing) is in proportion to. Snapshots of the history's first version hold the records
+// uncompressed (`{"history":{"records":"`), and are read as well.
 
-// historyPrefix starts the data of a snapshot whose membership has a history.
-const historyPrefix = `{"history":{"records":"`
+// historyPrefix starts the data of a snapshot whose membership has a history; recordsPrefix
+// the data of one the history's first version wrote.
+const (
+	historyPrefix = `{"history":{"deflated":"`
+	recordsPrefix = `{"history":{"records":"`
+)
 
 // SnapshotData encodes a membership as a snapshot's data.
 func SnapshotData(c *membership.Cluster) ([]byte, error) {
@@ -31,10 +38,10 @@ func SnapshotData(c *membership.Cluster) ([]byte, error) {
 	if err != nil || c.History.IsZero() {
 		return rest, err
 	}
-	records := c.History.AppendRecords(nil)
-	b := make([]byte, 0, len(historyPrefix)+base64.StdEncoding.EncodedLen(len(records))+len(rest)+32)
+	deflated := membership.DeflateRecords(c.History.AppendRecords(nil))
+	b := make([]byte, 0, len(historyPrefix)+base64.StdEncoding.EncodedLen(len(deflated))+len(rest)+32)
 	b = append(b, historyPrefix...)
-	b = base64.StdEncoding.AppendEncode(b, records)
+	b = base64.StdEncoding.AppendEncode(b, deflated)
 	b = append(b, `","dropped":`...)
 	b = strconv.AppendUint(b, c.History.Dropped(), 10)
 	b = append(b, "},"...)
@@ -68,9 +75,12 @@ func snapshotCluster(data []byte) (*membership.Cluster, error) {
 // cutHistory reads the history SnapshotData wrote first, and returns it with the rest of the
 // membership's JSON as an object of its own; ok is false for data that does not start so.
 func cutHistory(data []byte) (h membership.History, rest []byte, ok bool) {
-	after, found := bytes.CutPrefix(data, []byte(historyPrefix))
-	if !found {
-		return h, nil, false
+	after, deflated := bytes.CutPrefix(data, []byte(historyPrefix))
+	if !deflated {
+		var found bool
+		if after, found = bytes.CutPrefix(data, []byte(recordsPrefix)); !found {
+			return h, nil, false
+		}
 	}
 	end := bytes.IndexByte(after, '"')
 	if end < 0 {
@@ -89,6 +99,9 @@ func cutHistory(data []byte) (h membership.History, rest []byte, ok bool) {
 		return h, nil, false
 	}
 	records, err := base64.StdEncoding.AppendDecode(nil, after[:end])
+	if err == nil && deflated {
+		records, err = membership.InflateRecords(records)
+	}
 	if err != nil {
 		return h, nil, false
 	}

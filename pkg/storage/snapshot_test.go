@@ -1,8 +1,11 @@
 package storage
 
 import (
+	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"reflect"
 	"slices"
 	"strings"
@@ -86,6 +89,17 @@ func TestSnapshotHistory(t *testing.T) {
 	}
 	if err := json.Unmarshal(data, &old); err != nil || old.ID != 9 || len(old.Members) != 1 {
 		t.Fatalf("an older member: %v, %+v", err, old)
+	}
+	// The history's first version wrote the records uncompressed, under "records": read the same.
+	first := fmt.Appendf(nil, `%s%s","dropped":1},%s`, recordsPrefix, base64.StdEncoding.EncodeToString(c.History.AppendRecords(nil)), data[bytes.Index(data, []byte(`},"clusterID"`))+2:])
+	for _, d := range [][]byte{first, data} {
+		if _, _, ok := cutHistory(d); !ok {
+			t.Fatalf("not read by hand: %.60s", d)
+		}
+		back, err := SnapshotCluster(&raftpb.Snapshot{Data: d})
+		if err != nil || !reflect.DeepEqual(back.History.Events(), c.History.Events()) || back.History.Dropped() != 1 || !back.IsRemoved(5) {
+			t.Fatalf("%.60s: %v, %+v", d, err, back)
+		}
 	}
 	// Damaged after the prefix: refused, not read half.
 	if _, err := SnapshotCluster(&raftpb.Snapshot{Data: data[:len(data)/2]}); err == nil {

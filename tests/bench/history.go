@@ -32,40 +32,48 @@ type historySizes struct {
 
 // historySizePair is the sizes of the history phase's two clusters, for the JSON.
 type historySizePair struct {
-	Fresh historySizes `json:"fresh"`
+	Short historySizes `json:"short"`
 	Full  historySizes `json:"full"`
 }
 
 // historyFigures compare a cluster whose membership history holds -history-entries changes
-// (true) with a fresh one whose history is nearly empty (false).
+// (true) with one whose members keep one change (false, --max-history=1), in the same run.
 type historyFigures struct {
 	conf  map[bool]samples
+	ready map[bool]samples // learner ready
+	gaps  map[bool]samples // leader removal, longest gap
 	sizes map[bool]historySizes
 	fill  fillResult
 }
 
-// historyPhase compares conf changes on a cluster whose history is full with a fresh one, in
-// turn so both see the same machine, and reads the sizes. filled is the cluster with the full
-// history, b.c after the log is filled and the -history pairs made (its history is then at the
-// default bound); when it is nil (-only=history), a second cluster is started and its history
-// filled with -history-entries changes (peer URL updates, one event each). The clusters the
-// phase starts are stopped again.
+// historyPhase compares, in turn so both see the same machine, conf changes, learners made
+// ready and leaders removed on a cluster whose history is full and on one whose members keep
+// one change (--max-history=1), and reads the sizes. filled is the cluster with the full history,
+// b.c after the log is filled and the -history pairs made (its history is then at the default
+// bound); when it is nil (-only=history), a cluster is started and its history filled with
+// -history-entries changes (peer URL updates, one event each). The short cluster's log is filled
+// with three times --snapshot-count changes: enough that its members snapshot and compact their
+// logs and a new member is sent a snapshot, as on the full one, so the two differ in the history
+// their snapshots carry. The clusters the phase starts are stopped again.
 func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*historyFigures, error) {
 	clusters := map[bool]*cluster.Cluster{true: filled}
-	f := &historyFigures{sizes: map[bool]historySizes{}}
+	f := &historyFigures{sizes: map[bool]historySizes{}, ready: map[bool]samples{}, gaps: map[bool]samples{}}
 	for _, full := range []bool{false, true} {
 		if clusters[full] != nil {
 			continue
 		}
-		name := map[bool]string{false: "history-none", true: "history-full"}[full]
+		name := map[bool]string{false: "history-short", true: "history-full"}[full]
 		dir := filepath.Join(b.dir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
 		}
+		args := []string{fmt.Sprintf("--snapshot-count=%d", b.opt.snapshotCount), "--log-level=" + b.opt.logLevel}
+		if !full {
+			args = append(args, "--max-history=1")
+		}
 		c := cluster.New(cluster.Config{
 			Server: b.clusterd, Dir: dir, Token: "bench-" + name, Context: ctx,
-			Env:  []string{"PATH=" + os.Getenv("PATH")},
-			Args: []string{fmt.Sprintf("--snapshot-count=%d", b.opt.snapshotCount), "--log-level=" + b.opt.logLevel},
+			Env: []string{"PATH=" + os.Getenv("PATH")}, Args: args,
 		})
 		defer func() {
 			if err := c.StopAll(5 * time.Second); err != nil {
@@ -79,9 +87,6 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 			return nil, err
 		}
 		clusters[full] = c
-		if !full {
-			continue
-		}
 		ms, _, err := leaderFirstOf(c)
 		if err != nil {
 			return nil, err
@@ -90,9 +95,14 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		if err != nil {
 			return nil, err
 		}
-		b.logf("history phase: filling a cluster's history with %d changes", b.opt.historyEntries)
-		if f.fill, err = fillLogIn(ctx, c, st.GetRaftIndex()+uint64(b.opt.historyEntries), b.opt.fillTimeout); err != nil {
+		changes := map[bool]int{false: 3 * b.opt.snapshotCount, true: b.opt.historyEntries}[full]
+		b.logf("history phase: filling the %s cluster's log with %d changes", name, changes)
+		fill, err := fillLogIn(ctx, c, st.GetRaftIndex()+uint64(changes), b.opt.fillTimeout)
+		if err != nil {
 			return nil, err
+		}
+		if full {
+			f.fill = fill
 		}
 	}
 	clients := map[bool]*client.Client{}
@@ -118,11 +128,40 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		return nil, err
 	}
 	for full, c := range clusters {
-		if f.sizes[full], err = b.historySizes(ctx, c, clients[full], map[bool]string{false: "none", true: "full"}[full]); err != nil {
+		if f.sizes[full], err = b.historySizes(ctx, c, clients[full], map[bool]string{false: "short", true: "full"}[full]); err != nil {
 			return nil, err
 		}
 	}
+	if err := b.historyCycles(ctx, clusters, f); err != nil {
+		return nil, err
+	}
 	return f, nil
+}
+
+// historyCycles makes a learner ready and removes the leader on each cluster in turn, the order
+// alternating, -cycles times after the warm-up cycle: the learners of the full cluster receive
+// its whole history in their first snapshot.
+func (b *bench) historyCycles(ctx context.Context, clusters map[bool]*cluster.Cluster, f *historyFigures) error {
+	warm := b.opt.cycleWarmup()
+	b.logf("history phase: learner ready and leader removal, %d cycles (+%d warm-up) per cluster", b.opt.cycles, warm)
+	for k := range warm + b.opt.cycles {
+		for j := range 2 {
+			full := (k+j)%2 == 1
+			v, err := b.learnerReadyIn(ctx, clusters[full], fmt.Sprintf("hlearner%d", k))
+			if err != nil {
+				return fmt.Errorf("history phase, full %v: %w", full, err)
+			}
+			rr, err := b.leaderRemovalIn(ctx, clusters[full])
+			if err != nil {
+				return fmt.Errorf("history phase, full %v: %w", full, err)
+			}
+			if k >= warm {
+				f.ready[full] = append(f.ready[full], v.ReadyMS)
+				f.gaps[full] = append(f.gaps[full], rr.LongestGapMS)
+			}
+		}
+	}
+	return nil
 }
 
 // historySizes reads the sizes of c's history: its leader's member.db, and a snapshot saved
@@ -164,31 +203,40 @@ func (b *bench) historySizes(ctx context.Context, c *cluster.Cluster, cl *client
 	return hs, nil
 }
 
-// fillHistory adds the history phase's rows: a conf change with a full history against one with
-// a nearly empty one (target: within 1.1x), and the sizes.
+// fillHistory adds the history phase's rows: a conf change, learner ready and leader removal
+// with a full history against the same with a history of one change (target: within 1.1x for a
+// conf change, no slower for the others), and the sizes.
 func (r *report) fillHistory(f *historyFigures) {
 	if f == nil {
 		return
 	}
 	w := r.Options["warmup"].(int)
-	none, full := f.sizes[false], f.sizes[true]
-	cf := stat("conf_change_full_history", fmt.Sprintf("history: one conf change, %d changes in the membership history (pkg/client, leader first)", full.Events), "ms", f.conf[true], 2*w, "<= 1.1x")
-	cn := stat("conf_change_empty_history", fmt.Sprintf("history: one conf change, a fresh cluster (%d changes in its history), in turn with the above", none.Events), "ms", f.conf[false], 2*w, "report")
-	cf.Ratio, cf.RatioTo = ptr(cf.Median/cn.Median), "conf_change_empty_history"
-	cf.Met = ptr(*cf.Ratio <= 1.1)
-	r.Rows = append(r.Rows, cf, cn)
-	kib := func(key, figure string, full, none int64) row {
+	cw := min(w, 1)
+	short, full := f.sizes[false], f.sizes[true]
+	pair := func(key, what, unit string, s map[bool]samples, warmup int, target float64) {
+		x := stat(key+"_full_history", fmt.Sprintf("history: %s, %d changes in the membership history", what, full.Events), unit, s[true], warmup, fmt.Sprintf("<= %.1fx", target))
+		y := stat(key+"_short_history", fmt.Sprintf("history: %s, --max-history=1, in turn with the above", what), unit, s[false], warmup, "report")
+		if len(s[true]) > 0 && len(s[false]) > 0 {
+			x.Ratio, x.RatioTo = ptr(x.Median/y.Median), y.Key
+			x.Met = ptr(*x.Ratio <= target)
+		}
+		r.Rows = append(r.Rows, x, y)
+	}
+	pair("conf_change", "one conf change (pkg/client, leader first)", "ms", f.conf, 2*w, 1.1)
+	pair("learner_ready", "learner ready, process start to promote", "ms", f.ready, cw, 1.1)
+	pair("leader_removal_gap", "leader removal, longest time without a successful list", "ms", f.gaps, cw, 1.1)
+	kib := func(key, figure string, full, short int64) row {
 		x := row{Key: key, Figure: figure, Unit: "KiB", Runs: 1, Target: "report", Median: float64(full) / 1024}
 		x.P99, x.Max = x.Median, x.Median
-		if none > 0 {
-			x.Ratio, x.RatioTo = ptr(float64(full)/float64(none)), key+" of the fresh cluster"
+		if short > 0 {
+			x.Ratio, x.RatioTo = ptr(float64(full)/float64(short)), key+" with --max-history=1"
 		}
 		return x
 	}
 	r.Rows = append(r.Rows,
-		kib("history_db_size", fmt.Sprintf("history: the leader's member.db with %d changes in the history", full.Events), full.DBBytes, none.DBBytes),
-		kib("history_snapshot_file_size", fmt.Sprintf("history: snapshot save file with %d changes in the history", full.Events), full.SnapshotFileBytes, none.SnapshotFileBytes),
-		kib("history_raft_snapshot_size", fmt.Sprintf("history: raft snapshot data (sent to a joining member) with %d changes in the history", full.Events), full.RaftSnapshotBytes, none.RaftSnapshotBytes),
+		kib("history_db_size", fmt.Sprintf("history: the leader's member.db with %d changes in the history", full.Events), full.DBBytes, short.DBBytes),
+		kib("history_snapshot_file_size", fmt.Sprintf("history: snapshot save file with %d changes in the history", full.Events), full.SnapshotFileBytes, short.SnapshotFileBytes),
+		kib("history_raft_snapshot_size", fmt.Sprintf("history: raft snapshot data (sent to a joining member) with %d changes in the history", full.Events), full.RaftSnapshotBytes, short.RaftSnapshotBytes),
 		kib("history_json_size", fmt.Sprintf("history: the history's part of that snapshot, %d changes", full.Events), full.HistoryBytes, 0))
-	r.History = &historySizePair{Fresh: none, Full: full}
+	r.History = &historySizePair{Short: short, Full: full}
 }

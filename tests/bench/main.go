@@ -79,7 +79,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
 	fs.IntVar(&o.urlRuns, "url-runs", 50, "measured updates of a learner's peer URLs, with one URL and with the most a member may have, and dry-run adds of 3,000 URLs beside it")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
-	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only=history, changes made in the membership history of the cluster the history phase compares with a fresh one; in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
+	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only=history, changes made in the membership history of the cluster the history phase compares with one whose members keep one change (--max-history=1; its log filled with 3x -snapshot-count changes); in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")

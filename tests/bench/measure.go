@@ -524,7 +524,12 @@ const (
 // leader's first, so it has to move on) lists the members linearizably in a loop, and returns
 // the longest time without a successful list (see longestGap).
 func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
-	ms, leaderID, err := b.leaderFirst()
+	return b.leaderRemovalIn(ctx, b.c)
+}
+
+// leaderRemovalIn is leaderRemoval in any of the bench's clusters.
+func (b *bench) leaderRemovalIn(ctx context.Context, c *cluster.Cluster) (removalResult, error) {
+	ms, leaderID, err := leaderFirstOf(c)
 	if err != nil {
 		return removalResult{}, err
 	}
@@ -591,5 +596,5 @@ func (b *bench) leaderRemoval(ctx context.Context) (removalResult, error) {
 		finish()
 		return removalResult{}, fmt.Errorf("member remove %016x (the leader, %s): %w", leaderID, leader.Name, err)
 	}
-	return afterRemoval(ctx, b.c, leader.Name, rmStart, answered, &lastOK, tailWindow, finish)
+	return afterRemoval(ctx, c, leader.Name, rmStart, answered, &lastOK, tailWindow, finish)
 }

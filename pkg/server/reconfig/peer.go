@@ -40,7 +40,8 @@ type membersService struct {
 
 func (s *membersService) Membership(_ context.Context, req *pb.MembershipRequest) (*pb.MembershipAnswer, error) {
 	n := s.c.cfg.Node
-	cl := n.Cluster()
+	// Without the history: a removed leader asks every 10 ms while its successor is elected.
+	cl := n.Cluster().WithoutHistory()
 	if req.GetWithoutRemoved() {
 		cl = cl.WithoutRemoved()
 	}
