@@ -95,14 +95,14 @@ func waitStarted(t *testing.T, ms []*servertest.Member) {
 // voter, which the command says before its Error line; a run again once the new member runs
 // finds the old member not leading and finishes the replacement.
 func TestReplaceWaitsForLearner(t *testing.T) {
-	ms := servertest.Start(t, 3, nil)
+	ms := servertest.Start(t, 3, steadyLeader)
 	eps := "--endpoints=" + servertest.Endpoints(ms)
 	r1 := servertest.NewMember(t, "r1")
 	waitStarted(t, ms)
 	old := leaderName(t, ms)
 
 	start := time.Now()
-	_, stderr, code := runArgs(eps, "member", "replace", old, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=1s", "-w", "env")
+	_, stderr, code := runArgs(eps, "member", "replace", old, "r1", "--peer-urls="+r1.PeerURL, "--wait-timeout=3s", "-w", "env")
 	took := time.Since(start)
 	if code != exitLearnerNotReady {
 		t.Fatalf("replace with the learner not started: exit %d, want %d\n%s", code, exitLearnerNotReady, stderr)
@@ -112,7 +112,7 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 		t.Errorf("stderr:\n%s", stderr)
 	}
 	lines := strings.Count(stderr, " not in sync yet: ")
-	// At most one per promoteRetryInterval of the 1 s, the first after the first attempt.
+	// At most one per promoteRetryInterval of the wait, the first after the first attempt.
 	if maxLines := int(took / promoteRetryInterval); lines < 1 || lines > maxLines {
 		t.Errorf("%d progress lines in %v, want 1 to %d:\n%s", lines, took, maxLines, stderr)
 	}
