@@ -115,6 +115,7 @@ FUZZ_TARGETS := \
 	./cmd/clusterctl/command:FuzzConfigFile \
 	./cmd/clusterd:FuzzParse \
 	./pkg/server/transport:FuzzEnvelope \
+	./pkg/wire:FuzzMessages \
 	./pkg/server/api:FuzzRequests \
 	./pkg/server/raftnode:FuzzProposalOf
 .PHONY: fuzz

@@ -30,13 +30,13 @@ func MemberFromProto(p *pb.Member) membership.Member {
 	}
 }
 
-// ClusterToProto is c on the wire: its members sorted by ID, its removed IDs sorted, and its
-// history; nil for nil.
+// ClusterToProto is c on the wire: its members sorted by ID and its removed IDs sorted, not its
+// history, which no answer but History.List's needs; nil for nil.
 func ClusterToProto(c *membership.Cluster) *pb.Cluster {
 	if c == nil {
 		return nil
 	}
-	p := &pb.Cluster{Id: uint64(c.ID), HistoryDropped: c.History.Dropped()}
+	p := &pb.Cluster{Id: uint64(c.ID)}
 	for _, m := range c.List() {
 		p.Members = append(p.Members, MemberToProto(m))
 	}
@@ -46,9 +46,6 @@ func ClusterToProto(c *membership.Cluster) *pb.Cluster {
 			p.Removed = append(p.Removed, uint64(id))
 		}
 		slices.Sort(p.Removed)
-	}
-	for _, ev := range c.History.Events() {
-		p.History = append(p.History, EventToProto(ev))
 	}
 	return p
 }
@@ -70,9 +67,6 @@ func ClusterFromProto(p *pb.Cluster) *membership.Cluster {
 			ids[i] = membership.ID(id)
 		}
 		c.Removed = membership.NewIDSet(ids...)
-	}
-	if len(p.GetHistory()) > 0 || p.GetHistoryDropped() > 0 {
-		c.History = membership.NewHistory(EventsFromProto(p.GetHistory()), p.GetHistoryDropped(), 0)
 	}
 	return c
 }
@@ -159,8 +153,7 @@ type Report struct {
 }
 
 // WithoutRemoved is r as it leaves the member that decided it: its membership without the
-// removed IDs and the history, as many as the cluster's whole life; the answers are about the
-// members.
+// removed IDs, as many as the cluster's whole life; the answers are about the members.
 func (r *Report) WithoutRemoved() *Report {
 	out := *r
 	if out.Cluster != nil {

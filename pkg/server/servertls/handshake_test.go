@@ -15,6 +15,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/logtest"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 )
 
@@ -25,54 +26,6 @@ func x509Pool(t *testing.T, certPEM []byte) *x509.CertPool {
 		t.Fatal("no certificate in PEM")
 	}
 	return pool
-}
-
-// recorder is a slog handler that keeps every record, for counting log lines.
-type recorder struct {
-	mu      sync.Mutex
-	records []slog.Record
-}
-
-func (r *recorder) Enabled(context.Context, slog.Level) bool { return true }
-func (r *recorder) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *recorder) WithGroup(string) slog.Handler            { return r }
-func (r *recorder) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.records = append(r.records, rec.Clone())
-	return nil
-}
-
-func (r *recorder) count(msg string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, rec := range r.records {
-		if strings.Contains(rec.Message, msg) {
-			n++
-		}
-	}
-	return n
-}
-
-func (r *recorder) attrs(i int) map[string]string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	m := map[string]string{}
-	r.records[i].Attrs(func(a slog.Attr) bool { m[a.Key] = a.Value.String(); return true })
-	return m
-}
-
-func (r *recorder) String() string {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	var b strings.Builder
-	for _, rec := range r.records {
-		b.WriteString(rec.Message)
-		rec.Attrs(func(a slog.Attr) bool { b.WriteString(" " + a.String()); return true })
-		b.WriteString("\n")
-	}
-	return b.String()
 }
 
 // fixture is one CA with a peer certificate for the server, and a second CA for strangers.
@@ -287,7 +240,7 @@ func TestRenewedCertificateServesNewConnections(t *testing.T) {
 	if err := old.WriteTo(certFile, keyFile); err != nil {
 		t.Fatal(err)
 	}
-	logs := &recorder{}
+	logs := &logtest.Recorder{}
 	s := Settings{
 		Client: Side{CertFile: certFile, KeyFile: keyFile, ListenURLs: []string{"https://127.0.0.1:0"}},
 		Logger: slog.New(logs),
@@ -323,7 +276,7 @@ func TestRenewedCertificateServesNewConnections(t *testing.T) {
 			t.Fatalf("mid-renewal served %q", cn)
 		}
 	}
-	if n := logs.count("cannot reload certificate"); n != 1 {
+	if n := logs.Count("cannot reload certificate"); n != 1 {
 		t.Fatalf("reload failure logged %d times, want once:\n%s", n, logs)
 	}
 	if err := os.WriteFile(keyFile, next.KeyPEM, 0o600); err != nil {

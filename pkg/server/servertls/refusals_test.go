@@ -16,6 +16,8 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+
+	"github.com/clusterctl/clusterctl/internal/logtest"
 )
 
 // grpcServer serves the health service on 127.0.0.1 with creds.
@@ -62,7 +64,7 @@ func TestRefusedPeerIsLoggedOncePerPeer(t *testing.T) {
 	f := newFixture(t)
 	s := f.peerSettings()
 	s.Peer.AllowedCNs = []string{"m1", "m2"}
-	logs := &recorder{}
+	logs := &logtest.Recorder{}
 	refusals := NewRefusals(slog.New(logs), "peer", time.Hour)
 	// The handshakes read the clock on the server's goroutines.
 	var clock atomic.Int64
@@ -80,22 +82,22 @@ func TestRefusedPeerIsLoggedOncePerPeer(t *testing.T) {
 			t.Fatal("a certificate from another CA got through")
 		}
 	}
-	waitFor(t, "the refusal to be logged", func() bool { return logs.count("rejected connection") >= 1 })
+	waitFor(t, "the refusal to be logged", func() bool { return logs.Count("rejected connection") >= 1 })
 	for range attempts {
 		if err := check(addr, intruder); err == nil {
 			t.Fatal("a CN not allowed got through")
 		}
 	}
-	waitFor(t, "the second peer to be logged", func() bool { return logs.count("rejected connection") >= 2 })
+	waitFor(t, "the second peer to be logged", func() bool { return logs.Count("rejected connection") >= 2 })
 	if err := check(addr, member); err != nil {
 		t.Fatalf("an allowed member was refused: %v", err)
 	}
 	// Let any straggling handshake be counted before asserting nothing more was logged.
 	time.Sleep(50 * time.Millisecond)
-	if n := logs.count("rejected connection"); n != 2 {
+	if n := logs.Count("rejected connection"); n != 2 {
 		t.Fatalf("%d lines for 2 refused peers of %d attempts each:\n%s", n, attempts, logs)
 	}
-	first, second := logs.attrs(0), logs.attrs(1)
+	first, second := logs.Attrs(0), logs.Attrs(1)
 	if first["port"] != "peer" || first["cn"] != "m2" || first["issuer"] != "other" || !strings.Contains(first["error"], "unknown authority") {
 		t.Errorf("first line: %v", first)
 	}
@@ -111,8 +113,8 @@ func TestRefusedPeerIsLoggedOncePerPeer(t *testing.T) {
 	if err := check(addr, stranger); err == nil {
 		t.Fatal("refused peer got through")
 	}
-	waitFor(t, "the reminder", func() bool { return logs.count("rejected connection") == 3 })
-	if got := logs.attrs(2)["not-logged-since"]; got != "4" {
+	waitFor(t, "the reminder", func() bool { return logs.Count("rejected connection") == 3 })
+	if got := logs.Attrs(2)["not-logged-since"]; got != "4" {
 		t.Errorf("not-logged-since = %q, want 4", got)
 	}
 }
@@ -124,7 +126,7 @@ func TestDialingARefusedPeerIsLoggedOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	addr := grpcServer(t, credentials.NewTLS(&tls.Config{Certificates: []tls.Certificate{must2(t, foreign)}}))
-	logs := &recorder{}
+	logs := &logtest.Recorder{}
 	dialer := Credentials(build(t, f.peerSettings()).PeerClient, NewRefusals(slog.New(logs), "peer", 0))
 	for range 3 {
 		conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(dialer))
@@ -139,13 +141,13 @@ func TestDialingARefusedPeerIsLoggedOnce(t *testing.T) {
 			t.Fatal("dialed a peer the CA did not sign")
 		}
 	}
-	if n := logs.count("rejected connection"); n != 1 {
+	if n := logs.Count("rejected connection"); n != 1 {
 		t.Fatalf("%d lines, want 1:\n%s", n, logs)
 	}
 }
 
 func TestRefusalsIgnoreProbes(t *testing.T) {
-	logs := &recorder{}
+	logs := &logtest.Recorder{}
 	r := NewRefusals(slog.New(logs), "client", time.Hour)
 	r.Refused("10.0.0.1:1234", errors.New("EOF"))       // not io.EOF itself: logged
 	r.Refused("10.0.0.1:1235", context.Canceled)        // benign
@@ -153,7 +155,7 @@ func TestRefusalsIgnoreProbes(t *testing.T) {
 	r.Refused("10.0.0.1:1237", errors.New("EOF"))       // same peer, same kind: not logged
 	r.Refused("10.0.0.2:1237", errors.New("EOF"))       // other host
 	r.Refused("10.0.0.2:1238", tls.RecordHeaderError{}) // other kind
-	if n := logs.count("rejected connection"); n != 3 {
+	if n := logs.Count("rejected connection"); n != 3 {
 		t.Fatalf("%d lines, want 3:\n%s", n, logs)
 	}
 	// How much is remembered is logfmt.Limiter's bound (its tests).

@@ -5,7 +5,6 @@ import (
 	"io"
 	"log/slog"
 	"net"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +14,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/logtest"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
@@ -220,49 +220,18 @@ func TestOlderPeerProtocolIsSaid(t *testing.T) {
 	s := grpc.NewServer() // no clusterd.v2 service: every call answers Unimplemented
 	go func() { _ = s.Serve(l) }()
 	t.Cleanup(s.Stop)
-	logs := &records{}
+	logs := &logtest.Recorder{}
 	sender := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(logs)})
 	sender.Attach(&member{cluster: membership.NewCluster(7, nil)})
 	t.Cleanup(sender.Close)
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{"http://" + l.Addr().String()}}}))
 	for i := 0; i < 3; i++ {
 		sender.Send([]*raftpb.Message{heartbeat(1, 2)})
-		waitFor(t, "the older-protocol line", func() bool { return logs.count("peer 0000000000000002 speaks an older peer protocol") == 1 })
+		waitFor(t, "the older-protocol line", func() bool { return logs.Count("peer 0000000000000002 speaks an older peer protocol") == 1 })
 	}
-	if n := logs.count("cannot send to peer"); n != 0 {
+	if n := logs.Count("cannot send to peer"); n != 0 {
 		t.Fatalf("an older peer logged as a generic failure %d times", n)
 	}
-}
-
-// records is a slog.Handler that keeps the messages logged, for a test to read while the
-// transport logs.
-type records struct {
-	mu   sync.Mutex
-	msgs []string
-}
-
-func (r *records) Enabled(context.Context, slog.Level) bool { return true }
-func (r *records) WithAttrs([]slog.Attr) slog.Handler       { return r }
-func (r *records) WithGroup(string) slog.Handler            { return r }
-
-func (r *records) Handle(_ context.Context, rec slog.Record) error {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.msgs = append(r.msgs, rec.Message)
-	return nil
-}
-
-// count is how many messages logged so far begin with prefix.
-func (r *records) count(prefix string) int {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	n := 0
-	for _, m := range r.msgs {
-		if strings.HasPrefix(m, prefix) {
-			n++
-		}
-	}
-	return n
 }
 
 // A member whose membership does not list the sender yet (it has not applied the sender's

@@ -343,18 +343,15 @@ func (x *Member) GetStarted() bool {
 	return false
 }
 
-// Cluster is membership.Cluster: its members sorted by ID, the IDs removed over its history, and
-// the membership history.
+// Cluster is membership.Cluster without its history, which only History.List sends: its members
+// sorted by ID and the IDs removed over the cluster's life.
 type Cluster struct {
-	state   protoimpl.MessageState `protogen:"open.v1"`
-	Id      uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Members []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
-	Removed []uint64               `protobuf:"varint,3,rep,packed,name=removed,proto3" json:"removed,omitempty"`
-	History []*Event               `protobuf:"bytes,4,rep,name=history,proto3" json:"history,omitempty"`
-	// history_dropped is how many older events the history dropped to stay bounded.
-	HistoryDropped uint64 `protobuf:"varint,5,opt,name=history_dropped,json=historyDropped,proto3" json:"history_dropped,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Id            uint64                 `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Members       []*Member              `protobuf:"bytes,2,rep,name=members,proto3" json:"members,omitempty"`
+	Removed       []uint64               `protobuf:"varint,3,rep,packed,name=removed,proto3" json:"removed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *Cluster) Reset() {
@@ -406,20 +403,6 @@ func (x *Cluster) GetRemoved() []uint64 {
 		return x.Removed
 	}
 	return nil
-}
-
-func (x *Cluster) GetHistory() []*Event {
-	if x != nil {
-		return x.History
-	}
-	return nil
-}
-
-func (x *Cluster) GetHistoryDropped() uint64 {
-	if x != nil {
-		return x.HistoryDropped
-	}
-	return 0
 }
 
 // Origin is membership.Origin: who asked for a change.
@@ -884,7 +867,7 @@ func (x *ChangeReply) GetAfter() *QuorumReport {
 
 type MembershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// without_removed asks for the members alone, without the removed IDs and the history.
+	// without_removed asks for the members alone, without the removed IDs.
 	WithoutRemoved bool `protobuf:"varint,1,opt,name=without_removed,json=withoutRemoved,proto3" json:"without_removed,omitempty"`
 	unknownFields  protoimpl.UnknownFields
 	sizeCache      protoimpl.SizeCache
@@ -1213,13 +1196,11 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"clientUrls\x12\x1d\n" +
 	"\n" +
 	"is_learner\x18\x05 \x01(\bR\tisLearner\x12\x18\n" +
-	"\astarted\x18\x06 \x01(\bR\astarted\"\xb9\x01\n" +
+	"\astarted\x18\x06 \x01(\bR\astarted\"b\n" +
 	"\aCluster\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x04R\x02id\x12-\n" +
 	"\amembers\x18\x02 \x03(\v2\x13.clusterd.v2.MemberR\amembers\x12\x18\n" +
-	"\aremoved\x18\x03 \x03(\x04R\aremoved\x12,\n" +
-	"\ahistory\x18\x04 \x03(\v2\x12.clusterd.v2.EventR\ahistory\x12'\n" +
-	"\x0fhistory_dropped\x18\x05 \x01(\x04R\x0ehistoryDropped\"`\n" +
+	"\aremoved\x18\x03 \x03(\x04R\aremoved\"`\n" +
 	"\x06Origin\x12\x0e\n" +
 	"\x02cn\x18\x01 \x01(\tR\x02cn\x12\x18\n" +
 	"\aaddress\x18\x02 \x01(\tR\aaddress\x12\x10\n" +
@@ -1338,41 +1319,40 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
 	17, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
 	4,  // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
-	7,  // 2: clusterd.v2.Cluster.history:type_name -> clusterd.v2.Event
-	18, // 3: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
-	6,  // 4: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
-	0,  // 5: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
-	4,  // 6: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
-	6,  // 7: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
-	8,  // 8: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	19, // 9: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
-	5,  // 10: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
-	4,  // 11: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
-	10, // 12: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
-	10, // 13: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
-	5,  // 14: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
-	4,  // 15: clusterd.v2.MemberList.members:type_name -> clusterd.v2.Member
-	18, // 16: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
-	7,  // 17: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
-	1,  // 18: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 19: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 20: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 21: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	9,  // 22: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	12, // 23: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	15, // 24: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	3,  // 25: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 26: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 27: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 28: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	11, // 29: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	13, // 30: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	16, // 31: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	18, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
+	6,  // 3: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
+	0,  // 4: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
+	4,  // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
+	6,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
+	8,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
+	19, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
+	5,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
+	4,  // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
+	10, // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
+	10, // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
+	5,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
+	4,  // 14: clusterd.v2.MemberList.members:type_name -> clusterd.v2.Member
+	18, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	7,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
+	1,  // 17: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 18: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 19: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 20: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	9,  // 21: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	12, // 22: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	15, // 23: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	3,  // 24: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 25: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 26: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 27: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	11, // 28: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	13, // 29: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	16, // 30: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	24, // [24:31] is the sub-list for method output_type
+	17, // [17:24] is the sub-list for method input_type
+	17, // [17:17] is the sub-list for extension type_name
+	17, // [17:17] is the sub-list for extension extendee
+	0,  // [0:17] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
