@@ -6,7 +6,6 @@ import (
 	"crypto/x509"
 	"fmt"
 	"os"
-	"runtime"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -15,13 +14,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 )
 
-func main() {
-	// As clusterctl does (cmd/clusterctl/main.go): the floor takes every shortcut it takes.
-	if os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
-	os.Exit(run(os.Args[1:]))
-}
+func main() { os.Exit(run(os.Args[1:])) }
 
 func run(args []string) int {
 	if len(args) != 1 && len(args) != 4 {
