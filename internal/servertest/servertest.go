@@ -23,8 +23,11 @@ import (
 )
 
 // ElectionTimeout is the members' election timeout unless a tweak sets another: a leader counts
-// a member that has been silent this long as gone.
-const ElectionTimeout = 200 * time.Millisecond
+// a member that has been silent this long as gone. Half a second, ten heartbeats, as etcd's
+// defaults are ten: long enough that a machine slowed by the race detector and other tests does
+// not make a live member look gone to the strict reconfiguration check, short enough that a
+// cluster elects its first leader in about a second.
+const ElectionTimeout = 500 * time.Millisecond
 
 // Token is the members' --initial-cluster-token.
 const Token = "test"
@@ -76,7 +79,7 @@ func (m *Member) Config(initial, state string, tweak func(*server.Config)) serve
 		ListenClientURLs: []string{m.ClientURL}, AdvertiseClientURLs: []string{m.ClientURL},
 		ListenPeerURLs: []string{m.PeerURL}, InitialAdvertisePeerURLs: []string{m.PeerURL},
 		InitialCluster: initial, InitialClusterState: state, InitialClusterToken: Token,
-		HeartbeatInterval: 20 * time.Millisecond, ElectionTimeout: ElectionTimeout,
+		HeartbeatInterval: 50 * time.Millisecond, ElectionTimeout: ElectionTimeout,
 		SnapshotCount: 10000, StrictReconfigCheck: true, MaxLearners: 1,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
