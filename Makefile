@@ -22,7 +22,7 @@ TAGS := grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w\ -X\ github.com/clusterctl/clusterctl/pkg/version.Version=$(VERSION)
 
-.PHONY: build run test check unit race bench chaos clean man proto
+.PHONY: build run test check unit race bench chaos clean man proto prototools
 
 build:
 	$(BUILD) -o $(BIN)/clusterd ./cmd/clusterd
@@ -40,14 +40,15 @@ check:
 # (-p 1): the process tests each start clusters, and the runbook tests need the fixed ports of
 # make run, which another package's ephemeral ports could otherwise take.
 race:
-	$(GO) test -race -count=1 ./pkg/... ./cmd/...
+	$(GO) test -race -count=1 -timeout 30m ./pkg/... ./cmd/...
 
 unit:
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
-# make test ends with every fuzz target for a few seconds each, beyond the seed corpora that the
-# unit run already replays.
-test: check race unit
+# make test builds the code generator's tools first (minutes on a clean clone, once: .cache/proto),
+# so that the test that checks the generated code is up to date only runs them; it ends with every
+# fuzz target for a few seconds each, beyond the seed corpora that the unit run already replays.
+test: check prototools race unit
 	$(MAKE) fuzz FUZZTIME=3s
 
 # make bench BENCHFLAGS=-profile=bench-results/profile   also profiles the leader (docs/benchmarks.md)
@@ -79,6 +80,9 @@ chaos:
 
 proto:
 	GO=$(GO) scripts/genproto.sh
+
+prototools:
+	GO=$(GO) scripts/genproto.sh --tools
 
 clean:
 	rm -rf $(BIN)

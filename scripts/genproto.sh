@@ -1,7 +1,8 @@
 #!/bin/sh
 # genproto.sh [OUTDIR]: generates the Go of pkg/wire/clusterdpb/clusterd.proto into OUTDIR (the
-# package's own directory unless given; the staleness test gives a temporary one). No protoc:
-# buf is a Go module, and so are both plugins. They are built once per version under
+# package's own directory unless given; the staleness test gives a temporary one).
+# genproto.sh --tools: builds the tools only (make test does, before the tests that use them).
+# No protoc: buf is a Go module, and so are both plugins. They are built once per version under
 # .cache/proto (never in git): buf and protoc-gen-go-grpc at the versions pinned here,
 # protoc-gen-go at the version go.mod requires, so the generated code matches the runtime.
 # raft.proto, which clusterd.proto imports for raft's Message, is raft's own, read from the
@@ -9,6 +10,12 @@
 set -eu
 BUF_VERSION=v1.75.0
 GRPC_PLUGIN_VERSION=v1.6.2
+
+tools_only=
+if [ "${1:-}" = --tools ]; then
+	tools_only=1
+	shift
+fi
 
 cd "$(dirname "$0")/.."
 root=$(pwd)
@@ -27,6 +34,9 @@ if [ ! -x "$tools/buf" ] || [ ! -x "$tools/protoc-gen-go" ] || [ ! -x "$tools/pr
 	if ! mv -T "$build" "$tools" 2>/dev/null; then
 		rm -rf "$build" # the other tree won
 	fi
+fi
+if [ -n "$tools_only" ]; then
+	exit 0
 fi
 
 work=$(mktemp -d)
