@@ -41,7 +41,7 @@ func TestHistoryBlocks(t *testing.T) {
 		var h History
 		for i := range 2000 {
 			h = h.With(numbered(i), max)
-			if i%97 != 0 && i != 1999 {
+			if i%331 != 0 && i != 1999 {
 				continue
 			}
 			n := i + 1
@@ -68,7 +68,7 @@ func TestHistoryBlocks(t *testing.T) {
 			}
 			if max > 0 {
 				more, gotMore := h, got
-				for j := n; j < n+max+blockEvents+3; j += 50 {
+				for j := n; j < n+max+blockEvents+3; j += 97 {
 					more, gotMore = more.With(numbered(j), max), gotMore.With(numbered(j), max)
 					if !reflect.DeepEqual(more.Events(), gotMore.Events()) || more.Dropped() != gotMore.Dropped() {
 						t.Fatalf("%s: the receiver's history went another way after event %d", what, j)
