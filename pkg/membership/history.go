@@ -91,8 +91,8 @@ type Stamp struct {
 //
 // Most of a history is its base: blocks of events (history_block.go), each kept as its binary
 // records (history_binary.go) and compressed, as a snapshot carries them. A block never changes
-// once made: recording compresses only a new block of blockEvents events when the recent ones
-// fill it, dropping at the bound drops a whole oldest block once none of it is kept (until then
+// once made: recording makes a new block of blockEvents events when the recent ones fill it
+// (compressed once, when a snapshot first holds it), dropping at the bound drops a whole oldest block once none of it is kept (until then
 // skip hides its dropped events), and making a snapshot copies the blocks' compressed bytes. A
 // member that receives thousands of events in its first snapshot keeps them compressed as they
 // came, as one block, and inflates them only when they are read or the bound reaches them: a
@@ -189,9 +189,10 @@ func (h History) WithEvents(evs []Event, max int) History {
 }
 
 // bounded drops the oldest events beyond max, drops the blocks none of whose events are kept,
-// and folds the recent events into new blocks of blockEvents, compressing only those. A block
-// received whole (larger than blockEvents) is split into blocks of blockEvents once the bound
-// reaches it, so that a snapshot compresses at most one block's kept part.
+// and folds the recent events into new blocks of blockEvents. A block received whole (larger
+// than blockEvents) is split into blocks of blockEvents once the bound reaches it (inflated then,
+// each part compressed when a snapshot first holds it), so that a snapshot compresses at most one
+// block's kept part.
 func (h History) bounded(max int) History {
 	if over := h.Len() - max; max > 0 && over > 0 {
 		h.skip += over

@@ -16,27 +16,41 @@ import (
 // it: about 19 KB of records at make bench's figures, compressed as well as the whole history.
 const blockEvents = 256
 
-// A block is a run of events of a history's base, kept as DEFLATE (RFC 1951) data that ends
-// with a sync flush (an empty stored block, no final block) and refers to nothing before it: the
-// compressed blocks of a history written end to end, and then finalBlock, are one DEFLATE stream
-// of all their records, which is how a snapshot carries them. A block never changes once made;
-// its records are made once, when first needed (a block received compressed is inflated only
-// when read), and shared.
+// A block is a run of events of a history's base, kept as its records and as DEFLATE (RFC 1951)
+// data that ends with a sync flush (an empty stored block, no final block) and refers to nothing
+// before it: the compressed blocks of a history written end to end, and then finalBlock, are one
+// DEFLATE stream of all their records, which is how a snapshot carries them. A block never
+// changes once made, and each form is made once, from the other, when first needed, then shared:
+// a block this member made is compressed when a snapshot first holds it (not while a change is
+// applied), a block received compressed is inflated only when read or split.
 type block struct {
-	n        int    // events
-	deflated []byte // the records compressed
+	n int // events
 
 	once sync.Once
 	raw  *records // set when made, or by once
 	err  error    // why deflated does not read back as n records
+
+	zonce    sync.Once
+	deflated []byte // set when received, or by zonce
 }
 
 // finalBlock ends a DEFLATE stream: an empty stored block marked final, at a byte boundary.
 var finalBlock = []byte{0x01, 0x00, 0x00, 0xff, 0xff}
 
-// newBlock is the block of the n records in data (appendRecords's), compressed now.
+// newBlock is the block of the n records in data (appendRecords's), to be compressed when a
+// snapshot first needs it.
 func newBlock(data []byte, n int) *block {
-	return &block{n: n, deflated: appendFlushed(nil, data), raw: indexRecords(data)}
+	return &block{n: n, raw: indexRecords(data)}
+}
+
+// compressed returns the block's compressed records, compressing them the first time.
+func (b *block) compressed() []byte {
+	b.zonce.Do(func() {
+		if b.deflated == nil {
+			b.deflated = appendFlushed(nil, b.raw.data)
+		}
+	})
+	return b.deflated
 }
 
 // splitBlocks cuts the n checked records in data into blocks of blockEvents.
@@ -103,8 +117,8 @@ func (r *records) event(i int) Event {
 
 // AppendDeflated appends the events kept as one DEFLATE stream of their records, as snapshots
 // carry them, and returns it with the count of events it holds and the count dropped before
-// them. It copies the blocks' compressed bytes, and compresses only the recent events and the
-// kept part of the oldest block. An oldest block that does not read back is copied whole:
+// them. It copies the blocks' compressed bytes, and compresses only the recent events, the
+// kept part of the oldest block, and the blocks made since a snapshot last held them. An oldest block that does not read back is copied whole:
 // events says how many it holds, and dropped is less by those the history no longer shows,
 // so that a member receiving it holds the same, and refuses it the same when read.
 func (h History) AppendDeflated(b []byte) (_ []byte, events int, dropped uint64) {
@@ -117,7 +131,7 @@ func (h History) AppendDeflated(b []byte) (_ []byte, events int, dropped uint64)
 			}
 			events, dropped = events+h.skip, dropped-uint64(h.skip)
 		}
-		b = append(b, bl.deflated...)
+		b = append(b, bl.compressed()...)
 	}
 	if len(h.recent) > 0 {
 		b = appendFlushed(b, appendRecords(nil, h.recent))
