@@ -5,6 +5,7 @@ import (
 	"compress/flate"
 	"encoding/json"
 	"fmt"
+	"io"
 	"reflect"
 	"slices"
 	"testing"
@@ -110,6 +111,13 @@ func TestHistoryEarlierJSON(t *testing.T) {
 			t.Fatalf("%s: %v", name, err)
 		}
 		checkHistory(t, name, got, 100, 600)
+	}
+	// And the earlier version reads the current one: its blocks and final block are one DEFLATE
+	// stream, which it inflates whole (ignoring the count of events).
+	deflated, _, _ := h.AppendDeflated(nil)
+	inflated, err := io.ReadAll(flate.NewReader(bytes.NewReader(deflated)))
+	if err != nil || !bytes.Equal(inflated, records) {
+		t.Fatalf("the current stream read as one DEFLATE stream: %d bytes, %v", len(inflated), err)
 	}
 }
 
