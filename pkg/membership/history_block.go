@@ -160,7 +160,10 @@ var flateWriters = sync.Pool{New: func() any {
 	return w
 }}
 
-// appendFlushed appends records compressed by a writer of its own and flushed, not closed.
+// appendFlushed appends records compressed by a writer of its own and flushed, not closed, with
+// DEFLATE at its fastest level: a history's records repeat names, URLs and addresses, and shrink
+// about sixfold for a millisecond or two per megabyte, which a new member gains back many times
+// over in moving, reading and writing its first snapshot.
 func appendFlushed(b, records []byte) []byte {
 	if len(records) == 0 {
 		return b
@@ -177,14 +180,6 @@ func appendFlushed(b, records []byte) []byte {
 // maxInflated bounds what InflateRecords makes of compressed records: far beyond any history
 // (the default bound of 10,000 changes is about a megabyte), and short of exhausting a member.
 const maxInflated = 1 << 30
-
-// DeflateRecords compresses records (as AppendRecords writes them) with DEFLATE (RFC 1951) at
-// its fastest level, as snapshots carry them: a history's records repeat names, URLs and
-// addresses, and shrink about eightfold for a millisecond or two per megabyte, which a new
-// member gains back many times over in moving, reading and writing its first snapshot.
-func DeflateRecords(records []byte) []byte {
-	return append(appendFlushed(make([]byte, 0, len(records)/4+64), records), finalBlock...)
-}
 
 // InflateRecords inflates a DEFLATE stream of records, or a block's flushed data (ended as if
 // by finalBlock).
