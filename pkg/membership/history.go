@@ -1,9 +1,9 @@
 package membership
 
 import (
-	"encoding/binary"
 	"encoding/json"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -85,55 +85,28 @@ type Stamp struct {
 
 // History is the record of applied changes, oldest first: the newest ones kept, and how many
 // older ones were dropped. Like IDSet, a History never changes once made: With returns a new one
-// that shares the old one's records and holds only the few events recorded lately as events, so
-// recording costs O(sqrt(n)), not a copy of the whole history, and memberships of every age can
-// be read at once. The zero History is empty.
+// that shares the old one's blocks and holds only the few events recorded lately as events, so
+// recording costs at most a copy of blockEvents events, not a copy of the whole history, and
+// memberships of every age can be read at once. The zero History is empty.
 //
-// Most of a history is its base: the events' binary records (history_binary.go) end to end, as
-// a snapshot carries them. A member that receives thousands of events in its first snapshot
-// keeps them so, checked but not decoded, and sends them on with one copy: a new member's way
-// to ready does not depend on how long the history is beyond moving its bytes. An event is
-// decoded only when it is read.
+// Most of a history is its base: blocks of events (history_block.go), each kept as its binary
+// records (history_binary.go) and compressed, as a snapshot carries them. A block never changes
+// once made: recording makes a new block of blockEvents events when the recent ones fill it
+// (compressed once, when a snapshot first holds it), dropping at the bound drops a whole oldest block once none of it is kept (until then
+// skip hides its dropped events), and making a snapshot copies the blocks' compressed bytes. A
+// member that receives thousands of events in its first snapshot keeps them compressed as they
+// came, as one block, and inflates them only when they are read or the bound reaches them: a
+// new member's way to ready does not depend on how long the history is beyond moving its bytes.
 type History struct {
-	base    *records // shared between histories, never changed
-	skip    int      // records at the start of base that this history has dropped
-	recent  []Event  // this history's own events since base was made
+	blocks  []*block // shared between histories, never changed
+	based   int      // events in blocks
+	skip    int      // events at the start of blocks[0] that this history has dropped
+	recent  []Event  // this history's own events since its newest block was made
 	dropped uint64   // events dropped over the cluster's life
 }
 
-// records is a run of binary records, each preceded by its length (uvarint): what AppendRecords
-// writes. start[i] is where record i's length begins.
-type records struct {
-	data  []byte
-	start []int
-}
-
-func (r *records) len() int {
-	if r == nil {
-		return 0
-	}
-	return len(r.start)
-}
-
-// from returns the bytes of the records from i on.
-func (r *records) from(i int) []byte {
-	if i >= r.len() {
-		return nil
-	}
-	return r.data[r.start[i]:]
-}
-
-// event decodes record i.
-func (r *records) event(i int) Event {
-	b := r.data[r.start[i]:]
-	n, k := binary.Uvarint(b)
-	// Checked when the records were read (readRecords) or written by AppendBinary.
-	e, _ := decodeEvent(b[k:k+int(n)], true)
-	return e
-}
-
 // Len is the number of events kept.
-func (h History) Len() int { return h.base.len() - h.skip + len(h.recent) }
+func (h History) Len() int { return h.based - h.skip + len(h.recent) }
 
 // Dropped is the number of older events dropped to keep the history bounded.
 func (h History) Dropped() uint64 { return h.dropped }
@@ -144,18 +117,52 @@ func (h History) Total() uint64 { return h.dropped + uint64(h.Len()) }
 // IsZero reports an empty history, so that JSON leaves it out (omitzero).
 func (h History) IsZero() bool { return h.Len() == 0 && h.dropped == 0 }
 
-// Events returns the events kept, oldest first. The slice is the caller's; the events' URL
-// lists are shared and must not be changed.
+// Events returns the events kept, oldest first, leaving out those of a damaged block (see
+// Read). The slice is the caller's; the events' URL lists are shared and must not be changed.
 func (h History) Events() []Event { return h.Newest(h.Len()) }
 
-// Newest returns the newest k events kept (all when fewer), oldest first, decoding only those.
+// Read returns the events kept, oldest first, or the error of a block that does not read back
+// (compressed records damaged in a snapshot or on disk): what a client is answered.
+func (h History) Read() ([]Event, error) { return h.ReadNewest(h.Len()) }
+
+// Newest returns the newest k events kept (all when fewer), oldest first, decoding only those
+// and leaving out those of a damaged block.
 func (h History) Newest(k int) []Event {
+	evs, _ := h.readNewest(k, false)
+	return evs
+}
+
+// ReadNewest is Newest, or the error of a damaged block it would read.
+func (h History) ReadNewest(k int) ([]Event, error) { return h.readNewest(k, true) }
+
+func (h History) readNewest(k int, strict bool) ([]Event, error) {
 	k = max(0, min(k, h.Len()))
-	out := make([]Event, 0, k)
-	for i := max(h.skip, h.base.len()-(k-len(h.recent))); i < h.base.len(); i++ {
-		out = append(out, h.base.event(i))
+	fromBase := k - min(k, len(h.recent))
+	// The blocks that hold the newest fromBase events of the base, oldest first.
+	first, inFirst := len(h.blocks), 0
+	for n := 0; n < fromBase; {
+		first--
+		inFirst = min(h.blocks[first].n, fromBase-n)
+		n += inFirst
 	}
-	return append(out, h.recent[max(0, len(h.recent)-k):]...)
+	out := make([]Event, 0, k)
+	for i := first; i < len(h.blocks); i++ {
+		r, err := h.blocks[i].records()
+		if err != nil {
+			if strict {
+				return nil, err
+			}
+			continue
+		}
+		from := 0
+		if i == first {
+			from = r.len() - inFirst
+		}
+		for j := from; j < r.len(); j++ {
+			out = append(out, r.event(j))
+		}
+	}
+	return append(out, h.recent[len(h.recent)-min(k, len(h.recent)):]...), nil
 }
 
 // Last returns the newest event kept.
@@ -169,25 +176,49 @@ func (h History) Last() (Event, bool) {
 // With returns the history with ev recorded and, when max is positive, only the newest max
 // events kept; h is unchanged.
 func (h History) With(ev Event, max int) History {
-	recent := make([]Event, len(h.recent), len(h.recent)+1)
-	copy(recent, h.recent)
-	n := History{base: h.base, skip: h.skip, recent: append(recent, ev), dropped: h.dropped}
-	return n.bounded(max)
+	return h.WithEvents([]Event{ev}, max)
 }
 
-// bounded drops the oldest events beyond max, and folds the recent events into a new base once
-// copying them costs about as much as the base amortised over them (IDSet's rule): the base's
-// records are copied as bytes, and only the recent events are encoded.
+// WithEvents returns the history with evs recorded, oldest first, and, when max is positive,
+// only the newest max events kept; h is unchanged.
+func (h History) WithEvents(evs []Event, max int) History {
+	recent := make([]Event, len(h.recent), len(h.recent)+len(evs))
+	copy(recent, h.recent)
+	h.recent = append(recent, evs...)
+	return h.bounded(max)
+}
+
+// bounded drops the oldest events beyond max, drops the blocks none of whose events are kept,
+// and folds the recent events into new blocks of blockEvents. A block received whole (larger
+// than blockEvents) is split into blocks of blockEvents once the bound reaches it (inflated then,
+// each part compressed when a snapshot first holds it), so that a snapshot compresses at most one
+// block's kept part.
 func (h History) bounded(max int) History {
 	if over := h.Len() - max; max > 0 && over > 0 {
 		h.skip += over
 		h.dropped += uint64(over)
 	}
-	live := h.base.len() - h.skip
-	if h.skip <= h.base.len() && (len(h.recent)*len(h.recent) <= live || len(h.recent) < 32) {
-		return h
+	for len(h.blocks) > 0 && h.skip >= h.blocks[0].n {
+		h.skip -= h.blocks[0].n
+		h.based -= h.blocks[0].n
+		h.blocks = h.blocks[1:]
 	}
-	return History{base: readRecords(h.AppendRecords(nil)), dropped: h.dropped}
+	if len(h.blocks) == 0 && h.skip > 0 {
+		h.recent, h.skip = h.recent[h.skip:], 0
+	}
+	if h.skip > 0 && h.blocks[0].n > blockEvents {
+		if r, err := h.blocks[0].records(); err == nil {
+			split := splitBlocks(r.from(h.skip), r.len()-h.skip)
+			h.based -= h.blocks[0].n - (r.len() - h.skip)
+			h.blocks, h.skip = append(split, h.blocks[1:]...), 0
+		}
+	}
+	for len(h.recent) >= blockEvents {
+		h.blocks = append(slices.Clip(h.blocks), newBlock(appendRecords(nil, h.recent[:blockEvents]), blockEvents))
+		h.based += blockEvents
+		h.recent = h.recent[blockEvents:]
+	}
+	return h
 }
 
 // DroppedTo returns h with its events before sequence number dropped (in everything ever
@@ -205,55 +236,82 @@ func (h History) DroppedTo(dropped uint64) History {
 // NewHistory returns a history of events (oldest first) after dropped older ones, bounded by
 // max as With bounds it.
 func NewHistory(events []Event, dropped uint64, max int) History {
-	return History{base: readRecords(appendRecords(nil, events)), dropped: dropped}.bounded(max)
+	return History{dropped: dropped}.WithEvents(events, max)
 }
 
 // historyJSON is how a History travels in JSON (snapshots, peers): the events kept as their
-// binary records (history_binary.go) compressed (DeflateRecords), which encoding/json writes in
-// base64, and the count dropped. Records holds them uncompressed, as the first version of the
-// history wrote them: read, never written.
+// binary records (history_binary.go) compressed (AppendDeflated), which encoding/json writes in
+// base64, their count, and the count dropped. Records holds them uncompressed, as the first
+// version of the history wrote them, and Deflated without Events is the second version's: read,
+// never written.
 type historyJSON struct {
 	Deflated []byte `json:"deflated,omitempty"`
 	Records  []byte `json:"records,omitempty"`
 	Dropped  uint64 `json:"dropped,omitempty"`
+	Events   *int   `json:"events,omitempty"`
 }
 
 // AppendRecords appends the binary records of the events kept, each preceded by its length
-// (uvarint), as the records field of the JSON holds them: the base's with one copy, the recent
-// events encoded.
+// (uvarint), as the records field of the JSON holds them, leaving out those of a damaged block.
 func (h History) AppendRecords(b []byte) []byte {
-	b = append(b, h.base.from(h.skip)...)
-	return appendRecords(b, h.recent[max(0, h.skip-h.base.len()):])
+	for i, bl := range h.blocks {
+		r, err := bl.records()
+		if err != nil {
+			continue
+		}
+		if i == 0 {
+			b = append(b, r.from(h.skip)...)
+		} else {
+			b = append(b, r.data...)
+		}
+	}
+	return appendRecords(b, h.recent)
 }
 
 // HistoryFromRecords is the history of the records AppendRecords wrote, after dropped older
 // events. Each record is checked, not decoded (an event is decoded when it is read), and the
 // history keeps records: give it bytes of its own.
 func HistoryFromRecords(data []byte, dropped uint64) (History, error) {
-	if err := checkRecords(data); err != nil {
+	n, err := checkRecords(data)
+	if err != nil {
 		return History{}, err
 	}
-	return History{base: readRecords(data), dropped: dropped}, nil
+	return History{dropped: dropped}.withBlocks(splitBlocks(data, n)), nil
+}
+
+// withBlocks returns h (with no recent events) with blocks added after its own.
+func (h History) withBlocks(blocks []*block) History {
+	for _, b := range blocks {
+		h.based += b.n
+	}
+	h.blocks = append(slices.Clip(h.blocks), blocks...)
+	return h
 }
 
 // MarshalJSON writes the events kept and the count dropped.
 func (h History) MarshalJSON() ([]byte, error) {
-	return json.Marshal(historyJSON{Deflated: DeflateRecords(h.AppendRecords(nil)), Dropped: h.dropped})
+	deflated, events, dropped := h.AppendDeflated(nil)
+	return json.Marshal(historyJSON{Deflated: deflated, Events: &events, Dropped: dropped})
 }
 
-// UnmarshalJSON reads what MarshalJSON writes.
+// UnmarshalJSON reads what MarshalJSON writes, and what earlier versions wrote.
 func (h *History) UnmarshalJSON(b []byte) error {
 	var v historyJSON
 	if err := json.Unmarshal(b, &v); err != nil {
 		return err
 	}
-	if v.Deflated != nil {
-		var err error
-		if v.Records, err = InflateRecords(v.Deflated); err != nil {
-			return err
+	var n History
+	var err error
+	switch {
+	case v.Events != nil:
+		n, err = HistoryFromDeflated(v.Deflated, *v.Events, v.Dropped)
+	case v.Deflated != nil:
+		if v.Records, err = InflateRecords(v.Deflated); err == nil {
+			n, err = HistoryFromRecords(v.Records, v.Dropped)
 		}
+	default:
+		n, err = HistoryFromRecords(v.Records, v.Dropped)
 	}
-	n, err := HistoryFromRecords(v.Records, v.Dropped)
 	if err != nil {
 		return err
 	}

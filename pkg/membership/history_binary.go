@@ -1,12 +1,9 @@
 package membership
 
 import (
-	"bytes"
-	"compress/flate"
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io"
 	"time"
 )
 
@@ -143,36 +140,6 @@ func decodeEvent(b []byte, keep bool) (Event, error) {
 	return e, r.err
 }
 
-// maxInflated bounds what InflateRecords makes of compressed records: far beyond any history
-// (the default bound of 10,000 changes is about a megabyte), and short of exhausting a member.
-const maxInflated = 1 << 30
-
-// DeflateRecords compresses records (as AppendRecords writes them) with DEFLATE (RFC 1951) at
-// its fastest level, as snapshots carry them: a history's records repeat names, URLs and
-// addresses, and shrink about eightfold for a millisecond or two per megabyte, which a new
-// member gains back many times over in moving, reading and writing its first snapshot.
-func DeflateRecords(records []byte) []byte {
-	var buf bytes.Buffer
-	buf.Grow(len(records)/4 + 64)
-	w, _ := flate.NewWriter(&buf, flate.BestSpeed) // the level is valid: no error
-	_, _ = w.Write(records)                        // a bytes.Buffer does not fail
-	_ = w.Close()
-	return buf.Bytes()
-}
-
-// InflateRecords is the inverse of DeflateRecords.
-func InflateRecords(deflated []byte) ([]byte, error) {
-	r := flate.NewReader(bytes.NewReader(deflated))
-	b, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
-	if err != nil {
-		return nil, fmt.Errorf("history records: %w", err)
-	}
-	if len(b) > maxInflated {
-		return nil, errors.New("history records: larger than 1 GiB inflated")
-	}
-	return b, nil
-}
-
 // CheckRecord checks one binary record as DecodeEvent reads it, making nothing.
 func CheckRecord(b []byte) error {
 	_, err := decodeEvent(b, false)
@@ -189,23 +156,26 @@ func appendRecords(b []byte, events []Event) []byte {
 	return b
 }
 
-// checkRecords checks what appendRecords wrote, record by record, making nothing.
-func checkRecords(b []byte) error {
+// checkRecords checks what appendRecords wrote, record by record, making nothing, and counts
+// the records.
+func checkRecords(b []byte) (int, error) {
+	n := 0
 	for len(b) > 0 {
-		n, k := binary.Uvarint(b)
-		if k <= 0 || n > uint64(len(b)-k) {
-			return errShortRecord
+		l, k := binary.Uvarint(b)
+		if k <= 0 || l > uint64(len(b)-k) {
+			return 0, errShortRecord
 		}
-		if err := CheckRecord(b[k : k+int(n)]); err != nil {
-			return err
+		if err := CheckRecord(b[k : k+int(l)]); err != nil {
+			return 0, err
 		}
-		b = b[k+int(n):]
+		b = b[k+int(l):]
+		n++
 	}
-	return nil
+	return n, nil
 }
 
-// readRecords indexes what appendRecords wrote, checked already.
-func readRecords(b []byte) *records {
+// indexRecords indexes what appendRecords wrote, checked already.
+func indexRecords(b []byte) *records {
 	r := &records{data: b}
 	for i := 0; i < len(b); {
 		n, k := binary.Uvarint(b[i:])

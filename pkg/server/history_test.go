@@ -275,3 +275,39 @@ func TestHistoryForceNewCluster(t *testing.T) {
 		}
 	}
 }
+
+// A history whose compressed records are damaged (kept as a snapshot brought them, inflated only
+// when read) never stops the member: it starts, records and answers the rest, and member
+// history is refused in one line saying what is wrong, as datadir check reports it.
+func TestHistoryDamagedRefusedWhenRead(t *testing.T) {
+	m := servertest.NewMember(t, "m0")
+	c := datadir.NewCluster([]datadir.Initial{{Name: "m0", URLs: []string{m.PeerURL}}}, servertest.Token)
+	var h membership.History
+	for i := range 1000 {
+		h = h.With(membership.Event{RaftIndex: uint64(i + 1), Change: "update", MemberID: 7, PeerURLs: []string{fmt.Sprint("http://a:", i%3)}}, 0)
+	}
+	deflated, events, dropped := h.AppendDeflated(nil)
+	deflated[len(deflated)/2] ^= 0x5a
+	var err error
+	if c.History, err = membership.HistoryFromDeflated(deflated, events, dropped); err != nil {
+		t.Fatal(err)
+	}
+	st, err := datadir.Create(m.Dir, "m0", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+	if r, err := datadir.Check(m.Dir); err != nil || r.Sound() {
+		t.Fatalf("datadir check of a damaged history: %v, %+v", err, r)
+	}
+	m.Start(t, m.Config("m0="+m.PeerURL, "existing", nil))
+	servertest.WaitMembers(t, m, 1, true)
+	addMember(t, m.Client(t), "a", true)
+	for _, lin := range []bool{true, false} {
+		_, err := historyOf(t, m, client.HistoryQuery{Linearizable: lin})
+		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "membership history damaged") {
+			t.Fatalf("member history of a damaged history: %v", err)
+		}
+	}
+	servertest.WaitMembers(t, m, 2, true)
+}

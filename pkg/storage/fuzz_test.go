@@ -60,3 +60,36 @@ func FuzzLoad(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSnapshotCluster: a snapshot's data of any bytes is decoded or refused without a panic; a
+// history kept compressed as received reads back or is refused when read, and a membership
+// decoded is encoded again into data that decodes to the same.
+func FuzzSnapshotCluster(f *testing.F) {
+	for _, n := range []int{0, 3, 300} {
+		data, err := SnapshotData(longHistory(f, n))
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"history":{"deflated":"AQAA//8=","dropped":2,"events":0},"id":"9"}`))
+	f.Add([]byte(`{"history":{"records":"","dropped":2},"id":"9"}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := snapshotCluster(data)
+		if err != nil {
+			return
+		}
+		evs, readErr := c.History.Read()
+		again, err := SnapshotData(c)
+		if err != nil {
+			t.Fatalf("encoding a decoded membership: %v", err)
+		}
+		back, err := snapshotCluster(again)
+		if err != nil {
+			t.Fatalf("%q decoded, encoded as %q, refused: %v", data, again, err)
+		}
+		if got, err := back.History.Read(); (err == nil) != (readErr == nil) || len(got) != len(evs) || back.History.Dropped() != c.History.Dropped() {
+			t.Fatalf("%q: %d events (%v) read back as %d (%v)", data, len(evs), readErr, len(got), err)
+		}
+	})
+}

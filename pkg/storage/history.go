@@ -52,8 +52,8 @@ func saveHistory(tx *bolt.Tx, h membership.History, added int, withSnapshot bool
 }
 
 // loadHistory reads what saveHistory wrote, on top of the history of the stored snapshot snap
-// (nil for none); a file without the bucket has only the snapshot's. The records are checked
-// and kept as they are, not decoded.
+// (nil for none); a file without the bucket has only the snapshot's. The snapshot's records are
+// kept compressed as they are, to be inflated when read; the bucket's are checked and decoded.
 func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
 	base, _, _ := cutHistory(snap)
 	base = base.DroppedTo(getUint(tx.Bucket(bucketMeta), keyDropped))
@@ -61,14 +61,15 @@ func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
 	if b == nil {
 		return base, nil
 	}
-	records := base.AppendRecords(nil)
+	var events []membership.Event
 	c := b.Cursor()
 	// From the first sequence number the snapshot does not hold.
 	for k, v := c.Seek(u64(base.Total())); k != nil; k, v = c.Next() {
-		if err := membership.CheckRecord(v); err != nil {
+		ev, err := membership.DecodeEvent(v)
+		if err != nil {
 			return membership.History{}, fmt.Errorf("history event %d: %w", binary.BigEndian.Uint64(k), err)
 		}
-		records = append(binary.AppendUvarint(records, uint64(len(v))), v...)
+		events = append(events, ev)
 	}
-	return membership.HistoryFromRecords(records, base.Dropped())
+	return base.WithEvents(events, 0), nil
 }

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"math"
 	"strconv"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -17,12 +18,15 @@ import (
 // bootstrap, `clusterctl snapshot restore`) needs this package and not the Ready loop's.
 //
 // The membership history comes first, written and read here by hand: `{"history":{"deflated":
-// "<base64>","dropped":N},` then the rest of the membership's JSON. It is the same JSON that
-// encoding/json writes and reads (older members read it, ignoring the history), but encoding/json
-// scans every byte of a value, and the history of a long-lived cluster is what a new member
-// receives on its way to being ready: cut out here, it costs a base64 pass over the compressed
-// records (membership.DeflateRecords), whose size every step of the way (sending, reading,
-// writing) is in proportion to. Snapshots of the history's first version hold the records
+// "<base64>","dropped":N,"events":K},` then the rest of the membership's JSON. It is the same
+// JSON that encoding/json writes and reads (older members read it, ignoring the history or, for
+// the versions that knew the deflated field, reading it whole), but encoding/json scans every byte
+// of a value, and the history of a long-lived cluster is what a new member receives on its way
+// to being ready: cut out here, it costs a base64 pass over the compressed records. They are the
+// compressed blocks the history keeps (membership.History.AppendDeflated), copied, not
+// compressed again, and the member that receives them keeps them as they came, counted by
+// "events", to inflate them when the history is read. Snapshots of the history's earlier
+// versions hold the records as one DEFLATE stream without "events" (read and inflated), or
 // uncompressed (`{"history":{"records":"`), and are read as well.
 
 // historyPrefix starts the data of a snapshot whose membership has a history; recordsPrefix
@@ -38,12 +42,14 @@ func SnapshotData(c *membership.Cluster) ([]byte, error) {
 	if err != nil || c.History.IsZero() {
 		return rest, err
 	}
-	deflated := membership.DeflateRecords(c.History.AppendRecords(nil))
-	b := make([]byte, 0, len(historyPrefix)+base64.StdEncoding.EncodedLen(len(deflated))+len(rest)+32)
+	deflated, events, dropped := c.History.AppendDeflated(nil)
+	b := make([]byte, 0, len(historyPrefix)+base64.StdEncoding.EncodedLen(len(deflated))+len(rest)+64)
 	b = append(b, historyPrefix...)
 	b = base64.StdEncoding.AppendEncode(b, deflated)
 	b = append(b, `","dropped":`...)
-	b = strconv.AppendUint(b, c.History.Dropped(), 10)
+	b = strconv.AppendUint(b, dropped, 10)
+	b = append(b, `,"events":`...)
+	b = strconv.AppendInt(b, int64(events), 10)
 	b = append(b, "},"...)
 	return append(b, rest[1:]...), nil
 }
@@ -73,7 +79,9 @@ func snapshotCluster(data []byte) (*membership.Cluster, error) {
 }
 
 // cutHistory reads the history SnapshotData wrote first, and returns it with the rest of the
-// membership's JSON as an object of its own; ok is false for data that does not start so.
+// membership's JSON as an object of its own; ok is false for data that does not start so. Of
+// the current version's history it checks only the framing: its records are inflated and
+// checked when read (membership.History.Read).
 func cutHistory(data []byte) (h membership.History, rest []byte, ok bool) {
 	after, deflated := bytes.CutPrefix(data, []byte(historyPrefix))
 	if !deflated {
@@ -90,26 +98,48 @@ func cutHistory(data []byte) (h membership.History, rest []byte, ok bool) {
 	if !found {
 		return h, nil, false
 	}
-	digits := 0
-	for digits < len(tail) && tail[digits] >= '0' && tail[digits] <= '9' {
-		digits++
+	dropped, tail, err := cutNumber(tail)
+	if err != nil {
+		return h, nil, false
 	}
-	dropped, err := strconv.ParseUint(string(tail[:digits]), 10, 64)
-	if err != nil || !bytes.HasPrefix(tail[digits:], []byte("},")) {
+	events := uint64(0)
+	counted := false
+	if t, found := bytes.CutPrefix(tail, []byte(`,"events":`)); found && deflated {
+		if events, tail, err = cutNumber(t); err != nil || events > math.MaxInt32 {
+			return h, nil, false
+		}
+		counted = true
+	}
+	if !bytes.HasPrefix(tail, []byte("},")) {
 		return h, nil, false
 	}
 	records, err := base64.StdEncoding.AppendDecode(nil, after[:end])
-	if err == nil && deflated {
-		records, err = membership.InflateRecords(records)
+	switch {
+	case err != nil:
+	case counted:
+		h, err = membership.HistoryFromDeflated(records, int(events), dropped)
+	case deflated:
+		if records, err = membership.InflateRecords(records); err == nil {
+			h, err = membership.HistoryFromRecords(records, dropped)
+		}
+	default:
+		h, err = membership.HistoryFromRecords(records, dropped)
 	}
 	if err != nil {
 		return h, nil, false
 	}
-	if h, err = membership.HistoryFromRecords(records, dropped); err != nil {
-		return h, nil, false
-	}
-	rest = append([]byte{'{'}, tail[digits+2:]...)
+	rest = append([]byte{'{'}, tail[2:]...)
 	return h, rest, true
+}
+
+// cutNumber reads the decimal number b starts with, and returns what follows it.
+func cutNumber(b []byte) (uint64, []byte, error) {
+	digits := 0
+	for digits < len(b) && b[digits] >= '0' && b[digits] <= '9' {
+		digits++
+	}
+	n, err := strconv.ParseUint(string(b[:digits]), 10, 64)
+	return n, b[digits:], err
 }
 
 // ConfState is raft's configuration for a membership: its voters and learners.

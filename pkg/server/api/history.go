@@ -5,7 +5,9 @@ import (
 	"strconv"
 
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
+	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -39,9 +41,15 @@ func (h *historyService) List(ctx context.Context, in *cpb.HistoryRequest) (*cpb
 			return nil, rpcerr.Status(err)
 		}
 	}
+	// A history received compressed is inflated and checked here, when first read: damaged
+	// records are refused with what is wrong, in one line.
+	events, err := c.History.Read()
+	if err != nil {
+		return nil, status.Error(codes.DataLoss, err.Error())
+	}
 	hdr := s.header()
 	a := &cpb.HistoryAnswer{ClusterId: hdr.ClusterId, MemberId: hdr.MemberId, RaftTerm: hdr.RaftTerm, Dropped: c.History.Dropped()}
-	for _, ev := range selectEvents(c.History.Events(), req) {
+	for _, ev := range selectEvents(events, req) {
 		a.Events = append(a.Events, wire.EventToProto(ev))
 	}
 	return a, nil

@@ -1,0 +1,196 @@
+package membership
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"io"
+	"sync"
+)
+
+// blockEvents is how many events a block that this member makes holds: small enough that
+// compressing one (a fold, or the kept part of the oldest block in a snapshot) costs a fraction
+// of a millisecond, large enough that DEFLATE finds the repeats (names, URLs, addresses) within
+// it: about 19 KB of records at make bench's figures, compressed as well as the whole history.
+const blockEvents = 256
+
+// A block is a run of events of a history's base, kept as its records and as DEFLATE (RFC 1951)
+// data that ends with a sync flush (an empty stored block, no final block) and refers to nothing
+// before it: the compressed blocks of a history written end to end, and then finalBlock, are one
+// DEFLATE stream of all their records, which is how a snapshot carries them. A block never
+// changes once made, and each form is made once, from the other, when first needed, then shared:
+// a block this member made is compressed when a snapshot first holds it (not while a change is
+// applied), a block received compressed is inflated only when read or split.
+type block struct {
+	n int // events
+
+	once sync.Once
+	raw  *records // set when made, or by once
+	err  error    // why deflated does not read back as n records
+
+	zonce    sync.Once
+	deflated []byte // set when received, or by zonce
+}
+
+// finalBlock ends a DEFLATE stream: an empty stored block marked final, at a byte boundary.
+var finalBlock = []byte{0x01, 0x00, 0x00, 0xff, 0xff}
+
+// newBlock is the block of the n records in data (appendRecords's), to be compressed when a
+// snapshot first needs it.
+func newBlock(data []byte, n int) *block {
+	return &block{n: n, raw: indexRecords(data)}
+}
+
+// compressed returns the block's compressed records, compressing them the first time.
+func (b *block) compressed() []byte {
+	b.zonce.Do(func() {
+		if b.deflated == nil {
+			b.deflated = appendFlushed(nil, b.raw.data)
+		}
+	})
+	return b.deflated
+}
+
+// splitBlocks cuts the n checked records in data into blocks of blockEvents.
+func splitBlocks(data []byte, n int) []*block {
+	r := indexRecords(data)
+	var out []*block
+	for i := 0; i < n; i += blockEvents {
+		end := len(data)
+		if i+blockEvents < n {
+			end = r.start[i+blockEvents]
+		}
+		out = append(out, newBlock(data[r.start[i]:end], min(blockEvents, n-i)))
+	}
+	return out
+}
+
+// records returns the block's records, inflating and checking them the first time.
+func (b *block) records() (*records, error) {
+	b.once.Do(func() {
+		if b.raw != nil {
+			return
+		}
+		data, err := InflateRecords(b.deflated)
+		if err == nil {
+			var n int
+			if n, err = checkRecords(data); err == nil && n != b.n {
+				err = fmt.Errorf("history records: %d events where the snapshot said %d", n, b.n)
+			}
+		}
+		if err != nil {
+			b.err = fmt.Errorf("membership history damaged: %w", err)
+			return
+		}
+		b.raw = indexRecords(data)
+	})
+	return b.raw, b.err
+}
+
+// records is a run of binary records, each preceded by its length (uvarint): what
+// appendRecords writes. start[i] is where record i's length begins.
+type records struct {
+	data  []byte
+	start []int
+}
+
+func (r *records) len() int { return len(r.start) }
+
+// from returns the bytes of the records from i on.
+func (r *records) from(i int) []byte {
+	if i >= r.len() {
+		return nil
+	}
+	return r.data[r.start[i]:]
+}
+
+// event decodes record i.
+func (r *records) event(i int) Event {
+	b := r.data[r.start[i]:]
+	n, k := binary.Uvarint(b)
+	// Checked when the records were read (checkRecords) or written by AppendBinary.
+	e, _ := decodeEvent(b[k:k+int(n)], true)
+	return e
+}
+
+// AppendDeflated appends the events kept as one DEFLATE stream of their records, as snapshots
+// carry them, and returns it with the count of events it holds and the count dropped before
+// them. It copies the blocks' compressed bytes, and compresses only the recent events, the
+// kept part of the oldest block, and the blocks made since a snapshot last held them. An oldest block that does not read back is copied whole:
+// events says how many it holds, and dropped is less by those the history no longer shows,
+// so that a member receiving it holds the same, and refuses it the same when read.
+func (h History) AppendDeflated(b []byte) (_ []byte, events int, dropped uint64) {
+	events, dropped = h.Len(), h.dropped
+	for i, bl := range h.blocks {
+		if i == 0 && h.skip > 0 {
+			if r, err := bl.records(); err == nil {
+				b = appendFlushed(b, r.from(h.skip))
+				continue
+			}
+			events, dropped = events+h.skip, dropped-uint64(h.skip)
+		}
+		b = append(b, bl.compressed()...)
+	}
+	if len(h.recent) > 0 {
+		b = appendFlushed(b, appendRecords(nil, h.recent))
+	}
+	return append(b, finalBlock...), events, dropped
+}
+
+// HistoryFromDeflated is the history of the events that AppendDeflated wrote: events of them,
+// after dropped older ones. It keeps deflated as it is, to be inflated when read, and checks
+// only what keeping it needs (that it ends as AppendDeflated ends it): a damaged stream is
+// refused when read (Read). Give it bytes of its own.
+func HistoryFromDeflated(deflated []byte, events int, dropped uint64) (History, error) {
+	body, ok := bytes.CutSuffix(deflated, finalBlock)
+	if !ok || events < 0 || (events == 0) != (len(body) == 0) {
+		return History{}, errors.New("history records: not a stream of blocks")
+	}
+	h := History{dropped: dropped}
+	if events == 0 {
+		return h, nil
+	}
+	return h.withBlocks([]*block{{n: events, deflated: body}}), nil
+}
+
+var flateWriters = sync.Pool{New: func() any {
+	w, _ := flate.NewWriter(nil, flate.BestSpeed) // the level is valid: no error
+	return w
+}}
+
+// appendFlushed appends records compressed by a writer of its own and flushed, not closed, with
+// DEFLATE at its fastest level: a history's records repeat names, URLs and addresses, and shrink
+// about sixfold for a millisecond or two per megabyte, which a new member gains back many times
+// over in moving, reading and writing its first snapshot.
+func appendFlushed(b, records []byte) []byte {
+	if len(records) == 0 {
+		return b
+	}
+	buf := bytes.NewBuffer(b)
+	w := flateWriters.Get().(*flate.Writer)
+	w.Reset(buf)
+	_, _ = w.Write(records) // a bytes.Buffer does not fail
+	_ = w.Flush()
+	flateWriters.Put(w)
+	return buf.Bytes()
+}
+
+// maxInflated bounds what InflateRecords makes of compressed records: far beyond any history
+// (the default bound of 10,000 changes is about a megabyte), and short of exhausting a member.
+const maxInflated = 1 << 30
+
+// InflateRecords inflates a DEFLATE stream of records, or a block's flushed data (ended as if
+// by finalBlock).
+func InflateRecords(deflated []byte) ([]byte, error) {
+	r := flate.NewReader(io.MultiReader(bytes.NewReader(deflated), bytes.NewReader(finalBlock)))
+	b, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
+	if err != nil {
+		return nil, fmt.Errorf("history records: %w", err)
+	}
+	if len(b) > maxInflated {
+		return nil, errors.New("history records: larger than 1 GiB inflated")
+	}
+	return b, nil
+}

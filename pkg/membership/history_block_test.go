@@ -1,0 +1,206 @@
+package membership
+
+import (
+	"bytes"
+	"compress/flate"
+	"encoding/json"
+	"fmt"
+	"io"
+	"reflect"
+	"slices"
+	"testing"
+)
+
+func numbered(i int) Event {
+	return Event{RaftIndex: uint64(i), Change: "update", MemberID: 7, PeerURLs: []string{fmt.Sprintf("http://a:%d", i%3)}}
+}
+
+// checkHistory fails unless h holds the events numbered from first to first+n-1.
+func checkHistory(t *testing.T, what string, h History, first, n int) {
+	t.Helper()
+	evs, err := h.Read()
+	if err != nil || len(evs) != n || h.Len() != n || h.Dropped() != uint64(first) {
+		t.Fatalf("%s: %d events (Len %d), %d dropped, %v; want %d from %d", what, len(evs), h.Len(), h.Dropped(), err, n, first)
+	}
+	for j, ev := range evs {
+		if ev.RaftIndex != uint64(first+j) {
+			t.Fatalf("%s: event %d is %d, want %d", what, j, ev.RaftIndex, first+j)
+		}
+	}
+	for _, k := range []int{1, blockEvents - 1, blockEvents + 1, n} {
+		if got := h.Newest(k); !reflect.DeepEqual(got, evs[n-min(k, n):]) {
+			t.Fatalf("%s: Newest(%d) is not the last %d events", what, k, k)
+		}
+	}
+}
+
+// The base is kept in blocks: a bound drops whole oldest blocks once none of their events is
+// kept while reads show exactly the newest events, a snapshot's stream carries exactly those,
+// and a member that receives it holds, bounds and records on it as the sender does.
+func TestHistoryBlocks(t *testing.T) {
+	for _, max := range []int{0, 1, 300, 1000, 1300} {
+		var h History
+		for i := range 2000 {
+			h = h.With(numbered(i), max)
+			if i%331 != 0 && i != 1999 {
+				continue
+			}
+			n := i + 1
+			keep := n
+			if max > 0 {
+				keep = min(n, max)
+			}
+			what := fmt.Sprintf("max %d, %d recorded", max, n)
+			checkHistory(t, what, h, n-keep, keep)
+			if h.skip >= blockEvents || len(h.recent) >= blockEvents || len(h.blocks) > keep/blockEvents+2 {
+				t.Fatalf("%s: %d blocks, skip %d, %d recent", what, len(h.blocks), h.skip, len(h.recent))
+			}
+			deflated, events, dropped := h.AppendDeflated(nil)
+			got, err := HistoryFromDeflated(deflated, events, dropped)
+			if err != nil {
+				t.Fatalf("%s: %v", what, err)
+			}
+			checkHistory(t, what+", received", got, n-keep, keep)
+			// Blocks after the oldest travel as they are: a snapshot copies them.
+			for _, b := range h.blocks[min(1, len(h.blocks)):] {
+				if !bytes.Contains(deflated, b.compressed()) {
+					t.Fatalf("%s: a block was compressed again", what)
+				}
+			}
+			if max > 0 {
+				more, gotMore := h, got
+				for j := n; j < n+max+blockEvents+3; j += 97 {
+					more, gotMore = more.With(numbered(j), max), gotMore.With(numbered(j), max)
+					if !reflect.DeepEqual(more.Events(), gotMore.Events()) || more.Dropped() != gotMore.Dropped() {
+						t.Fatalf("%s: the receiver's history went another way after event %d", what, j)
+					}
+				}
+				for _, b := range gotMore.blocks {
+					if b.n > blockEvents && gotMore.skip > 0 {
+						t.Fatalf("%s: a received block the bound reached was not split", what)
+					}
+				}
+			}
+		}
+	}
+}
+
+// Snapshots of earlier versions still read: records compressed as one closed DEFLATE stream
+// (no count of events), and records uncompressed.
+func TestHistoryEarlierJSON(t *testing.T) {
+	var h History
+	for i := range 700 {
+		h = h.With(numbered(i), 600)
+	}
+	records := h.AppendRecords(nil)
+	var buf bytes.Buffer
+	w, _ := flate.NewWriter(&buf, flate.BestSpeed)
+	_, _ = w.Write(records)
+	_ = w.Close()
+	for name, v := range map[string]any{
+		"deflated": map[string]any{"deflated": buf.Bytes(), "dropped": 100},
+		"records":  map[string]any{"records": records, "dropped": 100},
+		"current":  h,
+	} {
+		b, err := json.Marshal(v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var got History
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		checkHistory(t, name, got, 100, 600)
+	}
+	// And the earlier version reads the current one: its blocks and final block are one DEFLATE
+	// stream, which it inflates whole (ignoring the count of events).
+	deflated, _, _ := h.AppendDeflated(nil)
+	inflated, err := io.ReadAll(flate.NewReader(bytes.NewReader(deflated)))
+	if err != nil || !bytes.Equal(inflated, records) {
+		t.Fatalf("the current stream read as one DEFLATE stream: %d bytes, %v", len(inflated), err)
+	}
+}
+
+// A damaged stream is kept at receive, and refused when read, with a history error: never a
+// panic, whether read, bounded, recorded on or sent on.
+func TestHistoryDamaged(t *testing.T) {
+	var h History
+	for i := range 1000 {
+		h = h.With(numbered(i), 0)
+	}
+	deflated, events, dropped := h.AppendDeflated(nil)
+	for _, tc := range []struct {
+		name   string
+		data   []byte
+		events int
+	}{
+		{"flipped", func() []byte { b := slices.Clone(deflated); b[len(b)/2] ^= 0x5a; return b }(), events},
+		{"short", append(slices.Clone(deflated[:len(deflated)/2]), finalBlock...), events},
+		{"count", slices.Clone(deflated), events + 1},
+	} {
+		got, err := HistoryFromDeflated(tc.data, tc.events, dropped)
+		if err != nil {
+			t.Fatalf("%s: refused at receive: %v", tc.name, err)
+		}
+		if _, err := got.Read(); err == nil {
+			t.Fatalf("%s: read", tc.name)
+		}
+		_ = got.Events()
+		more := got.With(numbered(5000), 500)
+		if _, err := more.Read(); err == nil || more.Len() != 500 {
+			t.Fatalf("%s: bounded: %d events, %v", tc.name, more.Len(), err)
+		}
+		d2, e2, dr2 := more.AppendDeflated(nil)
+		again, err := HistoryFromDeflated(d2, e2, dr2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := again.Read(); err == nil {
+			t.Fatalf("%s: sent on, read", tc.name)
+		}
+	}
+	for _, bad := range [][]byte{nil, {1, 2, 3}, deflated[:len(deflated)-1]} {
+		if _, err := HistoryFromDeflated(bad, 3, 0); err == nil {
+			t.Errorf("%v kept", bad)
+		}
+	}
+	if _, err := HistoryFromDeflated(finalBlock, 0, 4); err != nil {
+		t.Errorf("an empty history: %v", err)
+	}
+}
+
+// Any bytes kept as a received history are read, bounded, recorded on and sent on without a
+// panic; what reads back reads back the same after sending it on.
+func FuzzHistoryFromDeflated(f *testing.F) {
+	var h History
+	for i := range 300 {
+		h = h.With(numbered(i), 0)
+	}
+	d, n, _ := h.AppendDeflated(nil)
+	f.Add(d, n, 7)
+	f.Add(finalBlock, 0, 0)
+	f.Add([]byte{0, 0, 0, 0xff, 0xff, 1, 0, 0, 0xff, 0xff}, 1, 3)
+	f.Fuzz(func(t *testing.T, data []byte, events, max int) {
+		events, max = events%100000, max%1000
+		got, err := HistoryFromDeflated(slices.Clone(data), events, 3)
+		if err != nil {
+			return
+		}
+		evs, readErr := got.Read()
+		if readErr == nil && len(evs) != events {
+			t.Fatalf("%d events read, %d said", len(evs), events)
+		}
+		_ = got.Events()
+		more := got.With(numbered(1), max)
+		d, n, dr := more.AppendDeflated(nil)
+		again, err := HistoryFromDeflated(d, n, dr)
+		if err != nil {
+			t.Fatalf("sent on, refused: %v", err)
+		}
+		if readErr == nil {
+			if a, b := again.Events(), more.Events(); !reflect.DeepEqual(a, b) {
+				t.Fatalf("sent on: %d events, want %d", len(a), len(b))
+			}
+		}
+	})
+}
