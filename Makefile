@@ -57,7 +57,7 @@ test: check prototools race unit
 # BENCH_TIMEOUT (seconds) bounds the whole target, the program's own compile included: it gets
 # what is left as -timeout and stops its members when that runs out; timeout(1) is the backstop
 # (SIGTERM 5 s later, SIGKILL 5 s after that; --foreground keeps Ctrl-C working).
-BENCH_TIMEOUT ?= 165
+BENCH_TIMEOUT ?= 600
 bench:
 	@deadline=$$(( $$(date +%s) + $(BENCH_TIMEOUT) )); \
 	echo "$(GO) build -o $(BIN)/bench ./tests/bench"; \
