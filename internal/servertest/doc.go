@@ -13,7 +13,7 @@
 //     no goroutine holds a port or a data dir into the next test. One that exits by itself
 //     logs what Run returned, so that a wait for it that fails says why.
 //   - Ports come from internal/freeport: no two members of one test binary share one.
-//   - Members run with short raft timings (Heartbeat, ElectionTimeout: a tenth and a half of
+//   - Members run with short raft timings (Heartbeat, ElectionTimeout: half of
 //     etcd's defaults) so that elections and failure detection take well under a second; a test
 //     that needs other timings says so with a tweak.
 package servertest
