@@ -95,6 +95,9 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
+	// prepared is the newest snapshot of the applied membership made ahead of a joining
+	// member's need (prepareSnapshot).
+	prepared atomic.Pointer[raftpb.Snapshot]
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter

@@ -34,6 +34,8 @@ type pass struct {
 	recorded []membership.Event
 	// selfRemoved: this member's own removal was applied; the loop stops after this pass.
 	selfRemoved bool
+	// added: a member was added, which will need a snapshot to join (prepareSnapshot).
+	added bool
 }
 
 // changed reports whether the pass moved the membership or the applied index.
@@ -165,6 +167,7 @@ func (n *Node) applyEntry(p *pass, e *raftpb.Entry) error {
 		if ev, ok := p.cluster.History.Last(); ok && r.err == nil {
 			p.recorded = append(p.recorded, ev)
 		}
+		p.added = p.added || (r.err == nil && prop.Change.Kind == membership.KindAdd)
 		if r.err == nil && prop.Change.Kind == membership.KindRemove {
 			p.up.Removed = append(p.up.Removed, prop.Change.Member.ID)
 			p.selfRemoved = p.selfRemoved || uint64(prop.Change.Member.ID) == n.id
@@ -250,6 +253,9 @@ func (n *Node) publishApplied(p *pass) {
 		for _, ev := range p.recorded {
 			n.logChange(ev)
 		}
+		if p.added {
+			n.prepareSnapshot(p.cluster, p.applied, p.lastTerm)
+		}
 	}
 }
 
@@ -291,13 +297,17 @@ func (n *Node) answerProposers(p *pass) {
 func (n *Node) send(msgs []*raftpb.Message) error {
 	for i, m := range msgs {
 		if m.GetType() == raftpb.MessageType_MsgSnap {
-			fresh, err := n.currentSnapshot(m.GetSnapshot())
+			stored := m.GetSnapshot()
+			fresh, err := n.currentSnapshot(stored)
 			if err != nil {
 				return err
 			}
-			m = proto.CloneOf(m)
-			m.Snapshot = fresh
-			msgs[i] = m
+			// A copy of the message without the stored snapshot, which raft's storage shares
+			// and which is not sent: cloning it would copy its data for nothing.
+			m.Snapshot = nil
+			c := proto.CloneOf(m)
+			m.Snapshot, c.Snapshot = stored, fresh
+			msgs[i] = c
 		}
 	}
 	n.cfg.Transport.Send(msgs)
@@ -348,12 +358,40 @@ func (n *Node) currentSnapshot(old *raftpb.Snapshot) (*raftpb.Snapshot, error) {
 	if applied <= old.GetMetadata().GetIndex() {
 		return old, nil
 	}
-	c := n.cluster.Load()
+	if s := n.prepared.Load(); s.GetMetadata().GetIndex() == applied {
+		return s, nil
+	}
+	return snapshotOf(n.cluster.Load(), applied, n.appliedTerm.Load())
+}
+
+// prepareSnapshot makes the snapshot of the membership c, applied up to index, in the
+// background, for currentSnapshot: a member just added will ask for one as soon as it starts,
+// and making it (the history's blocks copied, its newest events compressed) would otherwise
+// hold up the leader's loop, and the new member, right then. Only the newest prepared
+// snapshot is kept, and only one of the membership as applied now is ever sent; if it is not
+// ready in time, currentSnapshot makes its own.
+func (n *Node) prepareSnapshot(c *membership.Cluster, index, term uint64) {
+	go func() {
+		s, err := snapshotOf(c, index, term)
+		if err != nil {
+			return // currentSnapshot meets the same error, and reports it
+		}
+		for {
+			cur := n.prepared.Load()
+			if cur.GetMetadata().GetIndex() >= index || n.prepared.CompareAndSwap(cur, s) {
+				return
+			}
+		}
+	}()
+}
+
+// snapshotOf is the raft snapshot of the membership c, applied up to index of term.
+func snapshotOf(c *membership.Cluster, index, term uint64) (*raftpb.Snapshot, error) {
 	data, err := storage.SnapshotData(c)
 	if err != nil {
 		return nil, err
 	}
 	return &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(applied), Term: proto.Uint64(n.appliedTerm.Load()), ConfState: storage.ConfState(c),
+		Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: storage.ConfState(c),
 	}}, nil
 }
