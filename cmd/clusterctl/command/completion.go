@@ -22,8 +22,9 @@ func formatsOf(cmd *cobra.Command) []string {
 	return out
 }
 
-// registerCompletions completes the values of -w, by the command being completed, of
-// --context, by the contexts file, and of every --consistency.
+// registerCompletions completes the values of -w, by the command being completed, and of
+// --context, by the contexts file. Each command's own flags register theirs where they are
+// defined (consistencyFlag): walking the tree for them here costs every start of clusterctl.
 func registerCompletions(root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("write-out", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return prefixed(formatsOf(cmd), toComplete), cobra.ShellCompDirectiveNoFileComp
@@ -31,21 +32,17 @@ func registerCompletions(root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc(contextFlag, func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return contextNames(toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
-	var walk func(*cobra.Command)
-	walk = func(c *cobra.Command) {
-		if c.LocalNonPersistentFlags().Lookup("consistency") != nil {
-			_ = c.RegisterFlagCompletionFunc("consistency", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
-				return []cobra.Completion{
-					cobra.CompletionWithDesc("l", "linearizable, through the leader"),
-					cobra.CompletionWithDesc("s", "serializable, from the member answering"),
-				}, cobra.ShellCompDirectiveNoFileComp
-			})
-		}
-		for _, sub := range c.Commands() {
-			walk(sub)
-		}
-	}
-	walk(root)
+}
+
+// consistencyFlag adds --consistency, etcdctl's l or s (checkConsistency), to cmd, completed.
+func consistencyFlag(cmd *cobra.Command, p *string) {
+	cmd.Flags().StringVar(p, "consistency", "l", "l: linearizable, through the leader; s: serializable, from the member answering")
+	_ = cmd.RegisterFlagCompletionFunc("consistency", func(*cobra.Command, []string, string) ([]cobra.Completion, cobra.ShellCompDirective) {
+		return []cobra.Completion{
+			cobra.CompletionWithDesc("l", "linearizable, through the leader"),
+			cobra.CompletionWithDesc("s", "serializable, from the member answering"),
+		}, cobra.ShellCompDirectiveNoFileComp
+	})
 }
 
 func prefixed(values []string, prefix string) []cobra.Completion {

@@ -39,7 +39,7 @@ many older ones it dropped. etcd keeps no history: against it the command exits 
 	cmd.Flags().StringVar(&o.Member, "member", "", "only the changes of this member: its ID or name (a removed member's too)")
 	cmd.Flags().StringVar(&o.Since, "since", "", "only the changes proposed at or after this time (RFC 3339, 2026-11-26T15:04:05Z)")
 	cmd.Flags().IntVar(&o.Limit, "limit", 0, "only the newest N changes of those selected (0: all)")
-	cmd.Flags().StringVar(&o.Consistency, "consistency", "l", "l: linearizable, through the leader; s: serializable, from the member answering")
+	consistencyFlag(cmd, &o.Consistency)
 	return cmd
 }
 

@@ -25,7 +25,7 @@ whether the member is a learner, and (table and json) whether it leads.`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
-	cmd.Flags().StringVar(&o.Consistency, "consistency", "l", "l: linearizable, through the leader; s: serializable, from the member answering")
+	consistencyFlag(cmd, &o.Consistency)
 	return cmd
 }
 

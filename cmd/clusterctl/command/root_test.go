@@ -345,7 +345,8 @@ func TestWriteOutFlagOverEnvironment(t *testing.T) {
 }
 
 // TestWriteOutCompletion: -w offers the formats the command being completed prints, from the
-// printer's table, so a format a command gains is offered with no change here.
+// printer's table, so a format a command gains is offered with no change here; --consistency
+// offers etcdctl's two, on each command that has it.
 func TestWriteOutCompletion(t *testing.T) {
 	noSettingsFromEnv(t)
 	tests := []struct {
@@ -355,6 +356,8 @@ func TestWriteOutCompletion(t *testing.T) {
 		{[]string{"member", "replace", "infra1", "infra3", "-w", ""}, "simple\njson\nenv\n:4\n"},
 		{[]string{"member", "replace", "-w", "j"}, "json\n:4\n"},
 		{[]string{"member", "list", "-w", ""}, "simple\ntable\njson\n:4\n"},
+		{[]string{"member", "list", "--consistency", ""}, "l\tlinearizable, through the leader\ns\tserializable, from the member answering\n:4\n"},
+		{[]string{"member", "history", "--consistency", ""}, "l\tlinearizable, through the leader\ns\tserializable, from the member answering\n:4\n"},
 	}
 	for _, tt := range tests {
 		stdout, _, code := runArgs(append([]string{"__complete"}, tt.args...)...)
