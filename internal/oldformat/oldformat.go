@@ -34,9 +34,9 @@ func ConfChangeEntry(index, term uint64, ch membership.Change, typ raftpb.ConfCh
 	return &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term), Data: cc}, nil
 }
 
-// DropHistory takes out of the member database in dataDir what versions before the history did
-// not write: the history bucket and the count of dropped events (the names are stored ones,
-// pkg/storage/storage.go).
+// DropHistory makes the member database in dataDir what versions before the history wrote: no
+// history bucket, no count of dropped events, and the stored snapshot's data the membership as
+// encoding/json wrote it, without a history (the names are stored ones, pkg/storage/storage.go).
 func DropHistory(dataDir string) error {
 	db, err := bolt.Open(filepath.Join(dataDir, storage.FileName), 0o600, storage.BoltOptions())
 	if err != nil {
@@ -46,7 +46,29 @@ func DropHistory(dataDir string) error {
 		if err := tx.DeleteBucket([]byte("history")); err != nil {
 			return err
 		}
-		return tx.Bucket([]byte("meta")).Delete([]byte("history_dropped"))
+		meta := tx.Bucket([]byte("meta"))
+		if err := meta.Delete([]byte("history_dropped")); err != nil {
+			return err
+		}
+		v := meta.Get([]byte("snapshot"))
+		if v == nil {
+			return nil
+		}
+		snap := &raftpb.Snapshot{}
+		if err := proto.Unmarshal(v, snap); err != nil {
+			return err
+		}
+		c, err := storage.SnapshotCluster(snap)
+		if err != nil {
+			return err
+		}
+		if snap.Data, err = json.Marshal(&membership.Cluster{ID: c.ID, Members: c.Members, Removed: c.Removed}); err != nil {
+			return err
+		}
+		if v, err = proto.Marshal(snap); err != nil {
+			return err
+		}
+		return meta.Put([]byte("snapshot"), v)
 	})
 	if cerr := db.Close(); err == nil {
 		err = cerr

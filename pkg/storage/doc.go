@@ -11,7 +11,8 @@
 //	         one binary event per sequence number (history.go); missing in files of older
 //	         versions
 //
-// A raft snapshot's data is the applied membership as JSON (SnapshotData, SnapshotCluster); it is
+// A raft snapshot's data is the applied membership, history included, as a generated
+// clusterd.v2.MembershipSnapshot (SnapshotData, SnapshotCluster; earlier versions' JSON is read); it is
 // defined here so that a data dir can be written offline (a bootstrap, a snapshot restore)
 // without the Ready loop's package.
 //

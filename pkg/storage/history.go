@@ -55,8 +55,7 @@ func saveHistory(tx *bolt.Tx, h membership.History, added int, withSnapshot bool
 // (nil for none); a file without the bucket has only the snapshot's. The snapshot's records are
 // kept compressed as they are, to be inflated when read; the bucket's are checked and decoded.
 func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
-	base, _, _ := cutHistory(snap)
-	base = base.DroppedTo(getUint(tx.Bucket(bucketMeta), keyDropped))
+	base := snapshotHistory(snap).DroppedTo(getUint(tx.Bucket(bucketMeta), keyDropped))
 	b := tx.Bucket(bucketHistory)
 	if b == nil {
 		return base, nil

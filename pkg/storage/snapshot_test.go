@@ -1,7 +1,6 @@
 package storage
 
 import (
-	"bytes"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // roundTrip encodes c as a snapshot's data and decodes it again.
@@ -60,8 +60,9 @@ func TestSnapshotClusterCorrupt(t *testing.T) {
 	}
 }
 
-// A snapshot's history is written by hand, first: the data is still the JSON encoding/json
-// writes and reads, so an older member (which knows no history) and the fallback read it too.
+// A snapshot's data is a clusterd.v2.MembershipSnapshot: the history's compressed blocks as
+// bytes, then the membership. The JSON forms that earlier versions wrote still read the same,
+// and data cut short at any byte is refused, never read as a smaller membership.
 func TestSnapshotHistory(t *testing.T) {
 	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
 	c.Removed = membership.NewIDSet(5)
@@ -77,32 +78,44 @@ func TestSnapshotHistory(t *testing.T) {
 	if !reflect.DeepEqual(got.History.Events(), c.History.Events()) || got.History.Dropped() != 1 || !got.IsRemoved(5) || got.Member(1) == nil {
 		t.Fatalf("decoded %+v (%d dropped), want %+v", got.History.Events(), got.History.Dropped(), c.History.Events())
 	}
-	// encoding/json reads the same data to the same membership.
-	plain := &membership.Cluster{}
-	if err := json.Unmarshal(data, plain); err != nil || !reflect.DeepEqual(plain.History.Events(), c.History.Events()) {
-		t.Fatalf("encoding/json: %v, %+v", err, plain.History.Events())
+	s := &pb.MembershipSnapshot{}
+	if err := proto.Unmarshal(data, s); err != nil || s.GetHistoryEvents() != 2 || s.GetHistoryDropped() != 1 || s.GetCluster().GetId() != 9 {
+		t.Fatalf("not a MembershipSnapshot of 2 events, 1 dropped, cluster 9: %v, %v", err, s)
 	}
-	// An older member's Cluster, without the field, reads it too.
-	var old struct {
-		ID      membership.ID                        `json:"clusterID"`
-		Members map[membership.ID]*membership.Member `json:"members"`
+	for n := range len(data) {
+		if _, err := SnapshotCluster(&raftpb.Snapshot{Data: data[:n]}); err == nil {
+			t.Fatalf("data cut at %d of %d bytes was read", n, len(data))
+		}
 	}
-	if err := json.Unmarshal(data, &old); err != nil || old.ID != 9 || len(old.Members) != 1 {
-		t.Fatalf("an older member: %v, %+v", err, old)
+
+	// The earlier versions' JSON: encoding/json's (history last), the history cut out by hand
+	// first (counted, or one DEFLATE stream), and the history's first version (uncompressed).
+	rest, err := json.Marshal(&membership.Cluster{ID: c.ID, Members: c.Members, Removed: c.Removed})
+	if err != nil {
+		t.Fatal(err)
 	}
-	// The history's first version wrote the records uncompressed, under "records": read the same.
-	first := fmt.Appendf(nil, `%s%s","dropped":1},%s`, recordsPrefix, base64.StdEncoding.EncodeToString(c.History.AppendRecords(nil)), data[bytes.Index(data, []byte(`},"clusterID"`))+2:])
-	for _, d := range [][]byte{first, data} {
-		if _, _, ok := cutHistory(d); !ok {
-			t.Fatalf("not read by hand: %.60s", d)
+	plain, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	deflated, events, dropped := c.History.AppendDeflated(nil)
+	earlier := map[string][]byte{
+		"encoding/json": plain,
+		"counted":       fmt.Appendf(nil, `%s%s","dropped":%d,"events":%d},%s`, historyPrefix, base64.StdEncoding.EncodeToString(deflated), dropped, events, rest[1:]),
+		"one stream":    fmt.Appendf(nil, `%s%s","dropped":%d},%s`, historyPrefix, base64.StdEncoding.EncodeToString(deflated), dropped, rest[1:]),
+		"records":       fmt.Appendf(nil, `%s%s","dropped":%d},%s`, recordsPrefix, base64.StdEncoding.EncodeToString(c.History.AppendRecords(nil)), dropped, rest[1:]),
+	}
+	for name, d := range earlier {
+		if _, _, ok := cutHistory(d); ok == (name == "encoding/json") {
+			t.Fatalf("%s: read by hand %v", name, ok)
 		}
 		back, err := SnapshotCluster(&raftpb.Snapshot{Data: d})
-		if err != nil || !reflect.DeepEqual(back.History.Events(), c.History.Events()) || back.History.Dropped() != 1 || !back.IsRemoved(5) {
-			t.Fatalf("%.60s: %v, %+v", d, err, back)
+		if err != nil || !reflect.DeepEqual(back.History.Events(), c.History.Events()) || back.History.Dropped() != 1 || !back.IsRemoved(5) || back.Member(1) == nil {
+			t.Fatalf("%s: %v, %+v", name, err, back)
 		}
-	}
-	// Damaged after the prefix: refused, not read half.
-	if _, err := SnapshotCluster(&raftpb.Snapshot{Data: data[:len(data)/2]}); err == nil {
-		t.Fatal("a truncated snapshot was read")
+		// Damaged after the prefix: refused, not read half.
+		if _, err := SnapshotCluster(&raftpb.Snapshot{Data: d[:len(d)/2]}); err == nil {
+			t.Fatalf("%s: a truncated snapshot was read", name)
+		}
 	}
 }

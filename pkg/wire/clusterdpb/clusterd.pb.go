@@ -1170,6 +1170,82 @@ func (x *HistoryAnswer) GetDropped() uint64 {
 	return 0
 }
 
+// MembershipSnapshot is the data of a raft snapshot: the membership as applied at the snapshot's
+// index, its history included, which is how a member that joins later holds the whole history
+// (pkg/storage). Data that starts with '{' is the JSON that versions before this message wrote.
+// The membership comes last and is required: data cut short at any byte is refused.
+type MembershipSnapshot struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// history_events is how many events history holds, and history_dropped how many older events
+	// the history dropped before them to stay bounded.
+	HistoryEvents  uint64 `protobuf:"varint,1,opt,name=history_events,json=historyEvents,proto3" json:"history_events,omitempty"`
+	HistoryDropped uint64 `protobuf:"varint,2,opt,name=history_dropped,json=historyDropped,proto3" json:"history_dropped,omitempty"`
+	// history is the events' records as one DEFLATE stream (RFC 1951): the history's compressed
+	// blocks end to end, then an empty final block (membership.History.AppendDeflated).
+	History       []byte   `protobuf:"bytes,3,opt,name=history,proto3" json:"history,omitempty"`
+	Cluster       *Cluster `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *MembershipSnapshot) Reset() {
+	*x = MembershipSnapshot{}
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *MembershipSnapshot) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*MembershipSnapshot) ProtoMessage() {}
+
+func (x *MembershipSnapshot) ProtoReflect() protoreflect.Message {
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use MembershipSnapshot.ProtoReflect.Descriptor instead.
+func (*MembershipSnapshot) Descriptor() ([]byte, []int) {
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{16}
+}
+
+func (x *MembershipSnapshot) GetHistoryEvents() uint64 {
+	if x != nil {
+		return x.HistoryEvents
+	}
+	return 0
+}
+
+func (x *MembershipSnapshot) GetHistoryDropped() uint64 {
+	if x != nil {
+		return x.HistoryDropped
+	}
+	return 0
+}
+
+func (x *MembershipSnapshot) GetHistory() []byte {
+	if x != nil {
+		return x.History
+	}
+	return nil
+}
+
+func (x *MembershipSnapshot) GetCluster() *Cluster {
+	if x != nil {
+		return x.Cluster
+	}
+	return nil
+}
+
 var File_clusterd_v2_clusterd_proto protoreflect.FileDescriptor
 
 const file_clusterd_v2_clusterd_proto_rawDesc = "" +
@@ -1259,7 +1335,12 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\tmember_id\x18\x02 \x01(\x04R\bmemberId\x12\x1b\n" +
 	"\traft_term\x18\x03 \x01(\x04R\braftTerm\x12*\n" +
 	"\x06events\x18\x04 \x03(\v2\x12.clusterd.v2.EventR\x06events\x12\x18\n" +
-	"\adropped\x18\x05 \x01(\x04R\adropped*\xa0\x01\n" +
+	"\adropped\x18\x05 \x01(\x04R\adropped\"\xae\x01\n" +
+	"\x12MembershipSnapshot\x12%\n" +
+	"\x0ehistory_events\x18\x01 \x01(\x04R\rhistoryEvents\x12'\n" +
+	"\x0fhistory_dropped\x18\x02 \x01(\x04R\x0ehistoryDropped\x12\x18\n" +
+	"\ahistory\x18\x03 \x01(\fR\ahistory\x12.\n" +
+	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster*\xa0\x01\n" +
 	"\n" +
 	"ChangeKind\x12\x1b\n" +
 	"\x17CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -1293,7 +1374,7 @@ func file_clusterd_v2_clusterd_proto_rawDescGZIP() []byte {
 }
 
 var file_clusterd_v2_clusterd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(ChangeKind)(0),               // 0: clusterd.v2.ChangeKind
 	(*Envelope)(nil),              // 1: clusterd.v2.Envelope
@@ -1312,47 +1393,49 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(*MemberList)(nil),            // 14: clusterd.v2.MemberList
 	(*HistoryRequest)(nil),        // 15: clusterd.v2.HistoryRequest
 	(*HistoryAnswer)(nil),         // 16: clusterd.v2.HistoryAnswer
-	(*raftpb.Message)(nil),        // 17: raftpb.Message
-	(*timestamppb.Timestamp)(nil), // 18: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 19: google.protobuf.Duration
+	(*MembershipSnapshot)(nil),    // 17: clusterd.v2.MembershipSnapshot
+	(*raftpb.Message)(nil),        // 18: raftpb.Message
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 }
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
-	17, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
+	18, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
 	4,  // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
-	18, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
+	19, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
 	6,  // 3: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
 	0,  // 4: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
 	4,  // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
 	6,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
 	8,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	19, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
+	20, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
 	5,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
 	4,  // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
 	10, // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
 	10, // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
 	5,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
 	4,  // 14: clusterd.v2.MemberList.members:type_name -> clusterd.v2.Member
-	18, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	19, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
 	7,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
-	1,  // 17: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 18: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 19: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 20: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	9,  // 21: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	12, // 22: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	15, // 23: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	3,  // 24: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 25: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 26: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 27: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	11, // 28: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	13, // 29: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	16, // 30: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	24, // [24:31] is the sub-list for method output_type
-	17, // [17:24] is the sub-list for method input_type
-	17, // [17:17] is the sub-list for extension type_name
-	17, // [17:17] is the sub-list for extension extendee
-	0,  // [0:17] is the sub-list for field type_name
+	5,  // 17: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
+	1,  // 18: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 19: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 20: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 21: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	9,  // 22: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	12, // 23: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	15, // 24: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	3,  // 25: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 26: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 27: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 28: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	11, // 29: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	13, // 30: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	16, // 31: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	25, // [25:32] is the sub-list for method output_type
+	18, // [18:25] is the sub-list for method input_type
+	18, // [18:18] is the sub-list for extension type_name
+	18, // [18:18] is the sub-list for extension extendee
+	0,  // [0:18] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
@@ -1366,7 +1449,7 @@ func file_clusterd_v2_clusterd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_clusterd_v2_clusterd_proto_rawDesc), len(file_clusterd_v2_clusterd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
