@@ -26,6 +26,24 @@ func startLeader(t *testing.T) (*Node, *recorder) {
 	return n, tr
 }
 
+// leaderAddedLearner runs the only member of a new cluster, has it add member 2 as a learner,
+// and returns it with its transport, a context for the test's calls and its term.
+func leaderAddedLearner(t *testing.T) (*Node, *recorder, context.Context, uint64) {
+	t.Helper()
+	n, tr := startLeader(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	t.Cleanup(cancel)
+	term, err := n.LeaderTerm(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: learnerID, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true}}
+	if _, err := n.Propose(ctx, term, ch); err != nil {
+		t.Fatal(err)
+	}
+	return n, tr, ctx, term
+}
+
 func waitUntil(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
@@ -41,17 +59,7 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 // (a stale or forged one, which raft ignores), a message from a sender the membership does not
 // list, and a message that is not raft's exchange with the leader never count.
 func TestHeardWithin(t *testing.T) {
-	n, _ := startLeader(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	term, err := n.LeaderTerm(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: learnerID, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true}}
-	if _, err := n.Propose(ctx, term, ch); err != nil {
-		t.Fatal(err)
-	}
+	n, _, ctx, term := leaderAddedLearner(t)
 	msg := func(typ raftpb.MessageType, from, term uint64) *raftpb.Message {
 		return &raftpb.Message{Type: typ.Enum(), From: proto.Uint64(from), To: proto.Uint64(uint64(n.ID())), Term: proto.Uint64(term)}
 	}

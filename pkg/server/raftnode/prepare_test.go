@@ -1,9 +1,7 @@
 package raftnode
 
 import (
-	"context"
 	"testing"
-	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
@@ -16,17 +14,7 @@ import (
 // it, of the membership as applied then, and sends that one; the message raft made keeps its
 // stored snapshot, which raft's storage shares.
 func TestSnapshotPreparedForAddedMember(t *testing.T) {
-	n, tr := startLeader(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	term, err := n.LeaderTerm(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: learnerID, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true}}
-	if _, err := n.Propose(ctx, term, ch); err != nil {
-		t.Fatal(err)
-	}
+	n, tr, ctx, term := leaderAddedLearner(t)
 	applied := n.applied.Load()
 	waitUntil(t, "the snapshot prepared", func() bool { return n.prepared.Load().GetMetadata().GetIndex() == applied })
 	prepared := n.prepared.Load()
