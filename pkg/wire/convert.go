@@ -76,9 +76,7 @@ func EventToProto(ev membership.Event) *pb.Event {
 	p := &pb.Event{
 		RaftIndex: ev.RaftIndex, Term: ev.Term, Change: ev.Change, MemberId: uint64(ev.MemberID),
 		Name: ev.Name, PeerUrls: ev.PeerURLs, IsLearner: ev.IsLearner, By: OriginToProto(ev.By),
-	}
-	if !ev.Time.IsZero() {
-		p.Time = timestamppb.New(ev.Time)
+		Time: TimeToProto(ev.Time),
 	}
 	return p
 }
@@ -88,7 +86,7 @@ func EventsFromProto(ps []*pb.Event) []membership.Event {
 	out := make([]membership.Event, len(ps))
 	for i, p := range ps {
 		out[i] = membership.Event{
-			RaftIndex: p.GetRaftIndex(), Term: p.GetTerm(), Time: timeFromProto(p.GetTime()),
+			RaftIndex: p.GetRaftIndex(), Term: p.GetTerm(), Time: TimeFromProto(p.GetTime()),
 			Change: p.GetChange(), MemberID: membership.ID(p.GetMemberId()), Name: p.GetName(),
 			PeerURLs: p.GetPeerUrls(), IsLearner: p.GetIsLearner(), By: OriginFromProto(p.GetBy()),
 		}
@@ -96,8 +94,16 @@ func EventsFromProto(ps []*pb.Event) []membership.Event {
 	return out
 }
 
-// timeFromProto is the zero time for an absent timestamp, as JSON's omitzero read it.
-func timeFromProto(t *timestamppb.Timestamp) time.Time {
+// TimeToProto is t on the wire: nil for the zero time, which TimeFromProto reads back.
+func TimeToProto(t time.Time) *timestamppb.Timestamp {
+	if t.IsZero() {
+		return nil
+	}
+	return timestamppb.New(t)
+}
+
+// TimeFromProto is the zero time for an absent timestamp, as JSON's omitzero read it.
+func TimeFromProto(t *timestamppb.Timestamp) time.Time {
 	if t == nil {
 		return time.Time{}
 	}

@@ -3,8 +3,6 @@ package wire
 import (
 	"time"
 
-	"google.golang.org/protobuf/types/known/timestamppb"
-
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
@@ -29,18 +27,14 @@ type HistoryRequest struct {
 
 // Proto is q on the wire.
 func (q HistoryRequest) Proto() *pb.HistoryRequest {
-	p := &pb.HistoryRequest{Linearizable: q.Linearizable, Member: q.Member, Limit: int64(q.Limit)}
-	if !q.Since.IsZero() {
-		p.Since = timestamppb.New(q.Since)
-	}
-	return p
+	return &pb.HistoryRequest{Linearizable: q.Linearizable, Member: q.Member, Limit: int64(q.Limit), Since: TimeToProto(q.Since)}
 }
 
 // HistoryRequestFromProto reads what HistoryRequest.Proto wrote; a negative limit keeps every
 // event, as zero does.
 func HistoryRequestFromProto(p *pb.HistoryRequest) HistoryRequest {
 	return HistoryRequest{
-		Linearizable: p.GetLinearizable(), Member: p.GetMember(), Since: timeFromProto(p.GetSince()),
+		Linearizable: p.GetLinearizable(), Member: p.GetMember(), Since: TimeFromProto(p.GetSince()),
 		Limit: int(max(0, min(p.GetLimit(), int64(^uint32(0)>>1)))),
 	}
 }

@@ -15,10 +15,13 @@ import (
 // committed entry (a log read from disk or sent by a leader is outside input); a decoded
 // proposal encodes and decodes again to the same request, and a conf change carries one.
 func FuzzProposalOf(f *testing.F) {
-	add, _ := json.Marshal(proposal{RequestID: 7, Term: 2, Change: membership.Change{Kind: membership.KindAdd,
-		Member: membership.Member{ID: 5, Name: "a", PeerURLs: []string{"http://127.0.0.1:2380"}}}})
+	p := proposal{RequestID: 7, Term: 2, Change: membership.Change{Kind: membership.KindAdd,
+		Member: membership.Member{ID: 5, Name: "a", PeerURLs: []string{"http://127.0.0.1:2380"}}}, Time: time.Unix(1e9, 5)}
+	add, _ := p.encode()
+	earlier, _ := json.Marshal(p) // as versions before clusterd.v2.Proposal wrote it
 	rm, _ := removalEntry(9, 3, 2, time.Time{})
 	f.Add(int32(raftpb.EntryType_EntryNormal), add)
+	f.Add(int32(raftpb.EntryType_EntryNormal), earlier)
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte{})
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte(`{"change":{"kind":99}}`))
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte(`null`))
@@ -36,12 +39,12 @@ func FuzzProposalOf(f *testing.F) {
 		if err != nil || p == nil {
 			return
 		}
-		b, err := json.Marshal(p)
+		b, err := p.encode()
 		if err != nil {
 			t.Fatalf("a decoded proposal does not encode: %v", err)
 		}
 		again, err := decodeProposal(b)
-		if err != nil || again.RequestID != p.RequestID || again.Term != p.Term || again.Change.Kind != p.Change.Kind {
+		if err != nil || again.RequestID != p.RequestID || again.Term != p.Term || again.Change.Kind != p.Change.Kind || !again.Time.Equal(p.Time) {
 			t.Fatalf("round trip: %+v -> %s -> %+v, %v", p, b, again, err)
 		}
 		// Apply must take whatever a decoded entry asks, without panicking: the loop applies it.

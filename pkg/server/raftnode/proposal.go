@@ -10,10 +10,13 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // proposal is what a membership change entry carries: in the Data of a normal entry, in the
-// Context of a conf change. Stored in the raft log: never rename a JSON tag.
+// Context of a conf change, as a clusterd.v2.Proposal (encode). Entries of earlier versions
+// carry it as JSON, which decodeProposal reads by these tags: never rename one.
 type proposal struct {
 	RequestID uint64 `json:"requestID"`
 	// Term is the leader term in which the change was checked; zero for changes that no leader
@@ -73,7 +76,7 @@ func (p *proposal) stale(e *raftpb.Entry) bool {
 func removalEntry(id membership.ID, index, term uint64, at time.Time) (*raftpb.Entry, error) {
 	ch := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: id},
 		By: membership.Origin{Clusterd: membership.OriginForceNewCluster}}
-	ctx, err := json.Marshal(proposal{Change: ch, Time: at})
+	ctx, err := proposal{Change: ch, Time: at}.encode()
 	if err != nil {
 		return nil, err
 	}
@@ -86,11 +89,29 @@ func removalEntry(id membership.ID, index, term uint64, at time.Time) (*raftpb.E
 	return &raftpb.Entry{Type: raftpb.EntryType_EntryConfChange.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term), Data: data}, nil
 }
 
+// encode is the proposal as an entry carries it.
+func (p proposal) encode() ([]byte, error) {
+	return proto.Marshal(&pb.Proposal{RequestId: p.RequestID, Term: p.Term, Change: wire.ChangeToProto(p.Change), Time: wire.TimeToProto(p.Time)})
+}
+
+// decodeProposal reads what encode wrote, and the JSON of earlier versions, which always
+// starts with '{' (a Proposal never does: its first byte is a field's tag).
 func decodeProposal(data []byte) (*proposal, error) {
 	p := &proposal{}
-	if err := json.Unmarshal(data, p); err != nil {
+	if len(data) > 0 && data[0] == '{' {
+		if err := json.Unmarshal(data, p); err != nil {
+			return nil, err
+		}
+		return p, nil
+	}
+	m := &pb.Proposal{}
+	if err := proto.Unmarshal(data, m); err != nil {
 		return nil, err
 	}
+	if m.GetChange() == nil {
+		return nil, errors.New("proposal without a change")
+	}
+	p.RequestID, p.Term, p.Change, p.Time = m.GetRequestId(), m.GetTerm(), wire.ChangeFromProto(m.GetChange()), wire.TimeFromProto(m.GetTime())
 	return p, nil
 }
 

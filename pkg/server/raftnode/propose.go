@@ -3,7 +3,6 @@ package raftnode
 import (
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"time"
 
@@ -71,7 +70,7 @@ func (n *Node) proposeAndWait(ctx context.Context, term uint64, ch membership.Ch
 		return nil, ErrStopped // nothing proposed
 	}
 	req := randomID()
-	data, err := json.Marshal(proposal{RequestID: req, Term: term, Change: ch, Time: proposalTime()})
+	data, err := proposal{RequestID: req, Term: term, Change: ch, Time: proposalTime()}.encode()
 	if err != nil {
 		return nil, err
 	}

@@ -1246,6 +1246,83 @@ func (x *MembershipSnapshot) GetCluster() *Cluster {
 	return nil
 }
 
+// Proposal is what a membership change's raft entry carries: the Data of a normal entry (a
+// publish), the Context of a conf change (pkg/server/raftnode). Entries that start with '{' are
+// the JSON that versions before this message wrote, and are read as before.
+type Proposal struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// request_id is the proposing member's, to answer its caller once the entry is applied.
+	RequestId uint64 `protobuf:"varint,1,opt,name=request_id,json=requestId,proto3" json:"request_id,omitempty"`
+	// term is the leader term in which the change was checked; zero for a change no leader
+	// checked (a removal a forced new cluster appends). A change appended in another term is
+	// not applied.
+	Term   uint64  `protobuf:"varint,2,opt,name=term,proto3" json:"term,omitempty"`
+	Change *Change `protobuf:"bytes,3,opt,name=change,proto3" json:"change,omitempty"`
+	// time is when the leader proposed the change, by its clock, which every member records in
+	// the history.
+	Time          *timestamppb.Timestamp `protobuf:"bytes,4,opt,name=time,proto3" json:"time,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Proposal) Reset() {
+	*x = Proposal{}
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[17]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Proposal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Proposal) ProtoMessage() {}
+
+func (x *Proposal) ProtoReflect() protoreflect.Message {
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[17]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
+func (*Proposal) Descriptor() ([]byte, []int) {
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{17}
+}
+
+func (x *Proposal) GetRequestId() uint64 {
+	if x != nil {
+		return x.RequestId
+	}
+	return 0
+}
+
+func (x *Proposal) GetTerm() uint64 {
+	if x != nil {
+		return x.Term
+	}
+	return 0
+}
+
+func (x *Proposal) GetChange() *Change {
+	if x != nil {
+		return x.Change
+	}
+	return nil
+}
+
+func (x *Proposal) GetTime() *timestamppb.Timestamp {
+	if x != nil {
+		return x.Time
+	}
+	return nil
+}
+
 var File_clusterd_v2_clusterd_proto protoreflect.FileDescriptor
 
 const file_clusterd_v2_clusterd_proto_rawDesc = "" +
@@ -1340,7 +1417,13 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\x0ehistory_events\x18\x01 \x01(\x04R\rhistoryEvents\x12'\n" +
 	"\x0fhistory_dropped\x18\x02 \x01(\x04R\x0ehistoryDropped\x12\x18\n" +
 	"\ahistory\x18\x03 \x01(\fR\ahistory\x12.\n" +
-	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster*\xa0\x01\n" +
+	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\"\x9a\x01\n" +
+	"\bProposal\x12\x1d\n" +
+	"\n" +
+	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
+	"\x04term\x18\x02 \x01(\x04R\x04term\x12+\n" +
+	"\x06change\x18\x03 \x01(\v2\x13.clusterd.v2.ChangeR\x06change\x12.\n" +
+	"\x04time\x18\x04 \x01(\v2\x1a.google.protobuf.TimestampR\x04time*\xa0\x01\n" +
 	"\n" +
 	"ChangeKind\x12\x1b\n" +
 	"\x17CHANGE_KIND_UNSPECIFIED\x10\x00\x12\x13\n" +
@@ -1374,7 +1457,7 @@ func file_clusterd_v2_clusterd_proto_rawDescGZIP() []byte {
 }
 
 var file_clusterd_v2_clusterd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 18)
 var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(ChangeKind)(0),               // 0: clusterd.v2.ChangeKind
 	(*Envelope)(nil),              // 1: clusterd.v2.Envelope
@@ -1394,48 +1477,51 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(*HistoryRequest)(nil),        // 15: clusterd.v2.HistoryRequest
 	(*HistoryAnswer)(nil),         // 16: clusterd.v2.HistoryAnswer
 	(*MembershipSnapshot)(nil),    // 17: clusterd.v2.MembershipSnapshot
-	(*raftpb.Message)(nil),        // 18: raftpb.Message
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*Proposal)(nil),              // 18: clusterd.v2.Proposal
+	(*raftpb.Message)(nil),        // 19: raftpb.Message
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
-	18, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
+	19, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
 	4,  // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
-	19, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
+	20, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
 	6,  // 3: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
 	0,  // 4: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
 	4,  // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
 	6,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
 	8,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	20, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
+	21, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
 	5,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
 	4,  // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
 	10, // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
 	10, // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
 	5,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
 	4,  // 14: clusterd.v2.MemberList.members:type_name -> clusterd.v2.Member
-	19, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	20, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
 	7,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
 	5,  // 17: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
-	1,  // 18: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 19: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 20: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 21: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	9,  // 22: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	12, // 23: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	15, // 24: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	3,  // 25: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 26: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 27: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 28: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	11, // 29: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	13, // 30: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	16, // 31: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	25, // [25:32] is the sub-list for method output_type
-	18, // [18:25] is the sub-list for method input_type
-	18, // [18:18] is the sub-list for extension type_name
-	18, // [18:18] is the sub-list for extension extendee
-	0,  // [0:18] is the sub-list for field type_name
+	8,  // 18: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
+	20, // 19: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
+	1,  // 20: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 21: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 22: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 23: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	9,  // 24: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	12, // 25: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	15, // 26: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	3,  // 27: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 28: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 29: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 30: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	11, // 31: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	13, // 32: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	16, // 33: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	27, // [27:34] is the sub-list for method output_type
+	20, // [20:27] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
@@ -1449,7 +1535,7 @@ func file_clusterd_v2_clusterd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_clusterd_v2_clusterd_proto_rawDesc), len(file_clusterd_v2_clusterd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   18,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
