@@ -92,7 +92,7 @@ func snapshotCluster(data []byte) (*membership.Cluster, error) {
 // membership does not come from and which datadir check reports.
 func snapshotHistory(data []byte) membership.History {
 	c, err := snapshotCluster(data)
-	if err != nil || len(data) == 0 {
+	if err != nil {
 		return membership.History{}
 	}
 	return c.History

@@ -108,9 +108,7 @@ func decodeProposal(data []byte) (*proposal, error) {
 	if err := proto.Unmarshal(data, m); err != nil {
 		return nil, err
 	}
-	if m.GetChange() == nil {
-		return nil, errors.New("proposal without a change")
-	}
+	// A missing change reads as the zero change, which no rule accepts, as JSON's "{}" did.
 	p.RequestID, p.Term, p.Change, p.Time = m.GetRequestId(), m.GetTerm(), wire.ChangeFromProto(m.GetChange()), wire.TimeFromProto(m.GetTime())
 	return p, nil
 }
