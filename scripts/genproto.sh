@@ -1,5 +1,5 @@
 #!/bin/sh
-# genproto.sh [OUTDIR]: generates the Go of pkg/wire/clusterdpb/clusterd.proto into OUTDIR (the
+# genproto.sh [OUTDIR]: generates the Go of pkg/wire/clusterdpb/*.proto into OUTDIR (the
 # package's own directory unless given; the staleness test gives a temporary one).
 # genproto.sh --tools: builds the tools only (make test does, before the tests that use them).
 # No protoc: buf is a Go module, and so are both plugins. They are built once per version under
@@ -42,7 +42,7 @@ fi
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/in/clusterd/v2" "$work/out"
-cp pkg/wire/clusterdpb/clusterd.proto "$work/in/clusterd/v2/"
+cp pkg/wire/clusterdpb/clusterd.proto pkg/wire/clusterdpb/members.proto "$work/in/clusterd/v2/"
 cp "$($GO list -m -f '{{.Dir}}' go.etcd.io/raft/v3)/raftpb/raft.proto" "$work/in/raft.proto"
 chmod u+w "$work/in/raft.proto"
 printf 'version: v2\n' >"$work/in/buf.yaml"
@@ -56,6 +56,6 @@ plugins:
     out: $work/out
     opt: paths=source_relative
 EOF
-(cd "$work/in" && "$tools/buf" generate --template "$work/buf.gen.yaml" --path clusterd/v2/clusterd.proto .)
+(cd "$work/in" && "$tools/buf" generate --template "$work/buf.gen.yaml" --path clusterd/v2 .)
 mkdir -p "$out"
 cp "$work/out/clusterd/v2/"*.go "$out/"
