@@ -288,7 +288,10 @@ func (h History) withBlocks(blocks []*block) History {
 	return h
 }
 
-// MarshalJSON writes the events kept and the count dropped.
+// MarshalJSON writes the events kept and the count dropped as the JSON snapshots of earlier
+// versions carry them. clusterd reads that form (UnmarshalJSON) and no longer writes it (its
+// snapshots are clusterd.v2.MembershipSnapshot, pkg/storage): the tests write it to stand for
+// those versions.
 func (h History) MarshalJSON() ([]byte, error) {
 	deflated, events, dropped := h.AppendDeflated(nil)
 	return json.Marshal(historyJSON{Deflated: deflated, Events: &events, Dropped: dropped})

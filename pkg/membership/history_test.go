@@ -51,7 +51,7 @@ func TestApplyRecorded(t *testing.T) {
 	if n, err := c.ApplyRecorded(Change{Kind: KindRemove, Member: Member{ID: 9}}, Stamp{Index: 99}, 0); err == nil || n != c || n.History.Len() != len(steps) {
 		t.Fatalf("refused change: err %v, %d events", err, n.History.Len())
 	}
-	// The history travels in a snapshot's JSON and comes back equal.
+	// The history in the JSON of an earlier version's snapshot comes back equal.
 	b, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)

@@ -233,6 +233,6 @@ func (r *report) fillHistory(f *historyFigures) {
 		kib("history_db_size", fmt.Sprintf("history: the leader's member.db with %d changes in the history", full.Events), full.DBBytes, short.DBBytes),
 		kib("history_snapshot_file_size", fmt.Sprintf("history: snapshot save file with %d changes in the history", full.Events), full.SnapshotFileBytes, short.SnapshotFileBytes),
 		kib("history_raft_snapshot_size", fmt.Sprintf("history: raft snapshot data (sent to a joining member) with %d changes in the history", full.Events), full.RaftSnapshotBytes, short.RaftSnapshotBytes),
-		kib("history_json_size", fmt.Sprintf("history: the history's part of that snapshot, %d changes", full.Events), full.HistoryBytes, 0))
+		kib("history_size", fmt.Sprintf("history: the history's part of that snapshot, %d changes", full.Events), full.HistoryBytes, 0))
 	r.History = &historySizePair{Short: short, Full: full}
 }
