@@ -92,11 +92,12 @@ type Stamp struct {
 // Most of a history is its base: blocks of events (history_block.go), each kept as its binary
 // records (history_binary.go) and compressed, as a snapshot carries them. A block never changes
 // once made: recording makes a new block of blockEvents events when the recent ones fill it
-// (compressed once, when a snapshot first holds it), dropping at the bound drops a whole oldest block once none of it is kept (until then
-// skip hides its dropped events), and making a snapshot copies the blocks' compressed bytes. A
-// member that receives thousands of events in its first snapshot keeps them compressed as they
-// came, as one block, and inflates them only when they are read or the bound reaches them: a
-// new member's way to ready does not depend on how long the history is beyond moving its bytes.
+// (compressed once, when a snapshot first holds it), dropping at the bound drops a whole oldest
+// block once none of it is kept (until then skip hides its dropped events), and making a
+// snapshot shares the blocks' compressed bytes. A member that receives thousands of events in
+// its first snapshot keeps each block compressed as it came, and inflates one only when it is
+// read: a new member's way to ready, and its next change at the bound, do not depend on how long
+// the history is beyond moving its bytes.
 type History struct {
 	blocks  []*block // shared between histories, never changed
 	based   int      // events in blocks

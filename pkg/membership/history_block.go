@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"sync"
 )
 
@@ -115,34 +116,71 @@ func (r *records) event(i int) Event {
 	return e
 }
 
-// AppendDeflated appends the events kept as one DEFLATE stream of their records, as snapshots
-// carry them, and returns it with the count of events it holds and the count dropped before
-// them. It copies the blocks' compressed bytes, and compresses only the recent events, the
-// kept part of the oldest block, and the blocks made since a snapshot last held them. An oldest block that does not read back is copied whole:
-// events says how many it holds, and dropped is less by those the history no longer shows,
-// so that a member receiving it holds the same, and refuses it the same when read.
-func (h History) AppendDeflated(b []byte) (_ []byte, events int, dropped uint64) {
-	events, dropped = h.Len(), h.dropped
+// DeflatedBlock is a run of a history's events as a snapshot carries them: their records,
+// compressed and ended by a sync flush as a block keeps them.
+type DeflatedBlock struct {
+	Events   int
+	Deflated []byte
+}
+
+// DeflatedBlocks returns the events kept as compressed blocks, oldest first, with the count of
+// events dropped before them. It shares the blocks' compressed bytes (never change them), and
+// compresses only the recent events, the kept part of the oldest block, and the blocks made
+// since a snapshot last held them. An oldest block that does not read back is given whole:
+// dropped is less by the events of it the history no longer shows, so that a member receiving
+// it holds the same, and refuses it the same when read.
+func (h History) DeflatedBlocks() (blocks []DeflatedBlock, dropped uint64) {
+	dropped = h.dropped
 	for i, bl := range h.blocks {
 		if i == 0 && h.skip > 0 {
 			if r, err := bl.records(); err == nil {
-				b = appendFlushed(b, r.from(h.skip))
+				blocks = append(blocks, DeflatedBlock{bl.n - h.skip, appendFlushed(nil, r.from(h.skip))})
 				continue
 			}
-			events, dropped = events+h.skip, dropped-uint64(h.skip)
+			dropped -= uint64(h.skip)
 		}
-		b = append(b, bl.compressed()...)
+		blocks = append(blocks, DeflatedBlock{bl.n, bl.compressed()})
 	}
 	if len(h.recent) > 0 {
-		b = appendFlushed(b, appendRecords(nil, h.recent))
+		blocks = append(blocks, DeflatedBlock{len(h.recent), appendFlushed(nil, appendRecords(nil, h.recent))})
+	}
+	return blocks, dropped
+}
+
+// HistoryFromBlocks is the history of the blocks DeflatedBlocks returned, after dropped older
+// events. It keeps each block as it came, to be inflated when read, and checks only what keeping
+// it needs (a count of events for each): a damaged block is refused when read (Read), and sent
+// on as it came. Give it bytes of its own.
+func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) {
+	h := History{dropped: dropped}
+	kept := make([]*block, 0, len(blocks))
+	total := 0
+	for _, b := range blocks {
+		if b.Events <= 0 || b.Events > math.MaxInt32-total {
+			return History{}, fmt.Errorf("history records: a block of %d events", b.Events)
+		}
+		total += b.Events
+		kept = append(kept, &block{n: b.Events, deflated: b.Deflated})
+	}
+	return h.withBlocks(kept), nil
+}
+
+// AppendDeflated appends the events kept as one DEFLATE stream of their records, as earlier
+// versions' snapshots carried them (DeflatedBlocks end to end, then finalBlock), and returns it
+// with the count of events it holds and the count dropped before them.
+func (h History) AppendDeflated(b []byte) (_ []byte, events int, dropped uint64) {
+	blocks, dropped := h.DeflatedBlocks()
+	for _, bl := range blocks {
+		b = append(b, bl.Deflated...)
+		events += bl.Events
 	}
 	return append(b, finalBlock...), events, dropped
 }
 
 // HistoryFromDeflated is the history of the events that AppendDeflated wrote: events of them,
-// after dropped older ones. It keeps deflated as it is, to be inflated when read, and checks
-// only what keeping it needs (that it ends as AppendDeflated ends it): a damaged stream is
-// refused when read (Read). Give it bytes of its own.
+// after dropped older ones, kept as one block. It keeps deflated as it is, to be inflated when
+// read, and checks only what keeping it needs (that it ends as AppendDeflated ends it): a
+// damaged stream is refused when read (Read). Give it bytes of its own.
 func HistoryFromDeflated(deflated []byte, events int, dropped uint64) (History, error) {
 	body, ok := bytes.CutSuffix(deflated, finalBlock)
 	if !ok || events < 0 || (events == 0) != (len(body) == 0) {

@@ -34,9 +34,34 @@ func checkHistory(t *testing.T, what string, h History, first, n int) {
 	}
 }
 
+// receive is h as a member that receives a snapshot holds it: sent as blocks, or as the one
+// stream of the snapshots of earlier versions.
+func receive(t *testing.T, what string, h History, stream bool) History {
+	t.Helper()
+	var got History
+	var err error
+	if stream {
+		deflated, events, dropped := h.AppendDeflated(nil)
+		got, err = HistoryFromDeflated(deflated, events, dropped)
+	} else {
+		blocks, dropped := h.DeflatedBlocks()
+		// Blocks after the oldest travel as they are: a snapshot shares them.
+		for i, b := range h.blocks[min(1, len(h.blocks)):] {
+			if c := b.compressed(); &blocks[i+1].Deflated[0] != &c[0] {
+				t.Fatalf("%s: block %d was compressed again", what, i+1)
+			}
+		}
+		got, err = HistoryFromBlocks(blocks, dropped)
+	}
+	if err != nil {
+		t.Fatalf("%s: %v", what, err)
+	}
+	return got
+}
+
 // The base is kept in blocks: a bound drops whole oldest blocks once none of their events is
-// kept while reads show exactly the newest events, a snapshot's stream carries exactly those,
-// and a member that receives it holds, bounds and records on it as the sender does.
+// kept while reads show exactly the newest events, a snapshot carries exactly those, and a
+// member that receives it, in either form, holds, bounds and records on it as the sender does.
 func TestHistoryBlocks(t *testing.T) {
 	for _, max := range []int{0, 1, 300, 1000, 1300} {
 		var h History
@@ -55,19 +80,13 @@ func TestHistoryBlocks(t *testing.T) {
 			if h.skip >= blockEvents || len(h.recent) >= blockEvents || len(h.blocks) > keep/blockEvents+2 {
 				t.Fatalf("%s: %d blocks, skip %d, %d recent", what, len(h.blocks), h.skip, len(h.recent))
 			}
-			deflated, events, dropped := h.AppendDeflated(nil)
-			got, err := HistoryFromDeflated(deflated, events, dropped)
-			if err != nil {
-				t.Fatalf("%s: %v", what, err)
-			}
-			checkHistory(t, what+", received", got, n-keep, keep)
-			// Blocks after the oldest travel as they are: a snapshot copies them.
-			for _, b := range h.blocks[min(1, len(h.blocks)):] {
-				if !bytes.Contains(deflated, b.compressed()) {
-					t.Fatalf("%s: a block was compressed again", what)
+			for _, stream := range []bool{false, true} {
+				what := fmt.Sprintf("%s, received (stream %t)", what, stream)
+				got := receive(t, what, h, stream)
+				checkHistory(t, what, got, n-keep, keep)
+				if max == 0 {
+					continue
 				}
-			}
-			if max > 0 {
 				more, gotMore := h, got
 				for j := n; j < n+max+blockEvents+3; j += 97 {
 					more, gotMore = more.With(numbered(j), max), gotMore.With(numbered(j), max)
@@ -83,6 +102,25 @@ func TestHistoryBlocks(t *testing.T) {
 			}
 		}
 	}
+}
+
+// A member that receives a long history and records the next change at the bound reads none of
+// it: it drops from the oldest block as it came, without inflating it or any other, so that
+// the length of the history costs a joining member nothing but its bytes.
+func TestHistoryReceivedAtBound(t *testing.T) {
+	const max = 10 * blockEvents
+	var h History
+	for i := range max {
+		h = h.With(numbered(i), max)
+	}
+	got := receive(t, "at the bound", h, false)
+	got = got.With(numbered(max), max)
+	for i, b := range got.blocks {
+		if b.raw != nil {
+			t.Fatalf("block %d of %d was inflated", i, len(got.blocks))
+		}
+	}
+	checkHistory(t, "received, then one more", got, 1, max)
 }
 
 // Snapshots of earlier versions still read: records compressed as one closed DEFLATE stream
@@ -201,6 +239,37 @@ func FuzzHistoryFromDeflated(f *testing.F) {
 			if a, b := again.Events(), more.Events(); !reflect.DeepEqual(a, b) {
 				t.Fatalf("sent on: %d events, want %d", len(a), len(b))
 			}
+		}
+	})
+}
+
+// BenchmarkReceivedAtBound is a member receiving 10,000 events at its bound and recording one
+// more, from the blocks a snapshot carries and from the one stream of earlier snapshots, which
+// the first drop inflates and splits whole.
+func BenchmarkReceivedAtBound(b *testing.B) {
+	const max = 10000
+	var h History
+	for i := range max {
+		h = h.With(numbered(i), max)
+	}
+	blocks, dropped := h.DeflatedBlocks()
+	deflated, events, _ := h.AppendDeflated(nil)
+	b.Run("blocks", func(b *testing.B) {
+		for b.Loop() {
+			got, err := HistoryFromBlocks(blocks, dropped)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got.With(numbered(max), max)
+		}
+	})
+	b.Run("stream", func(b *testing.B) {
+		for b.Loop() {
+			got, err := HistoryFromDeflated(deflated, events, dropped)
+			if err != nil {
+				b.Fatal(err)
+			}
+			got.With(numbered(max), max)
 		}
 	})
 }

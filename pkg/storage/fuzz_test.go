@@ -11,6 +11,8 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // FuzzLoad: a member.db of any bytes is read by LoadFile without a change, and opened and
@@ -72,6 +74,14 @@ func FuzzSnapshotCluster(f *testing.F) {
 		}
 		f.Add(data)
 	}
+	// The first binary form: the blocks as one stream.
+	c := longHistory(f, 300)
+	deflated, events, dropped := c.History.AppendDeflated(nil)
+	first, err := proto.Marshal(&pb.MembershipSnapshot{HistoryEvents: uint64(events), HistoryDropped: dropped, History: deflated, Cluster: wire.ClusterToProto(c)})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(first)
 	f.Add([]byte(`{"history":{"deflated":"AQAA//8=","dropped":2,"events":0},"id":"9"}`))
 	f.Add([]byte(`{"history":{"records":"","dropped":2},"id":"9"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {

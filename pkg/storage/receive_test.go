@@ -88,8 +88,8 @@ func BenchmarkReceiveSnapshot(b *testing.B) {
 }
 
 // A new member reads the history in its first snapshot without decoding it: reading 10,000
-// changes takes a few allocations more than reading 10 (inflating them grows a buffer), not
-// some for each change.
+// changes takes an allocation or two more for each block of 256 than reading 10, not some for
+// each change.
 func TestSnapshotHistoryNotDecoded(t *testing.T) {
 	allocs := map[int]float64{}
 	for _, n := range []int{10, 10000} {

@@ -22,11 +22,13 @@ import (
 // It lives here, beside the rest of what a member writes, so that writing a data dir offline (a
 // bootstrap, `clusterctl snapshot restore`) needs this package and not the Ready loop's.
 //
-// The history is the compressed blocks it keeps (membership.History.AppendDeflated), copied, not
-// compressed again, and the member that receives them keeps them as they came, counted by
-// history_events, to inflate them when the history is read. A long-lived cluster's history is
-// most of what a new member receives on its way to being ready, so it travels as bytes: 25%
-// fewer than the base64 inside the JSON that earlier versions wrote.
+// The history is the compressed blocks it keeps (membership.History.DeflatedBlocks), shared, not
+// compressed again, and the member that receives them keeps each as it came, to inflate it when
+// the history is read: a long-lived cluster's history is most of what a new member receives on
+// its way to being ready, and recording the next change at the bound drops from the oldest
+// block alone. history_events counts the blocks' events, so that data cut between two blocks is
+// refused. The message's first version carried the blocks end to end as one DEFLATE stream
+// (history), which is read as one block.
 //
 // Earlier versions wrote JSON, which always starts with '{' and which a protobuf message of
 // these fields never does (its first byte is a field's tag): `{"history":{"deflated":"<base64>",
@@ -46,8 +48,12 @@ const (
 func SnapshotData(c *membership.Cluster) ([]byte, error) {
 	s := &pb.MembershipSnapshot{Cluster: wire.ClusterToProto(c)}
 	if !c.History.IsZero() {
-		deflated, events, dropped := c.History.AppendDeflated(nil)
-		s.History, s.HistoryEvents, s.HistoryDropped = deflated, uint64(events), dropped
+		blocks, dropped := c.History.DeflatedBlocks()
+		s.HistoryDropped = dropped
+		for _, b := range blocks {
+			s.HistoryEvents += uint64(b.Events)
+			s.HistoryBlocks = append(s.HistoryBlocks, &pb.HistoryBlock{Events: uint32(b.Events), Deflated: b.Deflated})
+		}
 	}
 	return proto.Marshal(s)
 }
@@ -73,18 +79,34 @@ func snapshotCluster(data []byte) (*membership.Cluster, error) {
 		return nil, errors.New("no membership: not a snapshot's data, or cut short")
 	}
 	c := wire.ClusterFromProto(s.GetCluster())
-	if s.GetHistory() == nil && s.GetHistoryEvents() == 0 && s.GetHistoryDropped() == 0 {
-		return c, nil
-	}
-	if s.GetHistoryEvents() > math.MaxInt32 {
-		return nil, fmt.Errorf("history of %d events", s.GetHistoryEvents())
-	}
-	h, err := membership.HistoryFromDeflated(s.GetHistory(), int(s.GetHistoryEvents()), s.GetHistoryDropped())
+	h, err := snapshotHistoryOf(s)
 	if err != nil {
 		return nil, err
 	}
 	c.History = h
 	return c, nil
+}
+
+// snapshotHistoryOf reads the history of a MembershipSnapshot: its blocks, or the one stream
+// the message's first version carried.
+func snapshotHistoryOf(s *pb.MembershipSnapshot) (membership.History, error) {
+	events := s.GetHistoryEvents()
+	if events > math.MaxInt32 {
+		return membership.History{}, fmt.Errorf("history of %d events", events)
+	}
+	if s.GetHistory() != nil {
+		return membership.HistoryFromDeflated(s.GetHistory(), int(events), s.GetHistoryDropped())
+	}
+	blocks := make([]membership.DeflatedBlock, len(s.GetHistoryBlocks()))
+	sum := uint64(0)
+	for i, b := range s.GetHistoryBlocks() {
+		blocks[i] = membership.DeflatedBlock{Events: int(b.GetEvents()), Deflated: b.GetDeflated()}
+		sum += uint64(b.GetEvents())
+	}
+	if sum != events {
+		return membership.History{}, fmt.Errorf("history of %d events in blocks of %d: cut short", events, sum)
+	}
+	return membership.HistoryFromBlocks(blocks, s.GetHistoryDropped())
 }
 
 // snapshotHistory is the history that the data of a stored snapshot holds, in any version's

@@ -60,8 +60,8 @@ func TestSnapshotClusterCorrupt(t *testing.T) {
 	}
 }
 
-// A snapshot's data is a clusterd.v2.MembershipSnapshot: the history's compressed blocks as
-// bytes, then the membership. The JSON forms that earlier versions wrote still read the same,
+// A snapshot's data is a clusterd.v2.MembershipSnapshot: the membership and the history's
+// compressed blocks, as bytes. The JSON forms that earlier versions wrote still read the same,
 // and data cut short at any byte is refused, never read as a smaller membership.
 func TestSnapshotHistory(t *testing.T) {
 	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
@@ -82,10 +82,27 @@ func TestSnapshotHistory(t *testing.T) {
 	if err := proto.Unmarshal(data, s); err != nil || s.GetHistoryEvents() != 2 || s.GetHistoryDropped() != 1 || s.GetCluster().GetId() != 9 {
 		t.Fatalf("not a MembershipSnapshot of 2 events, 1 dropped, cluster 9: %v, %v", err, s)
 	}
-	for n := range len(data) {
-		if _, err := SnapshotCluster(&raftpb.Snapshot{Data: data[:n]}); err == nil {
-			t.Fatalf("data cut at %d of %d bytes was read", n, len(data))
+	// Cut at any byte, also between two blocks of a longer history: refused.
+	long, err := SnapshotData(longHistory(t, 600))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, d := range [][]byte{data, long} {
+		for n := range len(d) {
+			if _, err := SnapshotCluster(&raftpb.Snapshot{Data: d[:n]}); err == nil {
+				t.Fatalf("data cut at %d of %d bytes was read", n, len(d))
+			}
 		}
+	}
+
+	// The message's first version: the blocks as one DEFLATE stream.
+	deflated, events, dropped := c.History.AppendDeflated(nil)
+	first, err := proto.Marshal(&pb.MembershipSnapshot{HistoryEvents: uint64(events), HistoryDropped: dropped, History: deflated, Cluster: s.GetCluster()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if back, err := SnapshotCluster(&raftpb.Snapshot{Data: first}); err != nil || !reflect.DeepEqual(back.History.Events(), c.History.Events()) || back.History.Dropped() != 1 || !back.IsRemoved(5) {
+		t.Fatalf("the first binary form: %v, %+v", err, back)
 	}
 
 	// The earlier versions' JSON: encoding/json's (history last), the history cut out by hand
@@ -98,7 +115,6 @@ func TestSnapshotHistory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	deflated, events, dropped := c.History.AppendDeflated(nil)
 	earlier := map[string][]byte{
 		"encoding/json": plain,
 		"counted":       fmt.Appendf(nil, `%s%s","dropped":%d,"events":%d},%s`, historyPrefix, base64.StdEncoding.EncodeToString(deflated), dropped, events, rest[1:]),

@@ -1043,17 +1043,22 @@ func (x *HistoryAnswer) GetDropped() uint64 {
 // MembershipSnapshot is the data of a raft snapshot: the membership as applied at the snapshot's
 // index, its history included, which is how a member that joins later holds the whole history
 // (pkg/storage). Data that starts with '{' is the JSON that versions before this message wrote.
-// The membership comes last and is required: data cut short at any byte is refused.
+// The membership is required and history_events counts the events of every block: data cut
+// short at any byte is refused.
 type MembershipSnapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// history_events is how many events history holds, and history_dropped how many older events
-	// the history dropped before them to stay bounded.
+	// history_events is how many events the history holds, and history_dropped how many older
+	// events it dropped before them to stay bounded.
 	HistoryEvents  uint64 `protobuf:"varint,1,opt,name=history_events,json=historyEvents,proto3" json:"history_events,omitempty"`
 	HistoryDropped uint64 `protobuf:"varint,2,opt,name=history_dropped,json=historyDropped,proto3" json:"history_dropped,omitempty"`
-	// history is the events' records as one DEFLATE stream (RFC 1951): the history's compressed
-	// blocks end to end, then an empty final block (membership.History.AppendDeflated).
-	History       []byte   `protobuf:"bytes,3,opt,name=history,proto3" json:"history,omitempty"`
-	Cluster       *Cluster `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// history is how the first version of this message carried the events: their records as one
+	// DEFLATE stream (RFC 1951), blocks end to end, then an empty final block. Read, not written.
+	History []byte   `protobuf:"bytes,3,opt,name=history,proto3" json:"history,omitempty"`
+	Cluster *Cluster `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// history_blocks are the events, oldest first, as the history keeps them: the member that
+	// receives them keeps each block as it came, so that dropping its oldest events at the bound
+	// never inflates more than one block.
+	HistoryBlocks []*HistoryBlock `protobuf:"bytes,5,rep,name=history_blocks,json=historyBlocks,proto3" json:"history_blocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1116,6 +1121,67 @@ func (x *MembershipSnapshot) GetCluster() *Cluster {
 	return nil
 }
 
+func (x *MembershipSnapshot) GetHistoryBlocks() []*HistoryBlock {
+	if x != nil {
+		return x.HistoryBlocks
+	}
+	return nil
+}
+
+// HistoryBlock is a run of history events: their binary records compressed with DEFLATE and
+// ended by a sync flush, referring to nothing before them (membership.DeflatedBlock).
+type HistoryBlock struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Events        uint32                 `protobuf:"varint,1,opt,name=events,proto3" json:"events,omitempty"`
+	Deflated      []byte                 `protobuf:"bytes,2,opt,name=deflated,proto3" json:"deflated,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *HistoryBlock) Reset() {
+	*x = HistoryBlock{}
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *HistoryBlock) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*HistoryBlock) ProtoMessage() {}
+
+func (x *HistoryBlock) ProtoReflect() protoreflect.Message {
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use HistoryBlock.ProtoReflect.Descriptor instead.
+func (*HistoryBlock) Descriptor() ([]byte, []int) {
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{15}
+}
+
+func (x *HistoryBlock) GetEvents() uint32 {
+	if x != nil {
+		return x.Events
+	}
+	return 0
+}
+
+func (x *HistoryBlock) GetDeflated() []byte {
+	if x != nil {
+		return x.Deflated
+	}
+	return nil
+}
+
 // Proposal is what a membership change's raft entry carries: the Data of a normal entry (a
 // publish), the Context of a conf change (pkg/server/raftnode). Entries that start with '{' are
 // the JSON that versions before this message wrote, and are read as before.
@@ -1137,7 +1203,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1149,7 +1215,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1162,7 +1228,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{15}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Proposal) GetRequestId() uint64 {
@@ -1270,12 +1336,16 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\tmember_id\x18\x02 \x01(\x04R\bmemberId\x12\x1b\n" +
 	"\traft_term\x18\x03 \x01(\x04R\braftTerm\x12*\n" +
 	"\x06events\x18\x04 \x03(\v2\x12.clusterd.v2.EventR\x06events\x12\x18\n" +
-	"\adropped\x18\x05 \x01(\x04R\adropped\"\xae\x01\n" +
+	"\adropped\x18\x05 \x01(\x04R\adropped\"\xf0\x01\n" +
 	"\x12MembershipSnapshot\x12%\n" +
 	"\x0ehistory_events\x18\x01 \x01(\x04R\rhistoryEvents\x12'\n" +
 	"\x0fhistory_dropped\x18\x02 \x01(\x04R\x0ehistoryDropped\x12\x18\n" +
 	"\ahistory\x18\x03 \x01(\fR\ahistory\x12.\n" +
-	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\"\x9a\x01\n" +
+	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12@\n" +
+	"\x0ehistory_blocks\x18\x05 \x03(\v2\x19.clusterd.v2.HistoryBlockR\rhistoryBlocks\"B\n" +
+	"\fHistoryBlock\x12\x16\n" +
+	"\x06events\x18\x01 \x01(\rR\x06events\x12\x1a\n" +
+	"\bdeflated\x18\x02 \x01(\fR\bdeflated\"\x9a\x01\n" +
 	"\bProposal\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
@@ -1315,7 +1385,7 @@ func file_clusterd_v2_clusterd_proto_rawDescGZIP() []byte {
 }
 
 var file_clusterd_v2_clusterd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(ChangeKind)(0),               // 0: clusterd.v2.ChangeKind
 	(*Envelope)(nil),              // 1: clusterd.v2.Envelope
@@ -1333,51 +1403,53 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(*HistoryRequest)(nil),        // 13: clusterd.v2.HistoryRequest
 	(*HistoryAnswer)(nil),         // 14: clusterd.v2.HistoryAnswer
 	(*MembershipSnapshot)(nil),    // 15: clusterd.v2.MembershipSnapshot
-	(*Proposal)(nil),              // 16: clusterd.v2.Proposal
-	(*raftpb.Message)(nil),        // 17: raftpb.Message
-	(*Member)(nil),                // 18: clusterd.v2.Member
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*HistoryBlock)(nil),          // 16: clusterd.v2.HistoryBlock
+	(*Proposal)(nil),              // 17: clusterd.v2.Proposal
+	(*raftpb.Message)(nil),        // 18: raftpb.Message
+	(*Member)(nil),                // 19: clusterd.v2.Member
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
-	17, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
-	18, // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
-	19, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
+	18, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
+	19, // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
+	20, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
 	5,  // 3: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
 	0,  // 4: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
-	18, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
+	19, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
 	5,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
 	7,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	20, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
+	21, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
 	4,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
-	18, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
+	19, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
 	9,  // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
 	9,  // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
 	4,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
-	19, // 14: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	20, // 14: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
 	6,  // 15: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
 	4,  // 16: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
-	7,  // 17: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
-	19, // 18: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
-	1,  // 19: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 20: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 21: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 22: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	8,  // 23: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	11, // 24: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	13, // 25: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	3,  // 26: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 27: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 28: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 29: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	10, // 30: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	12, // 31: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	14, // 32: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	26, // [26:33] is the sub-list for method output_type
-	19, // [19:26] is the sub-list for method input_type
-	19, // [19:19] is the sub-list for extension type_name
-	19, // [19:19] is the sub-list for extension extendee
-	0,  // [0:19] is the sub-list for field type_name
+	16, // 17: clusterd.v2.MembershipSnapshot.history_blocks:type_name -> clusterd.v2.HistoryBlock
+	7,  // 18: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
+	20, // 19: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
+	1,  // 20: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 21: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 22: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 23: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	8,  // 24: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	11, // 25: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	13, // 26: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	3,  // 27: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 28: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 29: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 30: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	10, // 31: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	12, // 32: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	14, // 33: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	27, // [27:34] is the sub-list for method output_type
+	20, // [20:27] is the sub-list for method input_type
+	20, // [20:20] is the sub-list for extension type_name
+	20, // [20:20] is the sub-list for extension extendee
+	0,  // [0:20] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
@@ -1392,7 +1464,7 @@ func file_clusterd_v2_clusterd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_clusterd_v2_clusterd_proto_rawDesc), len(file_clusterd_v2_clusterd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
 			NumServices:   3,
 		},
