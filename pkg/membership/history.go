@@ -146,7 +146,16 @@ func (h History) readNewest(k int, strict bool) ([]Event, error) {
 		inFirst = min(h.blocks[first].n, fromBase-n)
 		n += inFirst
 	}
-	out := make([]Event, 0, k)
+	// The blocks are read (and so checked) before anything is made for their events: a count a
+	// snapshot gave for a block is only a claim until its records are read, and a claim of
+	// millions must not size a slice.
+	type part struct {
+		r    *records
+		from int
+	}
+	parts := make([]part, 0, len(h.blocks)-first)
+	recent := h.recent[len(h.recent)-min(k, len(h.recent)):]
+	n := len(recent)
 	for i := first; i < len(h.blocks); i++ {
 		r, err := h.blocks[i].records()
 		if err != nil {
@@ -159,11 +168,16 @@ func (h History) readNewest(k int, strict bool) ([]Event, error) {
 		if i == first {
 			from = r.len() - inFirst
 		}
-		for j := from; j < r.len(); j++ {
-			out = append(out, r.event(j))
+		parts = append(parts, part{r, from})
+		n += r.len() - from
+	}
+	out := make([]Event, 0, n)
+	for _, p := range parts {
+		for j := p.from; j < p.r.len(); j++ {
+			out = append(out, p.r.event(j))
 		}
 	}
-	return append(out, h.recent[len(h.recent)-min(k, len(h.recent)):]...), nil
+	return append(out, recent...), nil
 }
 
 // Last returns the newest event kept.

@@ -2,6 +2,7 @@ package membership
 
 import (
 	"bytes"
+	"cmp"
 	"compress/flate"
 	"encoding/binary"
 	"errors"
@@ -26,6 +27,9 @@ const blockEvents = 256
 // applied), a block received compressed is inflated only when read or split.
 type block struct {
 	n int // events
+	// limit bounds what a received block inflates to: its share of maxInflated, so that the
+	// blocks of one snapshot never make more than maxInflated together. Zero for maxInflated.
+	limit int
 
 	once sync.Once
 	raw  *records // set when made, or by once
@@ -74,7 +78,7 @@ func (b *block) records() (*records, error) {
 		if b.raw != nil {
 			return
 		}
-		data, err := InflateRecords(b.deflated)
+		data, err := inflate(b.deflated, cmp.Or(b.limit, maxInflated))
 		if err == nil {
 			var n int
 			if n, err = checkRecords(data); err == nil && n != b.n {
@@ -149,18 +153,18 @@ func (h History) DeflatedBlocks() (blocks []DeflatedBlock, dropped uint64) {
 
 // HistoryFromBlocks is the history of the blocks DeflatedBlocks returned, after dropped older
 // events. It keeps each block as it came, to be inflated when read, and checks only what keeping
-// it needs (a count of events for each): a damaged block is refused when read (Read), and sent
-// on as it came. Give it bytes of its own.
+// it needs (a count of events and some bytes for each): a damaged block is refused when read
+// (Read), and sent on as it came. The blocks share maxInflated. Give it bytes of its own.
 func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) {
 	h := History{dropped: dropped}
 	kept := make([]*block, 0, len(blocks))
 	total := 0
 	for _, b := range blocks {
-		if b.Events <= 0 || b.Events > math.MaxInt32-total {
-			return History{}, fmt.Errorf("history records: a block of %d events", b.Events)
+		if b.Events <= 0 || b.Events > math.MaxInt32-total || len(b.Deflated) == 0 {
+			return History{}, fmt.Errorf("history records: a block of %d events in %d bytes", b.Events, len(b.Deflated))
 		}
 		total += b.Events
-		kept = append(kept, &block{n: b.Events, deflated: b.Deflated})
+		kept = append(kept, &block{n: b.Events, deflated: b.Deflated, limit: maxInflated / len(blocks)})
 	}
 	return h.withBlocks(kept), nil
 }
@@ -217,20 +221,25 @@ func appendFlushed(b, records []byte) []byte {
 	return buf.Bytes()
 }
 
-// maxInflated bounds what InflateRecords makes of compressed records: far beyond any history
-// (the default bound of 10,000 changes is about a megabyte), and short of exhausting a member.
+// maxInflated bounds what the records of one snapshot's history inflate to (InflateRecords, and
+// the blocks of HistoryFromBlocks together): far beyond any history (the default bound of 10,000
+// changes is about a megabyte), and short of exhausting a member that a peer sent a small
+// snapshot that inflates to much more.
 const maxInflated = 1 << 30
 
 // InflateRecords inflates a DEFLATE stream of records, or a block's flushed data (ended as if
 // by finalBlock).
-func InflateRecords(deflated []byte) ([]byte, error) {
+func InflateRecords(deflated []byte) ([]byte, error) { return inflate(deflated, maxInflated) }
+
+// inflate is InflateRecords, refusing more than limit bytes.
+func inflate(deflated []byte, limit int) ([]byte, error) {
 	r := flate.NewReader(io.MultiReader(bytes.NewReader(deflated), bytes.NewReader(finalBlock)))
-	b, err := io.ReadAll(io.LimitReader(r, maxInflated+1))
+	b, err := io.ReadAll(io.LimitReader(r, int64(limit)+1))
 	if err != nil {
 		return nil, fmt.Errorf("history records: %w", err)
 	}
-	if len(b) > maxInflated {
-		return nil, errors.New("history records: larger than 1 GiB inflated")
+	if len(b) > limit {
+		return nil, fmt.Errorf("history records: more than %d bytes inflated", limit)
 	}
 	return b, nil
 }

@@ -8,6 +8,7 @@ import (
 	"io"
 	"reflect"
 	"slices"
+	"strings"
 	"testing"
 )
 
@@ -175,6 +176,8 @@ func TestHistoryDamaged(t *testing.T) {
 		{"flipped", func() []byte { b := slices.Clone(deflated); b[len(b)/2] ^= 0x5a; return b }(), events},
 		{"short", append(slices.Clone(deflated[:len(deflated)/2]), finalBlock...), events},
 		{"count", slices.Clone(deflated), events + 1},
+		// A claim far beyond the records: refused when read, never the size of a slice.
+		{"claim", slices.Clone(deflated), 1<<31 - 1},
 	} {
 		got, err := HistoryFromDeflated(tc.data, tc.events, dropped)
 		if err != nil {
@@ -272,4 +275,22 @@ func BenchmarkReceivedAtBound(b *testing.B) {
 			got.With(numbered(max), max)
 		}
 	})
+}
+
+// The blocks of one snapshot share maxInflated: a peer's snapshot of many small blocks that
+// inflate to much more is refused when read, not made in memory block by block.
+func TestHistoryInflateBound(t *testing.T) {
+	const n = 4096
+	bomb := appendFlushed(nil, make([]byte, maxInflated/n+1))
+	blocks := make([]DeflatedBlock, n)
+	for i := range blocks {
+		blocks[i] = DeflatedBlock{Events: 1, Deflated: bomb}
+	}
+	h, err := HistoryFromBlocks(blocks, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := h.Read(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes inflated", maxInflated/n)) {
+		t.Fatalf("read: %v", err)
+	}
 }

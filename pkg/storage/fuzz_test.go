@@ -82,6 +82,13 @@ func FuzzSnapshotCluster(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add(first)
+	// A count far beyond what its block holds.
+	claim, err := proto.Marshal(&pb.MembershipSnapshot{HistoryEvents: 1 << 30, Cluster: wire.ClusterToProto(c),
+		HistoryBlocks: []*pb.HistoryBlock{{Events: 1 << 30, Deflated: []byte{0, 0, 0xff, 0xff}}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add(claim)
 	f.Add([]byte(`{"history":{"deflated":"AQAA//8=","dropped":2,"events":0},"id":"9"}`))
 	f.Add([]byte(`{"history":{"records":"","dropped":2},"id":"9"}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
