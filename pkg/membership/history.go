@@ -2,6 +2,8 @@ package membership
 
 import (
 	"encoding/json"
+	"fmt"
+	"math"
 	"reflect"
 	"slices"
 	"strconv"
@@ -287,11 +289,23 @@ func (h History) AppendRecords(b []byte) []byte {
 // events. Each record is checked, not decoded (an event is decoded when it is read), and the
 // history keeps records: give it bytes of its own.
 func HistoryFromRecords(data []byte, dropped uint64) (History, error) {
+	if err := checkDropped(dropped); err != nil {
+		return History{}, err
+	}
 	n, err := checkRecords(data)
 	if err != nil {
 		return History{}, err
 	}
 	return History{dropped: dropped}.withBlocks(splitBlocks(data, n)), nil
+}
+
+// checkDropped refuses a count of dropped events that a history received could not have: one
+// so large that the sequence numbers of the events after it, which key them on disk, would wrap.
+func checkDropped(dropped uint64) error {
+	if dropped > math.MaxInt64 {
+		return fmt.Errorf("history records: %d dropped before them", dropped)
+	}
+	return nil
 }
 
 // withBlocks returns h (with no recent events) with blocks added after its own.

@@ -156,6 +156,9 @@ func (h History) DeflatedBlocks() (blocks []DeflatedBlock, dropped uint64) {
 // it needs (a count of events and some bytes for each): a damaged block is refused when read
 // (Read), and sent on as it came. The blocks share maxInflated. Give it bytes of its own.
 func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) {
+	if err := checkDropped(dropped); err != nil {
+		return History{}, err
+	}
 	h := History{dropped: dropped}
 	kept := make([]*block, 0, len(blocks))
 	total := 0
@@ -189,6 +192,9 @@ func HistoryFromDeflated(deflated []byte, events int, dropped uint64) (History, 
 	body, ok := bytes.CutSuffix(deflated, finalBlock)
 	if !ok || events < 0 || (events == 0) != (len(body) == 0) {
 		return History{}, errors.New("history records: not a stream of blocks")
+	}
+	if err := checkDropped(dropped); err != nil {
+		return History{}, err
 	}
 	h := History{dropped: dropped}
 	if events == 0 {

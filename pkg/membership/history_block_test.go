@@ -208,6 +208,17 @@ func TestHistoryDamaged(t *testing.T) {
 	if _, err := HistoryFromDeflated(finalBlock, 0, 4); err != nil {
 		t.Errorf("an empty history: %v", err)
 	}
+	// A dropped count after which the events' sequence numbers would wrap.
+	const wraps = 1 << 63
+	if _, err := HistoryFromDeflated(finalBlock, 0, wraps); err == nil {
+		t.Error("a stream after 2^63 dropped events kept")
+	}
+	if _, err := HistoryFromBlocks(nil, wraps); err == nil {
+		t.Error("blocks after 2^63 dropped events kept")
+	}
+	if _, err := HistoryFromRecords(nil, wraps); err == nil {
+		t.Error("records after 2^63 dropped events kept")
+	}
 }
 
 // Any bytes kept as a received history are read, bounded, recorded on and sent on without a
