@@ -2,7 +2,6 @@ package membership
 
 import (
 	"bytes"
-	"cmp"
 	"compress/flate"
 	"encoding/binary"
 	"errors"
@@ -10,6 +9,7 @@ import (
 	"io"
 	"math"
 	"sync"
+	"sync/atomic"
 )
 
 // blockEvents is how many events a block that this member makes holds: small enough that
@@ -27,9 +27,9 @@ const blockEvents = 256
 // applied), a block received compressed is inflated only when read or split.
 type block struct {
 	n int // events
-	// limit bounds what a received block inflates to: its share of maxInflated, so that the
-	// blocks of one snapshot never make more than maxInflated together. Zero for maxInflated.
-	limit int
+	// budget is what the blocks received with this one may still inflate to, together; nil for
+	// a block made here or received alone, bounded by maxInflated by itself.
+	budget *atomic.Int64
 
 	once sync.Once
 	raw  *records // set when made, or by once
@@ -78,7 +78,7 @@ func (b *block) records() (*records, error) {
 		if b.raw != nil {
 			return
 		}
-		data, err := inflate(b.deflated, cmp.Or(b.limit, maxInflated))
+		data, err := b.inflate()
 		if err == nil {
 			var n int
 			if n, err = checkRecords(data); err == nil && n != b.n {
@@ -92,6 +92,20 @@ func (b *block) records() (*records, error) {
 		b.raw = indexRecords(data)
 	})
 	return b.raw, b.err
+}
+
+// inflate inflates the block's records within its budget, and takes what they used from it: a
+// snapshot's blocks inflate to at most maxInflated together, as its one stream did.
+func (b *block) inflate() ([]byte, error) {
+	if b.budget == nil {
+		return InflateRecords(b.deflated)
+	}
+	data, err := inflate(b.deflated, int(max(0, b.budget.Load())))
+	if err == nil && b.budget.Add(-int64(len(data))) < 0 {
+		// Another block of the same history took the rest meanwhile.
+		return nil, errInflated
+	}
+	return data, err
 }
 
 // records is a run of binary records, each preceded by its length (uvarint): what
@@ -154,20 +168,23 @@ func (h History) DeflatedBlocks() (blocks []DeflatedBlock, dropped uint64) {
 // HistoryFromBlocks is the history of the blocks DeflatedBlocks returned, after dropped older
 // events. It keeps each block as it came, to be inflated when read, and checks only what keeping
 // it needs (a count of events and some bytes for each): a damaged block is refused when read
-// (Read), and sent on as it came. The blocks share maxInflated. Give it bytes of its own.
+// (Read), and sent on as it came. The blocks inflate to at most maxInflated together. Give it
+// bytes of its own.
 func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) {
 	if err := checkDropped(dropped); err != nil {
 		return History{}, err
 	}
 	h := History{dropped: dropped}
 	kept := make([]*block, 0, len(blocks))
+	budget := new(atomic.Int64)
+	budget.Store(maxInflated)
 	total := 0
 	for _, b := range blocks {
 		if b.Events <= 0 || b.Events > math.MaxInt32-total || len(b.Deflated) == 0 {
 			return History{}, fmt.Errorf("history records: a block of %d events in %d bytes", b.Events, len(b.Deflated))
 		}
 		total += b.Events
-		kept = append(kept, &block{n: b.Events, deflated: b.Deflated, limit: maxInflated / len(blocks)})
+		kept = append(kept, &block{n: b.Events, deflated: b.Deflated, budget: budget})
 	}
 	return h.withBlocks(kept), nil
 }
@@ -245,7 +262,9 @@ func inflate(deflated []byte, limit int) ([]byte, error) {
 		return nil, fmt.Errorf("history records: %w", err)
 	}
 	if len(b) > limit {
-		return nil, fmt.Errorf("history records: more than %d bytes inflated", limit)
+		return nil, errInflated
 	}
 	return b, nil
 }
+
+var errInflated = errors.New("history records: larger than 1 GiB inflated")

@@ -4,11 +4,12 @@ import (
 	"bytes"
 	"compress/flate"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"reflect"
 	"slices"
-	"strings"
+	"sync/atomic"
 	"testing"
 )
 
@@ -288,20 +289,25 @@ func BenchmarkReceivedAtBound(b *testing.B) {
 	})
 }
 
-// The blocks of one snapshot share maxInflated: a peer's snapshot of many small blocks that
-// inflate to much more is refused when read, not made in memory block by block.
+// The blocks of one snapshot inflate to at most maxInflated together, as its one stream did: a
+// peer's snapshot of many small blocks that inflate to much more is refused when read, not made
+// in memory block by block. (Shown with a smaller budget: the blocks share the one given.)
 func TestHistoryInflateBound(t *testing.T) {
-	const n = 4096
-	bomb := appendFlushed(nil, make([]byte, maxInflated/n+1))
-	blocks := make([]DeflatedBlock, n)
-	for i := range blocks {
-		blocks[i] = DeflatedBlock{Events: 1, Deflated: bomb}
-	}
-	h, err := HistoryFromBlocks(blocks, 0)
+	h, err := HistoryFromBlocks([]DeflatedBlock{{1, []byte{0}}, {2, []byte{0}}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := h.Read(); err == nil || !strings.Contains(err.Error(), fmt.Sprintf("more than %d bytes inflated", maxInflated/n)) {
-		t.Fatalf("read: %v", err)
+	if b := h.blocks; b[0].budget == nil || b[0].budget != b[1].budget || b[0].budget.Load() != maxInflated {
+		t.Fatal("the blocks of one snapshot do not share one budget of maxInflated")
+	}
+	const size = 1 << 16
+	bomb := appendFlushed(nil, make([]byte, size))
+	budget := new(atomic.Int64)
+	budget.Store(3*size + size/2)
+	for i := range 5 {
+		_, err := (&block{n: 1, deflated: bomb, budget: budget}).inflate()
+		if (err == nil) != (i < 3) || (err != nil && !errors.Is(err, errInflated)) {
+			t.Fatalf("block %d of %d bytes, budget %d: %v", i, size, 3*size+size/2, err)
+		}
 	}
 }
