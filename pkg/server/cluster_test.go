@@ -199,12 +199,14 @@ func TestConcurrentChanges(t *testing.T) {
 	var wg sync.WaitGroup
 	errs := make(chan error, 6)
 	for i := range 6 {
+		// A port no member of this test binary is given: a fixed one may be a member's.
+		u := "http://" + servertest.FreeAddr(t)
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			ctx, cancel := ctxWithName(fmt.Sprintf("l%d", i))
 			defer cancel()
-			_, err := ms[i%3].Client(t).MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 40000+i)}, IsLearner: true})
+			_, err := ms[i%3].Client(t).MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{u}, IsLearner: true})
 			errs <- err
 		}()
 	}
@@ -228,7 +230,7 @@ func TestRestartFromSnapshotAndLog(t *testing.T) {
 	for i := range 7 {
 		ctx, cancel := ctxWithName(fmt.Sprintf("l%d", i))
 		defer cancel()
-		r, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 41000+i)}, IsLearner: true})
+		r, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{"http://" + servertest.FreeAddr(t)}, IsLearner: true})
 		if err != nil {
 			t.Fatal(err)
 		}

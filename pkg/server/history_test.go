@@ -94,8 +94,8 @@ func TestHistoryEveryMemberSame(t *testing.T) {
 		_, err = c.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: added.Member.ID})
 		return err
 	})
-	for i := range 3 {
-		u := fmt.Sprintf("http://127.0.0.1:%d", 43000+i)
+	for range 3 {
+		u := "http://" + servertest.FreeAddr(t) // not a fixed port, which may be a member's
 		r, err := c.MemberAdd(ctx, &pb.MemberAddRequest{PeerURLs: []string{u}, IsLearner: true})
 		if err != nil {
 			t.Fatal(err)
