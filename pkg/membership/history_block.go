@@ -27,8 +27,8 @@ const blockEvents = 256
 // applied), a block received compressed is inflated only when read or split.
 type block struct {
 	n int // events
-	// budget is what the blocks received with this one may still inflate to, together; nil for
-	// a block made here or received alone, bounded by maxInflated by itself.
+	// budget is what a received block and those received with it may still inflate to,
+	// together (HistoryFromBlocks); a block made here has its records and never inflates.
 	budget *atomic.Int64
 
 	once sync.Once
@@ -97,9 +97,6 @@ func (b *block) records() (*records, error) {
 // inflate inflates the block's records within its budget, and takes what they used from it: a
 // snapshot's blocks inflate to at most maxInflated together, as its one stream did.
 func (b *block) inflate() ([]byte, error) {
-	if b.budget == nil {
-		return InflateRecords(b.deflated)
-	}
 	data, err := inflate(b.deflated, int(max(0, b.budget.Load())))
 	if err == nil && b.budget.Add(-int64(len(data))) < 0 {
 		// Another block of the same history took the rest meanwhile.
@@ -210,14 +207,10 @@ func HistoryFromDeflated(deflated []byte, events int, dropped uint64) (History, 
 	if !ok || events < 0 || (events == 0) != (len(body) == 0) {
 		return History{}, errors.New("history records: not a stream of blocks")
 	}
-	if err := checkDropped(dropped); err != nil {
-		return History{}, err
-	}
-	h := History{dropped: dropped}
 	if events == 0 {
-		return h, nil
+		return HistoryFromBlocks(nil, dropped)
 	}
-	return h.withBlocks([]*block{{n: events, deflated: body}}), nil
+	return HistoryFromBlocks([]DeflatedBlock{{events, body}}, dropped)
 }
 
 var flateWriters = sync.Pool{New: func() any {
