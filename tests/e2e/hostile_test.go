@@ -227,8 +227,24 @@ func (h *hostile) attack(t *testing.T, target, dead *cluster.Member) {
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("a stranger's forwarded removal of %s: %v, want PermissionDenied", target.Name, err)
 		}
-	} else if err := transport.SendRaft(ctx, conn, nil, stale); err != nil {
-		t.Fatalf("a stale message to %s on a plain peer network: %v", target.Name, err)
+	} else {
+		if err := transport.SendRaft(ctx, conn, nil, stale); err != nil {
+			t.Fatalf("a stale message to %s on a plain peer network: %v", target.Name, err)
+		}
+		// A snapshot of the current term in the dead voter's name whose data is not a
+		// membership: raft would restore it, and the member could not apply it. It is refused
+		// before raft sees it (the member goes on, checked by the caller).
+		junk := &raftpb.Message{Type: raftpb.MessageType_MsgSnap.Enum(), From: proto.Uint64(deadID), To: proto.Uint64(to), Term: proto.Uint64(term),
+			Snapshot: &raftpb.Snapshot{Data: []byte("not a membership"), Metadata: &raftpb.SnapshotMetadata{
+				Index: proto.Uint64(1 << 40), Term: proto.Uint64(term), ConfState: &raftpb.ConfState{Voters: []uint64{to}},
+			}}}
+		refused("a snapshot whose data is not a membership", env(h.cluster, deadID, to, junk), nil)
+		if err := proc.Poll(tlsWait, target.Name+" logs the refused snapshot", func() (bool, error) {
+			b, err := os.ReadFile(target.Stderr)
+			return err == nil && strings.Contains(string(b), "refused a snapshot at index 1099511627776"), err
+		}); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 

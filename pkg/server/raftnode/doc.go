@@ -37,7 +37,9 @@
 //     (MarkRemoved, from any goroutine, even after Run returned) is written as a tombstone by
 //     the loop on its way out, never into a store already closed.
 //   - Nothing but raft's own messages, as their senders sent them, is stepped into raft: no
-//     message is made up in a peer's name. Liveness (HeardWithin) is read off those messages
+//     message is made up in a peer's name. A snapshot's data alone is taken out first: raft
+//     never reads it, so neither raft nor its MemoryStorage holds any (received.go). A snapshot
+//     whose data is not a membership is refused at Step, before raft restores it. Liveness (HeardWithin) is read off those messages
 //     alone, and only of the current term. ForceNewCluster writes
 //     before the node exists.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask

@@ -98,6 +98,9 @@ type Node struct {
 	// prepared is the newest snapshot of the applied membership made ahead of a joining
 	// member's need (prepareSnapshot).
 	prepared atomic.Pointer[raftpb.Snapshot]
+	// received holds the data of the snapshots peers sent, stepped into raft without it
+	// (received.go).
+	received heldSnapshots
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -154,7 +157,8 @@ func New(cfg Config) (*Node, error) {
 	st := cfg.State
 	mem := raft.NewMemoryStorage()
 	if st.Snapshot != nil {
-		if err := mem.ApplySnapshot(st.Snapshot); err != nil {
+		// Without its data, as raft's storage holds every snapshot (received.go).
+		if err := mem.ApplySnapshot(&raftpb.Snapshot{Metadata: st.Snapshot.GetMetadata()}); err != nil {
 			return nil, err
 		}
 	}
@@ -319,10 +323,17 @@ func (n *Node) markRemoved() {
 	n.rmOnce.Do(func() { close(n.removed) })
 }
 
-// Step hands a message from a peer to raft.
+// Step hands a message from a peer to raft. A snapshot goes in without its data, which is decoded
+// and held beside raft (received.go); one whose data is not a membership is refused
+// (ErrSnapshotRefused) and raft never sees it.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	if m.GetType() == raftpb.MessageType_MsgTimeoutNow && n.holdInvitation(m) {
 		return nil
+	}
+	if m.GetType() == raftpb.MessageType_MsgSnap {
+		if err := n.received.hold(m.GetSnapshot(), n.applied.Load(), n.cfg.MaxHistory); err != nil {
+			return err
+		}
 	}
 	err := n.raft.Step(ctx, m)
 	if err == nil {

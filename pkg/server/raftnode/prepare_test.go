@@ -12,7 +12,7 @@ import (
 
 // A leader that applies an added member makes the snapshot that member will ask for ahead of
 // it, of the membership as applied then, and sends that one; the message raft made keeps its
-// stored snapshot, which raft's storage shares.
+// stored snapshot, which carries no data.
 func TestSnapshotPreparedForAddedMember(t *testing.T) {
 	n, tr, ctx, term := leaderAddedLearner(t)
 	applied := n.applied.Load()
@@ -29,7 +29,7 @@ func TestSnapshotPreparedForAddedMember(t *testing.T) {
 		t.Fatalf("prepared snapshot's learners = %v", got)
 	}
 
-	stored := &raftpb.Snapshot{Data: []byte("stored"), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1)}}
+	stored := &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1)}}
 	m := &raftpb.Message{Type: raftpb.MessageType_MsgSnap.Enum(), From: proto.Uint64(uint64(n.ID())), To: proto.Uint64(uint64(learnerID)),
 		Term: proto.Uint64(term), Snapshot: stored}
 	if err := n.send([]*raftpb.Message{m}); err != nil {
@@ -51,7 +51,7 @@ func TestSnapshotPreparedForAddedMember(t *testing.T) {
 	if _, err := n.Propose(ctx, term, up); err != nil {
 		t.Fatal(err)
 	}
-	fresh, err := n.currentSnapshot(stored)
+	fresh, err := n.currentSnapshot()
 	if err != nil {
 		t.Fatal(err)
 	}

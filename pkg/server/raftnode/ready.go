@@ -119,13 +119,13 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 		cluster: n.cluster.Load(), applied: n.applied.Load(), lastTerm: n.appliedTerm.Load(),
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		c, err := storage.SnapshotCluster(rd.Snapshot)
+		held, err := n.received.take(rd.Snapshot)
 		if err != nil {
 			return nil, err
 		}
-		c = c.WithMaxHistory(n.cfg.MaxHistory)
-		p.up.Snapshot, p.up.ResetLog = rd.Snapshot, true
-		p.cluster, p.applied, p.received = c, rd.Snapshot.GetMetadata().GetIndex(), true
+		p.up.Snapshot = &raftpb.Snapshot{Data: held.data, Metadata: rd.Snapshot.GetMetadata()}
+		p.up.ResetLog = true
+		p.cluster, p.applied, p.received = held.cluster, held.index, true
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.GetIndex() <= p.applied {
@@ -297,16 +297,13 @@ func (n *Node) answerProposers(p *pass) {
 func (n *Node) send(msgs []*raftpb.Message) error {
 	for i, m := range msgs {
 		if m.GetType() == raftpb.MessageType_MsgSnap {
-			stored := m.GetSnapshot()
-			fresh, err := n.currentSnapshot(stored)
+			fresh, err := n.currentSnapshot()
 			if err != nil {
 				return err
 			}
-			// A copy of the message without the stored snapshot, which raft's storage shares
-			// and which is not sent: cloning it would copy its data for nothing.
-			m.Snapshot = nil
+			// raft's message stays as raft made it; the copy carries the data.
 			c := proto.CloneOf(m)
-			m.Snapshot, c.Snapshot = stored, fresh
+			c.Snapshot = fresh
 			msgs[i] = c
 		}
 	}
@@ -327,7 +324,7 @@ func (n *Node) maybeSnapshot() error {
 	if err != nil {
 		return err
 	}
-	snap, err := n.mem.CreateSnapshot(applied, storage.ConfState(c), data)
+	snap, err := n.mem.CreateSnapshot(applied, storage.ConfState(c), nil)
 	if err != nil {
 		return err
 	}
@@ -342,22 +339,21 @@ func (n *Node) maybeSnapshot() error {
 			return err
 		}
 	}
-	if err := n.store.Save(storage.Update{Snapshot: snap, CompactTo: compact}); err != nil {
+	stored := &raftpb.Snapshot{Data: data, Metadata: snap.GetMetadata()}
+	if err := n.store.Save(storage.Update{Snapshot: stored, CompactTo: compact}); err != nil {
 		return fmt.Errorf("persisting snapshot: %w", err)
 	}
 	n.snapIndex = applied
 	return nil
 }
 
-// currentSnapshot replaces the snapshot raft chose to send with one of the membership as
-// applied now. The stored snapshot may predate the member it is sent to (a member added after
-// it), and raft refuses a snapshot whose configuration does not include it; the applied state is
-// always at least as new and always includes it.
-func (n *Node) currentSnapshot(old *raftpb.Snapshot) (*raftpb.Snapshot, error) {
+// currentSnapshot is the snapshot to send in place of the one raft chose, which carries no data
+// (received.go): one of the membership as applied now. The stored snapshot may also predate the
+// member it is sent to (a member added after it), and raft refuses a snapshot whose
+// configuration does not include it; the applied state is always at least as new and always
+// includes it.
+func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	applied := n.applied.Load()
-	if applied <= old.GetMetadata().GetIndex() {
-		return old, nil
-	}
 	if s := n.prepared.Load(); s.GetMetadata().GetIndex() == applied {
 		return s, nil
 	}

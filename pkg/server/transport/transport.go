@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -30,6 +31,8 @@ var (
 
 // Handler is the local member as the transport sees it.
 type Handler interface {
+	// Step hands a peer's message to raft. An error is a message refused (a snapshot whose
+	// data is not a membership), raft.ErrStopped, or ctx's.
 	Step(ctx context.Context, m *raftpb.Message) error
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
@@ -262,7 +265,11 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 		t.cfg.Metrics.PeerReceived(env.GetFrom(), proto.Size(env))
 		crashpoint.HitIf(env.GetMessage().GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotReceive)
 		if err := t.h.Step(stream.Context(), env.GetMessage()); err != nil {
-			return status.Error(codes.Unavailable, err.Error())
+			if stream.Context().Err() != nil || errors.Is(err, raft.ErrStopped) {
+				return status.Error(codes.Unavailable, err.Error())
+			}
+			t.ignored.log("refused a peer's raft message", from, "peer", sender.String(), "err", err.Error())
+			return status.Error(codes.InvalidArgument, err.Error())
 		}
 	}
 }
