@@ -239,9 +239,22 @@ func (h *hostile) attack(t *testing.T, target, dead *cluster.Member) {
 				Index: proto.Uint64(1 << 40), Term: proto.Uint64(term), ConfState: &raftpb.ConfState{Voters: []uint64{to}},
 			}}}
 		refused("a snapshot whose data is not a membership", env(h.cluster, deadID, to, junk), nil)
+		// The same for an append whose entry is not a proposal, which the member would stop on
+		// once committed.
+		st, err := cluster.Status(target)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := st.GetRaftIndex()
+		appendJunk := &raftpb.Message{Type: raftpb.MessageType_MsgApp.Enum(), From: proto.Uint64(deadID), To: proto.Uint64(to), Term: proto.Uint64(term),
+			LogTerm: proto.Uint64(term), Index: proto.Uint64(last), Commit: proto.Uint64(last + 1), Entries: []*raftpb.Entry{{
+				Type: raftpb.EntryType_EntryNormal.Enum(), Term: proto.Uint64(term), Index: proto.Uint64(last + 1), Data: []byte("not a proposal"),
+			}}}
+		refused("an append whose entry is not a proposal", env(h.cluster, deadID, to, appendJunk), nil)
+		// Logged once a minute per sender: the first of the two.
 		if err := proc.Poll(tlsWait, target.Name+" logs the refused snapshot", func() (bool, error) {
 			b, err := os.ReadFile(target.Stderr)
-			return err == nil && strings.Contains(string(b), "refused a snapshot at index 1099511627776"), err
+			return err == nil && strings.Contains(string(b), "refused: snapshot at 1099511627776: "), err
 		}); err != nil {
 			t.Fatal(err)
 		}

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math"
 	"sync"
@@ -323,16 +324,29 @@ func (n *Node) markRemoved() {
 	n.rmOnce.Do(func() { close(n.removed) })
 }
 
+// ErrRefused is a peer's message that carries what this member could not apply: a snapshot
+// whose data is not a membership, or an entry that is not a proposal. Raft never sees it; had it
+// taken it, the member would stop when the entry or snapshot came to be applied.
+var ErrRefused = errors.New("refused")
+
 // Step hands a message from a peer to raft. A snapshot goes in without its data, which is decoded
-// and held beside raft (received.go); one whose data is not a membership is refused
-// (ErrSnapshotRefused) and raft never sees it.
+// and held beside raft (received.go); a message whose snapshot or entries do not decode is
+// refused (ErrRefused).
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
-	if m.GetType() == raftpb.MessageType_MsgTimeoutNow && n.holdInvitation(m) {
-		return nil
-	}
-	if m.GetType() == raftpb.MessageType_MsgSnap {
+	switch m.GetType() {
+	case raftpb.MessageType_MsgTimeoutNow:
+		if n.holdInvitation(m) {
+			return nil
+		}
+	case raftpb.MessageType_MsgSnap:
 		if err := n.received.hold(m.GetSnapshot(), n.applied.Load(), n.cfg.MaxHistory); err != nil {
 			return err
+		}
+	case raftpb.MessageType_MsgApp:
+		for _, e := range m.GetEntries() {
+			if _, err := proposalOf(e); err != nil {
+				return fmt.Errorf("%w: entry %d: %v", ErrRefused, e.GetIndex(), err)
+			}
 		}
 	}
 	err := n.raft.Step(ctx, m)

@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"slices"
 	"sync"
@@ -21,9 +20,6 @@ import (
 // back takes its membership from here (heldSnapshots.take). Nothing in raft's storage carries
 // data either: a leader sends the membership as applied now (currentSnapshot), never a stored
 // snapshot.
-
-// ErrSnapshotRefused is a peer's snapshot whose data is not a membership: it is not stepped.
-var ErrSnapshotRefused = errors.New("refused a snapshot")
 
 // maxHeld bounds the received snapshots held for raft: a leader sends one to a member at a time,
 // so more than one is held only across a change of leader, and raft ignores the older of two.
@@ -47,7 +43,7 @@ type heldSnapshots struct {
 func (h *heldSnapshots) hold(s *raftpb.Snapshot, applied uint64, maxHistory int) error {
 	c, err := storage.SnapshotCluster(s)
 	if err != nil {
-		return fmt.Errorf("%w at index %d: %v", ErrSnapshotRefused, s.GetMetadata().GetIndex(), err)
+		return fmt.Errorf("%w: %v", ErrRefused, err)
 	}
 	held := heldSnapshot{index: s.GetMetadata().GetIndex(), term: s.GetMetadata().GetTerm(), data: s.GetData(),
 		cluster: c.WithMaxHistory(maxHistory)}

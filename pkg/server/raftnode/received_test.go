@@ -41,11 +41,11 @@ func TestReceivedSnapshot(t *testing.T) {
 	}
 
 	junk := snapshotMessage(20, []byte("not a membership"), storage.ConfState(c))
-	if err := n.Step(context.Background(), junk); !errors.Is(err, ErrSnapshotRefused) {
-		t.Fatalf("a snapshot whose data is not a membership: %v, want ErrSnapshotRefused", err)
+	if err := n.Step(context.Background(), junk); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a snapshot whose data is not a membership: %v, want ErrRefused", err)
 	}
-	if err := n.Step(context.Background(), snapshotMessage(20, nil, storage.ConfState(c))); !errors.Is(err, ErrSnapshotRefused) {
-		t.Fatalf("a snapshot without data: %v, want ErrSnapshotRefused", err)
+	if err := n.Step(context.Background(), snapshotMessage(20, nil, storage.ConfState(c))); !errors.Is(err, ErrRefused) {
+		t.Fatalf("a snapshot without data: %v, want ErrRefused", err)
 	}
 	step(t, n, snapshotMessage(20, bytes.Clone(data), storage.ConfState(c)))
 	waitUntil(t, "the snapshot applied", func() bool { return n.Applied() == 20 })
@@ -132,4 +132,20 @@ func TestHeldSnapshots(t *testing.T) {
 	if len(h.held) != 2 || h.held[0].index != 60 {
 		t.Fatalf("after applying 55, held %d starting at %d, want 60 and 70", len(h.held), h.held[0].index)
 	}
+}
+
+// An append whose entry is not a proposal is refused before raft takes it: committed, it would
+// stop the member when applied. The leader's next append goes in as usual.
+func TestUndecodableEntryRefused(t *testing.T) {
+	n, _ := startLearner(t)
+	junk := promotion(t, 2)
+	junk.Entries[0].Data = []byte("not a conf change")
+	if err := n.Step(context.Background(), junk); !errors.Is(err, ErrRefused) {
+		t.Fatalf("an append of an entry that is not a proposal: %v, want ErrRefused", err)
+	}
+	if last := n.LastIndex(); last != snapIndex {
+		t.Fatalf("raft's log ends at %d after the refused append, want %d", last, snapIndex)
+	}
+	step(t, n, promotion(t, 2))
+	waitVoter(t, n)
 }

@@ -31,8 +31,8 @@ var (
 
 // Handler is the local member as the transport sees it.
 type Handler interface {
-	// Step hands a peer's message to raft. An error is a message refused (a snapshot whose
-	// data is not a membership), raft.ErrStopped, or ctx's.
+	// Step hands a peer's message to raft. An error is a message refused (one carrying a
+	// snapshot or an entry the member could not apply), raft.ErrStopped, or ctx's.
 	Step(ctx context.Context, m *raftpb.Message) error
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
