@@ -32,12 +32,13 @@ command; or clusterd itself). clusterd keeps the newest --max-history changes; j
 many older ones it dropped. etcd keeps no history: against it the command exits 32.`,
 		Example: `  clusterctl member history -w table
   clusterctl member history --member infra1 --since 2026-11-26T00:00:00Z
+  clusterctl member history --since 1h
   clusterctl member history --limit 1 -w json | jq -r '.history[0].by'`,
 		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.Member, "member", "", "only the changes of this member: its ID or name (a removed member's too)")
-	cmd.Flags().StringVar(&o.Since, "since", "", "only the changes proposed at or after this time (RFC 3339, 2026-11-26T15:04:05Z)")
+	cmd.Flags().StringVar(&o.Since, "since", "", "only the changes proposed at or after this time: RFC 3339 (2026-11-26T15:04:05Z), or a duration back from now (90m, 24h)")
 	cmd.Flags().IntVar(&o.Limit, "limit", 0, "only the newest N changes of those selected (0: all)")
 	consistencyFlag(cmd, &o.Consistency)
 	return cmd
@@ -54,13 +55,25 @@ func (o *memberHistoryOptions) validate(args []string) error {
 		return fmt.Errorf("--limit %d: must be 0 or more", o.Limit)
 	}
 	if o.Since != "" {
-		t, err := time.Parse(time.RFC3339Nano, o.Since)
+		t, err := parseSince(o.Since, time.Now())
 		if err != nil {
-			return fmt.Errorf("--since %q: not an RFC 3339 time such as 2026-11-26T15:04:05Z", o.Since)
+			return err
 		}
 		o.since = t
 	}
 	return o.Printer.Check(printer.MemberHistory)
+}
+
+// parseSince reads --since: a time in RFC 3339, or a duration back from now, as `docker logs
+// --since` takes them, so that "the last hour" needs no date arithmetic at 3 a.m.
+func parseSince(s string, now time.Time) (time.Time, error) {
+	if t, err := time.Parse(time.RFC3339Nano, s); err == nil {
+		return t, nil
+	}
+	if d, err := time.ParseDuration(s); err == nil && d > 0 {
+		return now.Add(-d), nil
+	}
+	return time.Time{}, fmt.Errorf("--since %q: neither an RFC 3339 time such as 2026-11-26T15:04:05Z nor a duration such as 90m", s)
 }
 
 func (o *memberHistoryOptions) run(ctx context.Context) error {

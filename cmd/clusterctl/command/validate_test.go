@@ -298,8 +298,13 @@ func TestMemberHistoryValidate(t *testing.T) {
 		{"extra", memberHistoryOptions{Consistency: "l"}, []string{"infra1"}, printer.Simple, "too many arguments"},
 		{"consistency", memberHistoryOptions{Consistency: "x"}, nil, printer.Simple, `unknown consistency flag "x"`},
 		{"negative limit", memberHistoryOptions{Consistency: "l", Limit: -1}, nil, printer.Simple, "--limit -1: must be 0 or more"},
+		{"since a duration", memberHistoryOptions{Consistency: "l", Since: "1h30m"}, nil, printer.Simple, ""},
 		{"since not RFC 3339", memberHistoryOptions{Consistency: "l", Since: "2026-11-26"}, nil, printer.Simple,
-			`--since "2026-11-26": not an RFC 3339 time such as 2026-11-26T15:04:05Z`},
+			`--since "2026-11-26": neither an RFC 3339 time such as 2026-11-26T15:04:05Z nor a duration such as 90m`},
+		{"since a negative duration", memberHistoryOptions{Consistency: "l", Since: "-1h"}, nil, printer.Simple,
+			`--since "-1h": neither an RFC 3339 time such as 2026-11-26T15:04:05Z nor a duration such as 90m`},
+		{"since zero", memberHistoryOptions{Consistency: "l", Since: "0s"}, nil, printer.Simple,
+			`--since "0s": neither an RFC 3339 time such as 2026-11-26T15:04:05Z nor a duration such as 90m`},
 		{"env", memberHistoryOptions{Consistency: "l"}, nil, printer.Env,
 			`output format "env" is not supported by member history (supported: simple, table, json)`},
 	}
@@ -307,6 +312,15 @@ func TestMemberHistoryValidate(t *testing.T) {
 		o := tt.o
 		o.Globals = globals(t, tt.format)
 		check(t, tt.name, o.validate(tt.args), tt.want)
+	}
+	now := time.Date(2026, 11, 27, 3, 0, 0, 0, time.UTC)
+	for in, want := range map[string]time.Time{
+		"90m":                       now.Add(-90 * time.Minute),
+		"2026-11-26T15:04:05+01:00": time.Date(2026, 11, 26, 14, 4, 5, 0, time.UTC),
+	} {
+		if got, err := parseSince(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("--since %s: %v, %v; want %v", in, got, err, want)
+		}
 	}
 	o := &memberHistoryOptions{Globals: globals(t, printer.Simple), Consistency: "l", Since: "2026-11-26T16:04:05+01:00"}
 	if err := o.validate(nil); err != nil || !o.since.Equal(time.Date(2026, 11, 26, 15, 4, 5, 0, time.UTC)) {
