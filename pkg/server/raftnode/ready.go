@@ -201,8 +201,8 @@ func (n *Node) persist(p *pass) error {
 	return nil
 }
 
-// appendToMemory hands the durable snapshot and entries to raft's MemoryStorage, and notes the
-// last conf change appended, which LeaderTerm waits for.
+// appendToMemory hands the durable snapshot (its metadata: received.go) and entries to raft's
+// MemoryStorage, and notes the last conf change appended, which LeaderTerm waits for.
 func (n *Node) appendToMemory(rd raft.Ready, p *pass) error {
 	if p.received {
 		if err := n.mem.ApplySnapshot(rd.Snapshot); err != nil {
