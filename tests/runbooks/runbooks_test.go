@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -22,7 +24,43 @@ import (
 // The ports scripts/run-cluster.sh and the runbooks use; all below the kernel's ephemeral range,
 // so that no outgoing connection of another test can hold one.
 var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "12379", "12380", "12479", "12480",
-	"13079", "13080", "13179", "13180", "13279", "13280", "13379", "13380"}
+	"13079", "13080", "13179", "13180", "13279", "13280", "13379", "13380", "14479", "14480"}
+
+// ephemeralStart is where Linux's default range of ports for outgoing connections begins
+// (net.ipv4.ip_local_port_range): a port at or above it can be held by any connection on the
+// machine, a member's own among them, when a runbook comes to bind it.
+const ephemeralStart = 32768
+
+// Every loopback port the runbooks and scripts/run-cluster.sh name is below the ephemeral range
+// (a runbook's member once failed to start on 42480: "address already in use").
+func TestRunbookPortsBelowEphemeralRange(t *testing.T) {
+	root, err := cluster.ModuleRoot()
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no runbooks: %v", err)
+	}
+	files = append(files, filepath.Join(root, "scripts", "run-cluster.sh"))
+	port := regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
+	for _, f := range files {
+		b, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range port.FindAllStringSubmatch(string(b), -1) {
+			if n, _ := strconv.Atoi(m[1]); n >= ephemeralStart {
+				t.Errorf("%s: 127.0.0.1:%d is in the ephemeral range (%d and above)", filepath.Base(f), n, ephemeralStart)
+			}
+		}
+	}
+	for _, p := range fixedPorts {
+		if n, _ := strconv.Atoi(p); n >= ephemeralStart {
+			t.Errorf("fixedPorts: %s is in the ephemeral range", p)
+		}
+	}
+}
 
 // blocks returns the ```sh blocks of a markdown file, in order.
 func blocks(path string) ([]string, error) {
