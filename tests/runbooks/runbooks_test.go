@@ -34,14 +34,7 @@ const ephemeralStart = 32768
 // Every loopback port the runbooks and scripts/run-cluster.sh name is below the ephemeral range
 // (a runbook's member once failed to start on 42480: "address already in use").
 func TestRunbookPortsBelowEphemeralRange(t *testing.T) {
-	root, err := cluster.ModuleRoot()
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
-	if err != nil || len(files) == 0 {
-		t.Fatalf("no runbooks: %v", err)
-	}
+	root, files := runbooks(t)
 	files = append(files, filepath.Join(root, "scripts", "run-cluster.sh"))
 	port := regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
 	for _, f := range files {
@@ -151,15 +144,22 @@ func waitLocal(t *testing.T, work string) string {
 	return list
 }
 
-func TestRunbooks(t *testing.T) {
+// runbooks returns the module's root and its runbooks, docs/runbooks/*.md.
+func runbooks(t *testing.T) (root string, books []string) {
+	t.Helper()
 	root, err := cluster.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
 	}
-	books, err := filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
+	books, err = filepath.Glob(filepath.Join(root, "docs", "runbooks", "*.md"))
 	if err != nil || len(books) == 0 {
 		t.Fatalf("no runbooks found: %v", err)
 	}
+	return root, books
+}
+
+func TestRunbooks(t *testing.T) {
+	_, books := runbooks(t)
 	work := workspace(t)
 	for _, book := range books {
 		t.Run(strings.TrimSuffix(filepath.Base(book), ".md"), func(t *testing.T) {
