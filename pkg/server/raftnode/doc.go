@@ -40,9 +40,9 @@
 //     message is made up in a peer's name. A snapshot's data alone is taken out first: raft
 //     never reads it, so neither raft nor its MemoryStorage holds any (received.go). A snapshot
 //     whose data is not a membership, or an append with an entry that is not a proposal, is
-//     refused at Step (ErrRefused), before raft takes it. Liveness (HeardWithin) is read off those messages
-//     alone, and only of the current term. ForceNewCluster writes
-//     before the node exists.
+//     refused at Step (ErrRefused), before raft takes it. Liveness (HeardWithin) is read off
+//     those messages alone, and only of the current term. ForceNewCluster writes before the
+//     node exists.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask
 //     the questions they need answered (Matches, LeaderTerm, ReadIndex), not for raft.Status.
 //   - Nothing here exits the process: raft's Fatal panics, as its Panic does.
