@@ -190,6 +190,19 @@ func (h History) Last() (Event, bool) {
 	return Event{}, false
 }
 
+// RemovalOf returns the event that removed member id, if the history still holds it. It reads
+// the whole history: it answers a removed member asking whether its removal was forced
+// (Origin.Clusterd), which happens once per removal, not per request.
+func (h History) RemovalOf(id ID) (Event, bool) {
+	evs := h.Events()
+	for i := len(evs) - 1; i >= 0; i-- {
+		if evs[i].MemberID == id && evs[i].Change == KindRemove.String() {
+			return evs[i], true
+		}
+	}
+	return Event{}, false
+}
+
 // With returns the history with ev recorded and, when max is positive, only the newest max
 // events kept; h is unchanged.
 func (h History) With(ev Event, max int) History {

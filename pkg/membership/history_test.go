@@ -236,3 +236,24 @@ func TestWithoutHistory(t *testing.T) {
 		t.Fatalf("WithoutHistory: %+v", n)
 	}
 }
+
+// RemovalOf finds the event that removed a member, however old, and nothing for a member not
+// removed or whose removal the bound dropped.
+func TestRemovalOf(t *testing.T) {
+	var h History
+	h = h.With(Event{RaftIndex: 1, Change: "remove", MemberID: 5}, 0)
+	h = h.With(Event{RaftIndex: 2, Change: "remove", MemberID: 9, By: Origin{Clusterd: OriginForceNewCluster}}, 0)
+	for i := range 3 * blockEvents {
+		h = h.With(Event{RaftIndex: uint64(3 + i), Change: "update", MemberID: 7}, 0)
+	}
+	if ev, ok := h.RemovalOf(9); !ok || ev.RaftIndex != 2 || ev.By.Clusterd != OriginForceNewCluster {
+		t.Fatalf("removal of 9: %+v, %v", ev, ok)
+	}
+	if ev, ok := h.RemovalOf(7); ok {
+		t.Fatalf("7 was never removed, got %+v", ev)
+	}
+	bounded := h.With(Event{RaftIndex: 1e6, Change: "update", MemberID: 7}, blockEvents)
+	if ev, ok := bounded.RemovalOf(5); ok {
+		t.Fatalf("the bound dropped 5's removal, got %+v", ev)
+	}
+}

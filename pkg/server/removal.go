@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"log/slog"
+	"slices"
 	"time"
 
 	"google.golang.org/grpc"
@@ -87,94 +88,119 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 // in this member's log.
 //
 // A member removed while it was away may find that the cluster went on changing: some of the
-// voters it knew were removed and stopped too, and no majority of them is left to answer. It is
-// then confirmed by at least two of the voters it knew, when every one of them that answers
-// confirms it: a member forced into a new cluster is one voter, and the voters of the old
-// cluster that still run answer that this member is one of theirs.
+// voters it knew were removed and stopped too, and no majority of them is left to answer, and
+// voters it never knew were added. So when a voter it knew confirms, and its history shows a
+// removal the cluster decided (not one that --force-new-cluster wrote), the voters of that
+// voter's membership are asked as well; the member is then confirmed by at least two voters
+// when every one that answers confirms it. A forced member's word therefore never carries that
+// of the members it added, and a member forced into a new cluster is one voter, whom the voters
+// of the old cluster that still run contradict, answering that this member is one of theirs.
 func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held, patient bool, creds credentials.TransportCredentials) (yes, need int) {
-	var others []*membership.Member
 	voters := c.Voters()
-	for _, id := range voters {
-		if id == self {
-			if held {
-				yes++
-			}
-			continue
-		}
-		others = append(others, c.Member(id))
-	}
 	need = len(voters)/2 + 1
+	if held && slices.Contains(voters, self) {
+		yes++
+	}
 	if yes >= need {
 		return yes, need
 	}
 	// A voter that has not applied the removal yet may do so a heartbeat later (the leader
 	// applies first, and its followers when they next hear the commit index): patient, each is
-	// asked again, with a short pause, until it confirms or ctx ends. The answer is known as soon
-	// as a majority confirmed.
+	// asked again, with a short pause, until it confirms or ctx ends. Every answer is waited
+	// for, since a patient voter's no comes only then; once a majority of the voters this
+	// member knew confirmed, the others are called off.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type answer struct{ yes, answered bool }
-	answers := make(chan answer, len(others))
-	for _, m := range others {
-		go func() {
-			y, a := ask(ctx, m, cluster, self, patient, creds)
-			answers <- answer{y, a}
-		}()
+	type answer struct {
+		known, yes, answered bool
+		info                 *reconfig.ClusterInfo
 	}
-	denied := false
-	for range others {
+	answers := make(chan answer)
+	asked := map[membership.ID]bool{self: true}
+	pending := 0
+	askAll := func(ids []membership.ID, in *membership.Cluster, known bool) {
+		for _, id := range ids {
+			if asked[id] {
+				continue
+			}
+			asked[id] = true
+			pending++
+			m := in.Member(id)
+			go func() {
+				a := answer{known: known}
+				a.yes, a.answered, a.info = ask(ctx, m, cluster, self, patient, creds)
+				answers <- a
+			}()
+		}
+	}
+	askAll(voters, c, true)
+	knownYes, all, denied := yes, yes, false
+	for ; pending > 0; pending-- {
 		a := <-answers
 		switch {
+		case knownYes >= need:
 		case a.yes:
-			if yes++; yes >= need {
-				return yes, need
+			all++
+			if !a.known {
+				continue
+			}
+			if knownYes++; knownYes >= need {
+				cancel()
+				continue
+			}
+			if r := a.info.Removal; r != nil && r.By.Clusterd != membership.OriginForceNewCluster {
+				askAll(a.info.Cluster.Voters(), a.info.Cluster, false)
 			}
 		case a.answered:
 			denied = true
 		}
 	}
-	if yes >= 2 && !denied {
-		return yes, 0
+	switch {
+	case knownYes >= need:
+		return knownYes, need
+	case all >= 2 && knownYes > 0 && !denied:
+		return all, 0
 	}
-	return yes, need
+	return knownYes, need
 }
 
 // ask asks member m, at each of its peer URLs until one answers, whether it has applied the
-// removal of self from cluster; answered is false when none answered.
-func ask(ctx context.Context, m *membership.Member, cluster, self membership.ID, patient bool, creds credentials.TransportCredentials) (yes, answered bool) {
+// removal of self from cluster; answered is false when none answered, and info is the answer of
+// a member that confirms.
+func ask(ctx context.Context, m *membership.Member, cluster, self membership.ID, patient bool, creds credentials.TransportCredentials) (yes, answered bool, info *reconfig.ClusterInfo) {
 	for _, u := range m.PeerURLs {
 		conn, err := transport.Dial(u, creds)
 		if err != nil {
 			continue
 		}
-		yes, answered = askOn(ctx, conn, u, cluster, self, patient)
+		yes, answered, info = askOn(ctx, conn, u, cluster, self, patient)
 		conn.Close()
 		if answered {
-			return yes, true
+			return yes, true, info
 		}
 	}
-	return false, false
+	return false, false, nil
 }
 
 // askOn asks on conn, a connection to peer URL u; patient, it asks again every 10 ms while the
 // member answers no, until ctx ends (short and fixed: followers apply a heartbeat after the
 // leader, and the removed member's clients wait meanwhile).
-func askOn(ctx context.Context, conn *grpc.ClientConn, u string, cluster, self membership.ID, patient bool) (yes, answered bool) {
+func askOn(ctx context.Context, conn *grpc.ClientConn, u string, cluster, self membership.ID, patient bool) (yes, answered bool, info *reconfig.ClusterInfo) {
 	for {
-		info, err := reconfig.MembershipOn(ctx, conn, u, true)
+		info, err := reconfig.RemovalOn(ctx, conn, u, self)
 		if err != nil {
-			return false, answered
+			return false, answered, nil
 		}
 		if info.Cluster != nil && info.Cluster.ID == cluster && info.Cluster.IsRemoved(self) {
-			return true, true
+			return true, true, info
 		}
 		if !patient {
-			return false, true
+			return false, true, nil
 		}
 		answered = true
 		select {
 		case <-ctx.Done():
-			return false, true
+			return false, true, nil
 		case <-time.After(10 * time.Millisecond):
 		}
 	}

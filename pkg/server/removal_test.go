@@ -180,3 +180,54 @@ func TestRemovedWhileAwayAfterChurn(t *testing.T) {
 		t.Fatalf("%s back on its data: %v", away.Name, err)
 	}
 }
+
+// A voter removed while it was away, from a cluster that then removed and stopped every voter it
+// knew but one, and grew a voter it never knew: the one it knew confirms, and so does the voter
+// that one's membership holds, so it stops as removed when it comes back. Only one of the voters
+// it knew answers, so confirming needs the voters the cluster holds now.
+func TestRemovedWhileAwayAfterTheClusterMovedOn(t *testing.T) {
+	ms := servertest.Start(t, 4, nil)
+	c := ms[3].Client(t)
+	ids := map[string]uint64{}
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		list, err := servertest.List(c, true)
+		if err != nil {
+			return err
+		}
+		for _, m := range list.Members {
+			ids[m.Name] = m.ID
+		}
+		for _, m := range ms {
+			if ids[m.Name] == 0 {
+				return fmt.Errorf("members not all named yet: %v", list.Members)
+			}
+		}
+		return nil
+	})
+	away := ms[0]
+	initial := servertest.InitialCluster(ms)
+	if err := away.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	n, _, joinInitial := addMember(t, c, "m4", false)
+	n.Start(t, n.Config(joinInitial, "existing", nil))
+	servertest.WaitMembers(t, n, 5, true)
+	ctx, cancel := ctxWithName("")
+	defer cancel()
+	for _, m := range []*servertest.Member{away, ms[1], ms[2]} {
+		if _, err := c.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: ids[m.Name]}); err != nil {
+			t.Fatalf("removing %s: %v", m.Name, err)
+		}
+		if m == away {
+			continue
+		}
+		if err := m.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+			t.Fatalf("%s removed: %v", m.Name, err)
+		}
+	}
+	back := &servertest.Member{Name: away.Name, Dir: away.Dir, PeerURL: away.PeerURL, ClientURL: away.ClientURL}
+	back.Start(t, back.Config(initial, "existing", nil))
+	if err := back.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
+		t.Fatalf("%s back on its data: %v", away.Name, err)
+	}
+}

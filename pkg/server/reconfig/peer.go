@@ -27,6 +27,9 @@ type ClusterInfo struct {
 	Cluster *membership.Cluster
 	Applied uint64
 	Leader  membership.ID
+	// Removal is the event that removed the member RemovalOn asked about, when the answering
+	// member's history holds it.
+	Removal *membership.Event
 }
 
 // Register adds the Members service (clusterdpb.Members: Change and Membership) to a peer gRPC
@@ -41,11 +44,18 @@ type membersService struct {
 func (s *membersService) Membership(_ context.Context, req *pb.MembershipRequest) (*pb.MembershipAnswer, error) {
 	n := s.c.cfg.Node
 	// Without the history: a removed leader asks every 10 ms while its successor is elected.
-	cl := n.Cluster().WithoutHistory()
+	full := n.Cluster()
+	cl := full.WithoutHistory()
 	if req.GetWithoutRemoved() {
 		cl = cl.WithoutRemoved()
 	}
-	return &pb.MembershipAnswer{Cluster: wire.ClusterToProto(cl), Applied: n.Applied(), Leader: uint64(n.Leader())}, nil
+	a := &pb.MembershipAnswer{Cluster: wire.ClusterToProto(cl), Applied: n.Applied(), Leader: uint64(n.Leader())}
+	if id := membership.ID(req.GetRemovalOf()); id != 0 && full.IsRemoved(id) {
+		if ev, ok := full.History.RemovalOf(id); ok {
+			a.Removal = wire.EventToProto(ev)
+		}
+	}
+	return a, nil
 }
 
 // Change decides a request another member forwarded. Errors leave as the registry's statuses,
@@ -200,7 +210,17 @@ func FetchMembership(ctx context.Context, peerURL string, creds credentials.Tran
 // MembershipOn is FetchMembership on a connection already made to peerURL, for a caller that
 // asks the same member again.
 func MembershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, withRemoved bool) (*ClusterInfo, error) {
-	a, err := pb.NewMembersClient(conn).Membership(ctx, &pb.MembershipRequest{WithoutRemoved: !withRemoved})
+	return membershipOn(ctx, conn, peerURL, &pb.MembershipRequest{WithoutRemoved: !withRemoved})
+}
+
+// RemovalOn is MembershipOn with the removed IDs, asking too for the event that removed member
+// id (ClusterInfo.Removal), so that a removed member can tell a forced removal from another.
+func RemovalOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, id membership.ID) (*ClusterInfo, error) {
+	return membershipOn(ctx, conn, peerURL, &pb.MembershipRequest{RemovalOf: uint64(id)})
+}
+
+func membershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, req *pb.MembershipRequest) (*ClusterInfo, error) {
+	a, err := pb.NewMembersClient(conn).Membership(ctx, req)
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {
 			// Unreachable, or refused at the TLS handshake: gRPC's words say which.
@@ -208,5 +228,10 @@ func MembershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, wi
 		}
 		return nil, fmt.Errorf("%s: %w", peerURL, fromPeer(err))
 	}
-	return &ClusterInfo{Cluster: wire.ClusterFromProto(a.GetCluster()), Applied: a.GetApplied(), Leader: membership.ID(a.GetLeader())}, nil
+	info := &ClusterInfo{Cluster: wire.ClusterFromProto(a.GetCluster()), Applied: a.GetApplied(), Leader: membership.ID(a.GetLeader())}
+	if a.GetRemoval() != nil {
+		ev := wire.EventsFromProto([]*pb.Event{a.GetRemoval()})[0]
+		info.Removal = &ev
+	}
+	return info, nil
 }

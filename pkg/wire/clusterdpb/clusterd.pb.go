@@ -785,8 +785,11 @@ type MembershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// without_removed asks for the members alone, without the removed IDs.
 	WithoutRemoved bool `protobuf:"varint,1,opt,name=without_removed,json=withoutRemoved,proto3" json:"without_removed,omitempty"`
-	unknownFields  protoimpl.UnknownFields
-	sizeCache      protoimpl.SizeCache
+	// removal_of asks, about a member the answering one holds as removed, for the event of its
+	// history that removed it.
+	RemovalOf     uint64 `protobuf:"varint,2,opt,name=removal_of,json=removalOf,proto3" json:"removal_of,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
 }
 
 func (x *MembershipRequest) Reset() {
@@ -826,13 +829,23 @@ func (x *MembershipRequest) GetWithoutRemoved() bool {
 	return false
 }
 
+func (x *MembershipRequest) GetRemovalOf() uint64 {
+	if x != nil {
+		return x.RemovalOf
+	}
+	return 0
+}
+
 // MembershipAnswer is the membership the answering member has applied, its applied index and its
 // leader (0 without one).
 type MembershipAnswer struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       *Cluster               `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Applied       uint64                 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
-	Leader        uint64                 `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster *Cluster               `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Applied uint64                 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
+	Leader  uint64                 `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
+	// removal is the event that removed the member removal_of names; absent when that member is
+	// not removed or the history no longer holds the event (or the answering member predates it).
+	Removal       *Event `protobuf:"bytes,4,opt,name=removal,proto3" json:"removal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -886,6 +899,13 @@ func (x *MembershipAnswer) GetLeader() uint64 {
 		return x.Leader
 	}
 	return 0
+}
+
+func (x *MembershipAnswer) GetRemoval() *Event {
+	if x != nil {
+		return x.Removal
+	}
+	return nil
 }
 
 // HistoryRequest selects events of the membership history, oldest first.
@@ -1318,13 +1338,16 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\acluster\x18\x01 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12+\n" +
 	"\x06member\x18\x02 \x01(\v2\x13.clusterd.v2.MemberR\x06member\x121\n" +
 	"\x06before\x18\x03 \x01(\v2\x19.clusterd.v2.QuorumReportR\x06before\x12/\n" +
-	"\x05after\x18\x04 \x01(\v2\x19.clusterd.v2.QuorumReportR\x05after\"<\n" +
+	"\x05after\x18\x04 \x01(\v2\x19.clusterd.v2.QuorumReportR\x05after\"[\n" +
 	"\x11MembershipRequest\x12'\n" +
-	"\x0fwithout_removed\x18\x01 \x01(\bR\x0ewithoutRemoved\"t\n" +
+	"\x0fwithout_removed\x18\x01 \x01(\bR\x0ewithoutRemoved\x12\x1d\n" +
+	"\n" +
+	"removal_of\x18\x02 \x01(\x04R\tremovalOf\"\xa2\x01\n" +
 	"\x10MembershipAnswer\x12.\n" +
 	"\acluster\x18\x01 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12\x18\n" +
 	"\aapplied\x18\x02 \x01(\x04R\aapplied\x12\x16\n" +
-	"\x06leader\x18\x03 \x01(\x04R\x06leader\"\x94\x01\n" +
+	"\x06leader\x18\x03 \x01(\x04R\x06leader\x12,\n" +
+	"\aremoval\x18\x04 \x01(\v2\x12.clusterd.v2.EventR\aremoval\"\x94\x01\n" +
 	"\x0eHistoryRequest\x12\"\n" +
 	"\flinearizable\x18\x01 \x01(\bR\flinearizable\x12\x16\n" +
 	"\x06member\x18\x02 \x01(\tR\x06member\x120\n" +
@@ -1425,31 +1448,32 @@ var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
 	9,  // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
 	9,  // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
 	4,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
-	20, // 14: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
-	6,  // 15: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
-	4,  // 16: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
-	16, // 17: clusterd.v2.MembershipSnapshot.history_blocks:type_name -> clusterd.v2.HistoryBlock
-	7,  // 18: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
-	20, // 19: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
-	1,  // 20: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 21: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 22: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 23: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	8,  // 24: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	11, // 25: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	13, // 26: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	3,  // 27: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 28: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 29: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 30: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	10, // 31: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	12, // 32: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	14, // 33: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	27, // [27:34] is the sub-list for method output_type
-	20, // [20:27] is the sub-list for method input_type
-	20, // [20:20] is the sub-list for extension type_name
-	20, // [20:20] is the sub-list for extension extendee
-	0,  // [0:20] is the sub-list for field type_name
+	6,  // 14: clusterd.v2.MembershipAnswer.removal:type_name -> clusterd.v2.Event
+	20, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	6,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
+	4,  // 17: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
+	16, // 18: clusterd.v2.MembershipSnapshot.history_blocks:type_name -> clusterd.v2.HistoryBlock
+	7,  // 19: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
+	20, // 20: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
+	1,  // 21: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 22: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 23: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 24: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	8,  // 25: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	11, // 26: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	13, // 27: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	3,  // 28: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 29: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 30: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 31: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	10, // 32: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	12, // 33: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	14, // 34: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	28, // [28:35] is the sub-list for method output_type
+	21, // [21:28] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
