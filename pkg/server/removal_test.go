@@ -146,20 +146,7 @@ func TestRemovedWhileAwayAfterChurn(t *testing.T) {
 	c := ms[3].Client(t)
 	ctx, cancel := ctxWithName("")
 	defer cancel()
-	ids := map[string]uint64{}
-	servertest.Eventually(t, servertest.WaitTimeout, func() error {
-		list, err := servertest.List(c, true)
-		if err != nil {
-			return err
-		}
-		for _, m := range list.Members {
-			ids[m.Name] = m.ID
-		}
-		if ids[ms[0].Name] == 0 || ids[ms[1].Name] == 0 {
-			return fmt.Errorf("members not all named yet: %v", list.Members)
-		}
-		return nil
-	})
+	ids := idsByName(t, c, ms)
 	away, gone := ms[0], ms[1]
 	initial := servertest.InitialCluster(ms)
 	if err := away.Stop(); err != nil {
@@ -174,11 +161,7 @@ func TestRemovedWhileAwayAfterChurn(t *testing.T) {
 	if err := gone.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
 		t.Fatalf("%s removed: %v", gone.Name, err)
 	}
-	back := &servertest.Member{Name: away.Name, Dir: away.Dir, PeerURL: away.PeerURL, ClientURL: away.ClientURL}
-	back.Start(t, back.Config(initial, "existing", nil))
-	if err := back.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
-		t.Fatalf("%s back on its data: %v", away.Name, err)
-	}
+	exitsRemovedWhenBack(t, away, initial)
 }
 
 // A voter removed while it was away, from a cluster that then removed and stopped every voter it
@@ -188,22 +171,7 @@ func TestRemovedWhileAwayAfterChurn(t *testing.T) {
 func TestRemovedWhileAwayAfterTheClusterMovedOn(t *testing.T) {
 	ms := servertest.Start(t, 4, nil)
 	c := ms[3].Client(t)
-	ids := map[string]uint64{}
-	servertest.Eventually(t, servertest.WaitTimeout, func() error {
-		list, err := servertest.List(c, true)
-		if err != nil {
-			return err
-		}
-		for _, m := range list.Members {
-			ids[m.Name] = m.ID
-		}
-		for _, m := range ms {
-			if ids[m.Name] == 0 {
-				return fmt.Errorf("members not all named yet: %v", list.Members)
-			}
-		}
-		return nil
-	})
+	ids := idsByName(t, c, ms)
 	away := ms[0]
 	initial := servertest.InitialCluster(ms)
 	if err := away.Stop(); err != nil {
@@ -225,6 +193,35 @@ func TestRemovedWhileAwayAfterTheClusterMovedOn(t *testing.T) {
 			t.Fatalf("%s removed: %v", m.Name, err)
 		}
 	}
+	exitsRemovedWhenBack(t, away, initial)
+}
+
+// idsByName waits until every member of ms has published its name, as c lists them, and returns
+// their IDs by name.
+func idsByName(t *testing.T, c pb.ClusterClient, ms []*servertest.Member) map[string]uint64 {
+	t.Helper()
+	ids := map[string]uint64{}
+	servertest.Eventually(t, servertest.WaitTimeout, func() error {
+		list, err := servertest.List(c, true)
+		if err != nil {
+			return err
+		}
+		for _, m := range list.Members {
+			ids[m.Name] = m.ID
+		}
+		for _, m := range ms {
+			if ids[m.Name] == 0 {
+				return fmt.Errorf("members not all named yet: %v", list.Members)
+			}
+		}
+		return nil
+	})
+	return ids
+}
+
+// exitsRemovedWhenBack starts away again on its data and waits for it to stop as removed.
+func exitsRemovedWhenBack(t *testing.T, away *servertest.Member, initial string) {
+	t.Helper()
 	back := &servertest.Member{Name: away.Name, Dir: away.Dir, PeerURL: away.PeerURL, ClientURL: away.ClientURL}
 	back.Start(t, back.Config(initial, "existing", nil))
 	if err := back.Exited(t, 15*time.Second); !errors.Is(err, server.ErrRemoved) {
