@@ -52,7 +52,10 @@ func (s *membersService) Membership(_ context.Context, req *pb.MembershipRequest
 	a := &pb.MembershipAnswer{Cluster: wire.ClusterToProto(cl), Applied: n.Applied(), Leader: uint64(n.Leader())}
 	if id := membership.ID(req.GetRemovalOf()); id != 0 && full.IsRemoved(id) {
 		if ev, ok := full.History.RemovalOf(id); ok {
-			a.Removal = wire.EventToProto(ev)
+			// Whether clusterd forced it, and where: not who asked, which the peer port does
+			// not tell (docs/security.md).
+			a.Removal = wire.EventToProto(membership.Event{RaftIndex: ev.RaftIndex, Term: ev.Term, Time: ev.Time,
+				Change: ev.Change, MemberID: ev.MemberID, By: membership.Origin{Clusterd: ev.By.Clusterd}})
 		}
 	}
 	return a, nil

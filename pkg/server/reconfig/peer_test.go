@@ -92,8 +92,8 @@ func TestForwardedDryRun(t *testing.T) {
 }
 
 // A joining member asks for the members alone; a member that checks whether it was removed
-// asks for the removed IDs too, and a member of an older version, which does not know the
-// field, gets them anyway.
+// asks for the removed IDs too, and how it was removed, and a member of an older version, which
+// does not know the field, gets them anyway.
 func TestMembershipWithoutRemoved(t *testing.T) {
 	_, coords := startNodes(t, "")
 	lead := coords[waitLeader(t, coords)]
@@ -104,7 +104,8 @@ func TestMembershipWithoutRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	gone := added.Member.ID
-	if _, err := lead.Do(ctx, Request{Change: membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: gone}}}); err != nil {
+	who := membership.Origin{CN: "root", Address: "10.0.0.5:53122"}
+	if _, err := lead.Do(ctx, Request{Change: membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: gone}, By: who}}); err != nil {
 		t.Fatal(err)
 	}
 	url := servePeer(t, lead)
@@ -122,6 +123,18 @@ func TestMembershipWithoutRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
+	// The removed member asking about itself hears how it was removed, not who asked; about a
+	// member that was not removed, nothing.
+	if ev, ok := lead.cfg.Node.Cluster().History.RemovalOf(gone); !ok || ev.By != who {
+		t.Fatalf("the history holds the removal as %+v, %v", ev, ok)
+	}
+	info, err := RemovalOn(ctx, conn, url, gone)
+	if err != nil || info.Removal == nil || info.Removal.Change != "remove" || info.Removal.MemberID != gone || !info.Removal.By.IsZero() {
+		t.Errorf("removal of %s: %+v, %v", gone, info, err)
+	}
+	if info, err := RemovalOn(ctx, conn, url, membership.ID(waitLeader(t, coords))); err != nil || info.Removal != nil {
+		t.Errorf("removal of a member: %+v, %v", info, err)
+	}
 	// A request without the field, as a member that does not know it sends, gets them.
 	a, err := pb.NewMembersClient(conn).Membership(ctx, &pb.MembershipRequest{})
 	if info := wire.ClusterFromProto(a.GetCluster()); err != nil || info == nil || !info.IsRemoved(gone) {

@@ -843,8 +843,9 @@ type MembershipAnswer struct {
 	Cluster *Cluster               `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	Applied uint64                 `protobuf:"varint,2,opt,name=applied,proto3" json:"applied,omitempty"`
 	Leader  uint64                 `protobuf:"varint,3,opt,name=leader,proto3" json:"leader,omitempty"`
-	// removal is the event that removed the member removal_of names; absent when that member is
-	// not removed or the history no longer holds the event (or the answering member predates it).
+	// removal is the event that removed the member removal_of names, without who asked (by holds
+	// clusterd alone); absent when that member is not removed or the history no longer holds the
+	// event (or the answering member predates it).
 	Removal       *Event `protobuf:"bytes,4,opt,name=removal,proto3" json:"removal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
