@@ -61,7 +61,7 @@ func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 	if v := tx.Bucket([]byte("meta")).Get([]byte("storageVersion")); storageVersion().Match(v) {
 		info.Version = string(v)
 	}
-	h := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	h := crc32.New(castagnoli())
 	alive := map[string]bool{}
 	c := tx.Cursor()
 	for name, _ := c.First(); name != nil; name, _ = c.Next() {

@@ -45,7 +45,7 @@ func TestReadWALAcrossFiles(t *testing.T) {
 		crc := startCRC
 		out := walFrame(walCRC, crc, nil)
 		add := func(typ int64, data []byte) {
-			crc = crc32.Update(crc, walCRCTable, data)
+			crc = crc32.Update(crc, castagnoli(), data)
 			out = append(out, walFrame(typ, crc, data)...)
 		}
 		meta, _ := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(r.log.NodeID), ClusterID: proto.Uint64(r.log.ClusterID)})
