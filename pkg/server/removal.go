@@ -80,9 +80,10 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 // returns how many confirm it and how many must: a majority of c's voters, or 0 when it is
 // confirmed otherwise (below). This member, if it is one of them, confirms it when its own log
 // holds the entry that removes it (held: it acknowledged it, raftnode.Node.HoldsOwnRemoval),
-// since a removal commits only with a majority of the configuration it changes. Only members this
-// member knows are asked, at the peer URLs its own membership holds, and an answer counts only
-// for the cluster this member belongs to: no stranger, and no single member of a larger cluster
+// since a removal commits only with a majority of the configuration it changes. The members this
+// member knows are asked at the peer URLs its own membership holds (and those a confirming one
+// names, below, at the URLs its membership holds), and an answer counts only for the cluster
+// this member belongs to: no stranger, and no single member of a larger cluster
 // (a stale one, or one forced into a new cluster while the others ran), can make it remove
 // itself. Nor can the other of two voters forced into a new cluster: the forced removal was never
 // in this member's log.
@@ -139,6 +140,7 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 		a := <-answers
 		switch {
 		case knownYes >= need:
+			// Decided: the answers of those called off are only drained.
 		case a.yes:
 			all++
 			if !a.known {
