@@ -191,13 +191,28 @@ func (h History) Last() (Event, bool) {
 }
 
 // RemovalOf returns the event that removed member id, if the history still holds it. It reads
-// the whole history: it answers a removed member asking whether its removal was forced
-// (Origin.Clusterd), which happens once per removal, not per request.
+// the events newest first and stops at the removal, decoding one event at a time: a member asks
+// for its own removal just after it, and the member answering may be electing a leader meanwhile.
 func (h History) RemovalOf(id ID) (Event, bool) {
-	evs := h.Events()
-	for i := len(evs) - 1; i >= 0; i-- {
-		if evs[i].MemberID == id && evs[i].Change == KindRemove.String() {
-			return evs[i], true
+	match := func(ev Event) bool { return ev.MemberID == id && ev.Change == KindRemove.String() }
+	for i := len(h.recent) - 1; i >= 0; i-- {
+		if match(h.recent[i]) {
+			return h.recent[i], true
+		}
+	}
+	for b := len(h.blocks) - 1; b >= 0; b-- {
+		r, err := h.blocks[b].records()
+		if err != nil {
+			continue // damaged: left out, as Events leaves it out
+		}
+		first := 0
+		if b == 0 {
+			first = h.skip
+		}
+		for j := r.len() - 1; j >= first; j-- {
+			if ev := r.event(j); match(ev) {
+				return ev, true
+			}
 		}
 	}
 	return Event{}, false

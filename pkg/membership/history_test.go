@@ -256,4 +256,23 @@ func TestRemovalOf(t *testing.T) {
 	if ev, ok := bounded.RemovalOf(5); ok {
 		t.Fatalf("the bound dropped 5's removal, got %+v", ev)
 	}
+	// Newest first, block by block, it finds what a scan of every kept event finds, whatever
+	// part of the oldest block the bound skips.
+	for _, bound := range []int{1, 7, blockEvents - 1, blockEvents + 3, 2*blockEvents + 5} {
+		var h History
+		for i := range 3*blockEvents + 11 {
+			h = h.With(Event{RaftIndex: uint64(i), Change: "remove", MemberID: ID(i % 50)}, bound)
+		}
+		evs := h.Events()
+		for id := range ID(50) {
+			var want Event
+			found := false
+			for i := len(evs) - 1; i >= 0 && !found; i-- {
+				want, found = evs[i], evs[i].MemberID == id
+			}
+			if got, ok := h.RemovalOf(id); ok != found || ok && got.RaftIndex != want.RaftIndex {
+				t.Fatalf("bound %d, member %d: %+v, %v; the kept events say %+v, %v", bound, id, got, ok, want, found)
+			}
+		}
+	}
 }
