@@ -23,7 +23,8 @@ import (
 type Status struct {
 	Header  Header
 	Version string
-	// DBSize and DBSizeInUse are the database file's size and the part of it in use, in bytes.
+	// DBSize and DBSizeInUse are the database's size as the server reports it (etcd: its backend's
+	// pages; clusterd: bbolt's pages up to the high-water mark) and the part of it in use, in bytes.
 	DBSize, DBSizeInUse int64
 	Leader              uint64
 	RaftTerm            uint64

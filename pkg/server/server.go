@@ -8,7 +8,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -192,7 +191,6 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	}
 	clientAPI := api.New(api.Config{
 		Node: node, Coordinator: m.coord, ClusterID: m.state.ClusterID, Store: m.store,
-		DBPath:         filepath.Join(s.cfg.DataDir, storage.FileName),
 		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout,
 	})
 	admin := authz.New(s.cfg.AdminAllowedCNs)

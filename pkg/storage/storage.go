@@ -161,6 +161,11 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap), JoinPeers: joinPeers})
 	})
 	if err == nil {
+		// Made initialSize long here, where one sync covers it, rather than grown at the
+		// member's first commits, each growth with a sync of its own (BoltOptions).
+		err = os.Truncate(path, initialSize)
+	}
+	if err == nil {
 		err = db.Sync()
 	}
 	if cerr := db.Close(); err == nil {
@@ -207,8 +212,19 @@ func BoltOptions() *bolt.Options {
 		Timeout:        time.Second,
 		NoFreelistSync: true,
 		FreelistType:   bolt.FreelistMapType,
+		// Mapped at initialSize from the start, as etcd maps its backend large: otherwise
+		// bbolt maps 32 KiB and doubles it as the file grows, each time unmapping and
+		// mapping again, and each commit past the file's end truncates it longer and
+		// fsyncs once more. A new member's first commits are those, with the snapshot it
+		// is sent, on its way to being ready.
+		InitialMmapSize: initialSize,
 	}
 }
+
+// initialSize is the size of a new member.db (sparse: bbolt writes only the pages it uses)
+// and of its mapping: room for the snapshot a new member receives (a membership history at
+// its default bound is about 150 KiB of it) and the log up to a few snapshots.
+const initialSize = 1 << 20
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
@@ -438,6 +454,18 @@ func getUint(b *bolt.Bucket, k []byte) uint64 {
 		return binary.BigEndian.Uint64(v)
 	}
 	return 0
+}
+
+// Size returns the database's size as etcd reports its backend's: the pages up to bbolt's
+// high-water mark, and of them those in use (not free). The file itself is longer
+// (initialSize, sparse) until the pages outgrow it.
+func (s *Store) Size() (size, inUse int64) {
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		size = tx.Size()
+		return nil
+	})
+	free := int64(s.db.Stats().FreePageN) * int64(s.db.Info().PageSize)
+	return size, max(size-free, 0)
 }
 
 // WriteTo writes a consistent copy of the whole database to w and returns its size: a snapshot

@@ -114,3 +114,41 @@ func TestCreateKilledHalfWay(t *testing.T) {
 		t.Fatalf("the data dir holds %v, want only %s", names, FileName)
 	}
 }
+
+// A new member.db is initialSize long, so that a received snapshot does not grow it; its size, as
+// a member's status reports it, is bbolt's pages in use and free, not the file's length.
+func TestCreateSizes(t *testing.T) {
+	dir := t.TempDir()
+	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
+	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, nil, &raftpb.HardState{}, c, c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(dir, FileName)
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Size() != initialSize {
+		t.Fatalf("new member.db is %d bytes long, want %d", fi.Size(), initialSize)
+	}
+	size, inUse := s.Size()
+	if size <= 0 || size >= initialSize || inUse <= 0 || inUse > size {
+		t.Fatalf("Size() = %d, %d: want 0 < in use <= size < %d", size, inUse, initialSize)
+	}
+	// A snapshot's worth of data commits into the file as it is.
+	big := &raftpb.Snapshot{Data: make([]byte, 150<<10), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(5), Term: proto.Uint64(1)}}
+	if err := s.Save(Update{Snapshot: big, ResetLog: true, Cluster: c, Applied: 5}); err != nil {
+		t.Fatal(err)
+	}
+	if fi, err = os.Stat(path); err != nil || fi.Size() != initialSize {
+		t.Fatalf("after a 150 KiB snapshot: %v, %v bytes; want the file as it was", err, fi.Size())
+	}
+	if grown, _ := s.Size(); grown < size+150<<10 {
+		t.Fatalf("Size() after a 150 KiB snapshot = %d, want at least %d", grown, size+150<<10)
+	}
+	s.Close()
+	if err := CheckFile(path); err != nil {
+		t.Fatal(err)
+	}
+}

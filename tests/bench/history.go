@@ -19,7 +19,8 @@ import (
 // file (`snapshot save`), and in the raft snapshot a joining member receives.
 type historySizes struct {
 	Events int `json:"events"`
-	// DBBytes is the leader's member.db, bbolt's free pages included.
+	// DBBytes is the leader's member.db as its status reports it: bbolt's pages, free ones
+	// included.
 	DBBytes int64 `json:"db_bytes"`
 	// SnapshotFileBytes is what `snapshot save` writes.
 	SnapshotFileBytes int64 `json:"snapshot_file_bytes"`
@@ -171,18 +172,19 @@ func (b *bench) historySizes(ctx context.Context, c *cluster.Cluster, cl *client
 	if err != nil {
 		return hs, err
 	}
-	fi, err := os.Stat(filepath.Join(ms[0].DataDir, storage.FileName))
-	if err != nil {
-		return hs, err
-	}
-	hs.DBBytes = fi.Size()
-	path := filepath.Join(b.dir, "history-"+name+".db")
 	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
+	st := cl.StatusOfEach(cctx, []string{ms[0].ClientURL()}, 5*time.Second)[0]
+	if st.Err != nil {
+		return hs, st.Err
+	}
+	hs.DBBytes = st.Status.DBSize
+	path := filepath.Join(b.dir, "history-"+name+".db")
 	if _, err := cl.SaveSnapshot(cctx, path); err != nil {
 		return hs, err
 	}
-	if fi, err = os.Stat(path); err != nil {
+	fi, err := os.Stat(path)
+	if err != nil {
 		return hs, err
 	}
 	hs.SnapshotFileBytes = fi.Size()

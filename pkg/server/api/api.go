@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"os"
 	"strings"
 	"time"
 
@@ -33,7 +32,6 @@ type Config struct {
 	Coordinator    *reconfig.Coordinator
 	ClusterID      membership.ID
 	Store          *storage.Store
-	DBPath         string
 	RequestTimeout time.Duration
 }
 
@@ -247,9 +245,7 @@ func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRes
 	if m := n.Cluster().Member(n.ID()); m != nil {
 		resp.IsLearner = m.IsLearner
 	}
-	if fi, err := os.Stat(s.cfg.DBPath); err == nil {
-		resp.DbSize, resp.DbSizeInUse = fi.Size(), fi.Size()
-	}
+	resp.DbSize, resp.DbSizeInUse = s.cfg.Store.Size()
 	// etcd's default quota: clusterd enforces none, its database holding the membership and at
 	// most a snapshot's worth of log; etcdctl prints the field (QUOTA), and 0 reads as full.
 	resp.DbSizeQuota = defaultQuota
