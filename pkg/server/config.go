@@ -57,6 +57,9 @@ type Config struct {
 	// only to bootstrap a new cluster on an empty data directory, never once a member exists.
 	Discovery discovery.Config
 	Logger    *slog.Logger
+	// OnReady, if set, is called once the member has joined the cluster and applied its
+	// membership, as systemd is told READY=1.
+	OnReady func()
 }
 
 // ErrRemoved is returned by Run when this member has been removed from the cluster.

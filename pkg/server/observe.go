@@ -17,13 +17,14 @@ import (
 type observer struct {
 	metrics *metrics.Metrics
 	notify  *sdnotify.Notifier
+	onReady func() // Config.OnReady
 	log     *slog.Logger
 }
 
 // newObserver makes the metrics of a member before its parts, which each take them in their
 // Config; notify is where readiness goes (sdnotify.FromEnv() in a process systemd started).
-func newObserver(notify *sdnotify.Notifier, log *slog.Logger) *observer {
-	return &observer{metrics: metrics.New(metrics.Options{}), notify: notify, log: log}
+func newObserver(notify *sdnotify.Notifier, onReady func(), log *slog.Logger) *observer {
+	return &observer{metrics: metrics.New(metrics.Options{}), notify: notify, onReady: onReady, log: log}
 }
 
 // watch points the state metrics at the node, once it exists.
@@ -42,10 +43,14 @@ func withMetrics(next http.Handler, m *metrics.Metrics) http.Handler {
 // membership (raftnode.WaitJoined), and not before: systemd starts the unit's dependents then.
 // Call it after the client listeners are open and their servers started: a client that connects
 // once READY is sent is then accepted. It returns when READY is sent, or when ctx ends or the
-// node stops first, without sending it.
+// node stops first, without sending it. Config.OnReady is called then, whether systemd hears
+// or not.
 func (o *observer) readyWhenJoined(ctx context.Context, node *raftnode.Node) {
 	if err := node.WaitJoined(ctx); err != nil {
 		return
+	}
+	if o.onReady != nil {
+		o.onReady()
 	}
 	if err := o.notify.Ready(); err != nil {
 		o.log.Warn("cannot tell systemd the member is ready", "err", err)

@@ -23,7 +23,7 @@ import (
 
 // /metrics is served beside what the metrics port already serves, which keeps every other path.
 func TestWithMetrics(t *testing.T) {
-	o := newObserver(sdnotify.New(""), slog.New(slog.NewTextHandler(io.Discard, nil)))
+	o := newObserver(sdnotify.New(""), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "next") })
 	srv := httptest.NewServer(withMetrics(next, o.metrics))
 	defer srv.Close()
@@ -74,12 +74,15 @@ func TestReadyOnlyOnceJoined(t *testing.T) {
 
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	node := startNode(t, ctx, log)
-	o := newObserver(sdnotify.New(sock), log)
+	readied := make(chan struct{}, 2)
+	o := newObserver(sdnotify.New(sock), func() { readied <- struct{}{} }, log)
 	o.watch(node)
 	go o.readyWhenJoined(ctx, node)
 	select {
 	case s := <-states:
 		t.Fatalf("%q before the member's publish was applied", s)
+	case <-readied:
+		t.Fatal("OnReady called before the member's publish was applied")
 	case <-time.After(300 * time.Millisecond):
 	}
 
@@ -107,6 +110,10 @@ func TestReadyOnlyOnceJoined(t *testing.T) {
 			t.Fatalf("no %s within 5s", want)
 		}
 		if want == "READY=1" {
+			// Called once, before systemd is told.
+			if len(readied) != 1 {
+				t.Fatalf("OnReady called %d times by READY=1, want once", len(readied))
+			}
 			o.stopping()
 		}
 	}

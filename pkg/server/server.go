@@ -160,7 +160,7 @@ func (m *running) close() {
 // membership changes, and the services of the peer, client and metrics ports.
 func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
-	m.obs = newObserver(sdnotify.FromEnv(), m.log)
+	m.obs = newObserver(sdnotify.FromEnv(), s.cfg.OnReady, m.log)
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
 		PeerCreds: s.peerCreds, Metrics: m.obs.metrics, PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs})
 	m.tr.SetPeers(hints)
