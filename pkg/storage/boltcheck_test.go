@@ -43,18 +43,14 @@ func memberDB(t testing.TB, n, size int) []byte {
 	return data
 }
 
-// hwm is the high-water mark meta page 0 gives: the pages in use, which a member.db's file
-// (longer, sparse) holds and more.
-func (b *boltFile) hwm() int {
-	m, _ := readMeta(bytes.NewReader(b.data), 0)
-	return int(m.hwm)
-}
-
 // boltFile is a test's view of a bbolt file's bytes, to damage them in one place.
 type boltFile struct {
 	t    *testing.T
 	data []byte
 	ps   int // page size
+	// hwm is meta page 0's high-water mark: the pages in use, which a member.db's file (longer,
+	// sparse) holds and more.
+	hwm int
 }
 
 func newBoltFile(t *testing.T, data []byte) *boltFile {
@@ -62,7 +58,7 @@ func newBoltFile(t *testing.T, data []byte) *boltFile {
 	if !ok {
 		t.Fatal("meta page 0 is not valid")
 	}
-	return &boltFile{t: t, data: data, ps: int(m.pageSize)}
+	return &boltFile{t: t, data: data, ps: int(m.pageSize), hwm: int(m.hwm)}
 }
 
 // metas calls f on both meta pages' metas and sets their checksums again.
@@ -130,7 +126,7 @@ func TestCheckFileRefusesDamage(t *testing.T) {
 		damage func(b *boltFile)
 		reason string
 	}{
-		{"truncated", func(b *boltFile) { b.data = b.data[:b.hwm()*b.ps/2] }, "claims"},
+		{"truncated", func(b *boltFile) { b.data = b.data[:b.hwm*b.ps/2] }, "claims"},
 		{"truncated to a page", func(b *boltFile) { b.data = b.data[:b.ps] }, "less than its two meta pages"},
 		{"high-water mark beyond the file", func(b *boltFile) {
 			b.metas(func(m []byte) { ne.PutUint64(m[40:], uint64(len(b.data)/b.ps+1)) })
