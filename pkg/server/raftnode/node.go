@@ -130,6 +130,8 @@ type Node struct {
 	// heard is when raft's own traffic last came from each member (HeardWithin): ID to
 	// *atomic.Int64 of Unix nanoseconds.
 	heard sync.Map
+	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
+	ledSince atomic.Int64
 
 	// invitation is the leader's invitation to campaign (MsgTimeoutNow) that arrived while this
 	// member could not act on it yet (see holdInvitation).
@@ -419,6 +421,16 @@ func (n *Node) promotable() bool {
 func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
 	v, ok := n.heard.Load(id)
 	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) <= d
+}
+
+// LeadingFor is how long this member has led, in its current term; 0 when it does not lead. A
+// leader that has led for less than an election timeout may not have heard yet from voters
+// that are up: those that neither elected it nor acknowledged its first entry.
+func (n *Node) LeadingFor() time.Duration {
+	if n.lead.Load() != n.id {
+		return 0
+	}
+	return time.Since(time.Unix(0, n.ledSince.Load()))
 }
 
 // HoldsOwnRemoval reports whether this member's log, beyond what it has applied, holds an entry

@@ -99,6 +99,9 @@ func (n *Node) recordState(rd raft.Ready) (prevTerm uint64) {
 	}
 	if rd.SoftState != nil {
 		moved = moved || n.lead.Load() != rd.SoftState.Lead
+		if rd.SoftState.Lead == n.id && n.lead.Load() != n.id {
+			n.ledSince.Store(time.Now().UnixNano())
+		}
 		n.lead.Store(rd.SoftState.Lead)
 		n.cfg.Metrics.ObserveLeader(rd.SoftState.Lead)
 		n.notifyProgress()

@@ -87,8 +87,8 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		}
 		// Go round again after the backoff, or as soon as the applied membership changes (on a
 		// member that has just joined, the snapshot that holds the leader's address). Not at a
-		// change of leader: a leader elected a moment ago has heard from too few voters yet for
-		// the strict check, and would refuse a removal as "unhealthy cluster".
+		// change of leader: a leader elected a moment ago is still committing its first entry
+		// and hearing from its voters (recheckNewLeader).
 		wctx, cancel := context.WithTimeout(ctx, backoff)
 		c.cfg.Node.WaitFor(wctx, func() bool { return c.cfg.Node.Cluster() != seen })
 		cancel()
@@ -139,7 +139,11 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	if m := cl.Member(ch.Member.ID); m != nil {
 		reply.Member = *m
 	}
-	if err := c.check(cl, ch, reply); err != nil {
+	err = c.check(cl, ch, reply)
+	if errors.Is(err, membership.ErrUnhealthy) {
+		err = c.recheckNewLeader(ctx, cl, ch, reply)
+	}
+	if err != nil {
 		if statesMembership(err) {
 			if err = c.confirmRefusal(ctx, cl, ch, reply, err); retryable(err) {
 				return nil, err
@@ -230,6 +234,29 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 	}
 	_, _, err := cl.CheckQuorum(ch, peers)
 	return err
+}
+
+// recheckNewLeader judges again a change refused as "unhealthy cluster" by a leader that has led
+// for less than an election timeout, each time a peer acknowledges entries, until the change
+// passes or it has led that long. Such a leader has heard only from the voters that elected it
+// and acknowledged its first entry; the others that are up answer that entry within a round
+// trip. Without this, the first change after a change of leader (the removal of a second member
+// right after the leader's own) is refused although every voter it needs is up.
+func (c *Coordinator) recheckNewLeader(ctx context.Context, cl *membership.Cluster, ch membership.Change, reply *Reply) error {
+	led := c.cfg.Node.LeadingFor()
+	if led == 0 || led >= c.cfg.ElectionTimeout {
+		return membership.ErrUnhealthy
+	}
+	wctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout-led)
+	defer cancel()
+	c.cfg.Node.WaitMatches(wctx, func(map[membership.ID]uint64) bool {
+		return !errors.Is(c.check(cl, ch, reply), membership.ErrUnhealthy)
+	})
+	if c.cfg.Node.LeadingFor() == 0 {
+		// Leadership moved meanwhile: the next leader judges the change.
+		return raftnode.ErrNotLeader
+	}
+	return c.check(cl, ch, reply)
 }
 
 // learnerReady is etcd's rule for a promotion: the learner has 90% of the leader's log.

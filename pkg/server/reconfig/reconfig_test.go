@@ -404,3 +404,114 @@ func TestCutOffLeaderDoesNotRefuseOnStaleMembership(t *testing.T) {
 		t.Fatal("the cut-off leader made a change without its cluster")
 	}
 }
+
+// newLeaderUnheard publishes every member, so that the strict check counts each as started,
+// then hands leadership from the leader to another member while whatever the third sends that
+// member goes by rule (hold or drop): the new leader, elected by the old one, has not heard from
+// the third. It returns the old leader, the new one and the third.
+func newLeaderUnheard(t *testing.T, net *memNet, coords map[uint64]*Coordinator, rule verdict) (old, lead, unheard uint64) {
+	t.Helper()
+	old = waitLeader(t, coords)
+	for id, c := range coords {
+		c.cfg.StrictReconfig, c.cfg.ElectionTimeout = true, 500*time.Millisecond
+		self := c.cfg.Node.Cluster().Member(membership.ID(id))
+		publish := membership.Change{Kind: membership.KindPublish, Member: membership.Member{
+			ID: self.ID, Name: self.Name, ClientURLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 100+len(self.Name))},
+		}}
+		// Through the leader: this harness forwards nothing between coordinators.
+		if _, err := do(coords[old], publish, 5*time.Second); err != nil {
+			t.Fatalf("publishing %s: %v", self.Name, err)
+		}
+		switch {
+		case id == old:
+		case lead == 0:
+			lead = id
+		default:
+			unheard = id
+		}
+	}
+	for _, c := range coords {
+		waitUntil(t, "every member applies every publish", func() bool {
+			for _, m := range c.cfg.Node.Cluster().Members {
+				if !m.Started {
+					return false
+				}
+			}
+			return true
+		})
+	}
+	net.setRule(func(m *raftpb.Message) verdict {
+		if m.GetFrom() == unheard && m.GetTo() == lead {
+			return rule
+		}
+		return deliver
+	})
+	// A follower hears from another follower only when it answers a campaign (at the start).
+	unheardFor := func() bool {
+		return !coords[lead].cfg.Node.HeardWithin(membership.ID(unheard), coords[lead].cfg.ElectionTimeout)
+	}
+	waitUntil(t, "the campaigns of the start are an election timeout old", unheardFor)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	if err := coords[old].cfg.Node.TransferLeadership(ctx, membership.ID(lead)); err != nil {
+		t.Fatalf("handing leadership over: %v", err)
+	}
+	if _, err := coords[lead].cfg.Node.LeaderTerm(ctx); err != nil {
+		t.Fatalf("the new leader commits an entry of its term: %v", err)
+	}
+	if !unheardFor() {
+		t.Fatal("the new leader heard from the member it must not have: the test did not set up what it means to")
+	}
+	return old, lead, unheard
+}
+
+// A leader elected a moment ago has not heard yet from every voter that is up. The first change
+// it judges, the removal of the old leader, leaves two voters, both needed: it is not refused
+// as "unhealthy cluster" because the other voter's first acknowledgement came after the check.
+func TestNewLeaderWaitsToHearVotersBeforeRefusing(t *testing.T) {
+	net, coords := startNodes(t, "")
+	old, lead, unheard := newLeaderUnheard(t, net, coords, hold)
+	done := make(chan error, 1)
+	go func() {
+		_, err := do(coords[lead], membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(old)}}, 10*time.Second)
+		done <- err
+	}()
+	// Let the unheard member through once the leader has sent it a few heartbeats more: the
+	// removal has been judged once by then, in all likelihood, and refused on the spot before.
+	beats := 0
+	net.setRule(func(m *raftpb.Message) verdict {
+		switch {
+		case m.GetFrom() == lead && m.GetTo() == unheard && m.GetType() == raftpb.MessageType_MsgHeartbeat:
+			beats++
+		case m.GetFrom() == unheard && m.GetTo() == lead && beats < 3:
+			return hold
+		}
+		return deliver
+	})
+	waitUntil(t, "heartbeats to the unheard member", func() bool {
+		net.mu.Lock()
+		defer net.mu.Unlock()
+		return beats >= 3
+	})
+	net.release()
+	if err := <-done; err != nil {
+		t.Fatalf("removing the old leader once the other voter answers: %v", err)
+	}
+	if coords[lead].cfg.Node.Cluster().Member(membership.ID(old)) != nil {
+		t.Fatal("the old leader is still a member")
+	}
+}
+
+// The wait is bounded: a voter that does not answer the new leader within an election timeout
+// of its election is not connected, and the change is refused then.
+func TestNewLeaderRefusesWhenAVoterStaysSilent(t *testing.T) {
+	net, coords := startNodes(t, "")
+	old, lead, _ := newLeaderUnheard(t, net, coords, drop)
+	_, err := do(coords[lead], membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(old)}}, 10*time.Second)
+	if !errors.Is(err, membership.ErrUnhealthy) {
+		t.Fatalf("removing the old leader with the other voter silent: %v, want %v", err, membership.ErrUnhealthy)
+	}
+	if coords[lead].cfg.Node.Cluster().Member(membership.ID(old)) == nil {
+		t.Fatal("the refused removal was applied")
+	}
+}
