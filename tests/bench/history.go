@@ -53,8 +53,10 @@ type historyFigures struct {
 // bound); when it is nil (-only=history), a cluster is started and its history filled with
 // -history-entries changes (peer URL updates, one event each). The short cluster's log is filled
 // with three times --snapshot-count changes: enough that its members snapshot and compact their
-// logs and a new member is sent a snapshot, as on the full one, so the two differ in the history
-// their snapshots carry. The clusters the phase starts are stopped again.
+// logs and a new member is sent a snapshot, as on the full one; in a whole run it first adds and
+// removes the -history learners the main cluster did, so that both hold as many removed IDs. The
+// two then differ in the history their snapshots carry. The clusters the phase starts are
+// stopped again.
 func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*historyFigures, error) {
 	clusters := map[bool]*cluster.Cluster{true: filled}
 	f := &historyFigures{sizes: map[bool]historySizes{}, ready: map[bool]samples{}, gaps: map[bool]samples{}}
@@ -94,6 +96,15 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		st, err := cluster.Status(ms[0])
 		if err != nil {
 			return nil, err
+		}
+		if filled != nil {
+			// The full cluster is the main one, which holds the IDs of the learners the last
+			// series added and removed: the short one gets as many, so that the two differ in
+			// their histories only, in the snapshots a new member is sent as in their files.
+			b.logf("history phase: %d learners added and removed in the %s cluster", b.opt.history, name)
+			if _, err := addRemoveLoopIn(ctx, c, viaLeader, b.opt.history, time.Time{}); err != nil {
+				return nil, err
+			}
 		}
 		changes := map[bool]int{false: 3 * b.opt.snapshotCount, true: b.opt.historyEntries}[full]
 		b.logf("history phase: filling the %s cluster's log with %d changes", name, changes)
@@ -143,8 +154,8 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 // its whole history in their first snapshot.
 func (b *bench) historyCycles(ctx context.Context, clusters map[bool]*cluster.Cluster, f *historyFigures) error {
 	warm := b.opt.cycleWarmup()
-	b.logf("history phase: learner ready and leader removal, %d cycles (+%d warm-up) per cluster", b.opt.cycles, warm)
-	for k := range warm + b.opt.cycles {
+	b.logf("history phase: learner ready and leader removal, %d cycles (+%d warm-up) per cluster", b.opt.historyCycles, warm)
+	for k := range warm + b.opt.historyCycles {
 		for j := range 2 {
 			full := (k+j)%2 == 1
 			v, err := b.learnerReadyIn(ctx, clusters[full], fmt.Sprintf("hlearner%d", k))

@@ -33,6 +33,7 @@ type options struct {
 	history         int
 	fsyncRuns       int
 	cycles          int
+	historyCycles   int
 	replaceRuns     int
 	deadReplaceRuns int
 	removals        int
@@ -82,6 +83,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only=history, changes made in the membership history of the cluster the history phase compares with one whose members keep one change (--max-history=1; its log filled with 3x -snapshot-count changes); in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
+	fs.IntVar(&o.historyCycles, "history-cycles", 11, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians: "+
+		"more than -cycles, as the medians of 5 on a loaded 2-core machine do not tell 1.1x from 1.2x")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.deadReplaceRuns, "dead-replace-runs", 5, "measured replacements of a dead follower (killed just before) per CLI: clusterctl member replace and etcdctl's remove, add, promote steps (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
@@ -109,7 +112,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-only=%s: the series that run alone are %s, %s and %s", o.only, onlyClusterStatus, onlyReplace, onlyHistory)
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
-		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
+		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "history-cycles": o.historyCycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}
