@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -12,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
@@ -268,5 +270,37 @@ func TestPromoteReadyWaitEnds(t *testing.T) {
 	_, err := ms[1].Client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: added.Member.ID})
 	if message(err) != "etcdserver: can only promote a learner member which is in sync with leader" || time.Since(start) > 5*time.Second {
 		t.Fatalf("dry run: %v after %v", err, time.Since(start))
+	}
+}
+
+// A joining member is ready (the linearizable read of WaitJoined answered, its publish applied)
+// as soon as it has applied the snapshot it is sent. Its read must not be asked before then:
+// raft drops the leader's answer from a member its configuration does not hold yet, and the read
+// would wait out its retry, half an election timeout, here made 5 s. Every learner of several
+// in turn, as the loss depended on whether the read or the snapshot came first.
+func TestJoiningMemberReadyWithoutWaitingOutARead(t *testing.T) {
+	ms := servertest.Start(t, 3, nil)
+	c := ms[0].Client(t)
+	for i := range 3 {
+		n, added, initial := addMember(t, c, fmt.Sprintf("l%d", i), true)
+		ready := make(chan struct{})
+		n.Start(t, n.Config(initial, "existing", func(cfg *server.Config) {
+			cfg.ElectionTimeout = 10 * time.Second
+			cfg.OnReady = func() { close(ready) }
+		}))
+		select {
+		case <-ready:
+		case <-time.After(4 * time.Second):
+			t.Fatalf("learner %d not ready within 4s: its read waited for the retry", i)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		_, err := c.MemberRemove(ctx, &pb.MemberRemoveRequest{ID: added.Member.ID})
+		cancel()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := n.Exited(t, 10*time.Second); !errors.Is(err, server.ErrRemoved) {
+			t.Fatalf("learner %d removed: %v", i, err)
+		}
 	}
 }

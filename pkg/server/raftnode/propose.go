@@ -148,8 +148,18 @@ func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
 			return nil, ErrStopped
 		}
 		moved := n.leaderChanged()
-		if _, err := n.WaitLeader(ctx); err != nil {
+		lead, err := n.WaitLeader(ctx)
+		if err != nil {
 			return nil, err
+		}
+		// Raft drops, silently, an answer from a member its configuration does not hold: a
+		// joining member's read made before its first snapshot is applied would wait out the
+		// retry. The applied membership holds every member raft's configuration does.
+		if !n.WaitFor(ctx, func() bool { return n.Cluster().Member(lead) != nil || n.lead.Load() != uint64(lead) }) {
+			return nil, n.ctxErr(ctx)
+		}
+		if n.lead.Load() != uint64(lead) {
+			continue
 		}
 		idx, err := n.readIndexOnce(ctx, moved, retry)
 		if err != nil {
