@@ -53,10 +53,10 @@ type historyFigures struct {
 // bound); when it is nil (-only=history), a cluster is started and its history filled with
 // -history-entries changes (peer URL updates, one event each). The short cluster's log is filled
 // with three times --snapshot-count changes: enough that its members snapshot and compact their
-// logs and a new member is sent a snapshot, as on the full one; in a whole run it first adds and
-// removes the -history learners the main cluster did, so that both hold as many removed IDs. The
-// two then differ in the history their snapshots carry. The clusters the phase starts are
-// stopped again.
+// logs and a new member is sent a snapshot, as on the full one. Each cluster the phase starts
+// then adds and removes -history learners, as the main cluster did after its fill, so that the
+// two hold as many removed IDs and differ in the history their snapshots carry. The clusters the
+// phase starts are stopped again.
 func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*historyFigures, error) {
 	clusters := map[bool]*cluster.Cluster{true: filled}
 	f := &historyFigures{sizes: map[bool]historySizes{}, ready: map[bool]samples{}, gaps: map[bool]samples{}}
@@ -97,15 +97,6 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		if err != nil {
 			return nil, err
 		}
-		if filled != nil {
-			// The full cluster is the main one, which holds the IDs of the learners the last
-			// series added and removed: the short one gets as many, so that the two differ in
-			// their histories only, in the snapshots a new member is sent as in their files.
-			b.logf("history phase: %d learners added and removed in the %s cluster", b.opt.history, name)
-			if _, err := addRemoveLoopIn(ctx, c, viaLeader, b.opt.history, time.Time{}); err != nil {
-				return nil, err
-			}
-		}
 		changes := map[bool]int{false: 3 * b.opt.snapshotCount, true: b.opt.historyEntries}[full]
 		b.logf("history phase: filling the %s cluster's log with %d changes", name, changes)
 		fill, err := fillLogIn(ctx, c, st.GetRaftIndex()+uint64(changes), b.opt.fillTimeout)
@@ -114,6 +105,12 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		}
 		if full {
 			f.fill = fill
+		}
+		// As the main cluster did after its fill: the two clusters then hold as many removed
+		// IDs, and histories of learners added and removed, as a whole run's full one does.
+		b.logf("history phase: %d learners added and removed in the %s cluster", b.opt.history, name)
+		if _, err := addRemoveLoopIn(ctx, c, viaLeader, b.opt.history, time.Time{}); err != nil {
+			return nil, err
 		}
 	}
 	clients := map[bool]*client.Client{}
@@ -166,6 +163,8 @@ func (b *bench) historyCycles(ctx context.Context, clusters map[bool]*cluster.Cl
 			if err != nil {
 				return fmt.Errorf("history phase, full %v: %w", full, err)
 			}
+			b.logf("history phase, %s cycle %d: learner ready %.1f ms; leader removal gap %.1f ms from %+.1f ms, remove took %.1f ms",
+				map[bool]string{false: "short", true: "full"}[full], k+1-warm, v.ReadyMS, rr.LongestGapMS, rr.GapFromMS, rr.RemoveMS)
 			if k >= warm {
 				f.ready[full] = append(f.ready[full], v.ReadyMS)
 				f.gaps[full] = append(f.gaps[full], rr.LongestGapMS)
