@@ -64,7 +64,7 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		if clusters[full] != nil {
 			continue
 		}
-		name := map[bool]string{false: "history-short", true: "history-full"}[full]
+		name := "history-" + historyKind(full)
 		dir := filepath.Join(b.dir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, err
@@ -136,7 +136,7 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		return nil, err
 	}
 	for full, c := range clusters {
-		if f.sizes[full], err = b.historySizes(ctx, c, clients[full], map[bool]string{false: "short", true: "full"}[full]); err != nil {
+		if f.sizes[full], err = b.historySizes(ctx, c, clients[full], historyKind(full)); err != nil {
 			return nil, err
 		}
 	}
@@ -144,6 +144,14 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		return nil, err
 	}
 	return f, nil
+}
+
+// historyKind names the history phase's clusters: the one whose history is full, the other.
+func historyKind(full bool) string {
+	if full {
+		return "full"
+	}
+	return "short"
 }
 
 // historyCycles makes a learner ready and removes the leader on each cluster in turn, the order
@@ -164,7 +172,7 @@ func (b *bench) historyCycles(ctx context.Context, clusters map[bool]*cluster.Cl
 				return fmt.Errorf("history phase, full %v: %w", full, err)
 			}
 			b.logf("history phase, %s cycle %d: learner ready %.1f ms; leader removal gap %.1f ms from %+.1f ms, remove took %.1f ms",
-				map[bool]string{false: "short", true: "full"}[full], k+1-warm, v.ReadyMS, rr.LongestGapMS, rr.GapFromMS, rr.RemoveMS)
+				historyKind(full), k+1-warm, v.ReadyMS, rr.LongestGapMS, rr.GapFromMS, rr.RemoveMS)
 			if k >= warm {
 				f.ready[full] = append(f.ready[full], v.ReadyMS)
 				f.gaps[full] = append(f.gaps[full], rr.LongestGapMS)

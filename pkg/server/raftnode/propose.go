@@ -154,7 +154,8 @@ func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
 		}
 		// Raft drops, silently, an answer from a member its configuration does not hold: a
 		// joining member's read made before its first snapshot is applied would wait out the
-		// retry. The applied membership holds every member raft's configuration does.
+		// retry. Raft's configuration changes before the applied membership is published, so
+		// it holds the leader once that membership does.
 		if !n.WaitFor(ctx, func() bool { return n.Cluster().Member(lead) != nil || n.lead.Load() != uint64(lead) }) {
 			return nil, n.ctxErr(ctx)
 		}
