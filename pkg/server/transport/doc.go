@@ -28,7 +28,8 @@
 //   - A peer's address book grows from the applied membership, and from a sender the membership
 //     does not list yet, at the peer URLs its stream names (metadata clusterd-peer-urls), so that
 //     a member that missed the sender's addition can answer it (etcd's remotes); a removed
-//     member's peer is closed and never reopened, as its messages are refused.
+//     member's peer is closed and never reopened, as its messages are refused, once what raft
+//     queued for it before its removal is sent (the commit of its own removal, which stops it).
 //   - Bytes are counted per peer as the envelopes' size, sent once the stream took a message
 //     and received once the envelope passed the checks (a refused sender is not a series); a
 //     dropped message is a send failure; a removed peer's series are dropped with it.

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -34,6 +35,9 @@ type peer struct {
 	// remote: added from a sender's stream, not from the membership, so without a prober until
 	// the membership lists it (Transport.answerSender); guarded by Transport.mu.
 	remote bool
+	// removed: the peer was removed from the membership, and what is queued for it still goes
+	// (flush) before its sender stops.
+	removed atomic.Bool
 
 	mu   sync.Mutex
 	urls []string
@@ -70,6 +74,13 @@ func (p *peer) enqueue(m *raftpb.Message) bool {
 }
 
 func (p *peer) close() { p.once.Do(func() { close(p.stop) }) }
+
+// retire stops the sender of a peer removed from the membership, once it has sent what raft
+// queued for the peer while it was a member (flush).
+func (p *peer) retire() {
+	p.removed.Store(true)
+	p.close()
+}
 
 func (p *peer) wake() {
 	select {
@@ -111,6 +122,9 @@ func (p *peer) run() {
 	for {
 		select {
 		case <-p.stop:
+			if p.removed.Load() && len(p.q) > 0 && connect() == nil {
+				_ = p.stream(conn, <-p.q) // which flushes the rest
+			}
 			return
 		case <-p.woken:
 			backoff = 50 * time.Millisecond
@@ -186,17 +200,9 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	defer idle.Stop()
 	m := first
 	for {
-		env := &pb.Envelope{ClusterId: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
-		crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
-		if err := s.Send(env); err != nil {
-			p.t.report(m, false)
-			if errors.Is(err, io.EOF) {
-				err = <-ended
-			}
+		if err := p.send(s, m, ended); err != nil {
 			return err
 		}
-		p.t.report(m, true)
-		p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
 		idle.Reset(time.Minute)
 		select {
 		case m = <-p.q:
@@ -209,7 +215,58 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 			s.CloseSend()
 			return nil
 		case <-p.stop:
+			if p.removed.Load() {
+				return p.flush(s, ended)
+			}
 			s.CloseSend()
+			return nil
+		}
+	}
+}
+
+// send sends m on s, and reports how it went; ended is the end of the stream, which says why
+// the receiver refused it.
+func (p *peer) send(s pb.Peer_RaftClient, m *raftpb.Message, ended <-chan error) error {
+	env := &pb.Envelope{ClusterId: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
+	crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
+	if err := s.Send(env); err != nil {
+		p.t.report(m, false)
+		if errors.Is(err, io.EOF) {
+			err = <-ended
+		}
+		return err
+	}
+	p.t.report(m, true)
+	p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
+	return nil
+}
+
+// flushWait bounds how long a removed peer's sender waits for the peer to take what was flushed
+// to it: as long as a notice's answer (invoke).
+const flushWait = time.Second
+
+// flush sends a removed peer what raft queued for it while it was a member, ends the stream and
+// waits, flushWait at most, until the peer has taken it (a stream cancelled at once would drop
+// what is still in flight). What the leader queued holds the commit of the peer's own removal:
+// with it, the peer applies its removal and stops at once, instead of learning it from a refusal
+// or a Removed notice and confirming it with the cluster's voters first, while its clients wait.
+// Delivering a member's messages after its removal is only a delay, which the network may always
+// add.
+func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
+	for {
+		select {
+		case m := <-p.q:
+			if err := p.send(s, m, ended); err != nil {
+				return err
+			}
+		default:
+			s.CloseSend()
+			t := time.NewTimer(flushWait)
+			defer t.Stop()
+			select {
+			case <-ended:
+			case <-t.C:
+			}
 			return nil
 		}
 	}

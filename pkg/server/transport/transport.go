@@ -316,7 +316,7 @@ func (t *Transport) SetPeers(c *membership.Cluster) {
 	// The peers, not the removed IDs: those are as many as the cluster's whole history.
 	for id, p := range t.peers {
 		if c.IsRemoved(id) {
-			p.close()
+			p.retire()
 			delete(t.peers, id)
 			t.cfg.Metrics.PeerRemoved(uint64(id))
 			urls, _ := p.address()

@@ -157,6 +157,28 @@ func TestRemovedSenderIsToldToCheck(t *testing.T) {
 	}
 }
 
+// A member removed from the membership still receives what raft queued for it while it was a
+// member: the leader's last messages hold the commit of its own removal, with which it stops at
+// once instead of confirming its removal with the cluster first.
+func TestRemovedPeerGetsWhatWasQueued(t *testing.T) {
+	c := membership.NewCluster(7, nil)
+	_, receiver, url := serve(t, 2, 7, c)
+	sender, _, _ := serve(t, 1, 7, c)
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
+	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+	waitFor(t, "the stream up", func() bool { return receiver.count() == 1 })
+	const queued = 1000
+	msgs := make([]*raftpb.Message, queued)
+	for i := range msgs {
+		msgs[i] = heartbeat(1, 2)
+	}
+	sender.Send(msgs)
+	gone := membership.NewCluster(7, nil)
+	gone.Removed = membership.NewIDSet(2)
+	sender.SetPeers(gone)
+	waitFor(t, "what was queued delivered", func() bool { return receiver.count() == 1+queued })
+}
+
 // A Removed notice, whoever sends it, is a claim to check and nothing more; one for another
 // cluster or member is refused and not even that.
 func TestRemovedNoticeIsAClaim(t *testing.T) {
