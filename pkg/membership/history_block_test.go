@@ -289,6 +289,28 @@ func BenchmarkReceivedAtBound(b *testing.B) {
 	})
 }
 
+// BenchmarkSnapshotAtBound is a leader at its bound of 10,000 events recording one more and
+// making the blocks of a snapshot of them, as it does at each add (the kept part of the oldest
+// block and the newest events compressed again; every other block once, and then shared).
+func BenchmarkSnapshotAtBound(b *testing.B) {
+	const max = 10000
+	var h History
+	for i := range max + max/2 {
+		h = h.With(numbered(i), max)
+	}
+	h.DeflatedBlocks()
+	i, bytes := max+max/2, 0
+	for b.Loop() {
+		h = h.With(numbered(i), max)
+		i++
+		blocks, _ := h.DeflatedBlocks()
+		for _, bl := range blocks {
+			bytes += len(bl.Deflated)
+		}
+	}
+	b.ReportMetric(float64(bytes)/float64(b.N), "B/snapshot")
+}
+
 // The blocks of one snapshot inflate to at most maxInflated together, as its one stream did: a
 // peer's snapshot of many small blocks that inflate to much more is refused when read, not made
 // in memory block by block. (Shown with a smaller budget: the blocks share the one given.)
@@ -301,7 +323,7 @@ func TestHistoryInflateBound(t *testing.T) {
 		t.Fatal("the blocks of one snapshot do not share one budget of maxInflated")
 	}
 	const size = 1 << 16
-	bomb := appendFlushed(nil, make([]byte, size))
+	bomb := appendFlushed(nil, make([]byte, size), blockWriters)
 	budget := new(atomic.Int64)
 	budget.Store(3*size + size/2)
 	for i := range 5 {
