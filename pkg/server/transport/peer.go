@@ -225,20 +225,22 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 }
 
 // send sends m on s, and reports how it went; ended is the end of the stream, which says why
-// the receiver refused it.
+// the receiver refused it. What a removed peer is sent (flush) is neither reported to raft,
+// which no longer tracks the peer, nor counted: its series went with it.
 func (p *peer) send(s pb.Peer_RaftClient, m *raftpb.Message, ended <-chan error) error {
 	env := &pb.Envelope{ClusterId: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
 	crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
-	if err := s.Send(env); err != nil {
-		p.t.report(m, false)
-		if errors.Is(err, io.EOF) {
-			err = <-ended
+	err := s.Send(env)
+	if !p.removed.Load() {
+		p.t.report(m, err == nil)
+		if err == nil {
+			p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
 		}
-		return err
 	}
-	p.t.report(m, true)
-	p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
-	return nil
+	if errors.Is(err, io.EOF) {
+		err = <-ended
+	}
+	return err
 }
 
 // flushWait bounds how long a removed peer's sender waits for the peer to take what was flushed

@@ -159,11 +159,12 @@ func TestRemovedSenderIsToldToCheck(t *testing.T) {
 
 // A member removed from the membership still receives what raft queued for it while it was a
 // member: the leader's last messages hold the commit of its own removal, with which it stops at
-// once instead of confirming its removal with the cluster first.
+// once instead of confirming its removal with the cluster first. Its series stay gone.
 func TestRemovedPeerGetsWhatWasQueued(t *testing.T) {
 	c := membership.NewCluster(7, nil)
 	_, receiver, url := serve(t, 2, 7, c)
-	sender, _, _ := serve(t, 1, 7, c)
+	m := metrics.New(metrics.Options{NoProcessCollector: true})
+	sender, _, _ := serveWithMetrics(t, 1, 7, c, m)
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
 	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
 	waitFor(t, "the stream up", func() bool { return receiver.count() == 1 })
@@ -177,6 +178,9 @@ func TestRemovedPeerGetsWhatWasQueued(t *testing.T) {
 	gone.Removed = membership.NewIDSet(2)
 	sender.SetPeers(gone)
 	waitFor(t, "what was queued delivered", func() bool { return receiver.count() == 1+queued })
+	if got := series(t, m, "etcd_network_peer_sent_bytes_total", membership.ID(2).String()); got != -1 {
+		t.Errorf("a removed peer's sent bytes are exposed again (%v)", got)
+	}
 }
 
 // A Removed notice, whoever sends it, is a claim to check and nothing more; one for another
