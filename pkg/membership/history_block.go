@@ -226,10 +226,10 @@ func flateWriterPool(level int) *sync.Pool {
 	}}
 }
 
-// appendFlushed appends records compressed by a writer of writers and flushed, not closed. A
-// history's records repeat names, URLs and addresses: a block shrinks about ninefold at DEFLATE's
-// default level (blockWriters) for about 0.1 ms, which a new member gains back many times over
-// in moving, reading and writing its first snapshot, and a block is compressed once. What each
+// appendFlushed appends records compressed by a writer from the pool writers, flushed, not
+// closed. A history's records repeat names, URLs and addresses: a block shrinks about ninefold at
+// DEFLATE's default level (blockWriters) for about 0.1 ms, which a new member gains back many
+// times over in moving, reading and writing its first snapshot, and a block is compressed once. What each
 // snapshot compresses again (DeflatedBlocks: the newest events and the kept part of the oldest
 // block, under two blocks of some forty at the default bound) is compressed at the fastest level
 // (snapshotWriters): at the default bound a few hundred bytes more in a snapshot, for a third
