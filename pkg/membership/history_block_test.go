@@ -299,16 +299,16 @@ func BenchmarkSnapshotAtBound(b *testing.B) {
 		h = h.With(numbered(i), max)
 	}
 	h.DeflatedBlocks()
-	i, bytes := max+max/2, 0
+	i, size := max+max/2, 0
 	for b.Loop() {
 		h = h.With(numbered(i), max)
 		i++
 		blocks, _ := h.DeflatedBlocks()
 		for _, bl := range blocks {
-			bytes += len(bl.Deflated)
+			size += len(bl.Deflated)
 		}
 	}
-	b.ReportMetric(float64(bytes)/float64(b.N), "B/snapshot")
+	b.ReportMetric(float64(size)/float64(b.N), "B/snapshot")
 }
 
 // The blocks of one snapshot inflate to at most maxInflated together, as its one stream did: a

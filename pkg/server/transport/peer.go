@@ -255,23 +255,18 @@ const flushWait = time.Second
 // Delivering a member's messages after its removal is only a delay, which the network may always
 // add.
 func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
-	for {
-		select {
-		case m := <-p.q:
-			if err := p.send(s, m, ended); err != nil {
-				return err
-			}
-		default:
-			s.CloseSend()
-			t := time.NewTimer(flushWait)
-			defer t.Stop()
-			select {
-			case <-ended:
-			case <-t.C:
-			}
-			return nil
+	// Only this goroutine takes from the queue, and nothing is queued for a removed peer.
+	for len(p.q) > 0 {
+		if err := p.send(s, <-p.q, ended); err != nil {
+			return err
 		}
 	}
+	s.CloseSend()
+	select {
+	case <-ended:
+	case <-time.After(flushWait):
+	}
+	return nil
 }
 
 // pause waits, dropping and reporting whatever is queued meanwhile, until d passes or the peer
