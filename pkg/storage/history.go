@@ -2,9 +2,11 @@ package storage
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -13,29 +15,34 @@ import (
 // stored raft snapshot holds the history up to it, and the history bucket the events recorded
 // since, one binary record each (membership.Event.AppendBinary) keyed by the event's sequence
 // number (its position in everything ever recorded, 8 bytes big-endian), not by its raft index:
-// a restored cluster's log starts again at 1 while its history goes on. A snapshot received from
-// the leader, which may hold thousands of events, is so written once, not once more key by key.
-// A snapshot this member takes holds events the bucket holds too; Load reads each once. meta's
-// history_dropped is the count of older events dropped: no event before it is kept.
+// a restored cluster's log starts again at 1 while its history goes on. Every stored snapshot,
+// received from the leader or taken here, starts the bucket again empty, in the transaction that
+// stores it: the bucket holds at most the changes of one snapshot interval, so a change writes
+// to a small tree (a leaf and its branch) however long the history, and a snapshot received from
+// the leader, which may hold thousands of events, is written once, not once more key by key.
+// Files of earlier versions kept every event in the bucket; Load reads the events the snapshot
+// does not hold, and the next snapshot drops the rest. meta's history_dropped is the count of
+// older events dropped: no event before it is kept.
 
-// saveHistory writes the newest added events of h and deletes those the bound dropped. With a
-// snapshot (received, or a new file's), which holds the history up to it, the bucket starts
+// saveHistory writes the newest events u's changes added to its cluster's history and deletes
+// those the bound dropped; with a snapshot, which holds the history up to it, the bucket starts
 // again empty first.
-func saveHistory(tx *bolt.Tx, h membership.History, added int, withSnapshot bool) error {
+func saveHistory(tx *bolt.Tx, u Update) error {
+	if u.Snapshot != nil {
+		// Dropping the bucket frees its pages without visiting its keys.
+		if err := tx.DeleteBucket(bucketHistory); err != nil && !errors.Is(err, berrors.ErrBucketNotFound) {
+			return err
+		}
+	}
+	if u.Cluster == nil {
+		return nil
+	}
 	b, err := tx.CreateBucketIfNotExists(bucketHistory)
 	if err != nil {
 		return err
 	}
-	if withSnapshot {
-		// Dropping the bucket frees its pages without visiting its keys.
-		if err := tx.DeleteBucket(bucketHistory); err != nil {
-			return err
-		}
-		if b, err = tx.CreateBucket(bucketHistory); err != nil {
-			return err
-		}
-	}
-	events := h.Newest(added)
+	h := u.Cluster.History
+	events := h.Newest(u.HistoryAdded)
 	seq := h.Total() - uint64(len(events))
 	for _, ev := range events {
 		if err := b.Put(u64(seq), ev.AppendBinary(nil)); err != nil {

@@ -75,17 +75,55 @@ func TestHistorySaveLoad(t *testing.T) {
 	if got := load(); got.Len() != c2.History.Len() {
 		t.Fatalf("written twice: %d events, want %d", got.Len(), c2.History.Len())
 	}
-	// A snapshot taken now holds the event the bucket holds too: each is read once.
+	// A snapshot taken now holds the events the bucket holds: the bucket starts again empty.
 	data, err = SnapshotData(c2)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Save(Update{Snapshot: &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(41), Term: proto.Uint64(2)}}}); err != nil {
+	taken := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(41), Term: proto.Uint64(2)}}
+	if err := s.Save(Update{Snapshot: taken}); err != nil {
 		t.Fatal(err)
 	}
 	if got := load(); !reflect.DeepEqual(got.Events(), c2.History.Events()) || got.Dropped() != 7 {
 		t.Fatalf("after a snapshot of its own: %+v, %d dropped", got.Events(), got.Dropped())
 	}
+	if n := bucketKeys(t, s, bucketHistory); n != 0 {
+		t.Fatalf("after a snapshot of its own the bucket holds %d events, want none", n)
+	}
+	// Earlier versions kept the events a snapshot of its own holds in the bucket as well: each
+	// is read once.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		b, err := tx.CreateBucketIfNotExists(bucketHistory)
+		if err != nil {
+			return err
+		}
+		for i, ev := range c2.History.Events() {
+			if err := b.Put(u64(c2.History.Dropped()+uint64(i)), ev.AppendBinary(nil)); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(); !reflect.DeepEqual(got.Events(), c2.History.Events()) || got.Dropped() != 7 {
+		t.Fatalf("an earlier version's bucket: %+v, %d dropped", got.Events(), got.Dropped())
+	}
+}
+
+// bucketKeys counts the keys of one of s's buckets; a missing bucket holds none.
+func bucketKeys(t *testing.T, s *Store, name []byte) int {
+	t.Helper()
+	n := 0
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if b := tx.Bucket(name); b != nil {
+			n = b.Stats().KeyN
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return n
 }
 
 // A file an older version wrote has no history bucket: it loads with an empty history, and the

@@ -85,8 +85,8 @@ type Update struct {
 	Removed []membership.ID
 	// HistoryAdded is how many events the applied changes added to Cluster's history: only
 	// those are written, and those the bound dropped are deleted, so a change costs the same
-	// however long the history. A Cluster that comes with a Snapshot has its history up to the
-	// snapshot in it (history.go).
+	// however long the history. A Snapshot holds the history up to it (history.go): with one,
+	// only the events after it are kept beside it.
 	HistoryAdded int
 	Tombstone    bool
 	JoinPeers    *membership.Cluster // written once, when a member joins
@@ -360,9 +360,9 @@ func save(tx *bolt.Tx, u Update) error {
 		if err := saveCluster(tx, u.Cluster, removed); err != nil {
 			return err
 		}
-		if err := saveHistory(tx, u.Cluster.History, u.HistoryAdded, u.Snapshot != nil); err != nil {
-			return err
-		}
+	}
+	if err := saveHistory(tx, u); err != nil {
+		return err
 	}
 	if u.Applied > 0 {
 		if err := putUint(meta, keyApplied, u.Applied); err != nil {
