@@ -287,7 +287,9 @@ func TestHistoryDamagedRefusedWhenRead(t *testing.T) {
 		h = h.With(membership.Event{RaftIndex: uint64(i + 1), Change: "update", MemberID: 7, PeerURLs: []string{fmt.Sprint("http://a:", i%3)}}, 0)
 	}
 	deflated, events, dropped := h.AppendDeflated(nil)
-	deflated[len(deflated)/2] ^= 0x5a
+	// In the first block, which is compressed (the newest events are stored as they are).
+	blocks, _ := h.DeflatedBlocks()
+	deflated[len(blocks[0].Deflated)/2] ^= 0x5a
 	var err error
 	if c.History, err = membership.HistoryFromDeflated(deflated, events, dropped); err != nil {
 		t.Fatal(err)
