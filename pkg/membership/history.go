@@ -236,8 +236,8 @@ func (h History) WithEvents(evs []Event, max int) History {
 // bounded drops the oldest events beyond max, drops the blocks none of whose events are kept,
 // and folds the recent events into new blocks of blockEvents. A block received whole (larger
 // than blockEvents) is split into blocks of blockEvents once the bound reaches it (inflated then,
-// each part compressed when a snapshot first holds it), so that a snapshot compresses at most one
-// block's kept part.
+// each part compressed when a snapshot first holds it), so that the dropped events a snapshot
+// still carries in its oldest block stay fewer than a block's.
 func (h History) bounded(max int) History {
 	if over := h.Len() - max; max > 0 && over > 0 {
 		h.skip += over

@@ -13,9 +13,10 @@ import (
 )
 
 // blockEvents is how many events a block that this member makes holds: small enough that
-// compressing one (a fold, or the kept part of the oldest block in a snapshot) costs a fraction
-// of a millisecond, large enough that DEFLATE finds the repeats (names, URLs, addresses) within
-// it: about 19 KB of records at make bench's figures, compressed as well as the whole history.
+// compressing one costs a fraction of a millisecond, and that the events of the oldest block a
+// snapshot carries though the history dropped them are few, large enough that DEFLATE finds the
+// repeats (names, URLs, addresses) within it: about 19 KB of records at make bench's figures,
+// compressed as well as the whole history.
 const blockEvents = 256
 
 // A block is a run of events of a history's base, kept as its records and as DEFLATE (RFC 1951)
@@ -132,41 +133,38 @@ func (r *records) event(i int) Event {
 }
 
 // DeflatedBlock is a run of a history's events as a snapshot carries them: their records,
-// compressed and ended by a sync flush as a block keeps them.
+// compressed and ended by a sync flush as a block keeps them. Skip is how many events at its
+// start the history has dropped (the oldest block's alone): a block is carried whole, as it is
+// kept, so that a snapshot at the bound compresses none of the blocks again.
 type DeflatedBlock struct {
 	Events   int
+	Skip     int
 	Deflated []byte
 }
 
 // DeflatedBlocks returns the events kept as compressed blocks, oldest first, with the count of
-// events dropped before them. It shares the blocks' compressed bytes (never change them), and
-// compresses only the recent events, the kept part of the oldest block, and the blocks made
-// since a snapshot last held them. An oldest block that does not read back is given whole:
-// dropped is less by the events of it the history no longer shows, so that a member receiving
-// it holds the same, and refuses it the same when read.
+// events dropped before them (those the first block skips included). It shares the blocks'
+// compressed bytes (never change them), and compresses only the recent events and the blocks
+// made since a snapshot last held them.
 func (h History) DeflatedBlocks() (blocks []DeflatedBlock, dropped uint64) {
-	dropped = h.dropped
 	for i, bl := range h.blocks {
-		if i == 0 && h.skip > 0 {
-			if r, err := bl.records(); err == nil {
-				blocks = append(blocks, DeflatedBlock{bl.n - h.skip, appendFlushed(nil, r.from(h.skip), snapshotWriters)})
-				continue
-			}
-			dropped -= uint64(h.skip)
+		skip := 0
+		if i == 0 {
+			skip = h.skip
 		}
-		blocks = append(blocks, DeflatedBlock{bl.n, bl.compressed()})
+		blocks = append(blocks, DeflatedBlock{Events: bl.n, Skip: skip, Deflated: bl.compressed()})
 	}
 	if len(h.recent) > 0 {
-		blocks = append(blocks, DeflatedBlock{len(h.recent), appendFlushed(nil, appendRecords(nil, h.recent), snapshotWriters)})
+		blocks = append(blocks, DeflatedBlock{Events: len(h.recent), Deflated: appendFlushed(nil, appendRecords(nil, h.recent), snapshotWriters)})
 	}
-	return blocks, dropped
+	return blocks, h.dropped
 }
 
 // HistoryFromBlocks is the history of the blocks DeflatedBlocks returned, after dropped older
 // events. It keeps each block as it came, to be inflated when read, and checks only what keeping
-// it needs (a count of events and some bytes for each): a damaged block is refused when read
-// (Read), and sent on as it came. The blocks inflate to at most maxInflated together. Give it
-// bytes of its own.
+// it needs (a count of events and some bytes for each, and that only the first skips events,
+// fewer than it holds): a damaged block is refused when read (Read), and sent on as it came. The
+// blocks inflate to at most maxInflated together. Give it bytes of its own.
 func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) {
 	if err := checkDropped(dropped); err != nil {
 		return History{}, err
@@ -176,22 +174,39 @@ func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) 
 	budget := new(atomic.Int64)
 	budget.Store(maxInflated)
 	total := 0
-	for _, b := range blocks {
+	for i, b := range blocks {
 		if b.Events <= 0 || b.Events > math.MaxInt32-total || len(b.Deflated) == 0 {
 			return History{}, fmt.Errorf("history records: a block of %d events in %d bytes", b.Events, len(b.Deflated))
+		}
+		if b.Skip < 0 || b.Skip >= b.Events || (i > 0 && b.Skip != 0) {
+			return History{}, fmt.Errorf("history records: block %d skips %d of its %d events", i, b.Skip, b.Events)
 		}
 		total += b.Events
 		kept = append(kept, &block{n: b.Events, deflated: b.Deflated, budget: budget})
 	}
-	return h.withBlocks(kept), nil
+	h = h.withBlocks(kept)
+	if len(blocks) > 0 {
+		h.skip = blocks[0].Skip
+	}
+	return h, nil
 }
 
 // AppendDeflated appends the events kept as one DEFLATE stream of their records, as earlier
-// versions' snapshots carried them (DeflatedBlocks end to end, then finalBlock), and returns it
-// with the count of events it holds and the count dropped before them.
+// versions' snapshots carried them (DeflatedBlocks end to end, then finalBlock, the first
+// block's kept part compressed again), and returns it with the count of events it holds and the
+// count dropped before them. An oldest block that does not read back is given whole: dropped is
+// less by the events of it the history no longer shows, so that a member reading it holds the
+// same, and refuses it the same when read.
 func (h History) AppendDeflated(b []byte) (_ []byte, events int, dropped uint64) {
 	blocks, dropped := h.DeflatedBlocks()
-	for _, bl := range blocks {
+	for i, bl := range blocks {
+		if bl.Skip > 0 {
+			if r, err := h.blocks[i].records(); err == nil {
+				bl.Events, bl.Deflated = bl.Events-bl.Skip, appendFlushed(nil, r.from(bl.Skip), snapshotWriters)
+			} else {
+				dropped -= uint64(bl.Skip)
+			}
+		}
 		b = append(b, bl.Deflated...)
 		events += bl.Events
 	}
@@ -210,7 +225,7 @@ func HistoryFromDeflated(deflated []byte, events int, dropped uint64) (History, 
 	if events == 0 {
 		return HistoryFromBlocks(nil, dropped)
 	}
-	return HistoryFromBlocks([]DeflatedBlock{{events, body}}, dropped)
+	return HistoryFromBlocks([]DeflatedBlock{{Events: events, Deflated: body}}, dropped)
 }
 
 // The writers of each level appendFlushed compresses at.
@@ -230,12 +245,11 @@ func flateWriterPool(level int) *sync.Pool {
 // closed. A history's records repeat names, URLs and addresses: a block shrinks about ninefold at
 // DEFLATE's default level (blockWriters) for about 0.1 ms, which a new member gains back many
 // times over in moving, reading and writing its first snapshot, and a block is compressed once.
-// What each snapshot writes again (DeflatedBlocks: the newest events and the kept part of the
-// oldest block, under two blocks of some forty at the default bound) is stored, not compressed
-// (snapshotWriters: DEFLATE's stored blocks, so a snapshot's form is the same): a leader at its
-// bound makes a snapshot at every add (the one the new member will ask for), and compressing
-// these two parts, even at the fastest level, took two thirds to three quarters of its time,
-// for 10 to 20 KB less in a snapshot of about 150 KB.
+// What each snapshot writes anew (DeflatedBlocks: the events recorded since the newest block,
+// fewer than blockEvents) is stored, not compressed (snapshotWriters: DEFLATE's stored blocks,
+// so a snapshot's form is the same): a leader at its bound makes a snapshot at every add (the
+// one the new member will ask for), and compressing them, even at DEFLATE's fastest level, took
+// three fifths of its time, for about 10 KB less in a snapshot of 150 KB.
 func appendFlushed(b, records []byte, writers *sync.Pool) []byte {
 	if len(records) == 0 {
 		return b

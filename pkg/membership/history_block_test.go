@@ -47,10 +47,11 @@ func receive(t *testing.T, what string, h History, stream bool) History {
 		got, err = HistoryFromDeflated(deflated, events, dropped)
 	} else {
 		blocks, dropped := h.DeflatedBlocks()
-		// Blocks after the oldest travel as they are: a snapshot shares them.
-		for i, b := range h.blocks[min(1, len(h.blocks)):] {
-			if c := b.compressed(); &blocks[i+1].Deflated[0] != &c[0] {
-				t.Fatalf("%s: block %d was compressed again", what, i+1)
+		// Every block travels as it is, the oldest too, with the count of its events dropped:
+		// a snapshot shares them.
+		for i, b := range h.blocks {
+			if c := b.compressed(); &blocks[i].Deflated[0] != &c[0] {
+				t.Fatalf("%s: block %d was compressed again", what, i)
 			}
 		}
 		got, err = HistoryFromBlocks(blocks, dropped)
@@ -293,8 +294,8 @@ func BenchmarkReceivedAtBound(b *testing.B) {
 }
 
 // BenchmarkSnapshotAtBound is a leader at its bound of 10,000 events recording one more and
-// making the blocks of a snapshot of them, as it does at each add (the kept part of the oldest
-// block and the newest events compressed again; every other block once, and then shared).
+// making the blocks of a snapshot of them, as it does at each add (the newest events written
+// again; every block compressed once, and then shared).
 func BenchmarkSnapshotAtBound(b *testing.B) {
 	const max = 10000
 	var h History
@@ -314,11 +315,39 @@ func BenchmarkSnapshotAtBound(b *testing.B) {
 	b.ReportMetric(float64(size)/float64(b.N), "B/snapshot")
 }
 
+// Only the oldest block may skip events, and fewer than it holds: anything else a peer sends is
+// refused at receive.
+func TestHistoryBlocksSkip(t *testing.T) {
+	z := appendFlushed(nil, appendRecords(nil, []Event{numbered(1), numbered(2)}), blockWriters)
+	for _, tc := range []struct {
+		name   string
+		blocks []DeflatedBlock
+		ok     bool
+	}{
+		{"first skips one", []DeflatedBlock{{Events: 2, Skip: 1, Deflated: z}, {Events: 2, Deflated: z}}, true},
+		{"first skips all", []DeflatedBlock{{Events: 2, Skip: 2, Deflated: z}}, false},
+		{"first skips more", []DeflatedBlock{{Events: 2, Skip: 3, Deflated: z}}, false},
+		{"negative", []DeflatedBlock{{Events: 2, Skip: -1, Deflated: z}}, false},
+		{"second skips", []DeflatedBlock{{Events: 2, Deflated: z}, {Events: 2, Skip: 1, Deflated: z}}, false},
+	} {
+		h, err := HistoryFromBlocks(tc.blocks, 5)
+		if (err == nil) != tc.ok {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		if err != nil {
+			continue
+		}
+		if evs, err := h.Read(); err != nil || h.Len() != 3 || len(evs) != 3 || evs[0].RaftIndex != 2 || h.Total() != 8 {
+			t.Fatalf("%s: %d events %+v, total %d, %v", tc.name, h.Len(), evs, h.Total(), err)
+		}
+	}
+}
+
 // The blocks of one snapshot inflate to at most maxInflated together, as its one stream did: a
 // peer's snapshot of many small blocks that inflate to much more is refused when read, not made
 // in memory block by block. (Shown with a smaller budget: the blocks share the one given.)
 func TestHistoryInflateBound(t *testing.T) {
-	h, err := HistoryFromBlocks([]DeflatedBlock{{1, []byte{0}}, {2, []byte{0}}}, 0)
+	h, err := HistoryFromBlocks([]DeflatedBlock{{Events: 1, Deflated: []byte{0}}, {Events: 2, Deflated: []byte{0}}}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,11 +23,11 @@ import (
 // bootstrap, `clusterctl snapshot restore`) needs this package and not the Ready loop's.
 //
 // The history is the compressed blocks it keeps (membership.History.DeflatedBlocks), shared, not
-// compressed again, and the member that receives them keeps each as it came, to inflate it when
-// the history is read: a long-lived cluster's history is most of what a new member receives on
-// its way to being ready, and recording the next change at the bound drops from the oldest
-// block alone. history_events counts the blocks' events, so that data cut between two blocks is
-// refused. The message's first version carried the blocks end to end as one DEFLATE stream
+// compressed again (the oldest whole, with the count of its events dropped), and the member that
+// receives them keeps each as it came, to inflate it when the history is read: a long-lived
+// cluster's history is most of what a new member receives on its way to being ready, and
+// recording the next change at the bound drops from the oldest block alone. history_events
+// counts the events kept, so that data cut between two blocks is refused. The message's first version carried the blocks end to end as one DEFLATE stream
 // (history), which is read as one block.
 //
 // Earlier versions wrote JSON, which always starts with '{' and which a protobuf message of
@@ -51,8 +51,8 @@ func SnapshotData(c *membership.Cluster) ([]byte, error) {
 		blocks, dropped := c.History.DeflatedBlocks()
 		s.HistoryDropped = dropped
 		for _, b := range blocks {
-			s.HistoryEvents += uint64(b.Events)
-			s.HistoryBlocks = append(s.HistoryBlocks, &pb.HistoryBlock{Events: uint32(b.Events), Deflated: b.Deflated})
+			s.HistoryEvents += uint64(b.Events - b.Skip)
+			s.HistoryBlocks = append(s.HistoryBlocks, &pb.HistoryBlock{Events: uint32(b.Events), Skip: uint32(b.Skip), Deflated: b.Deflated})
 		}
 	}
 	return proto.Marshal(s)
@@ -100,8 +100,9 @@ func snapshotHistoryOf(s *pb.MembershipSnapshot) (membership.History, error) {
 	blocks := make([]membership.DeflatedBlock, len(s.GetHistoryBlocks()))
 	sum := uint64(0)
 	for i, b := range s.GetHistoryBlocks() {
-		blocks[i] = membership.DeflatedBlock{Events: int(b.GetEvents()), Deflated: b.GetDeflated()}
-		sum += uint64(b.GetEvents())
+		blocks[i] = membership.DeflatedBlock{Events: int(b.GetEvents()), Skip: int(b.GetSkip()), Deflated: b.GetDeflated()}
+		// A skip of more than the block holds is refused below (HistoryFromBlocks).
+		sum += uint64(b.GetEvents()) - min(uint64(b.GetSkip()), uint64(b.GetEvents()))
 	}
 	if sum != events {
 		return membership.History{}, fmt.Errorf("history of %d events in blocks of %d: cut short", events, sum)

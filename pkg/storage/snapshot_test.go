@@ -60,6 +60,33 @@ func TestSnapshotClusterCorrupt(t *testing.T) {
 	}
 }
 
+// A history at its bound travels with its oldest block whole and the count of that block's
+// events it dropped, and reads back the same. A reader that knows no skip, as the builds before
+// it, finds more events in the blocks than the data counts, and refuses the snapshot.
+func TestSnapshotHistorySkip(t *testing.T) {
+	c := longHistory(t, 1000).WithMaxHistory(600)
+	data, got := roundTrip(t, c)
+	if !reflect.DeepEqual(got.History.Events(), c.History.Events()) || got.History.Dropped() != 400 {
+		t.Fatalf("decoded %d events (%d dropped), want 600 (400 dropped)", got.History.Len(), got.History.Dropped())
+	}
+	s := &pb.MembershipSnapshot{}
+	if err := proto.Unmarshal(data, s); err != nil {
+		t.Fatal(err)
+	}
+	blocks := s.GetHistoryBlocks()
+	if s.GetHistoryEvents() != 600 || len(blocks) == 0 || blocks[0].GetSkip() == 0 || blocks[0].GetSkip() >= blocks[0].GetEvents() {
+		t.Fatalf("history_events %d, first block %d events skipping %d", s.GetHistoryEvents(), blocks[0].GetEvents(), blocks[0].GetSkip())
+	}
+	blocks[0].Skip = 0
+	older, err := proto.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := SnapshotCluster(&raftpb.Snapshot{Data: older}); err == nil {
+		t.Fatal("the blocks read without their skip")
+	}
+}
+
 // A snapshot's data is a clusterd.v2.MembershipSnapshot: the membership and the history's
 // compressed blocks, as bytes. The JSON forms that earlier versions wrote still read the same,
 // and data cut short at any byte is refused, never read as a smaller membership.

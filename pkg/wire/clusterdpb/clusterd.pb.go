@@ -1078,7 +1078,7 @@ type MembershipSnapshot struct {
 	Cluster *Cluster `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
 	// history_blocks are the events, oldest first, as the history keeps them: the member that
 	// receives them keeps each block as it came, so that dropping its oldest events at the bound
-	// never inflates more than one block.
+	// never inflates more than one block, and the member that sends them compresses none again.
 	HistoryBlocks []*HistoryBlock `protobuf:"bytes,5,rep,name=history_blocks,json=historyBlocks,proto3" json:"history_blocks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -1152,9 +1152,14 @@ func (x *MembershipSnapshot) GetHistoryBlocks() []*HistoryBlock {
 // HistoryBlock is a run of history events: their binary records compressed with DEFLATE and
 // ended by a sync flush, referring to nothing before them (membership.DeflatedBlock).
 type HistoryBlock struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Events        uint32                 `protobuf:"varint,1,opt,name=events,proto3" json:"events,omitempty"`
-	Deflated      []byte                 `protobuf:"bytes,2,opt,name=deflated,proto3" json:"deflated,omitempty"`
+	state    protoimpl.MessageState `protogen:"open.v1"`
+	Events   uint32                 `protobuf:"varint,1,opt,name=events,proto3" json:"events,omitempty"`
+	Deflated []byte                 `protobuf:"bytes,2,opt,name=deflated,proto3" json:"deflated,omitempty"`
+	// skip is how many of the block's events, at its start, the history has dropped: the oldest
+	// block travels whole, as the history keeps it, with skip fewer than events; every other
+	// block's is 0. history_events counts the events kept, so that builds before this field,
+	// which read no skip, find the blocks' events more than it counts and refuse the snapshot.
+	Skip          uint32 `protobuf:"varint,3,opt,name=skip,proto3" json:"skip,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1201,6 +1206,13 @@ func (x *HistoryBlock) GetDeflated() []byte {
 		return x.Deflated
 	}
 	return nil
+}
+
+func (x *HistoryBlock) GetSkip() uint32 {
+	if x != nil {
+		return x.Skip
+	}
+	return 0
 }
 
 // Proposal is what a membership change's raft entry carries: the Data of a normal entry (a
@@ -1366,10 +1378,11 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\x0fhistory_dropped\x18\x02 \x01(\x04R\x0ehistoryDropped\x12\x18\n" +
 	"\ahistory\x18\x03 \x01(\fR\ahistory\x12.\n" +
 	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12@\n" +
-	"\x0ehistory_blocks\x18\x05 \x03(\v2\x19.clusterd.v2.HistoryBlockR\rhistoryBlocks\"B\n" +
+	"\x0ehistory_blocks\x18\x05 \x03(\v2\x19.clusterd.v2.HistoryBlockR\rhistoryBlocks\"V\n" +
 	"\fHistoryBlock\x12\x16\n" +
 	"\x06events\x18\x01 \x01(\rR\x06events\x12\x1a\n" +
-	"\bdeflated\x18\x02 \x01(\fR\bdeflated\"\x9a\x01\n" +
+	"\bdeflated\x18\x02 \x01(\fR\bdeflated\x12\x12\n" +
+	"\x04skip\x18\x03 \x01(\rR\x04skip\"\x9a\x01\n" +
 	"\bProposal\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
