@@ -131,8 +131,8 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		return nil, err
 	}
 	peer := "http://127.0.0.1:" + strconv.Itoa(ports[0])
-	b.logf("history phase: conf changes in process, %d pairs (+%d warm-up) per cluster", b.opt.confRuns, b.opt.warmup)
-	if f.conf, err = b.inTurn(ctx, "history", clients, map[bool]string{false: peer, true: peer}); err != nil {
+	b.logf("history phase: conf changes in process, %d pairs (+%d warm-up) per cluster", b.opt.historyConfRuns, b.opt.warmup)
+	if f.conf, err = b.inTurn(ctx, "history", clients, map[bool]string{false: peer, true: peer}, b.opt.historyConfRuns); err != nil {
 		return nil, err
 	}
 	for full, c := range clusters {

@@ -29,6 +29,7 @@ type options struct {
 	rssRuns         int
 	changeRuns      int
 	confRuns        int
+	historyConfRuns int
 	urlRuns         int
 	history         int
 	fsyncRuns       int
@@ -78,13 +79,15 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
 	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
+	fs.IntVar(&o.historyConfRuns, "history-conf-runs", 300, "measured add+remove pairs in process per cluster in the history phase, whose target is a ratio of two medians within 1.1x: "+
+		"more than -conf-runs, as 100 gave ratios 0.05x apart in runs of one code")
 	fs.IntVar(&o.urlRuns, "url-runs", 50, "measured updates of a learner's peer URLs, with one URL and with the most a member may have, and dry-run adds of 3,000 URLs beside it")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
 	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only=history, changes made in the membership history of the cluster the history phase compares with one whose members keep one change (--max-history=1; its log filled with 3x -snapshot-count changes); in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
-	fs.IntVar(&o.historyCycles, "history-cycles", 11, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians: "+
-		"more than -cycles, as the medians of 5 on a loaded 2-core machine do not tell 1.1x from 1.2x")
+	fs.IntVar(&o.historyCycles, "history-cycles", 31, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians within 1.1x: "+
+		"more than -cycles, as the medians of 5 on a loaded 2-core machine do not tell 1.1x from 1.2x, and those of 11 moved by 0.1x to 0.3x between runs of one code")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.deadReplaceRuns, "dead-replace-runs", 5, "measured replacements of a dead follower (killed just before) per CLI: clusterctl member replace and etcdctl's remove, add, promote steps (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
@@ -112,7 +115,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 		return o, fmt.Errorf("-only=%s: the series that run alone are %s, %s and %s", o.only, onlyClusterStatus, onlyReplace, onlyHistory)
 	}
 	for name, v := range map[string]int{"list-runs": o.listRuns, "status-runs": o.statusRuns, "tls-runs": o.tlsRuns, "rss-runs": o.rssRuns, "change-runs": o.changeRuns,
-		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "history-cycles": o.historyCycles, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
+		"conf-runs": o.confRuns, "url-runs": o.urlRuns, "history": o.history, "fsync-runs": o.fsyncRuns, "cycles": o.cycles, "history-cycles": o.historyCycles, "history-conf-runs": o.historyConfRuns, "replace-runs": o.replaceRuns, "dead-replace-runs": o.deadReplaceRuns, "removals": o.removals, "entries": o.entries} {
 		if v < 1 {
 			return o, fmt.Errorf("-%s must be at least 1", name)
 		}

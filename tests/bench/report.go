@@ -85,7 +85,7 @@ func newReport(o options, dir, fsType string) *report {
 		// machine.device say what it put the data dirs on).
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "status_runs": o.statusRuns, "only": o.only, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
-			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "url_runs": o.urlRuns, "history": o.history, "history_entries": o.historyEntries, "fsync_runs": o.fsyncRuns,
+			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history_conf_runs": o.historyConfRuns, "url_runs": o.urlRuns, "history": o.history, "history_entries": o.historyEntries, "fsync_runs": o.fsyncRuns,
 			"cycles": o.cycles, "history_cycles": o.historyCycles, "replace_runs": o.replaceRuns, "dead_replace_runs": o.deadReplaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},

@@ -128,15 +128,15 @@ func (b *bench) tlsConfChanges(ctx context.Context, c *cluster.Cluster, cfg *tls
 		clients[secure] = cl
 	}
 	peers := map[bool]string{false: "http://127.0.0.1:" + strconv.Itoa(ports[0]), true: "https://127.0.0.1:" + strconv.Itoa(ports[0])}
-	return b.inTurn(ctx, "TLS", clients, peers)
+	return b.inTurn(ctx, "TLS", clients, peers, b.opt.confRuns)
 }
 
 // inTurn adds and removes a learner through each of the two clients, pair by pair in turn (the
-// first of each round alternating), -warmup and then -conf-runs times, so both see the same
-// machine; peers are the learners' peer URLs.
-func (b *bench) inTurn(ctx context.Context, what string, clients map[bool]*client.Client, peers map[bool]string) (map[bool]samples, error) {
+// first of each round alternating), -warmup and then runs times, so both see the same machine;
+// peers are the learners' peer URLs.
+func (b *bench) inTurn(ctx context.Context, what string, clients map[bool]*client.Client, peers map[bool]string, runs int) (map[bool]samples, error) {
 	res := map[bool]samples{}
-	for i := range b.opt.warmup + b.opt.confRuns {
+	for i := range b.opt.warmup + runs {
 		for j := range 2 {
 			k := (i+j)%2 == 1
 			s, err := addRemove(ctx, clients[k], peers[k])
