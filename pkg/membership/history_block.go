@@ -249,7 +249,8 @@ func flateWriterPool(level int) *sync.Pool {
 // fewer than blockEvents) is stored, not compressed (snapshotWriters: DEFLATE's stored blocks,
 // so a snapshot's form is the same): a leader at its bound makes a snapshot at every add (the
 // one the new member will ask for), and compressing them, even at DEFLATE's fastest level, took
-// three fifths of its time, for about 10 KB less in a snapshot of 150 KB.
+// three fifths of its time, for a snapshot of about 150 KB at the default bound smaller by what
+// the records of the newest events come to stored: none to some 28 KB, by how many there are.
 func appendFlushed(b, records []byte, writers *sync.Pool) []byte {
 	if len(records) == 0 {
 		return b
