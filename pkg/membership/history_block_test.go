@@ -329,6 +329,7 @@ func TestHistoryBlocksSkip(t *testing.T) {
 		{"first skips more", []DeflatedBlock{{Events: 2, Skip: 3, Deflated: z}}, false},
 		{"negative", []DeflatedBlock{{Events: 2, Skip: -1, Deflated: z}}, false},
 		{"second skips", []DeflatedBlock{{Events: 2, Deflated: z}, {Events: 2, Skip: 1, Deflated: z}}, false},
+		{"skips more than dropped", []DeflatedBlock{{Events: 9, Skip: 6, Deflated: z}}, false},
 	} {
 		h, err := HistoryFromBlocks(tc.blocks, 5)
 		if (err == nil) != tc.ok {
@@ -340,6 +341,37 @@ func TestHistoryBlocksSkip(t *testing.T) {
 		if evs, err := h.Read(); err != nil || h.Len() != 3 || len(evs) != 3 || evs[0].RaftIndex != 2 || h.Total() != 8 {
 			t.Fatalf("%s: %d events %+v, total %d, %v", tc.name, h.Len(), evs, h.Total(), err)
 		}
+	}
+}
+
+// An oldest block that skips events and does not read back is given whole in the one stream of
+// the earlier snapshots, its skipped events no longer counted as dropped: the member reading it
+// holds as many events, numbered the same, and refuses them the same.
+func TestHistoryDamagedSkipped(t *testing.T) {
+	var h History
+	for i := range 1000 {
+		h = h.With(numbered(i), 600)
+	}
+	blocks, dropped := h.DeflatedBlocks()
+	skip := blocks[0].Skip
+	if skip == 0 {
+		t.Fatal("the bound left no events of the oldest block dropped")
+	}
+	blocks[0].Deflated = slices.Clone(blocks[0].Deflated[:len(blocks[0].Deflated)/2])
+	got, err := HistoryFromBlocks(blocks, dropped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, events, dr := got.AppendDeflated(nil)
+	if events != got.Len()+skip || dr != dropped-uint64(skip) {
+		t.Fatalf("the one stream holds %d events after %d dropped, want %d after %d", events, dr, got.Len()+skip, dropped-uint64(skip))
+	}
+	again, err := HistoryFromDeflated(d, events, dr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := again.Read(); err == nil || again.Total() != got.Total() {
+		t.Fatalf("read back: %v, %d recorded, want an error and %d", err, again.Total(), got.Total())
 	}
 }
 

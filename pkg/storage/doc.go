@@ -9,7 +9,7 @@
 //	removed  every member ID ever removed
 //	history  the membership history recorded since the stored snapshot (which holds the rest),
 //	         one binary event per sequence number (history.go); missing in files of older
-//	         versions
+//	         versions, and after a snapshot until the next change
 //
 // A raft snapshot's data is the applied membership, history included, as a generated
 // clusterd.v2.MembershipSnapshot (SnapshotData, SnapshotCluster; earlier versions' JSON is read); it is

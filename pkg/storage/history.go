@@ -70,7 +70,15 @@ func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
 	var events []membership.Event
 	c := b.Cursor()
 	// From the first sequence number the snapshot does not hold.
-	for k, v := c.Seek(u64(base.Total())); k != nil; k, v = c.Next() {
+	k, v := c.Seek(u64(base.Total()))
+	if k != nil && binary.BigEndian.Uint64(k) > base.Total() {
+		// The events before the bucket's are not in the snapshot either: its data does not
+		// decode (datadir check reports it), and holds none. They count as dropped, so that a
+		// damaged history does not stop the member and the next change's event follows the
+		// last one recorded instead of taking the number of one the bucket holds.
+		base = membership.NewHistory(nil, binary.BigEndian.Uint64(k), 0)
+	}
+	for ; k != nil; k, v = c.Next() {
 		ev, err := membership.DecodeEvent(v)
 		if err != nil {
 			return membership.History{}, fmt.Errorf("history event %d: %w", binary.BigEndian.Uint64(k), err)

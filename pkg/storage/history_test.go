@@ -90,13 +90,21 @@ func TestHistorySaveLoad(t *testing.T) {
 	if n := bucketKeys(t, s, bucketHistory); n != 0 {
 		t.Fatalf("after a snapshot of its own the bucket holds %d events, want none", n)
 	}
+	// The next change makes the bucket again, with its event alone.
+	c3, err := c2.ApplyRecorded(membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: 1, PeerURLs: []string{"http://a:3"}}}, membership.Stamp{Index: 42}, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Save(Update{Cluster: c3, Applied: 42, HistoryAdded: 1}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(); !reflect.DeepEqual(got.Events(), c3.History.Events()) || got.Dropped() != 7 || bucketKeys(t, s, bucketHistory) != 1 {
+		t.Fatalf("a change after the snapshot: %+v, %d dropped, %d in the bucket", got.Events(), got.Dropped(), bucketKeys(t, s, bucketHistory))
+	}
 	// Earlier versions kept the events a snapshot of its own holds in the bucket as well: each
-	// is read once.
+	// is read once, and those after it too.
 	if err := s.db.Update(func(tx *bolt.Tx) error {
-		b, err := tx.CreateBucketIfNotExists(bucketHistory)
-		if err != nil {
-			return err
-		}
+		b := tx.Bucket(bucketHistory)
 		for i, ev := range c2.History.Events() {
 			if err := b.Put(u64(c2.History.Dropped()+uint64(i)), ev.AppendBinary(nil)); err != nil {
 				return err
@@ -106,8 +114,22 @@ func TestHistorySaveLoad(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if got := load(); !reflect.DeepEqual(got.Events(), c2.History.Events()) || got.Dropped() != 7 {
+	if got := load(); !reflect.DeepEqual(got.Events(), c3.History.Events()) || got.Dropped() != 7 {
 		t.Fatalf("an earlier version's bucket: %+v, %d dropped", got.Events(), got.Dropped())
+	}
+	// A stored snapshot whose data does not decode holds no event: those the bucket holds are
+	// read as the newest, the rest counted as dropped, so that the next event is numbered after
+	// the last one recorded.
+	if err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketHistory).Delete(u64(c2.History.Dropped())); err != nil {
+			return err
+		}
+		return putProto(tx.Bucket(bucketMeta), keySnapshot, &raftpb.Snapshot{Data: []byte("damaged"), Metadata: taken.GetMetadata()})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if got := load(); got.Total() != c3.History.Total() || got.Len() != c3.History.Len()-1 || !reflect.DeepEqual(got.Events(), c3.History.Events()[1:]) {
+		t.Fatalf("a damaged stored snapshot: %d events of %d recorded, want the newest %d", got.Len(), got.Total(), c3.History.Len()-1)
 	}
 }
 

@@ -27,8 +27,9 @@ import (
 // receives them keeps each as it came, to inflate it when the history is read: a long-lived
 // cluster's history is most of what a new member receives on its way to being ready, and
 // recording the next change at the bound drops from the oldest block alone. history_events
-// counts the events kept, so that data cut between two blocks is refused. The message's first version carried the blocks end to end as one DEFLATE stream
-// (history), which is read as one block.
+// counts the events kept, so that data cut between two blocks is refused. The message's first
+// version carried the blocks end to end as one DEFLATE stream (history), which is read as one
+// block.
 //
 // Earlier versions wrote JSON, which always starts with '{' and which a protobuf message of
 // these fields never does (its first byte is a field's tag): `{"history":{"deflated":"<base64>",

@@ -74,7 +74,10 @@ func TestSnapshotHistorySkip(t *testing.T) {
 		t.Fatal(err)
 	}
 	blocks := s.GetHistoryBlocks()
-	if s.GetHistoryEvents() != 600 || len(blocks) == 0 || blocks[0].GetSkip() == 0 || blocks[0].GetSkip() >= blocks[0].GetEvents() {
+	if len(blocks) == 0 {
+		t.Fatal("no history blocks")
+	}
+	if s.GetHistoryEvents() != 600 || blocks[0].GetSkip() == 0 || blocks[0].GetSkip() >= blocks[0].GetEvents() {
 		t.Fatalf("history_events %d, first block %d events skipping %d", s.GetHistoryEvents(), blocks[0].GetEvents(), blocks[0].GetSkip())
 	}
 	blocks[0].Skip = 0

@@ -365,7 +365,7 @@ func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 
 // prepareSnapshot makes the snapshot of the membership c, applied up to index, in the
 // background, for currentSnapshot: a member just added will ask for one as soon as it starts,
-// and making it (the history's blocks copied, its newest events compressed) would otherwise
+// and making it (the history's blocks copied, its newest events written anew) would otherwise
 // hold up the leader's loop, and the new member, right then. Only the newest prepared
 // snapshot is kept, and only one of the membership as applied now is ever sent; if it is not
 // ready in time, currentSnapshot makes its own.

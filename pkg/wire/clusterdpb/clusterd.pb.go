@@ -1064,8 +1064,8 @@ func (x *HistoryAnswer) GetDropped() uint64 {
 // MembershipSnapshot is the data of a raft snapshot: the membership as applied at the snapshot's
 // index, its history included, which is how a member that joins later holds the whole history
 // (pkg/storage). Data that starts with '{' is the JSON that versions before this message wrote.
-// The membership is required and history_events counts the events of every block: data cut
-// short at any byte is refused.
+// The membership is required and history_events counts the events the blocks keep (each
+// block's events less its skip): data cut short at any byte is refused.
 type MembershipSnapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// history_events is how many events the history holds, and history_dropped how many older
