@@ -76,7 +76,7 @@ func loadHistory(tx *bolt.Tx, snap []byte) (membership.History, error) {
 		// decode (datadir check reports it), and holds none. They count as dropped, so that a
 		// damaged history does not stop the member and the next change's event follows the
 		// last one recorded instead of taking the number of one the bucket holds.
-		base = membership.NewHistory(nil, binary.BigEndian.Uint64(k), 0)
+		base = base.DroppedTo(binary.BigEndian.Uint64(k))
 	}
 	for ; k != nil; k, v = c.Next() {
 		ev, err := membership.DecodeEvent(v)
