@@ -96,9 +96,8 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
-	// prepared is the newest snapshot of the applied membership made ahead of a joining
-	// member's need (prepareSnapshot).
-	prepared atomic.Pointer[raftpb.Snapshot]
+	// lastSent is the snapshot of the applied membership last sent to a peer (currentSnapshot).
+	lastSent atomic.Pointer[raftpb.Snapshot]
 	// received holds the data of the snapshots peers sent, stepped into raft without it
 	// (received.go).
 	received heldSnapshots

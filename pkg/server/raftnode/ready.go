@@ -34,8 +34,6 @@ type pass struct {
 	recorded []membership.Event
 	// selfRemoved: this member's own removal was applied; the loop stops after this pass.
 	selfRemoved bool
-	// added: a member was added, which will need a snapshot to join (prepareSnapshot).
-	added bool
 }
 
 // changed reports whether the pass moved the membership or the applied index.
@@ -170,7 +168,6 @@ func (n *Node) applyEntry(p *pass, e *raftpb.Entry) error {
 		if ev, ok := p.cluster.History.Last(); ok && r.err == nil {
 			p.recorded = append(p.recorded, ev)
 		}
-		p.added = p.added || (r.err == nil && prop.Change.Kind == membership.KindAdd)
 		if r.err == nil && prop.Change.Kind == membership.KindRemove {
 			p.up.Removed = append(p.up.Removed, prop.Change.Member.ID)
 			p.selfRemoved = p.selfRemoved || uint64(prop.Change.Member.ID) == n.id
@@ -255,9 +252,6 @@ func (n *Node) publishApplied(p *pass) {
 	if n.lead.Load() == n.id {
 		for _, ev := range p.recorded {
 			n.logChange(ev)
-		}
-		if p.added {
-			n.prepareSnapshot(p.cluster, p.applied, p.lastTerm)
 		}
 	}
 }
@@ -354,34 +348,22 @@ func (n *Node) maybeSnapshot() error {
 // (received.go): one of the membership as applied now. The stored snapshot may also predate the
 // member it is sent to (a member added after it), and raft refuses a snapshot whose
 // configuration does not include it; the applied state is always at least as new and always
-// includes it.
+// includes it. It is made when raft first sends it, not when a member is added: most added
+// members take a while to start, some never do, and a snapshot made at each add was made in
+// vain by the next. Raft sends it again to a member that did not acknowledge it, and to each of
+// several members that join at once: the one made last is sent again while the membership has
+// not moved since.
 func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	applied := n.applied.Load()
-	if s := n.prepared.Load(); s.GetMetadata().GetIndex() == applied {
+	if s := n.lastSent.Load(); s.GetMetadata().GetIndex() == applied {
 		return s, nil
 	}
-	return snapshotOf(n.cluster.Load(), applied, n.appliedTerm.Load())
-}
-
-// prepareSnapshot makes the snapshot of the membership c, applied up to index, in the
-// background, for currentSnapshot: a member just added will ask for one as soon as it starts,
-// and making it (the history's blocks copied, its newest events written anew) would otherwise
-// hold up the leader's loop, and the new member, right then. Only the newest prepared
-// snapshot is kept, and only one of the membership as applied now is ever sent; if it is not
-// ready in time, currentSnapshot makes its own.
-func (n *Node) prepareSnapshot(c *membership.Cluster, index, term uint64) {
-	go func() {
-		s, err := snapshotOf(c, index, term)
-		if err != nil {
-			return // currentSnapshot meets the same error, and reports it
-		}
-		for {
-			cur := n.prepared.Load()
-			if cur.GetMetadata().GetIndex() >= index || n.prepared.CompareAndSwap(cur, s) {
-				return
-			}
-		}
-	}()
+	s, err := snapshotOf(n.cluster.Load(), applied, n.appliedTerm.Load())
+	if err != nil {
+		return nil, err
+	}
+	n.lastSent.Store(s)
+	return s, nil
 }
 
 // snapshotOf is the raft snapshot of the membership c, applied up to index of term.
