@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 )
 
@@ -87,9 +88,10 @@ type Stamp struct {
 
 // History is the record of applied changes, oldest first: the newest ones kept, and how many
 // older ones were dropped. Like IDSet, a History never changes once made: With returns a new one
-// that shares the old one's blocks and holds only the few events recorded lately as events, so
-// recording costs at most a copy of blockEvents events, not a copy of the whole history, and
-// memberships of every age can be read at once. The zero History is empty.
+// that shares the old one's blocks, and holds only the few events recorded lately as events, in
+// an array shared with the history it was made from (recentArray): recording costs neither a
+// copy of the whole history nor of those events, and memberships of every age can be read at
+// once. The zero History is empty.
 //
 // Most of a history is its base: blocks of events (history_block.go), each kept as its binary
 // records (history_binary.go) and compressed, as a snapshot carries them. A block never changes
@@ -101,11 +103,12 @@ type Stamp struct {
 // read: a new member's way to ready, and its next change at the bound, do not depend on how long
 // the history is beyond moving its bytes.
 type History struct {
-	blocks  []*block // shared between histories, never changed
-	based   int      // events in blocks
-	skip    int      // events at the start of blocks[0] that this history has dropped
-	recent  []Event  // this history's own events since its newest block was made
-	dropped uint64   // events dropped over the cluster's life
+	blocks  []*block     // shared between histories, never changed
+	based   int          // events in blocks
+	skip    int          // events at the start of blocks[0] that this history has dropped
+	recent  []Event      // this history's own events since its newest block was made
+	tail    *recentArray // recent's array, shared along a line of histories (appendRecent)
+	dropped uint64       // events dropped over the cluster's life
 }
 
 // Len is the number of events kept.
@@ -227,10 +230,35 @@ func (h History) With(ev Event, max int) History {
 // WithEvents returns the history with evs recorded, oldest first, and, when max is positive,
 // only the newest max events kept; h is unchanged.
 func (h History) WithEvents(evs []Event, max int) History {
-	recent := make([]Event, len(h.recent), len(h.recent)+len(evs))
-	copy(recent, h.recent)
-	h.recent = append(recent, evs...)
+	h.recent, h.tail = h.appendRecent(evs)
 	return h.bounded(max)
+}
+
+// recentArray is the array behind the recent events of a line of histories, each made from the
+// one before by With: each holds a longer prefix of the same slots. used counts the slots
+// claimed. The history whose recent events end at used claims the next slots and writes its
+// new events there, so that recording does not copy the recent events each time; any other
+// (a history recorded again after another was made from it) finds the slots claimed and copies.
+// No slot is written after it is claimed, so every history's events stay as they were.
+type recentArray struct {
+	size int // the array's length: a history's recent events start at size - cap(recent)
+	used atomic.Int64
+}
+
+// appendRecent returns the recent events with evs after them, and the array they are in.
+func (h History) appendRecent(evs []Event) ([]Event, *recentArray) {
+	if t := h.tail; t != nil && cap(h.recent)-len(h.recent) >= len(evs) {
+		end := int64(t.size - cap(h.recent) + len(h.recent))
+		if t.used.CompareAndSwap(end, end+int64(len(evs))) {
+			return append(h.recent, evs...), t
+		}
+	}
+	n := len(h.recent) + len(evs)
+	recent := make([]Event, n, max(n, blockEvents))
+	copy(recent[copy(recent, h.recent):], evs)
+	t := &recentArray{size: cap(recent)}
+	t.used.Store(int64(n))
+	return recent, t
 }
 
 // bounded drops the oldest events beyond max, drops the blocks none of whose events are kept,

@@ -293,6 +293,21 @@ func BenchmarkReceivedAtBound(b *testing.B) {
 	})
 }
 
+// BenchmarkRecordAtBound is a member at its bound of 10,000 events recording one more, as it
+// does at each change it applies: the events since the newest block are not copied.
+func BenchmarkRecordAtBound(b *testing.B) {
+	const max = 10000
+	var h History
+	for i := range max + max/2 {
+		h = h.With(numbered(i), max)
+	}
+	i := max + max/2
+	for b.Loop() {
+		h = h.With(numbered(i), max)
+		i++
+	}
+}
+
 // BenchmarkSnapshotAtBound is a leader at its bound of 10,000 events recording one more and
 // making the blocks of a snapshot of them, as it does at each add (the newest events written
 // again; every block compressed once, and then shared).

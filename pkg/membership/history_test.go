@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"reflect"
 	"slices"
+	"sync"
 	"testing"
 	"time"
 )
@@ -123,6 +124,21 @@ func TestHistoryBounded(t *testing.T) {
 	a, b := base.With(Event{RaftIndex: 2}, 0), base.With(Event{RaftIndex: 3}, 0)
 	if a.Events()[1].RaftIndex != 2 || b.Events()[1].RaftIndex != 3 || base.Len() != 1 {
 		t.Fatal("histories made from one share their new events")
+	}
+	// Nor when they are made at once: one takes the slots after base's events, the others copy.
+	var wg sync.WaitGroup
+	made := make([]History, 8)
+	for i := range made {
+		wg.Go(func() { made[i] = a.With(Event{RaftIndex: uint64(10 + i)}, 0) })
+	}
+	wg.Wait()
+	for i, m := range made {
+		if evs := m.Events(); len(evs) != 3 || evs[1].RaftIndex != 2 || evs[2].RaftIndex != uint64(10+i) {
+			t.Fatalf("history %d made at once: %+v", i, evs)
+		}
+	}
+	if a.Len() != 2 || a.Events()[1].RaftIndex != 2 {
+		t.Fatal("recording changed the history recorded on")
 	}
 	c := (&Cluster{History: NewHistory(make([]Event, 10), 5, 0)}).WithMaxHistory(4)
 	if c.History.Len() != 4 || c.History.Dropped() != 11 {
