@@ -96,8 +96,11 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
-	// lastSent is the snapshot of the applied membership last sent to a peer (currentSnapshot).
-	lastSent atomic.Pointer[raftpb.Snapshot]
+	// snap is the newest snapshot of the applied membership made to be sent: by currentSnapshot,
+	// or ahead of a joining member's need (Greeted).
+	snap atomic.Pointer[raftpb.Snapshot]
+	// greeted wakes the loop when a peer says it has started (Greeted); it holds one wake-up.
+	greeted chan struct{}
 	// received holds the data of the snapshots peers sent, stepped into raft without it
 	// (received.go).
 	received heldSnapshots
@@ -176,6 +179,7 @@ func New(cfg Config) (*Node, error) {
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
+		greeted: make(chan struct{}, 1),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -226,6 +230,8 @@ func (n *Node) Run(ctx context.Context) error {
 			return ErrRemoved
 		case <-ticker.C:
 			n.raft.Tick()
+		case <-n.greeted:
+			n.prepareSnapshot()
 		case rd := <-n.raft.Ready():
 			if err := n.handleReady(rd); err != nil {
 				return err
@@ -482,6 +488,19 @@ func (n *Node) hear(m *raftpb.Message) {
 
 // ReportUnreachable tells raft a peer could not be reached.
 func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
+
+// Greeted is told by the transport that a peer, vouched for, has just started (its Hello). If it
+// joins with nothing applied, it will ask the leader for a snapshot as soon as it answers the
+// leader's first append: the leader's loop starts making it now (prepareSnapshot).
+func (n *Node) Greeted(membership.ID) {
+	if n.lead.Load() != n.id {
+		return
+	}
+	select {
+	case n.greeted <- struct{}{}:
+	default:
+	}
+}
 
 // ReportSnapshot tells raft how sending a snapshot to a peer ended.
 func (n *Node) ReportSnapshot(id uint64, ok bool) {

@@ -36,6 +36,9 @@ func TestSnapshotSentIsTheAppliedMembership(t *testing.T) {
 	}
 
 	applied := n.applied.Load()
+	if s := n.snap.Load(); s != nil {
+		t.Fatalf("a snapshot (index %d) was made for an added member that has not started", s.GetMetadata().GetIndex())
+	}
 	first := sendSnap()
 	if got := first.GetMetadata().GetIndex(); got != applied {
 		t.Fatalf("snapshot at index %d, want the applied index %d", got, applied)
@@ -64,5 +67,30 @@ func TestSnapshotSentIsTheAppliedMembership(t *testing.T) {
 	}
 	if c, err := storage.SnapshotCluster(fresh); err != nil || c.Member(learnerID).PeerURLs[0] != "http://127.0.0.1:3" {
 		t.Fatalf("fresh snapshot: %v, %v", c, err)
+	}
+}
+
+// A member that starts with nothing of the log greets the leader, which makes the snapshot the
+// member will ask for then, in the background, and sends that one.
+func TestSnapshotMadeWhenANewMemberStarts(t *testing.T) {
+	n, tr, _, term := leaderAddedLearner(t)
+	applied := n.applied.Load()
+	n.Greeted(learnerID)
+	waitUntil(t, "the snapshot made ahead", func() bool { return n.snap.Load().GetMetadata().GetIndex() == applied })
+	made := n.snap.Load()
+	m := &raftpb.Message{Type: raftpb.MessageType_MsgSnap.Enum(), From: proto.Uint64(uint64(n.ID())), To: proto.Uint64(uint64(learnerID)),
+		Term: proto.Uint64(term), Snapshot: &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1)}}}
+	if err := n.send([]*raftpb.Message{m}); err != nil {
+		t.Fatal(err)
+	}
+	tr.mu.Lock()
+	sent := tr.sent[len(tr.sent)-1]
+	tr.mu.Unlock()
+	if sent.GetSnapshot() != made {
+		t.Fatal("the snapshot made when the member started was not the one sent")
+	}
+	c, err := storage.SnapshotCluster(made)
+	if err != nil || c.Member(learnerID) == nil {
+		t.Fatalf("the snapshot made ahead: %v, %v", c, err)
 	}
 }

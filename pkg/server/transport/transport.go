@@ -37,6 +37,8 @@ type Handler interface {
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
 	Cluster() *membership.Cluster
+	// Greeted is told that peer id, vouched for, said it has just started (a Hello).
+	Greeted(id membership.ID)
 }
 
 // Config configures a Transport.
@@ -121,9 +123,10 @@ func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error
 	})
 }
 
-// Hello is a hint too: it only ends the backoff of this member's sender to the peer, so that the
-// next message raft sends it is tried at once. Raft's view changes only when the peer answers
-// that message.
+// Hello is a hint too: it ends the backoff of this member's sender to the peer, so that the
+// next message raft sends it is tried at once, and tells the member (Handler.Greeted), whose
+// leader may make ahead the snapshot a new member will ask for. Raft's view changes only when
+// the peer answers that message.
 func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
 	t := s.t
 	return t.serveNotice(ctx, n, func(from sender) {
@@ -136,6 +139,7 @@ func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) 
 			t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
 			return
 		}
+		t.h.Greeted(id)
 		t.mu.Lock()
 		p := t.peers[id]
 		t.mu.Unlock()

@@ -5,6 +5,7 @@ import (
 	"io"
 	"log/slog"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -24,6 +25,7 @@ import (
 type member struct {
 	mu      sync.Mutex
 	stepped []*raftpb.Message
+	greeted []membership.ID
 	cluster *membership.Cluster
 
 	accepted atomic.Int32 // connections its listener accepted
@@ -37,6 +39,11 @@ func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
 }
 func (m *member) ReportUnreachable(uint64)    {}
 func (m *member) ReportSnapshot(uint64, bool) {}
+func (m *member) Greeted(id membership.ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.greeted = append(m.greeted, id)
+}
 
 func (m *member) Cluster() *membership.Cluster {
 	return m.cluster
@@ -215,7 +222,8 @@ func TestRemovedNoticeIsAClaim(t *testing.T) {
 	}
 }
 
-// A starting member's greeting only wakes its peers' senders to it: nothing reaches raft. It
+// A starting member's greeting wakes its peers' senders to it and tells each peer's member of
+// it; nothing reaches raft. It
 // goes over the connection the sender's raft messages then take: one connection per sender.
 func TestGreet(t *testing.T) {
 	c := membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}}})
@@ -233,6 +241,16 @@ func TestGreet(t *testing.T) {
 	waitFor(t, "heartbeat", func() bool { return receiver.count() == 1 })
 	if n := receiver.accepted.Load(); n != 2 {
 		t.Fatalf("the receiver accepted %d connections from the two senders; want 2: a raft message goes over the greeting's connection", n)
+	}
+	greeted := func() []membership.ID {
+		receiver.mu.Lock()
+		defer receiver.mu.Unlock()
+		return slices.Clone(receiver.greeted)
+	}
+	// The greeting goes beside the raft stream, not before it on the connection.
+	waitFor(t, "the member told of member 1's greeting", func() bool { return slices.Contains(greeted(), 1) })
+	if g := greeted(); slices.Contains(g, 3) {
+		t.Fatalf("the member was told of greetings from %v; 3 is removed", g)
 	}
 }
 
