@@ -365,10 +365,10 @@ func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 }
 
 // prepareSnapshot makes, in the background, the snapshot currentSnapshot will send a member
-// that has just started (Greeted) with nothing of the log: a new member. Making it takes the
-// loop 0.2 to 0.8 ms with a history at its bound on a 2-core machine busy with the new member's
-// start (docs/benchmarks.md), which the loop would otherwise spend when the member asks, holding
-// up every message and the new member. It is made when the member starts, not when it is added:
+// that has just started (Greeted) with nothing of the log: a new member. Making it takes 0.7 ms
+// (0.4 to 6 ms) with a history at its bound on a 2-core machine busy with the new member's start
+// (docs/benchmarks.md), which the loop would otherwise spend when the member asks, holding up
+// every message and the new member. It is made when the member starts, not when it is added:
 // an added member may start much later or never, and a snapshot made at each add was in vain
 // whenever the membership moved before the member asked. If it is not done in time,
 // currentSnapshot makes its own. The loop calls it, so the membership, its index and term agree.
