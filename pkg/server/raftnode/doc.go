@@ -45,5 +45,8 @@
 //     node exists.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask
 //     the questions they need answered (Matches, LeaderTerm, ReadIndex), not for raft.Status.
+//   - A snapshot sent to a peer is the applied membership with its own index and term
+//     (currentSnapshot), made on the loop or, once a peer with nothing of the log greets the
+//     leader, ahead of the need from what the loop holds (prepareSnapshot): never an older one.
 //   - Nothing here exits the process: raft's Fatal panics, as its Panic does.
 package raftnode
