@@ -126,7 +126,7 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 		}
 		p.up.Snapshot = &raftpb.Snapshot{Data: held.data, Metadata: rd.Snapshot.GetMetadata()}
 		p.up.ResetLog = true
-		p.cluster, p.applied, p.received = held.cluster, held.index, true
+		p.cluster, p.applied, p.lastTerm, p.received = held.cluster, held.index, held.term, true
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.GetIndex() <= p.applied {

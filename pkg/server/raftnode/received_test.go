@@ -47,8 +47,16 @@ func TestReceivedSnapshot(t *testing.T) {
 	if err := n.Step(context.Background(), snapshotMessage(20, nil, storage.ConfState(c))); !errors.Is(err, ErrRefused) {
 		t.Fatalf("a snapshot without data: %v, want ErrRefused", err)
 	}
-	step(t, n, snapshotMessage(20, bytes.Clone(data), storage.ConfState(c)))
+	// Of a term after the one the member started in.
+	m := snapshotMessage(20, bytes.Clone(data), storage.ConfState(c))
+	m.Term, m.Snapshot.Metadata.Term = proto.Uint64(3), proto.Uint64(3)
+	step(t, n, m)
 	waitUntil(t, "the snapshot applied", func() bool { return n.Applied() == 20 })
+	// Applied up to the snapshot's index of its term: a snapshot this member makes before it
+	// applies an entry (as a leader, for a new member) carries that term, the one peers hold.
+	if got := n.appliedTerm.Load(); got != 3 {
+		t.Fatalf("applied term %d after a snapshot of term 3", got)
+	}
 	if n.Cluster().Member(3) == nil || n.Cluster().History.Len() != 1 {
 		t.Fatalf("applied membership %v, history of %d, want member 3 and its addition", n.Cluster().Members, n.Cluster().History.Len())
 	}
