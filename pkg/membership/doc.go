@@ -23,8 +23,8 @@
 //     Change), never from the applying member's clock, so every member records the same. Like
 //     Removed, a History never changes once made: the array of recent events a line of them
 //     shares has each slot written once, by the one history that claimed it, before any history
-//     holds it. Its bound (the newest N) is a member's own
-//     setting; the count of dropped events says how many it no longer holds.
+//     holds it. Its bound (the newest N) is a member's own setting; the count of dropped events
+//     says how many it no longer holds.
 //   - Member, Cluster and Change are stored as JSON (bbolt, snapshots, the raft log) and Kind
 //     by number: a JSON tag is never renamed and a Kind never renumbered.
 //

@@ -247,6 +247,9 @@ type recentArray struct {
 
 // appendRecent returns the recent events with evs after them, and the array they are in.
 func (h History) appendRecent(evs []Event) ([]Event, *recentArray) {
+	if len(evs) == 0 {
+		return h.recent, h.tail
+	}
 	if t := h.tail; t != nil && cap(h.recent)-len(h.recent) >= len(evs) {
 		end := int64(t.size - cap(h.recent) + len(h.recent))
 		if t.used.CompareAndSwap(end, end+int64(len(evs))) {

@@ -247,8 +247,8 @@ func flateWriterPool(level int) *sync.Pool {
 // times over in moving, reading and writing its first snapshot, and a block is compressed once.
 // What each snapshot writes anew (DeflatedBlocks: the events recorded since the newest block,
 // fewer than blockEvents) is stored, not compressed (snapshotWriters: DEFLATE's stored blocks,
-// so a snapshot's form is the same): a leader at its bound makes a snapshot at every add (the
-// one the new member will ask for). With events shaped as make bench's learners, compressing
+// so a snapshot's form is the same): a leader at its bound makes a snapshot for every member
+// that joins. With events shaped as make bench's learners, compressing
 // them at DEFLATE's fastest level took 99 us of a snapshot's time at the default bound, against
 // 39 us stored, for a snapshot of about 150 KB larger by what their records come to stored:
 // none to some 28 KB, by how many there are. Stored records are checked for their form only,

@@ -309,8 +309,8 @@ func BenchmarkRecordAtBound(b *testing.B) {
 }
 
 // BenchmarkSnapshotAtBound is a leader at its bound of 10,000 events recording one more and
-// making the blocks of a snapshot of them, as it does at each add (the newest events written
-// again; every block compressed once, and then shared).
+// making the blocks of a snapshot of them, as it does for each member that joins (the newest
+// events written again; every block compressed once, and then shared).
 func BenchmarkSnapshotAtBound(b *testing.B) {
 	const max = 10000
 	var h History

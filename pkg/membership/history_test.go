@@ -125,7 +125,7 @@ func TestHistoryBounded(t *testing.T) {
 	if a.Events()[1].RaftIndex != 2 || b.Events()[1].RaftIndex != 3 || base.Len() != 1 {
 		t.Fatal("histories made from one share their new events")
 	}
-	// Nor when they are made at once: one takes the slots after base's events, the others copy.
+	// Nor when they are made at once: one takes the slot after a's events, the others copy.
 	var wg sync.WaitGroup
 	made := make([]History, 8)
 	for i := range made {
@@ -139,6 +139,15 @@ func TestHistoryBounded(t *testing.T) {
 	}
 	if a.Len() != 2 || a.Events()[1].RaftIndex != 2 {
 		t.Fatal("recording changed the history recorded on")
+	}
+	shared := 0
+	for _, m := range made {
+		if &m.recent[0] == &a.recent[0] {
+			shared++
+		}
+	}
+	if shared != 1 {
+		t.Fatalf("%d of the histories made at once share a's events; want one, the others copy", shared)
 	}
 	c := (&Cluster{History: NewHistory(make([]Event, 10), 5, 0)}).WithMaxHistory(4)
 	if c.History.Len() != 4 || c.History.Dropped() != 11 {

@@ -99,8 +99,12 @@ type Node struct {
 	// snap is the newest snapshot of the applied membership made to be sent: by currentSnapshot,
 	// or ahead of a joining member's need (Greeted).
 	snap atomic.Pointer[raftpb.Snapshot]
-	// greeted wakes the loop when a peer says it has started (Greeted); it holds one wake-up.
-	greeted chan struct{}
+	// greeted hands the loop the peers that said they have started (Greeted); what does not
+	// fit is dropped, as the greeting is only a hint.
+	greeted chan membership.ID
+	// making is the applied index of the snapshot prepareSnapshot last began; only the loop
+	// touches it.
+	making uint64
 	// received holds the data of the snapshots peers sent, stepped into raft without it
 	// (received.go).
 	received heldSnapshots
@@ -179,7 +183,7 @@ func New(cfg Config) (*Node, error) {
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
-		greeted: make(chan struct{}, 1),
+		greeted: make(chan membership.ID, 8),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -230,8 +234,8 @@ func (n *Node) Run(ctx context.Context) error {
 			return ErrRemoved
 		case <-ticker.C:
 			n.raft.Tick()
-		case <-n.greeted:
-			n.prepareSnapshot()
+		case id := <-n.greeted:
+			n.prepareSnapshot(id)
 		case rd := <-n.raft.Ready():
 			if err := n.handleReady(rd); err != nil {
 				return err
@@ -489,15 +493,15 @@ func (n *Node) hear(m *raftpb.Message) {
 // ReportUnreachable tells raft a peer could not be reached.
 func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
 
-// Greeted is told by the transport that a peer, vouched for, has just started (its Hello). If it
-// joins with nothing applied, it will ask the leader for a snapshot as soon as it answers the
-// leader's first append: the leader's loop starts making it now (prepareSnapshot).
-func (n *Node) Greeted(membership.ID) {
+// Greeted is told by the transport that peer id, vouched for, has just started (its Hello). If
+// it joins with nothing of the log, it will ask the leader for a snapshot as soon as it answers
+// the leader's first append: the leader's loop starts making it now (prepareSnapshot).
+func (n *Node) Greeted(id membership.ID) {
 	if n.lead.Load() != n.id {
 		return
 	}
 	select {
-	case n.greeted <- struct{}{}:
+	case n.greeted <- id:
 	default:
 	}
 }

@@ -364,26 +364,24 @@ func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	return s, nil
 }
 
-// prepareSnapshot makes, in the background, the snapshot currentSnapshot will send a member
-// that has just started (Greeted) with nothing of the log: a new member. Making it takes 0.7 ms
-// (0.4 to 6 ms) with a history at its bound on a 2-core machine busy with the new member's start
-// (docs/benchmarks.md), which the loop would otherwise spend when the member asks, holding up
-// every message and the new member. It is made when the member starts, not when it is added:
-// an added member may start much later or never, and a snapshot made at each add was in vain
-// whenever the membership moved before the member asked. If it is not done in time,
-// currentSnapshot makes its own. The loop calls it, so the membership, its index and term agree.
-func (n *Node) prepareSnapshot() {
+// prepareSnapshot makes, in the background, the snapshot currentSnapshot will send member id,
+// which has just started (Greeted), if it has nothing of the log: a new member, which asks for
+// one as soon as it answers the leader's first append. Made then by the loop, it would hold up
+// every message the leader sends, and the new member, on a machine busy with the member's start
+// (docs/benchmarks.md, "The snapshot made when a new member starts"). It is made when the member
+// starts, not when it is added: an added member may start much later or never, and a snapshot
+// made at each add was in vain whenever the membership moved before the member asked. If it is
+// not done in time, currentSnapshot makes its own. Only the loop calls it, so the membership,
+// its index and term agree, and one is made per applied index however many greetings come.
+func (n *Node) prepareSnapshot(id membership.ID) {
 	applied := n.applied.Load()
-	if n.lead.Load() != n.id || n.snap.Load().GetMetadata().GetIndex() == applied {
+	if n.lead.Load() != n.id || n.making == applied || n.snap.Load().GetMetadata().GetIndex() == applied {
 		return
 	}
-	needs := false
-	for id, pr := range n.raft.Status().Progress {
-		needs = needs || (id != n.id && pr.Match == 0)
-	}
-	if !needs {
+	if pr, ok := n.raft.Status().Progress[uint64(id)]; !ok || pr.Match > 0 {
 		return
 	}
+	n.making = applied
 	c, term := n.cluster.Load(), n.appliedTerm.Load()
 	go func() {
 		s, err := snapshotOf(c, applied, term)

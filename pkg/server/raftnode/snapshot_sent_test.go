@@ -26,10 +26,8 @@ func TestSnapshotSentIsTheAppliedMembership(t *testing.T) {
 		if m.Snapshot != stored {
 			t.Error("the message raft made lost its stored snapshot")
 		}
-		tr.mu.Lock()
-		sent := tr.sent[len(tr.sent)-1]
-		tr.mu.Unlock()
-		if sent.GetTo() != uint64(learnerID) || sent.GetTerm() != term || sent.GetSnapshot() == stored {
+		sent := lastSnapTo(t, tr, learnerID)
+		if sent.GetTerm() != term || sent.GetSnapshot() == stored {
 			t.Fatalf("sent %v, want a snapshot of the applied membership to %s in term %d", sent, learnerID, term)
 		}
 		return sent.GetSnapshot()
@@ -83,14 +81,26 @@ func TestSnapshotMadeWhenANewMemberStarts(t *testing.T) {
 	if err := n.send([]*raftpb.Message{m}); err != nil {
 		t.Fatal(err)
 	}
-	tr.mu.Lock()
-	sent := tr.sent[len(tr.sent)-1]
-	tr.mu.Unlock()
-	if sent.GetSnapshot() != made {
+	if sent := lastSnapTo(t, tr, learnerID); sent.GetSnapshot() != made {
 		t.Fatal("the snapshot made when the member started was not the one sent")
 	}
 	c, err := storage.SnapshotCluster(made)
 	if err != nil || c.Member(learnerID) == nil {
 		t.Fatalf("the snapshot made ahead: %v, %v", c, err)
 	}
+}
+
+// lastSnapTo is the last snapshot message tr was given for member to: the loop sends its own
+// heartbeats and appends beside the test's messages.
+func lastSnapTo(t *testing.T, tr *recorder, to membership.ID) *raftpb.Message {
+	t.Helper()
+	tr.mu.Lock()
+	defer tr.mu.Unlock()
+	for i := len(tr.sent) - 1; i >= 0; i-- {
+		if m := tr.sent[i]; m.GetType() == raftpb.MessageType_MsgSnap && m.GetTo() == uint64(to) {
+			return m
+		}
+	}
+	t.Fatalf("no snapshot sent to %s", to)
+	return nil
 }

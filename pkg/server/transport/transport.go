@@ -105,7 +105,8 @@ func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerSer
 //     proof, so a stranger's notice, a stale one, or a forced member's, is logged and ignored.
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
 //     the sender: a member added while it was not running yet would otherwise wait out the
-//     backoff before its first message. Nothing reaches raft.
+//     backoff before its first message. The member is told too (Handler.Greeted): a leader
+//     makes ahead the snapshot a new member will ask for. Nothing reaches raft.
 //   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
 type peerService struct {
 	pb.UnimplementedPeerServer

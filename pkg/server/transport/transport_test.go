@@ -223,8 +223,8 @@ func TestRemovedNoticeIsAClaim(t *testing.T) {
 }
 
 // A starting member's greeting wakes its peers' senders to it and tells each peer's member of
-// it; nothing reaches raft. It
-// goes over the connection the sender's raft messages then take: one connection per sender.
+// it, if the membership lists the sender; nothing reaches raft. It goes over the connection the
+// sender's raft messages then take: one connection per sender.
 func TestGreet(t *testing.T) {
 	c := membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}}})
 	c.Removed = membership.NewIDSet(3)
@@ -249,6 +249,15 @@ func TestGreet(t *testing.T) {
 	}
 	// The greeting goes beside the raft stream, not before it on the connection.
 	waitFor(t, "the member told of member 1's greeting", func() bool { return slices.Contains(greeted(), 1) })
+	// Answered once handled: a greeting in the name of removed member 3 is not told.
+	conn, err := sender.Dial(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	if err := invoke(conn, pb.PeerClient.Hello, &pb.Notice{ClusterId: 7, From: 3, To: 2}); err != nil {
+		t.Fatal(err)
+	}
 	if g := greeted(); slices.Contains(g, 3) {
 		t.Fatalf("the member was told of greetings from %v; 3 is removed", g)
 	}
