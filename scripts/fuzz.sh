@@ -8,10 +8,16 @@
 # only such a run, is tried up to twice more, so that make test fails on crashes, not on that
 # race. Minimization is bounded by count, so a run ends near FUZZTIME even when every input opens
 # a database.
+#
+# The targets' temporary files go to a directory of this script's own, removed when it ends: a
+# fuzzing worker the coordinator stops at the deadline may not run its cleanup (t.TempDir).
 set -uo pipefail
 cd "$(dirname "$0")/.."
 fuzztime=$1
 shift
+TMPDIR=$(mktemp -d "${TMPDIR:-/tmp}/clusterd-fuzz.XXXXXX") || exit
+export TMPDIR
+trap 'rm -rf "$TMPDIR"' EXIT
 for t in "$@"; do
 	pkg=${t%%:*} fn=${t##*:}
 	for try in 1 2 3; do
