@@ -163,8 +163,9 @@ func (h History) DeflatedBlocks() (blocks []DeflatedBlock, dropped uint64) {
 // HistoryFromBlocks is the history of the blocks DeflatedBlocks returned, after dropped older
 // events. It keeps each block as it came, to be inflated when read, and checks only what keeping
 // it needs (a count of events and some bytes for each, and that only the first skips events,
-// fewer than it holds and no more than dropped counts): a damaged block is refused when read (Read), and sent on as it came. The
-// blocks inflate to at most maxInflated together. Give it bytes of its own.
+// fewer than it holds and no more than dropped counts): a damaged block is refused when read
+// (Read), and sent on as it came. The blocks inflate to at most maxInflated together. Give it
+// bytes of its own.
 func HistoryFromBlocks(blocks []DeflatedBlock, dropped uint64) (History, error) {
 	if err := checkDropped(dropped); err != nil {
 		return History{}, err
@@ -248,10 +249,10 @@ func flateWriterPool(level int) *sync.Pool {
 // What each snapshot writes anew (DeflatedBlocks: the events recorded since the newest block,
 // fewer than blockEvents) is stored, not compressed (snapshotWriters: DEFLATE's stored blocks,
 // so a snapshot's form is the same): a leader at its bound makes a snapshot for every member
-// that joins. With events shaped as make bench's learners, compressing
-// them at DEFLATE's fastest level took 99 us of a snapshot's time at the default bound, against
-// 39 us stored, for a snapshot of about 150 KB larger by what their records come to stored:
-// none to some 28 KB, by how many there are. Stored records are checked for their form only,
+// that joins. With events shaped as make bench's learners, compressing them at DEFLATE's
+// fastest level took 99 us of a snapshot's time at the default bound, against 39 us stored, for
+// a snapshot of about 150 KB larger by what their records come to stored: none to some 28 KB,
+// by how many there are. Stored records are checked for their form only,
 // as the records a block inflates to are: a byte damaged within a name or URL reads back.
 func appendFlushed(b, records []byte, writers *sync.Pool) []byte {
 	if len(records) == 0 {
