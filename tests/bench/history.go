@@ -171,8 +171,8 @@ func (b *bench) historyCycles(ctx context.Context, clusters map[bool]*cluster.Cl
 			if err != nil {
 				return fmt.Errorf("history phase, full %v: %w", full, err)
 			}
-			b.logf("history phase, %s cycle %d: learner ready %.1f ms; leader removal gap %.1f ms from %+.1f ms, remove took %.1f ms",
-				historyKind(full), k+1-warm, v.ReadyMS, rr.LongestGapMS, rr.GapFromMS, rr.RemoveMS)
+			b.logf("history phase, %s cycle %d: learner ready %.1f ms; leader removal gap %.1f ms from %+.1f ms, remove took %.1f ms, %s leads",
+				historyKind(full), k+1-warm, v.ReadyMS, rr.LongestGapMS, rr.GapFromMS, rr.RemoveMS, rr.NewLeader)
 			if k >= warm {
 				f.ready[full] = append(f.ready[full], v.ReadyMS)
 				f.gaps[full] = append(f.gaps[full], rr.LongestGapMS)

@@ -481,6 +481,7 @@ type removalResult struct {
 	GapFromMS  float64 `json:"gap_from_ms"`
 	RemoveMS   float64 `json:"remove_ms"` // how long MemberRemove of the leader took
 	ExitStatus string  `json:"removed_member_exit"`
+	NewLeader  string  `json:"new_leader"` // the member that leads after the removal
 	FirstError string  `json:"first_error,omitempty"`
 }
 

@@ -114,13 +114,15 @@ func afterRemoval(ctx context.Context, c *cluster.Cluster, leader string, rmStar
 	} else {
 		res.ExitStatus = e.String()
 	}
-	if _, _, err := c.WaitLeader(10 * time.Second); err != nil {
+	next, _, err := c.WaitLeader(10 * time.Second)
+	if err != nil {
 		finish()
 		return res, err
 	}
+	res.NewLeader = next.Name
 	// The gap that began with the removal ends with the reader's first list after it.
 	leaderKnown := time.Now()
-	err := proc.PollContext(ctx, 10*time.Second, "wait for the reader to list the members again", func() (bool, error) {
+	err = proc.PollContext(ctx, 10*time.Second, "wait for the reader to list the members again", func() (bool, error) {
 		return lastOK.Load() > leaderKnown.UnixNano(), nil
 	})
 	if err == nil {
