@@ -405,13 +405,18 @@ func (n *Node) stepInvitation() {
 	if h == nil {
 		return
 	}
-	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	timeout := n.electionTimeout()
 	if h.m.GetTerm() != n.term.Load() || h.m.GetFrom() != n.lead.Load() || time.Since(h.at) > timeout {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
 	defer cancel()
 	_ = n.raft.Step(ctx, h.m)
+}
+
+// electionTimeout is raft's election timeout: ElectionTicks ticks of TickInterval.
+func (n *Node) electionTimeout() time.Duration {
+	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
 }
 
 // promotable reports whether this member is a voter of its applied membership, which is raft's

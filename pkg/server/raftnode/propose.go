@@ -142,7 +142,7 @@ func (n *Node) ConfLock() func() {
 // call is in it. It asks again at once when the leader or the term changes (raft drops a pending
 // read then, silently), and returns ErrStopped at once when the member is stopping.
 func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
-	retry := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval / 2
+	retry := n.electionTimeout() / 2
 	for {
 		if n.Stopped() {
 			return nil, ErrStopped
@@ -217,7 +217,7 @@ func (n *Node) forgetRead(rctx []byte) {
 // invitation to campaign, and raft drops the transfer after an election timeout: so the transfer
 // is asked again each election timeout, while this member still leads, until ctx ends.
 func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
-	round := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	round := n.electionTimeout()
 	for {
 		n.raft.TransferLeadership(ctx, n.id, uint64(to))
 		rctx, cancel := context.WithTimeout(ctx, round)
@@ -239,7 +239,7 @@ func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
 // election timeout, and at most three quarters of what is left of ctx, so that a member
 // without a leader answers ErrNoLeader (nothing was proposed) before its caller gives up.
 func (n *Node) WaitLeader(ctx context.Context) (membership.ID, error) {
-	limit := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	limit := n.electionTimeout()
 	if d, ok := ctx.Deadline(); ok {
 		limit = min(limit, time.Until(d)*3/4)
 	}
