@@ -276,8 +276,16 @@ func (c *Coordinator) awaitReady(ctx context.Context, id membership.ID, wait tim
 	c.cfg.Node.WaitMatches(ctx, func(match map[membership.ID]uint64) bool { return c.learnerReady(match, id) })
 }
 
+// handOff asks the most up-to-date voter that is up to take over, and answers ErrNotLeader
+// once it has, or once this member no longer leads, so that the request goes to the new leader.
 func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error {
 	match := c.cfg.Node.Matches()
+	if len(match) == 0 {
+		// Leadership moved since the checks (only a leader tracks matches). Asked to transfer
+		// now, raft would pass the request on to the new leader, which would hand over to
+		// whoever this member picked.
+		return raftnode.ErrNotLeader
+	}
 	var best membership.ID
 	var bestMatch uint64
 	for _, id := range cl.Voters() {
