@@ -405,8 +405,7 @@ func (n *Node) stepInvitation() {
 	if h == nil {
 		return
 	}
-	timeout := n.electionTimeout()
-	if h.m.GetTerm() != n.term.Load() || h.m.GetFrom() != n.lead.Load() || time.Since(h.at) > timeout {
+	if h.m.GetTerm() != n.term.Load() || h.m.GetFrom() != n.lead.Load() || time.Since(h.at) > n.electionTimeout() {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Second)

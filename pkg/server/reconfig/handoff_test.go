@@ -30,8 +30,9 @@ func TestHandOffAfterLosingLeadership(t *testing.T) {
 		}
 	}
 	c := coords[old]
-	c.cfg.ElectionTimeout = 500 * time.Millisecond
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	// Long, so that the other follower still counts as heard however slow the transfer is.
+	c.cfg.ElectionTimeout = 5 * time.Second
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	if err := c.cfg.Node.TransferLeadership(ctx, membership.ID(next)); err != nil {
 		t.Fatalf("handing leadership over: %v", err)
