@@ -215,10 +215,15 @@ func (n *Node) forgetRead(rctx []byte) {
 //
 // A target that has not applied its own promotion yet (just promoted, say) ignores raft's
 // invitation to campaign, and raft drops the transfer after an election timeout: so the transfer
-// is asked again each election timeout, while this member still leads, until ctx ends.
+// is asked again each election timeout, while this member still leads, until ctx ends. A member
+// that does not lead answers ErrNotLeader without asking raft: raft on a follower passes the
+// request on to the leader, which would hand its leadership over for nothing.
 func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
 	round := n.electionTimeout()
 	for {
+		if n.lead.Load() != n.id {
+			return ErrNotLeader
+		}
 		n.raft.TransferLeadership(ctx, n.id, uint64(to))
 		rctx, cancel := context.WithTimeout(ctx, round)
 		done := n.WaitFor(rctx, func() bool { return n.lead.Load() == uint64(to) })
@@ -228,10 +233,9 @@ func (n *Node) TransferLeadership(ctx context.Context, to membership.ID) error {
 			return nil
 		case ctx.Err() != nil || n.Stopped():
 			return n.ctxErr(ctx)
-		case n.lead.Load() != n.id:
-			// Someone else leads now (or nobody yet): this member can no longer hand it over.
-			return ErrNotLeader
 		}
+		// Asked again, unless someone else leads now (or nobody yet): this member can no
+		// longer hand it over.
 	}
 }
 

@@ -11,9 +11,10 @@ import (
 )
 
 // A leader that loses its leadership between the checks and the hand-off answers "not leader"
-// at once. Asked for a transfer then, raft on a follower passes it to the new leader, which
-// would hand its leadership to whichever voter this member picked: here the other follower,
-// which this member still counts as heard, and which ties would give it (the higher ID).
+// at once, and so does a transfer asked of a member that does not lead. Asked for a transfer
+// then, raft on a follower passes it to the new leader, which would hand its leadership to
+// whichever voter this member picked: here the other follower, which this member still counts
+// as heard, and which ties would give it (the higher ID).
 func TestHandOffAfterLosingLeadership(t *testing.T) {
 	_, coords := startNodes(t, "")
 	old := waitLeader(t, coords)
@@ -42,6 +43,10 @@ func TestHandOffAfterLosingLeadership(t *testing.T) {
 	}
 	if err := c.handOff(ctx, c.cfg.Node.Cluster()); !errors.Is(err, raftnode.ErrNotLeader) {
 		t.Fatalf("hand-off by a member that no longer leads: %v, want %v", err, raftnode.ErrNotLeader)
+	}
+	// The mechanism itself, as MoveLeader uses it: a member that does not lead asks raft nothing.
+	if err := c.cfg.Node.TransferLeadership(ctx, membership.ID(other)); !errors.Is(err, raftnode.ErrNotLeader) {
+		t.Fatalf("transfer by a member that no longer leads: %v, want %v", err, raftnode.ErrNotLeader)
 	}
 	if lead := coords[next].cfg.Node.Leader(); lead != membership.ID(next) {
 		t.Fatalf("leadership moved from %v to %v after the hand-off of a member that no longer led", membership.ID(next), lead)

@@ -281,9 +281,8 @@ func (c *Coordinator) awaitReady(ctx context.Context, id membership.ID, wait tim
 func (c *Coordinator) handOff(ctx context.Context, cl *membership.Cluster) error {
 	match := c.cfg.Node.Matches()
 	if len(match) == 0 {
-		// Leadership moved since the checks (only a leader tracks matches). Asked to transfer
-		// now, raft would pass the request on to the new leader, which would hand over to
-		// whoever this member picked.
+		// Leadership moved since the checks (only a leader tracks matches): not "unhealthy
+		// cluster" for want of a voter to pick, which a client would not retry.
 		return raftnode.ErrNotLeader
 	}
 	var best membership.ID
