@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -43,27 +44,22 @@ type historyFigures struct {
 	ready map[bool]samples // learner ready
 	gaps  map[bool]samples // leader removal, longest gap
 	sizes map[bool]historySizes
-	fill  fillResult
 }
 
 // historyPhase compares, in turn so both see the same machine, conf changes, learners made
 // ready and leaders removed on a cluster whose history is full and on one whose members keep
-// one change (--max-history=1), and reads the sizes. filled is the cluster with the full history,
-// b.c after the log is filled and the -history pairs made (its history is then at the default
-// bound); when it is nil (-only=history), a cluster is started and its history filled with
-// -history-entries changes (peer URL updates, one event each). The short cluster's log is filled
-// with three times --snapshot-count changes: enough that its members snapshot and compact their
-// logs and a new member is sent a snapshot, as on the full one. Each cluster the phase starts
-// then adds and removes -history learners, as the main cluster did after its fill, so that the
-// two hold as many removed IDs and differ in the history their snapshots carry. The clusters the
-// phase starts are stopped again.
-func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*historyFigures, error) {
-	clusters := map[bool]*cluster.Cluster{true: filled}
+// one change (--max-history=1), and reads the sizes. The phase starts both clusters and makes
+// the same changes in each, at the same time: a fill of peer URL updates, then -history learners
+// added and removed, -history-entries changes in all (at least 3x --snapshot-count of fill, so
+// that members snapshot and compact their logs and a new member is sent a snapshot). The two
+// then differ in what --max-history keeps alone: their members are as old, have applied as
+// many entries and hold as many removed IDs. (The bench's main cluster is not one of them: by
+// this phase its members have served every earlier phase for minutes, and a comparison of it
+// with a new cluster measured that age as well as the history.) The clusters are stopped again.
+func (b *bench) historyPhase(ctx context.Context) (*historyFigures, error) {
+	clusters := map[bool]*cluster.Cluster{}
 	f := &historyFigures{sizes: map[bool]historySizes{}, ready: map[bool]samples{}, gaps: map[bool]samples{}}
 	for _, full := range []bool{false, true} {
-		if clusters[full] != nil {
-			continue
-		}
 		name := "history-" + historyKind(full)
 		dir := filepath.Join(b.dir, name)
 		if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -89,29 +85,19 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 			return nil, err
 		}
 		clusters[full] = c
-		ms, _, err := leaderFirstOf(c)
-		if err != nil {
-			return nil, err
-		}
-		st, err := cluster.Status(ms[0])
-		if err != nil {
-			return nil, err
-		}
-		changes := map[bool]int{false: 3 * b.opt.snapshotCount, true: b.opt.historyEntries}[full]
-		b.logf("history phase: filling the %s cluster's log with %d changes", name, changes)
-		fill, err := fillLogIn(ctx, c, st.GetRaftIndex()+uint64(changes), b.opt.fillTimeout)
-		if err != nil {
-			return nil, err
-		}
-		if full {
-			f.fill = fill
-		}
-		// As the main cluster did after its fill: the two clusters then hold as many removed
-		// IDs, and histories of learners added and removed, as a whole run's full one does.
-		b.logf("history phase: %d learners added and removed in the %s cluster", b.opt.history, name)
-		if _, err := addRemoveLoopIn(ctx, c, viaLeader, b.opt.history, time.Time{}); err != nil {
-			return nil, err
-		}
+	}
+	fill := max(b.opt.historyEntries-2*b.opt.history, 3*b.opt.snapshotCount)
+	b.logf("history phase: in each cluster at once, %d changes, then %d learners added and removed", fill, b.opt.history)
+	errs := make(chan error, len(clusters))
+	for _, c := range clusters {
+		go func() { errs <- fillHistoryOf(ctx, c, fill, b.opt.history, b.opt.fillTimeout) }()
+	}
+	var err error
+	for range clusters {
+		err = errors.Join(err, <-errs)
+	}
+	if err != nil {
+		return nil, err
 	}
 	clients := map[bool]*client.Client{}
 	for full, c := range clusters {
@@ -144,6 +130,25 @@ func (b *bench) historyPhase(ctx context.Context, filled *cluster.Cluster) (*his
 		return nil, err
 	}
 	return f, nil
+}
+
+// fillHistoryOf makes changes peer URL updates in c (one event each), then adds and removes
+// pairs learners, as the main cluster does after its fill: the history then holds learners
+// added and removed, and the membership their removed IDs.
+func fillHistoryOf(ctx context.Context, c *cluster.Cluster, changes, pairs int, timeout time.Duration) error {
+	ms, _, err := leaderFirstOf(c)
+	if err != nil {
+		return err
+	}
+	st, err := cluster.Status(ms[0])
+	if err != nil {
+		return err
+	}
+	if _, err := fillLogIn(ctx, c, st.GetRaftIndex()+uint64(changes), timeout); err != nil {
+		return err
+	}
+	_, err = addRemoveLoopIn(ctx, c, viaLeader, pairs, time.Time{})
+	return err
 }
 
 // historyKind names the history phase's clusters: the one whose history is full, the other.
@@ -237,6 +242,8 @@ func (r *report) fillHistory(f *historyFigures) {
 		y := stat(key+"_short_history", fmt.Sprintf("history: %s, --max-history=1, in turn with the above", what), unit, s[false], warmup, "report")
 		if len(s[true]) > 0 && len(s[false]) > 0 {
 			x.Ratio, x.RatioTo = ptr(x.Median/y.Median), y.Key
+			lo, hi := medianRatioInterval(s[true], s[false])
+			x.RatioInterval = []float64{lo, hi}
 			x.Met = ptr(*x.Ratio <= target)
 		}
 		r.Rows = append(r.Rows, x, y)

@@ -82,8 +82,8 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.historyConfRuns, "history-conf-runs", 300, "measured add+remove pairs in process per cluster in the history phase, whose target is a ratio of two medians within 1.1x: "+
 		"more than -conf-runs, as 100 gave ratios 0.05x apart in runs of one code")
 	fs.IntVar(&o.urlRuns, "url-runs", 50, "measured updates of a learner's peer URLs, with one URL and with the most a member may have, and dry-run adds of 3,000 URLs beside it")
-	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs")
-	fs.IntVar(&o.historyEntries, "history-entries", 10000, "with -only=history, changes made in the membership history of the cluster the history phase compares with one whose members keep one change (--max-history=1; its log filled with 3x -snapshot-count changes); in a whole run that cluster is the main one once its log is filled, and 0 skips the phase")
+	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs; the history phase does the same in its two clusters")
+	fs.IntVar(&o.historyEntries, "history-entries", 10000, "changes made in each of the history phase's two clusters, one keeping the default --max-history, one keeping one change: a fill of peer URL updates (at least 3x -snapshot-count), then the -history learners added and removed; 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
 	fs.IntVar(&o.historyCycles, "history-cycles", 31, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians within 1.1x: "+

@@ -16,7 +16,7 @@ import (
 // profiles.
 func (b *bench) measure(ctx context.Context) error {
 	if b.opt.only == onlyHistory {
-		h, err := b.historyPhase(ctx, nil)
+		h, err := b.historyPhase(ctx)
 		if err != nil {
 			return err
 		}
@@ -203,7 +203,7 @@ func (b *bench) measure(ctx context.Context) error {
 	}
 	var history *historyFigures
 	if b.opt.historyEntries > 0 {
-		if history, err = b.historyPhase(ctx, b.c); err != nil {
+		if history, err = b.historyPhase(ctx); err != nil {
 			return err
 		}
 	}

@@ -29,7 +29,10 @@ type row struct {
 	Target  string   `json:"target"`
 	Ratio   *float64 `json:"ratio,omitempty"`
 	RatioTo string   `json:"ratio_to,omitempty"`
-	Met     *bool    `json:"met,omitempty"`
+	// RatioInterval is a 90% bootstrap interval of Ratio where one is computed (a ratio of two
+	// medians of a few dozen samples each): what another run of the same code could give.
+	RatioInterval []float64 `json:"ratio_interval_90,omitempty"`
+	Met           *bool     `json:"met,omitempty"`
 }
 
 type machine struct {
@@ -331,6 +334,9 @@ func (r *report) printTable(w io.Writer) {
 		ratio := ""
 		if x.Ratio != nil {
 			ratio = fmt.Sprintf("%.2fx %s", *x.Ratio, x.RatioTo)
+			if len(x.RatioInterval) == 2 {
+				ratio = fmt.Sprintf("%.2fx (90%%: %.2f to %.2fx) %s", *x.Ratio, x.RatioInterval[0], x.RatioInterval[1], x.RatioTo)
+			}
 		}
 		met := ""
 		if x.Met != nil {
