@@ -53,6 +53,8 @@ type options struct {
 	profile         string
 	profileFor      time.Duration
 	historyEntries  int
+	historyControl  bool
+	pool            []string // -pool: the JSON reports to pool, the arguments after the flags
 }
 
 // The series -only runs alone: cluster status after the cluster starts, or the history phase on
@@ -86,6 +88,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.historyEntries, "history-entries", 10000, "changes made in each of the history phase's two clusters, one keeping the default --max-history, one keeping one change: a fill of peer URL updates (at least 3x -snapshot-count), then the -history learners added and removed; 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
 	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
+	fs.BoolVar(&o.historyControl, "history-control", false, "the history phase's second cluster keeps the default --max-history too: a run in which the two clusters differ in nothing, whose ratios show how far the comparison strays from 1x by chance")
 	fs.IntVar(&o.historyCycles, "history-cycles", 31, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians within 1.1x: "+
 		"more than -cycles, as the medians of 5 on a loaded 2-core machine do not tell 1.1x from 1.2x, and those of 11 moved by 0.1x to 0.3x between runs of one code")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
@@ -104,9 +107,17 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.BoolVar(&o.build, "build", true, "build bin/clusterd and bin/clusterctl first (false: use them as they are)")
 	fs.StringVar(&o.profile, "profile", "", "`dir` to write the leader's CPU profile and execution traces of the leader and a follower to, taken during extra conf changes after the measured ones, with a summary of them (empty: no profiling; members then serve no profiles)")
 	fs.DurationVar(&o.profileFor, "profile-for", 5*time.Second, "how long the profiled conf changes run")
+	pool := fs.Bool("pool", false, "measure nothing: read the JSON reports given as arguments (runs of this bench) and print each ratio row's geometric mean over them with a 90% interval, met when the interval's upper end is within the row's target")
 	fs.StringVar(&o.logLevel, "log-level", "warn", "--log-level of every member (their logs are kept with -keep)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
+	}
+	if *pool {
+		if fs.NArg() == 0 {
+			return o, errors.New("-pool needs the JSON reports of the runs to pool as arguments")
+		}
+		o.pool = fs.Args()
+		return o, nil
 	}
 	if fs.NArg() != 0 {
 		return o, fmt.Errorf("unexpected arguments: %s", strings.Join(fs.Args(), " "))
@@ -151,6 +162,15 @@ func run(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
+	}
+	if opt.pool != nil {
+		pooled, err := poolReports(opt.pool)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		printPooled(stdout, pooled)
+		return 0
 	}
 	// SIGINT and SIGTERM cancel the run; the deferred cleanup then stops every process.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)

@@ -85,7 +85,7 @@ func TestCheckDisk(t *testing.T) {
 // named here as one that shapes no figure.
 func TestOptionsInJSON(t *testing.T) {
 	shapesNone := map[string]bool{"out": true, "keep": true, "timeout": true, "fill-timeout": true,
-		"build-etcd": true, "build": true, "dir": true}
+		"build-etcd": true, "build": true, "dir": true, "pool": true}
 	var usage bytes.Buffer
 	if _, err := parseFlags([]string{"-h"}, &usage); err == nil {
 		t.Fatal("-h: no error")

@@ -29,10 +29,7 @@ type row struct {
 	Target  string   `json:"target"`
 	Ratio   *float64 `json:"ratio,omitempty"`
 	RatioTo string   `json:"ratio_to,omitempty"`
-	// RatioInterval is a 90% bootstrap interval of Ratio where one is computed (a ratio of two
-	// medians of a few dozen samples each): what another run of the same code could give.
-	RatioInterval []float64 `json:"ratio_interval_90,omitempty"`
-	Met           *bool     `json:"met,omitempty"`
+	Met     *bool    `json:"met,omitempty"`
 }
 
 type machine struct {
@@ -84,11 +81,11 @@ func newReport(o options, dir, fsType string) *report {
 		// Every option that shapes a figure, named after its flag. Left out: -out, -keep,
 		// -timeout and -fill-timeout (where the results go, and bounds that end a run rather than
 		// change its figures), -build-etcd and -build (the notes say whether etcdctl was there and
-		// whether the binaries were used as found), and -dir (machine.file_system and
-		// machine.device say what it put the data dirs on).
+		// whether the binaries were used as found), -dir (machine.file_system and
+		// machine.device say what it put the data dirs on), and -pool (which measures nothing).
 		Options: map[string]any{
 			"warmup": o.warmup, "cycle_warmup": o.cycleWarmup(), "list_runs": o.listRuns, "status_runs": o.statusRuns, "only": o.only, "tls": o.tls, "tls_runs": o.tlsRuns, "rss_runs": o.rssRuns,
-			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history_conf_runs": o.historyConfRuns, "url_runs": o.urlRuns, "history": o.history, "history_entries": o.historyEntries, "fsync_runs": o.fsyncRuns,
+			"change_runs": o.changeRuns, "conf_runs": o.confRuns, "history_conf_runs": o.historyConfRuns, "url_runs": o.urlRuns, "history": o.history, "history_entries": o.historyEntries, "history_control": o.historyControl, "fsync_runs": o.fsyncRuns,
 			"cycles": o.cycles, "history_cycles": o.historyCycles, "replace_runs": o.replaceRuns, "dead_replace_runs": o.deadReplaceRuns, "removals": o.removals, "etcd_removals": o.etcdRemovals, "entries": o.entries, "snapshot_count": o.snapshotCount, "idle_s": o.idle.Seconds(),
 			"log_level": o.logLevel, "profile": o.profile, "profile_for_s": o.profileFor.Seconds(),
 		},
@@ -334,9 +331,6 @@ func (r *report) printTable(w io.Writer) {
 		ratio := ""
 		if x.Ratio != nil {
 			ratio = fmt.Sprintf("%.2fx %s", *x.Ratio, x.RatioTo)
-			if len(x.RatioInterval) == 2 {
-				ratio = fmt.Sprintf("%.2fx (90%%: %.2f to %.2fx) %s", *x.Ratio, x.RatioInterval[0], x.RatioInterval[1], x.RatioTo)
-			}
 		}
 		met := ""
 		if x.Met != nil {

@@ -5,6 +5,7 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 )
@@ -169,5 +170,42 @@ func TestWriteJSON(t *testing.T) {
 	}
 	if v := rows["tls_member_list_vs_etcdctl"]; math.Abs(v["median"].(float64)-8.45/20.45) > 1e-9 || v["met"] != true {
 		t.Errorf("tls_member_list_vs_etcdctl %v", v)
+	}
+}
+
+// The history rows: each ratio of the full cluster's median to the other's, judged against
+// 1.1x; a control run names its second cluster for what it is.
+func TestFillHistory(t *testing.T) {
+	h := &historyFigures{
+		conf:  map[bool]samples{true: {2.0, 2.1, 2.2}, false: {2.0, 2.0, 2.1}},
+		ready: map[bool]samples{true: {30, 31, 33}, false: {25, 26, 27}},
+		gaps:  map[bool]samples{true: {7, 8}, false: {7, 8}},
+		sizes: map[bool]historySizes{true: {Events: 10000, DBBytes: 2 << 20}, false: {Events: 1, DBBytes: 1 << 20}},
+	}
+	for _, control := range []bool{false, true} {
+		args := []string{"-only=history"}
+		if control {
+			args = append(args, "-history-control")
+		}
+		o, err := parseFlags(args, os.Stderr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := newReport(o, t.TempDir(), "ext4")
+		r.fillHistory(h)
+		rows := map[string]row{}
+		for _, x := range r.Rows {
+			rows[x.Key] = x
+		}
+		for key, met := range map[string]bool{"conf_change_full_history": true, "learner_ready_full_history": false, "leader_removal_gap_full_history": true} {
+			x := rows[key]
+			if x.Ratio == nil || x.Met == nil || *x.Met != met {
+				t.Fatalf("control %v, %s: ratio %v met %v, want met %v", control, key, x.Ratio, x.Met, met)
+			}
+		}
+		want := map[bool]string{false: "--max-history=1", true: "the default --max-history too (-history-control)"}[control]
+		if got := rows["learner_ready_short_history"].Figure; !strings.Contains(got, want) {
+			t.Errorf("control %v: second cluster's row %q, want it to say %q", control, got, want)
+		}
 	}
 }

@@ -2,7 +2,6 @@ package main
 
 import (
 	"math"
-	"math/rand/v2"
 	"slices"
 	"time"
 )
@@ -41,30 +40,4 @@ func (s samples) max() float64 {
 		return math.NaN()
 	}
 	return slices.Max(s)
-}
-
-// medianRatioInterval is a 90% percentile-bootstrap interval for a.median()/b.median(): the
-// ratio of medians of 2,000 resamplings of each series, their 5th and 95th percentiles. It says
-// how far the ratio of one run of a few dozen samples could be from the ratio the machine would
-// give over many, so that a ratio is read against its target with that spread in view. Seeded,
-// so the same samples give the same interval.
-func medianRatioInterval(a, b samples) (lo, hi float64) {
-	if len(a) == 0 || len(b) == 0 {
-		return math.NaN(), math.NaN()
-	}
-	const resamples = 2000
-	rng := rand.New(rand.NewPCG(1, 2))
-	resample := func(s samples, into samples) float64 {
-		for i := range into {
-			into[i] = s[rng.IntN(len(s))]
-		}
-		return into.median()
-	}
-	ra, rb := make(samples, len(a)), make(samples, len(b))
-	ratios := make([]float64, resamples)
-	for i := range ratios {
-		ratios[i] = resample(a, ra) / resample(b, rb)
-	}
-	slices.Sort(ratios)
-	return ratios[resamples*5/100], ratios[resamples*95/100-1]
 }

@@ -54,27 +54,3 @@ func TestStats(t *testing.T) {
 		t.Errorf("samples reordered to %v", s)
 	}
 }
-
-func TestMedianRatioInterval(t *testing.T) {
-	// Equal series: every resampled ratio is 1.
-	same := samples{5, 5, 5, 5}
-	if lo, hi := medianRatioInterval(same, same); lo != 1 || hi != 1 {
-		t.Errorf("constant series: [%v, %v], want [1, 1]", lo, hi)
-	}
-	// a is b doubled: the interval holds the ratio of medians, and is the same on every call.
-	b := samples{10, 12, 9, 14, 11, 10, 13, 30, 8, 12, 11}
-	a := make(samples, len(b))
-	for i, v := range b {
-		a[i] = 2 * v
-	}
-	lo, hi := medianRatioInterval(a, b)
-	if r := a.median() / b.median(); lo > r || hi < r || lo >= hi {
-		t.Errorf("interval [%v, %v] does not hold the ratio %v", lo, hi, r)
-	}
-	if lo2, hi2 := medianRatioInterval(a, b); lo2 != lo || hi2 != hi {
-		t.Errorf("second call gave [%v, %v], first [%v, %v]", lo2, hi2, lo, hi)
-	}
-	if lo, hi := medianRatioInterval(nil, b); !math.IsNaN(lo) || !math.IsNaN(hi) {
-		t.Errorf("no samples: [%v, %v], want NaN", lo, hi)
-	}
-}
