@@ -48,5 +48,7 @@
 //   - A snapshot sent to a peer is the applied membership with its own index and term
 //     (currentSnapshot), made on the loop or, once a peer with nothing of the log greets the
 //     leader, ahead of the need from what the loop holds (prepareSnapshot): never an older one.
+//   - A greeting is never a message to raft: a leader greeted by a peer with nothing of the log
+//     asks raft for a read index nobody waits for (welcome), whose heartbeats contact the peer.
 //   - Nothing here exits the process: raft's Fatal panics, as its Panic does.
 package raftnode

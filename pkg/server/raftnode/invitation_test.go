@@ -77,6 +77,12 @@ func startLearner(t *testing.T) (*Node, *recorder) {
 // the node stops and the store closes when the test ends.
 func run(t *testing.T, store *storage.Store, electionTicks int) (*Node, *recorder) {
 	t.Helper()
+	return runTicking(t, store, electionTicks, 10*time.Millisecond)
+}
+
+// runTicking is run with raft's clock ticking every tick.
+func runTicking(t *testing.T, store *storage.Store, electionTicks int, tick time.Duration) (*Node, *recorder) {
+	t.Helper()
 	t.Cleanup(func() { store.Close() })
 	st, err := store.Load()
 	if err != nil {
@@ -84,7 +90,7 @@ func run(t *testing.T, store *storage.Store, electionTicks int) (*Node, *recorde
 	}
 	tr := &recorder{}
 	n, err := New(Config{
-		Store: store, State: st, Transport: tr, TickInterval: 10 * time.Millisecond,
+		Store: store, State: st, Transport: tr, TickInterval: tick,
 		ElectionTicks: electionTicks, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
 	})
 	if err != nil {

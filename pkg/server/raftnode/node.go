@@ -102,9 +102,11 @@ type Node struct {
 	// greeted hands the loop the peers that said they have started (Greeted); what does not
 	// fit is dropped, as the greeting is only a hint.
 	greeted chan membership.ID
-	// making is the applied index of the snapshot prepareSnapshot last began; only the loop
-	// touches it.
-	making uint64
+	// making is the applied index of the snapshot prepareSnapshot last began; welcomed is when
+	// welcome last had raft confirm leadership, for welcomedID. Only the loop touches them.
+	making     uint64
+	welcomedID membership.ID
+	welcomed   time.Time
 	// received holds the data of the snapshots peers sent, stepped into raft without it
 	// (received.go).
 	received heldSnapshots
@@ -235,7 +237,7 @@ func (n *Node) Run(ctx context.Context) error {
 		case <-ticker.C:
 			n.raft.Tick()
 		case id := <-n.greeted:
-			n.prepareSnapshot(id)
+			n.welcome(id)
 		case rd := <-n.raft.Ready():
 			if err := n.handleReady(rd); err != nil {
 				return err
@@ -498,8 +500,8 @@ func (n *Node) hear(m *raftpb.Message) {
 func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
 
 // Greeted is told by the transport that peer id, vouched for, has just started (its Hello). If
-// it joins with nothing of the log, it will ask the leader for a snapshot as soon as it answers
-// the leader's first append: the leader's loop starts making it now (prepareSnapshot).
+// it joins with nothing of the log, the leader's loop contacts it at once and starts making the
+// snapshot it will ask for (welcome).
 func (n *Node) Greeted(id membership.ID) {
 	if n.lead.Load() != n.id {
 		return

@@ -1,6 +1,8 @@
 package raftnode
 
 import (
+	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -364,21 +366,44 @@ func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	return s, nil
 }
 
-// prepareSnapshot makes, in the background, the snapshot currentSnapshot will send member id,
-// which has just started (Greeted), if it has nothing of the log: a new member, which asks for
-// one as soon as it answers the leader's first append. Made then by the loop, it would hold up
-// every message the leader sends, and the new member, on a machine busy with the member's start
-// (docs/benchmarks.md, "The snapshot made when a new member starts"). It is made when the member
-// starts, not when it is added: an added member may start much later or never, and a snapshot
-// made at each add was in vain whenever the membership moved before the member asked. If it is
-// not done in time, currentSnapshot makes its own. Only the loop calls it, so the membership,
-// its index and term agree, and one is made per applied index however many greetings come.
-func (n *Node) prepareSnapshot(id membership.ID) {
-	applied := n.applied.Load()
-	if n.lead.Load() != n.id || n.making == applied || n.snap.Load().GetMetadata().GetIndex() == applied {
+// welcome answers the greeting of member id (Greeted) on the leader's loop, if the member has
+// nothing of the log: a new member, just started. Raft stops sending to a member after a message
+// the transport could not deliver (the added member was not up yet) until that member answers a
+// heartbeat, and sends heartbeats at its ticks: the new member, up and waiting, would hear
+// nothing for up to a heartbeat interval. A leadership confirmation, a
+// read index nobody waits for, has raft send a heartbeat to every member at once, learners
+// included; the new member answers it and is sent the log, or the snapshot prepareSnapshot
+// starts making now. A leader with no other voter confirms without asking anyone: its new
+// members wait for the next tick, as before. A member's greetings bring at most one
+// confirmation a tick, however many come.
+func (n *Node) welcome(id membership.ID) {
+	if n.lead.Load() != n.id {
 		return
 	}
 	if pr, ok := n.raft.Status().Progress[uint64(id)]; !ok || pr.Match > 0 {
+		return
+	}
+	n.prepareSnapshot()
+	if now := time.Now(); id != n.welcomedID || now.Sub(n.welcomed) >= n.cfg.TickInterval {
+		n.welcomedID, n.welcomed = id, now
+		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.TickInterval)
+		defer cancel()
+		_ = n.raft.ReadIndex(ctx, binary.BigEndian.AppendUint64(nil, randomID()))
+	}
+}
+
+// prepareSnapshot makes, in the background, the snapshot currentSnapshot will send a new member
+// (welcome), which asks for one as soon as it answers the leader's first append. Made then by
+// the loop, it would hold up every message the leader sends, and the new member, on a machine
+// busy with the member's start (docs/benchmarks.md, "The snapshot made when a new member
+// starts"). It is made when the member starts, not when it is added: an added member may start
+// much later or never, and a snapshot made at each add was in vain whenever the membership moved
+// before the member asked. If it is not done in time, currentSnapshot makes its own. Only the
+// loop calls it, so the membership, its index and term agree, and one is made per applied index
+// however many members start.
+func (n *Node) prepareSnapshot() {
+	applied := n.applied.Load()
+	if n.making == applied || n.snap.Load().GetMetadata().GetIndex() == applied {
 		return
 	}
 	n.making = applied

@@ -106,7 +106,8 @@ func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerSer
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
 //     the sender: a member added while it was not running yet would otherwise wait out the
 //     backoff before its first message. The member is told too (Handler.Greeted): a leader
-//     makes ahead the snapshot a new member will ask for. Nothing reaches raft.
+//     contacts a new member at once and makes ahead the snapshot it will ask for. No message of
+//     the greeting's reaches raft.
 //   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
 type peerService struct {
 	pb.UnimplementedPeerServer
@@ -126,8 +127,8 @@ func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error
 
 // Hello is a hint too: it ends the backoff of this member's sender to the peer, so that the
 // next message raft sends it is tried at once, and tells the member (Handler.Greeted), whose
-// leader may make ahead the snapshot a new member will ask for. Raft's view changes only when
-// the peer answers that message.
+// leader may contact a new member at once and make ahead the snapshot it will ask for. Raft's
+// view of the peer changes only when the peer answers.
 func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
 	t := s.t
 	return t.serveNotice(ctx, n, func(from sender) {

@@ -1,0 +1,124 @@
+package raftnode
+
+import (
+	"context"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.etcd.io/raft/v3/raftpb"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/clusterctl/clusterctl/pkg/datadir"
+	"github.com/clusterctl/clusterctl/pkg/membership"
+)
+
+// A new member that greets the leader hears from it at once, not at the leader's next tick:
+// raft sends nothing more to a member whose first append was not delivered until the member
+// answers a heartbeat. Here raft's clock ticks once an hour, so the only heartbeat the learner
+// can get is the one its greeting brings. A greeting again within the tick brings none; another
+// new member's does.
+func TestWelcomeContactsANewMemberAtOnce(t *testing.T) {
+	initial := []datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}, {Name: "b", URLs: []string{"http://127.0.0.1:3"}}}
+	store, err := datadir.Create(filepath.Join(t.TempDir(), "a"), "a", datadir.NewCluster(initial, "test"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	n, tr := runTicking(t, store, 10, time.Hour)
+	var peer membership.ID
+	for _, id := range n.Cluster().Voters() {
+		if id != n.ID() {
+			peer = id
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	go answerAs(ctx, n, tr, peer)
+	if err := n.raft.Campaign(ctx); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the member leads", func() bool { return n.Leader() == n.ID() })
+	term, err := n.LeaderTerm(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: learnerID, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true}}
+	if _, err := n.Propose(ctx, term, ch); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first append to the learner", func() bool { return tr.count(raftpb.MessageType_MsgApp, learnerID) > 0 })
+	before := tr.count(raftpb.MessageType_MsgHeartbeat, learnerID)
+	n.Greeted(learnerID)
+	waitUntil(t, "a heartbeat to the learner after its greeting", func() bool {
+		return tr.count(raftpb.MessageType_MsgHeartbeat, learnerID) > before
+	})
+	after := tr.count(raftpb.MessageType_MsgHeartbeat, learnerID)
+	// The loop takes a greeting once it has handled the one before: when the last of these is
+	// taken, the learner's has been handled.
+	n.Greeted(learnerID)
+	n.Greeted(peer)
+	waitUntil(t, "the loop took the greetings", func() bool { return len(n.greeted) == 0 })
+	if got := tr.count(raftpb.MessageType_MsgHeartbeat, learnerID); got != after {
+		t.Errorf("%d heartbeats to the learner after a greeting within the tick, want %d", got, after)
+	}
+
+	// Another new member greeting within the same tick is contacted all the same.
+	const second = membership.ID(4)
+	ch.Member = membership.Member{ID: second, PeerURLs: []string{"http://127.0.0.1:4"}, IsLearner: true}
+	if _, err := n.Propose(ctx, term, ch); err != nil {
+		t.Fatal(err)
+	}
+	waitUntil(t, "the first append to the second learner", func() bool { return tr.count(raftpb.MessageType_MsgApp, second) > 0 })
+	before = tr.count(raftpb.MessageType_MsgHeartbeat, second)
+	n.Greeted(second)
+	waitUntil(t, "a heartbeat to the second learner after its greeting", func() bool {
+		return tr.count(raftpb.MessageType_MsgHeartbeat, second) > before
+	})
+}
+
+// count is how many messages of type typ the node sent to member to.
+func (r *recorder) count(typ raftpb.MessageType, to membership.ID) int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	k := 0
+	for _, m := range r.sent {
+		if m.GetType() == typ && m.GetTo() == uint64(to) {
+			k++
+		}
+	}
+	return k
+}
+
+// answerAs plays voter peer until ctx ends: it grants votes and acknowledges appends and
+// heartbeats, as a member that is up and in sync does.
+func answerAs(ctx context.Context, n *Node, tr *recorder, peer membership.ID) {
+	seen := 0
+	for ctx.Err() == nil {
+		tr.mu.Lock()
+		msgs := append([]*raftpb.Message(nil), tr.sent[seen:]...)
+		seen = len(tr.sent)
+		tr.mu.Unlock()
+		for _, m := range msgs {
+			if m.GetTo() != uint64(peer) {
+				continue
+			}
+			resp := &raftpb.Message{From: proto.Uint64(uint64(peer)), To: proto.Uint64(m.GetFrom()), Term: proto.Uint64(m.GetTerm())}
+			switch m.GetType() {
+			case raftpb.MessageType_MsgPreVote:
+				resp.Type = raftpb.MessageType_MsgPreVoteResp.Enum()
+			case raftpb.MessageType_MsgVote:
+				resp.Type = raftpb.MessageType_MsgVoteResp.Enum()
+			case raftpb.MessageType_MsgApp:
+				resp.Type = raftpb.MessageType_MsgAppResp.Enum()
+				resp.Index = proto.Uint64(m.GetIndex() + uint64(len(m.GetEntries())))
+			case raftpb.MessageType_MsgHeartbeat:
+				resp.Type = raftpb.MessageType_MsgHeartbeatResp.Enum()
+				resp.Context = m.GetContext()
+			default:
+				continue
+			}
+			_ = n.Step(ctx, resp)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
