@@ -132,9 +132,9 @@ func (b *bench) historyPhase(ctx context.Context) (*historyFigures, error) {
 	return f, nil
 }
 
-// fillHistoryOf makes changes peer URL updates in c (one event each), then adds and removes
-// pairs learners, as the main cluster does after its fill: the history then holds learners
-// added and removed, and the membership their removed IDs.
+// fillHistoryOf makes as many peer URL updates in c as changes says (one event each), then adds
+// and removes as many learners as pairs says, as the main cluster does after its fill: the
+// history then holds learners added and removed, and the membership their removed IDs.
 func fillHistoryOf(ctx context.Context, c *cluster.Cluster, changes, pairs int, timeout time.Duration) error {
 	ms, _, err := leaderFirstOf(c)
 	if err != nil {
