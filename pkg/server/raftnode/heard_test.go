@@ -16,14 +16,20 @@ import (
 // startLeader runs the only member of a new cluster, and returns it once it leads.
 func startLeader(t *testing.T) (*Node, *recorder) {
 	t.Helper()
-	initial := []datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}}
+	n, tr := startFirst(t, []datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}}, 10*time.Millisecond)
+	waitUntil(t, "the member leads", func() bool { return n.Leader() == n.ID() })
+	return n, tr
+}
+
+// startFirst runs the first of the initial members of a new cluster (named "a"), raft's clock
+// ticking every tick; the test plays the others, if any.
+func startFirst(t *testing.T, initial []datadir.Initial, tick time.Duration) (*Node, *recorder) {
+	t.Helper()
 	store, err := datadir.Create(filepath.Join(t.TempDir(), "a"), "a", datadir.NewCluster(initial, "test"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, tr := run(t, store, 10)
-	waitUntil(t, "the member leads", func() bool { return n.Leader() == n.ID() })
-	return n, tr
+	return runTicking(t, store, 10, tick)
 }
 
 // leaderAddedLearner runs the only member of a new cluster, has it add member 2 as a learner,
@@ -37,11 +43,17 @@ func leaderAddedLearner(t *testing.T) (*Node, *recorder, context.Context, uint64
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: learnerID, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true}}
+	addLearner(ctx, t, n, term, learnerID, "http://127.0.0.1:2")
+	return n, tr, ctx, term
+}
+
+// addLearner has leader n, of term, add member id at url as a learner.
+func addLearner(ctx context.Context, t *testing.T, n *Node, term uint64, id membership.ID, url string) {
+	t.Helper()
+	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: id, PeerURLs: []string{url}, IsLearner: true}}
 	if _, err := n.Propose(ctx, term, ch); err != nil {
 		t.Fatal(err)
 	}
-	return n, tr, ctx, term
 }
 
 func waitUntil(t *testing.T, what string, cond func() bool) {

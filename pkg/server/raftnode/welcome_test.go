@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"context"
-	"path/filepath"
 	"testing"
 	"time"
 
@@ -20,11 +19,7 @@ import (
 // new member's does.
 func TestWelcomeContactsANewMemberAtOnce(t *testing.T) {
 	initial := []datadir.Initial{{Name: "a", URLs: []string{"http://127.0.0.1:1"}}, {Name: "b", URLs: []string{"http://127.0.0.1:3"}}}
-	store, err := datadir.Create(filepath.Join(t.TempDir(), "a"), "a", datadir.NewCluster(initial, "test"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	n, tr := runTicking(t, store, 10, time.Hour)
+	n, tr := startFirst(t, initial, time.Hour)
 	var peer membership.ID
 	for _, id := range n.Cluster().Voters() {
 		if id != n.ID() {
@@ -42,10 +37,7 @@ func TestWelcomeContactsANewMemberAtOnce(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: learnerID, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true}}
-	if _, err := n.Propose(ctx, term, ch); err != nil {
-		t.Fatal(err)
-	}
+	addLearner(ctx, t, n, term, learnerID, "http://127.0.0.1:2")
 	waitUntil(t, "the first append to the learner", func() bool { return tr.count(raftpb.MessageType_MsgApp, learnerID) > 0 })
 	before := tr.count(raftpb.MessageType_MsgHeartbeat, learnerID)
 	n.Greeted(learnerID)
@@ -64,10 +56,7 @@ func TestWelcomeContactsANewMemberAtOnce(t *testing.T) {
 
 	// Another new member greeting within the same tick is contacted all the same.
 	const second = membership.ID(4)
-	ch.Member = membership.Member{ID: second, PeerURLs: []string{"http://127.0.0.1:4"}, IsLearner: true}
-	if _, err := n.Propose(ctx, term, ch); err != nil {
-		t.Fatal(err)
-	}
+	addLearner(ctx, t, n, term, second, "http://127.0.0.1:4")
 	waitUntil(t, "the first append to the second learner", func() bool { return tr.count(raftpb.MessageType_MsgApp, second) > 0 })
 	before = tr.count(raftpb.MessageType_MsgHeartbeat, second)
 	n.Greeted(second)
