@@ -48,7 +48,8 @@
 //   - A snapshot sent to a peer is the applied membership with its own index and term
 //     (currentSnapshot), made on the loop or, once a peer with nothing of the log greets the
 //     leader, ahead of the need from what the loop holds (prepareSnapshot): never an older one.
-//   - A greeting is never a message to raft: a leader greeted by a peer with nothing of the log
-//     asks raft for a read index nobody waits for (welcome), whose heartbeats contact the peer.
+//   - A greeting is never a message to raft: a leader greeted by a peer it has no match with
+//     asks raft for a read index nobody waits for (welcome), whose heartbeats contact the peer;
+//     at most one a quarter of a tick, whoever greets.
 //   - Nothing here exits the process: raft's Fatal panics, as its Panic does.
 package raftnode

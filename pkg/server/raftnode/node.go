@@ -103,10 +103,9 @@ type Node struct {
 	// fit is dropped, as the greeting is only a hint.
 	greeted chan membership.ID
 	// making is the applied index of the snapshot prepareSnapshot last began; welcomed is when
-	// welcome last had raft confirm leadership, for welcomedID. Only the loop touches them.
-	making     uint64
-	welcomedID membership.ID
-	welcomed   time.Time
+	// welcome last had raft confirm leadership. Only the loop touches them.
+	making   uint64
+	welcomed time.Time
 	// received holds the data of the snapshots peers sent, stepped into raft without it
 	// (received.go).
 	received heldSnapshots

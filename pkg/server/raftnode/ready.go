@@ -366,16 +366,18 @@ func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	return s, nil
 }
 
-// welcome answers the greeting of member id (Greeted) on the leader's loop, if the member has
-// nothing of the log: a new member, just started. Raft stops sending to a member after a message
-// the transport could not deliver (the added member was not up yet) until that member answers a
-// heartbeat, and sends heartbeats at its ticks: the new member, up and waiting, would hear
-// nothing for up to a heartbeat interval. A leadership confirmation, a
-// read index nobody waits for, has raft send a heartbeat to every member at once, learners
-// included; the new member answers it and is sent the log, or the snapshot prepareSnapshot
-// starts making now. A leader with no other voter confirms without asking anyone: its new
-// members wait for the next tick, as before. A member's greetings bring at most one
-// confirmation a tick, however many come.
+// welcome answers the greeting of member id (Greeted) on the leader's loop, if raft has no match
+// with it: a new member, just started (or any peer the moment after this member was elected).
+// Raft probing a member sends it one append and sends nothing more until the member answers;
+// a member added before it was up never received that append, so it hears nothing until it
+// answers a heartbeat, and raft sends heartbeats at its ticks: up to a heartbeat interval of
+// silence for a new member that is up and waiting. A leadership confirmation, a read index
+// nobody waits for, has raft send a heartbeat to every member at once, learners included (at
+// once if it has committed an entry of its term, else at that commit); the new member answers
+// it and is sent the log, or the snapshot prepareSnapshot starts making now. A leader with no
+// other voter confirms without asking anyone: its new members wait for the next tick, as before.
+// Greetings bring at most one round a quarter of a tick, whoever sends them: a peer that greets
+// again and again, or several in turn, cannot multiply the heartbeats by more than four.
 func (n *Node) welcome(id membership.ID) {
 	if n.lead.Load() != n.id {
 		return
@@ -384,8 +386,8 @@ func (n *Node) welcome(id membership.ID) {
 		return
 	}
 	n.prepareSnapshot()
-	if now := time.Now(); id != n.welcomedID || now.Sub(n.welcomed) >= n.cfg.TickInterval {
-		n.welcomedID, n.welcomed = id, now
+	if now := time.Now(); now.Sub(n.welcomed) >= n.cfg.TickInterval/4 {
+		n.welcomed = now
 		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.TickInterval)
 		defer cancel()
 		_ = n.raft.ReadIndex(ctx, binary.BigEndian.AppendUint64(nil, randomID()))

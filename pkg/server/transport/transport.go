@@ -141,13 +141,15 @@ func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) 
 			t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
 			return
 		}
-		t.h.Greeted(id)
+		// The sender first: the member's leader may answer the greeting with a heartbeat at
+		// once, which a sender still backing off from the peer would drop.
 		t.mu.Lock()
 		p := t.peers[id]
 		t.mu.Unlock()
 		if p != nil {
 			p.wake()
 		}
+		t.h.Greeted(id)
 	})
 }
 

@@ -223,7 +223,7 @@ func TestRemovedNoticeIsAClaim(t *testing.T) {
 }
 
 // A starting member's greeting wakes its peers' senders to it and tells each peer's member of
-// it, if the membership lists the sender; nothing reaches raft. It goes over the connection the
+// it, if the membership lists the sender; no message of the greeting's reaches raft. It goes over the connection the
 // sender's raft messages then take: one connection per sender.
 func TestGreet(t *testing.T) {
 	c := membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}}})
