@@ -38,7 +38,8 @@ type historySizePair struct {
 }
 
 // historyFigures compare a cluster whose membership history holds -history-entries changes
-// (true) with one whose members keep one change (false, --max-history=1), in the same run.
+// (true) with one whose members keep one change (false, --max-history=1; with -history-control
+// the default too), in the same run.
 type historyFigures struct {
 	conf  map[bool]samples
 	ready map[bool]samples // learner ready

@@ -82,9 +82,7 @@ func poolReports(paths []string) ([]pooledRatio, error) {
 		if err != nil {
 			return nil, err
 		}
-		var rep struct {
-			Rows []row `json:"rows"`
-		}
+		var rep report
 		if err := json.Unmarshal(data, &rep); err != nil {
 			return nil, fmt.Errorf("%s: %v", path, err)
 		}

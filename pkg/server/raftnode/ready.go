@@ -382,7 +382,7 @@ func (n *Node) welcome(id membership.ID) {
 	if n.lead.Load() != n.id {
 		return
 	}
-	if pr, ok := n.raft.Status().Progress[uint64(id)]; !ok || pr.Match > 0 {
+	if match, ok := n.Matches()[id]; !ok || match > 0 {
 		return
 	}
 	n.prepareSnapshot()
