@@ -25,7 +25,9 @@
 //     (Handler.Greeted), whose leader may contact a new member at once and make its snapshot
 //     ahead. Nothing here steps a raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
-//     cannot be sent, is dropped and reported to raft as unreachable (raft resends).
+//     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A sender
+//     backing off from a peer drops nothing queued once the peer has said hello: the sender is
+//     woken before its member hears of the greeting, so the member's answer is sent.
 //   - A peer's address book grows from the applied membership, and from a sender the membership
 //     does not list yet, at the peer URLs its stream names (metadata clusterd-peer-urls), so that
 //     a member that missed the sender's addition can answer it (etcd's remotes); a removed

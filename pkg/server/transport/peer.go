@@ -119,61 +119,75 @@ func (p *peer) run() {
 		connGen = gen
 		return nil
 	}
+	// woke: the peer has just started. A connection that is not up was made to its old process,
+	// or is backing off from a port nobody listened on: the next message dials afresh. (Not
+	// ResetConnectBackoff: grpc reads its subconnections unlocked there, a race with a
+	// connection that is being made.)
+	woke := func() {
+		backoff = 50 * time.Millisecond
+		if conn != nil && conn.GetState() != connectivity.Ready {
+			conn.Close()
+			conn = nil
+		}
+	}
+	var first *raftpb.Message // what to send next: taken from the queue, or kept by pause
 	for {
-		select {
-		case <-p.stop:
-			if p.removed.Load() && len(p.q) > 0 && connect() == nil {
-				_ = p.stream(conn, <-p.q) // which flushes the rest
-			}
-			return
-		case <-p.woken:
-			backoff = 50 * time.Millisecond
-			// The peer has just started: a connection that is not up was made to its old
-			// process, or is backing off from a port nobody listened on. The next message dials
-			// afresh. (Not ResetConnectBackoff: grpc reads its subconnections unlocked there,
-			// a race with a connection that is being made.)
-			if conn != nil && conn.GetState() != connectivity.Ready {
-				conn.Close()
-				conn = nil
-			}
-		case <-p.hello:
-			var c *grpc.ClientConn
-			if connect() == nil {
-				c = conn
-			}
-			n := p.t.notice(p.id)
-			urls, _ := p.address()
-			go p.t.hello(c, n, urls)
-		case first := <-p.q:
-			if err := connect(); err != nil {
-				p.t.report(first, false)
-				continue
-			}
-			err := p.stream(conn, first)
-			if err == nil {
-				backoff = 50 * time.Millisecond
-				continue
-			}
-			if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
-				// A hint, as a Removed notice is: the peer may be stale, or forced into a new
-				// cluster. The member asks the cluster, and goes on trying meanwhile.
-				p.t.claimRemoved()
-			}
-			if conn != nil {
-				conn.Close()
-				conn = nil
-			}
-			next++
-			if msg := err.Error(); msg != logged {
-				// One line per kind of failure, not one per retry.
-				if OlderProtocol(err) {
-					p.t.cfg.Logger.Warn(olderProtocolLine(p.id), "err", msg)
-				} else {
-					p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
+		if first == nil {
+			select {
+			case <-p.stop:
+				if p.removed.Load() && len(p.q) > 0 && connect() == nil {
+					_ = p.stream(conn, <-p.q) // which flushes the rest
 				}
-				logged = msg
+				return
+			case <-p.woken:
+				woke()
+				continue
+			case <-p.hello:
+				var c *grpc.ClientConn
+				if connect() == nil {
+					c = conn
+				}
+				n := p.t.notice(p.id)
+				urls, _ := p.address()
+				go p.t.hello(c, n, urls)
+				continue
+			case first = <-p.q:
 			}
-			p.pause(backoff)
+		}
+		m := first
+		first = nil
+		if err := connect(); err != nil {
+			p.t.report(m, false)
+			continue
+		}
+		err := p.stream(conn, m)
+		if err == nil {
+			backoff = 50 * time.Millisecond
+			continue
+		}
+		if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
+			// A hint, as a Removed notice is: the peer may be stale, or forced into a new
+			// cluster. The member asks the cluster, and goes on trying meanwhile.
+			p.t.claimRemoved()
+		}
+		if conn != nil {
+			conn.Close()
+			conn = nil
+		}
+		next++
+		if msg := err.Error(); msg != logged {
+			// One line per kind of failure, not one per retry.
+			if OlderProtocol(err) {
+				p.t.cfg.Logger.Warn(olderProtocolLine(p.id), "err", msg)
+			} else {
+				p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
+			}
+			logged = msg
+		}
+		var hello bool
+		if hello, first = p.pause(backoff); hello {
+			woke()
+		} else {
 			backoff = min(2*backoff, maxBackoff)
 		}
 	}
@@ -270,21 +284,28 @@ func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
 }
 
 // pause waits, dropping and reporting whatever is queued meanwhile, until d passes or the peer
-// says hello.
-func (p *peer) pause(d time.Duration) {
+// says hello. A message taken from the queue once the peer has said hello is not dropped but
+// returned, to be sent first: the transport wakes the sender before its member may answer the
+// greeting (Hello), so the answer, often a heartbeat a new member waits for, finds the hello
+// pending whichever of the two the select picks first.
+func (p *peer) pause(d time.Duration) (hello bool, keep *raftpb.Message) {
 	t := time.NewTimer(d)
 	defer t.Stop()
 	for {
 		select {
 		case m := <-p.q:
-			p.t.report(m, false)
+			select {
+			case <-p.woken:
+				return true, m
+			default:
+				p.t.report(m, false)
+			}
 		case <-t.C:
-			return
+			return false, nil
 		case <-p.woken:
-			p.wake() // run sees it too and resets the backoff
-			return
+			return true, nil
 		case <-p.stop:
-			return
+			return false, nil
 		}
 	}
 }

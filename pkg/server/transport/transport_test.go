@@ -28,7 +28,8 @@ type member struct {
 	greeted []membership.ID
 	cluster *membership.Cluster
 
-	accepted atomic.Int32 // connections its listener accepted
+	accepted    atomic.Int32 // connections its listener accepted
+	unreachable atomic.Int32 // messages reported undelivered
 }
 
 func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
@@ -37,7 +38,7 @@ func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
 	m.stepped = append(m.stepped, msg)
 	return nil
 }
-func (m *member) ReportUnreachable(uint64)    {}
+func (m *member) ReportUnreachable(uint64)    { m.unreachable.Add(1) }
 func (m *member) ReportSnapshot(uint64, bool) {}
 func (m *member) Greeted(id membership.ID) {
 	m.mu.Lock()
@@ -260,6 +261,38 @@ func TestGreet(t *testing.T) {
 	}
 	if g := greeted(); slices.Contains(g, 3) {
 		t.Fatalf("the member was told of greetings from %v; 3 is removed", g)
+	}
+}
+
+// A sender backing off from a peer that has just said hello drops nothing queued after the
+// hello: there the member's answer to the greeting, often the heartbeat a new member waits for.
+// The hello and the message are both pending when the pause looks, as when the sender was busy
+// dropping an earlier message; each round gives Go's select its choice again.
+func TestPauseKeepsWhatFollowsAHello(t *testing.T) {
+	h := &member{cluster: membership.NewCluster(7, nil)}
+	tr := New(Config{LocalID: 1, ClusterID: 7})
+	tr.Attach(h)
+	p := newPeer(tr, 2, []string{"http://127.0.0.1:1"})
+	for range 64 {
+		p.wake()
+		hb := heartbeat(1, 2)
+		p.enqueue(hb)
+		hello, keep := p.pause(time.Hour)
+		if !hello {
+			t.Fatal("pause ended without the hello")
+		}
+		if keep == nil {
+			select {
+			case keep = <-p.q: // the hello was taken first, and the message left queued
+			default:
+			}
+		}
+		if keep != hb {
+			t.Fatalf("pause kept %v; want the heartbeat queued after the hello", keep)
+		}
+	}
+	if n := h.unreachable.Load(); n != 0 {
+		t.Fatalf("%d messages reported undelivered; want none", n)
 	}
 }
 
