@@ -25,9 +25,10 @@
 //     (Handler.Greeted), whose leader may contact a new member at once and make its snapshot
 //     ahead. Nothing here steps a raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
-//     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A sender
-//     backing off from a peer drops nothing queued once the peer has said hello: the sender is
-//     woken before its member hears of the greeting, so the member's answer is sent.
+//     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A peer's
+//     hello ends its sender's backoff, and the first message taken after it is tried at once,
+//     not dropped: the sender is woken before its member hears of the greeting, so the
+//     member's first answer is tried. A removed peer's sender drops nothing while it stops.
 //   - A peer's address book grows from the applied membership, and from a sender the membership
 //     does not list yet, at the peer URLs its stream names (metadata clusterd-peer-urls), so that
 //     a member that missed the sender's addition can answer it (etcd's remotes); a removed

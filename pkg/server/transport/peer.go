@@ -130,14 +130,25 @@ func (p *peer) run() {
 			conn = nil
 		}
 	}
+	// last sends a removed peer what raft queued for it while it was a member, m first if
+	// pause kept it, in one try as the sender stops (stream flushes the rest).
+	last := func(m *raftpb.Message) {
+		if !p.removed.Load() {
+			return
+		}
+		if m == nil && len(p.q) > 0 {
+			m = <-p.q // only this goroutine takes from the queue
+		}
+		if m != nil && connect() == nil {
+			_ = p.stream(conn, m)
+		}
+	}
 	var first *raftpb.Message // what to send next: taken from the queue, or kept by pause
 	for {
 		if first == nil {
 			select {
 			case <-p.stop:
-				if p.removed.Load() && len(p.q) > 0 && connect() == nil {
-					_ = p.stream(conn, <-p.q) // which flushes the rest
-				}
+				last(nil)
 				return
 			case <-p.woken:
 				woke()
@@ -157,7 +168,7 @@ func (p *peer) run() {
 		m := first
 		first = nil
 		if err := connect(); err != nil {
-			p.t.report(m, false)
+			p.report(m, false)
 			continue
 		}
 		err := p.stream(conn, m)
@@ -184,11 +195,18 @@ func (p *peer) run() {
 			}
 			logged = msg
 		}
+		// What pause keeps is sent first, or reported if it cannot be: never left unsaid.
 		var hello bool
 		if hello, first = p.pause(backoff); hello {
 			woke()
 		} else {
 			backoff = min(2*backoff, maxBackoff)
+		}
+		select {
+		case <-p.stop:
+			last(first)
+			return
+		default:
 		}
 	}
 }
@@ -203,7 +221,7 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	}
 	s, err := pb.NewPeerClient(conn).Raft(ctx)
 	if err != nil {
-		p.t.report(first, false)
+		p.report(first, false)
 		return err
 	}
 	// The receiver answers only by ending the stream, with a status that says why (a refusal,
@@ -239,17 +257,14 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 }
 
 // send sends m on s, and reports how it went; ended is the end of the stream, which says why
-// the receiver refused it. What a removed peer is sent (flush) is neither reported to raft,
-// which no longer tracks the peer, nor counted: its series went with it.
+// the receiver refused it.
 func (p *peer) send(s pb.Peer_RaftClient, m *raftpb.Message, ended <-chan error) error {
 	env := &pb.Envelope{ClusterId: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
 	crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
 	err := s.Send(env)
-	if !p.removed.Load() {
-		p.t.report(m, err == nil)
-		if err == nil {
-			p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
-		}
+	p.report(m, err == nil)
+	if err == nil && !p.removed.Load() {
+		p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
 	}
 	if errors.Is(err, io.EOF) {
 		err = <-ended
@@ -283,11 +298,21 @@ func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
 	return nil
 }
 
-// pause waits, dropping and reporting whatever is queued meanwhile, until d passes or the peer
-// says hello. A message taken from the queue once the peer has said hello is not dropped but
-// returned, to be sent first: the transport wakes the sender before its member may answer the
-// greeting (Hello), so the answer, often a heartbeat a new member waits for, finds the hello
-// pending whichever of the two the select picks first.
+// report tells raft how sending m went, and counts a failure. What a removed peer is sent (flush)
+// is neither reported to raft, which no longer tracks the peer, nor counted: its series went
+// with it.
+func (p *peer) report(m *raftpb.Message, ok bool) {
+	if !p.removed.Load() {
+		p.t.report(m, ok)
+	}
+}
+
+// pause waits, dropping and reporting whatever is queued meanwhile, until d passes, the peer
+// says hello or the sender stops. A message it takes once the peer has said hello, or once the
+// sender is stopping, is not dropped but returned (keep), to be sent first: the transport wakes
+// the sender before its member may answer the greeting (Hello), so the first answer, often a
+// heartbeat a new member waits for, finds the hello pending whichever case the select picks; and
+// what a removed peer was sent before its removal is still owed to it (run's last).
 func (p *peer) pause(d time.Duration) (hello bool, keep *raftpb.Message) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -297,8 +322,10 @@ func (p *peer) pause(d time.Duration) (hello bool, keep *raftpb.Message) {
 			select {
 			case <-p.woken:
 				return true, m
+			case <-p.stop:
+				return false, m
 			default:
-				p.t.report(m, false)
+				p.report(m, false)
 			}
 		case <-t.C:
 			return false, nil

@@ -296,6 +296,31 @@ func TestPauseKeepsWhatFollowsAHello(t *testing.T) {
 	}
 }
 
+// A removed peer's sender stopping in its backoff pause drops nothing queued for the peer: what
+// the leader queued before the removal (the commit of the removal itself) is flushed to it. Each
+// round gives the select the choice between the queue and the stop again.
+func TestPauseKeepsWhatARemovedPeerIsOwed(t *testing.T) {
+	h := &member{}
+	tr := New(Config{LocalID: 1, ClusterID: 7})
+	tr.Attach(h)
+	p := newPeer(tr, 2, []string{"http://127.0.0.1:1"})
+	p.retire()
+	for range 64 {
+		hb := heartbeat(1, 2)
+		p.enqueue(hb)
+		if hello, keep := p.pause(time.Hour); hello || keep != hb && len(p.q) != 1 {
+			t.Fatalf("pause of a retired peer returned hello=%v, kept %v, %d queued; want the heartbeat kept or still queued", hello, keep, len(p.q))
+		}
+		select {
+		case <-p.q:
+		default:
+		}
+	}
+	if n := h.unreachable.Load(); n != 0 {
+		t.Fatalf("%d messages reported undelivered; want none", n)
+	}
+}
+
 // A peer of an older build does not know this version's peer service: the sender says so in one
 // line, once, and not as a generic failure.
 func TestOlderPeerProtocolIsSaid(t *testing.T) {
