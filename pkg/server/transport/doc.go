@@ -28,7 +28,8 @@
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A peer's
 //     hello ends its sender's backoff, and the first message taken after it is tried at once,
 //     not dropped: the sender is woken before its member hears of the greeting, so the
-//     member's first answer is tried. A removed peer's sender drops nothing while it stops.
+//     member's first answer is tried. A removed peer's sender, as it stops, tries once to send
+//     what is still queued for the peer, and reports nothing of it.
 //   - A peer's address book grows from the applied membership, and from a sender the membership
 //     does not list yet, at the peer URLs its stream names (metadata clusterd-peer-urls), so that
 //     a member that missed the sender's addition can answer it (etcd's remotes); a removed

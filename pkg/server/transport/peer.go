@@ -90,7 +90,8 @@ func (p *peer) wake() {
 }
 
 // run keeps a stream open to the peer while there is something to send, reconnecting with a
-// short backoff; messages that arrive while it cannot send are dropped and reported.
+// short backoff; messages that arrive while it cannot send are dropped and reported (to raft,
+// while the peer is a member).
 func (p *peer) run() {
 	var conn *grpc.ClientConn
 	connGen := -1
@@ -195,7 +196,8 @@ func (p *peer) run() {
 			}
 			logged = msg
 		}
-		// What pause keeps is sent first, or reported if it cannot be: never left unsaid.
+		// What pause keeps is tried first. Stopping, the sender tries a removed peer once more
+		// (last) and nothing else: a dead peer is not dialed once per queued message.
 		var hello bool
 		if hello, first = p.pause(backoff); hello {
 			woke()
@@ -207,6 +209,10 @@ func (p *peer) run() {
 			last(first)
 			return
 		default:
+			if p.removed.Load() { // retire closes stop next
+				last(first)
+				return
+			}
 		}
 	}
 }
@@ -298,9 +304,8 @@ func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
 	return nil
 }
 
-// report tells raft how sending m went, and counts a failure. What a removed peer is sent (flush)
-// is neither reported to raft, which no longer tracks the peer, nor counted: its series went
-// with it.
+// report tells raft how sending m went, and counts a failure, while the peer is a member: raft
+// no longer tracks a removed peer, and its series went with it.
 func (p *peer) report(m *raftpb.Message, ok bool) {
 	if !p.removed.Load() {
 		p.t.report(m, ok)
@@ -309,10 +314,12 @@ func (p *peer) report(m *raftpb.Message, ok bool) {
 
 // pause waits, dropping and reporting whatever is queued meanwhile, until d passes, the peer
 // says hello or the sender stops. A message it takes once the peer has said hello, or once the
-// sender is stopping, is not dropped but returned (keep), to be sent first: the transport wakes
+// peer is removed, is not dropped but returned (keep), to be tried first: the transport wakes
 // the sender before its member may answer the greeting (Hello), so the first answer, often a
 // heartbeat a new member waits for, finds the hello pending whichever case the select picks; and
-// what a removed peer was sent before its removal is still owed to it (run's last).
+// what is still queued for a removed peer goes in the sender's last try (run's last). A message
+// taken before then is dropped, the commit of the peer's own removal too: the peer was not
+// reachable, and learns of its removal as a stopped member does.
 func (p *peer) pause(d time.Duration) (hello bool, keep *raftpb.Message) {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -322,11 +329,12 @@ func (p *peer) pause(d time.Duration) (hello bool, keep *raftpb.Message) {
 			select {
 			case <-p.woken:
 				return true, m
-			case <-p.stop:
-				return false, m
 			default:
-				p.report(m, false)
 			}
+			if p.removed.Load() { // set before stop is closed (retire)
+				return false, m
+			}
+			p.report(m, false)
 		case <-t.C:
 			return false, nil
 		case <-p.woken:

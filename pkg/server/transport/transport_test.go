@@ -321,6 +321,42 @@ func TestPauseKeepsWhatARemovedPeerIsOwed(t *testing.T) {
 	}
 }
 
+// A removed peer that cannot be reached costs its stopping sender one more try at most, not one
+// a queued message: of what was queued, the sender takes the message it was trying and the one
+// of its last try. Each round gives the sender's selects their choices again; the port refuses,
+// so a try fails at once.
+func TestRemovedUnreachablePeerIsTriedOnce(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	url := "http://" + l.Addr().String()
+	l.Close()
+	tr := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	tr.Attach(&member{cluster: membership.NewCluster(7, nil)})
+	const queued = 16
+	for range 32 {
+		p := newPeer(tr, 2, []string{url})
+		for range queued {
+			p.enqueue(heartbeat(1, 2))
+		}
+		p.retire()
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.run()
+		}()
+		select {
+		case <-done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the sender of a removed, unreachable peer still runs 20s after the removal")
+		}
+		if taken := queued - len(p.q); taken > 2 {
+			t.Fatalf("the sender took %d of the %d messages queued for a removed, unreachable peer; want 2 at most", taken, queued)
+		}
+	}
+}
+
 // A peer of an older build does not know this version's peer service: the sender says so in one
 // line, once, and not as a generic failure.
 func TestOlderPeerProtocolIsSaid(t *testing.T) {
