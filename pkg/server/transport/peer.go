@@ -196,23 +196,22 @@ func (p *peer) run() {
 			}
 			logged = msg
 		}
-		// What pause keeps is tried first. Stopping, the sender tries a removed peer once more
-		// (last) and nothing else: a dead peer is not dialed once per queued message.
+		// What pause keeps is tried first. A removed peer is tried once more (last) and no
+		// more: a dead peer is not dialed once per queued message.
 		var hello bool
 		if hello, first = p.pause(backoff); hello {
 			woke()
 		} else {
 			backoff = min(2*backoff, maxBackoff)
 		}
-		select {
-		case <-p.stop:
+		if p.removed.Load() { // retire sets it before it closes stop
 			last(first)
 			return
+		}
+		select {
+		case <-p.stop: // the transport is closing
+			return
 		default:
-			if p.removed.Load() { // retire closes stop next
-				last(first)
-				return
-			}
 		}
 	}
 }
