@@ -77,12 +77,7 @@ func TestProbeRoundTrip(t *testing.T) {
 
 // A peer that cannot be reached is never observed, and Close does not wait for it.
 func TestProbeUnreachable(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dead := "http://" + l.Addr().String()
-	l.Close()
+	dead := refusedURL(t)
 	m := metrics.New(metrics.Options{NoProcessCollector: true})
 	sender := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)), Metrics: m, ProbeInterval: 10 * time.Millisecond})
 	sender.Attach(&member{cluster: membership.NewCluster(7, nil)})

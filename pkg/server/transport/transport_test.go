@@ -98,6 +98,17 @@ func heartbeat(from, to uint64) *raftpb.Message {
 	return &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeat.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(1)}
 }
 
+// refusedURL is a peer URL on a loopback port nobody listens on.
+func refusedURL(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return "http://" + l.Addr().String()
+}
+
 func waitFor(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
@@ -326,12 +337,7 @@ func TestPauseKeepsWhatARemovedPeerIsOwed(t *testing.T) {
 // of its last try. Each round gives the sender's selects their choices again; the port refuses,
 // so a try fails at once.
 func TestRemovedUnreachablePeerIsTriedOnce(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	url := "http://" + l.Addr().String()
-	l.Close()
+	url := refusedURL(t)
 	tr := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	tr.Attach(&member{cluster: membership.NewCluster(7, nil)})
 	const queued = 16
