@@ -134,8 +134,8 @@ type Node struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
-	// heard is when raft's own traffic last came from each member (HeardWithin): ID to
-	// *atomic.Int64 of Unix nanoseconds.
+	// heard is when, and in which term, raft's own traffic last came from each member
+	// (HeardWithin): ID to *atomic.Pointer[heardAt]. PeerLost deletes a member's entry.
 	heard sync.Map
 	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
 	ledSince atomic.Int64
@@ -143,6 +143,12 @@ type Node struct {
 	// invitation is the leader's invitation to campaign (MsgTimeoutNow) that arrived while this
 	// member could not act on it yet (see holdInvitation).
 	invitation atomic.Pointer[heldMessage]
+}
+
+// heardAt is when raft's traffic of term last came from a member.
+type heardAt struct {
+	term uint64
+	at   time.Time
 }
 
 type heldMessage struct {
@@ -426,16 +432,28 @@ func (n *Node) promotable() bool {
 	return m != nil && !m.IsLearner
 }
 
-// HeardWithin reports whether raft's own traffic from member id reached this member within d:
-// an append, heartbeat or snapshot from it (it leads), its acknowledgement of one (this member
-// leads), or its answer to this member's campaign (a new leader has heard its voters before
-// their first acknowledgement), of a term no older than this member's. It is the liveness the
-// strict reconfiguration check and the leader hand-off count; a notice outside raft never
-// counts, nor does a message of a past term, which raft ignores too.
+// HeardWithin reports whether member id counts as live: raft's own traffic from it reached
+// this member within d, in the current term, and its connection has not broken since (PeerLost).
+// Traffic is an append, heartbeat or snapshot from it (it leads), its acknowledgement of one
+// (this member leads), or its answer to this member's campaign (a new leader has heard its
+// voters before their first acknowledgement). It is the liveness the strict reconfiguration
+// check and the leader hand-off count: a notice outside raft never counts, nor does a message of
+// an earlier term, so a new leader counts only what it heard itself in its own term, never what
+// it heard as a follower of the leader before it.
 func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
 	v, ok := n.heard.Load(id)
-	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) <= d
+	if !ok {
+		return false
+	}
+	h := v.(*atomic.Pointer[heardAt]).Load()
+	return h.term == n.term.Load() && time.Since(h.at) <= d
 }
+
+// PeerLost is told by the transport that the connection from or to member id broke: its stream
+// ended, its process closed the socket, or a send to it failed. What was heard from it before no
+// longer counts (HeardWithin) until raft's traffic from it arrives again: a member that stopped a
+// moment ago is not live, whatever it said just before.
+func (n *Node) PeerLost(id membership.ID) { n.heard.Delete(id) }
 
 // LeadingFor is how long this member has led, in its current term; 0 when it does not lead. A
 // leader that has led for less than an election timeout may not have heard yet from voters
@@ -491,8 +509,8 @@ func (n *Node) hear(m *raftpb.Message) {
 	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || n.Cluster().Member(id) == nil {
 		return
 	}
-	v, _ := n.heard.LoadOrStore(id, new(atomic.Int64))
-	v.(*atomic.Int64).Store(time.Now().UnixNano())
+	v, _ := n.heard.LoadOrStore(id, new(atomic.Pointer[heardAt]))
+	v.(*atomic.Pointer[heardAt]).Store(&heardAt{term: m.GetTerm(), at: time.Now()})
 }
 
 // ReportUnreachable tells raft a peer could not be reached.

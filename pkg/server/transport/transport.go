@@ -39,6 +39,9 @@ type Handler interface {
 	Cluster() *membership.Cluster
 	// Greeted is told that peer id, vouched for, said it has just started (a Hello).
 	Greeted(id membership.ID)
+	// PeerLost is told that the connection with member id broke: the last of its streams to
+	// this member ended, or a send to it failed.
+	PeerLost(id membership.ID)
 }
 
 // Config configures a Transport.
@@ -74,6 +77,9 @@ type Transport struct {
 	mu     sync.Mutex
 	peers  map[membership.ID]*peer
 	closed bool
+	// streams counts each vouched sender's open raft streams to this member: when the last one
+	// ends, the sender is lost (Handler.PeerLost).
+	streams map[membership.ID]int
 
 	// claims wakes whoever checks this member's removal with the cluster (RemovalClaims).
 	claims  chan struct{}
@@ -84,7 +90,7 @@ type Transport struct {
 
 // New returns a transport; Attach the local member before serving or sending.
 func New(cfg Config) *Transport {
-	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, claims: make(chan struct{}, 1),
+	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, streams: map[membership.ID]int{}, claims: make(chan struct{}, 1),
 		ignored: newIgnoredLog(cfg.Logger, ignoredInterval)}
 }
 
@@ -247,6 +253,11 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 	// checked on that first message too, and every later one must name the same sender.
 	from := senderOf(stream.Context())
 	var sender membership.ID
+	defer func() {
+		if sender != 0 {
+			t.streamEnded(sender)
+		}
+	}()
 	for {
 		env, err := stream.Recv()
 		if err != nil {
@@ -265,6 +276,7 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 				return status.Error(codes.PermissionDenied, err.Error())
 			}
 			sender = membership.ID(env.GetFrom())
+			t.streamStarted(sender)
 			t.answerSender(stream.Context(), sender)
 		} else if membership.ID(env.GetFrom()) != sender {
 			return status.Error(codes.PermissionDenied, "a raft stream carries one sender's messages")
@@ -280,6 +292,27 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
 	}
+}
+
+// streamStarted counts a vouched sender's stream, before any of its messages is stepped.
+func (t *Transport) streamStarted(id membership.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.streams[id]++
+}
+
+// streamEnded uncounts a sender's stream; the end of its last one is the end of its connection
+// to this member (its process stopped or its socket closed), and the member is told at once,
+// under t.mu, so that a stream the sender opens meanwhile is either counted first or stepped
+// after.
+func (t *Transport) streamEnded(id membership.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.streams[id]--; t.streams[id] > 0 {
+		return
+	}
+	delete(t.streams, id)
+	t.h.PeerLost(id)
 }
 
 // check refuses an envelope for another cluster or member, from a removed member, or whose
@@ -416,6 +449,7 @@ func (t *Transport) report(m *raftpb.Message, ok bool) {
 	}
 	if !ok {
 		t.h.ReportUnreachable(m.GetTo())
+		t.h.PeerLost(membership.ID(m.GetTo()))
 		t.cfg.Metrics.PeerSendFailed(m.GetTo())
 	}
 }

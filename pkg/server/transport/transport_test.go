@@ -26,6 +26,7 @@ type member struct {
 	mu      sync.Mutex
 	stepped []*raftpb.Message
 	greeted []membership.ID
+	lost    []membership.ID
 	cluster *membership.Cluster
 
 	accepted    atomic.Int32 // connections its listener accepted
@@ -44,6 +45,18 @@ func (m *member) Greeted(id membership.ID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	m.greeted = append(m.greeted, id)
+}
+
+func (m *member) PeerLost(id membership.ID) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.lost = append(m.lost, id)
+}
+
+func (m *member) lostPeers() []membership.ID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.lost)
 }
 
 func (m *member) Cluster() *membership.Cluster {
@@ -127,6 +140,30 @@ func TestDelivers(t *testing.T) {
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
 	sender.Send([]*raftpb.Message{heartbeat(1, 2), heartbeat(1, 2)})
 	waitFor(t, "delivery", func() bool { return receiver.count() == 2 })
+}
+
+// A member is told at once that a peer is lost: the receiver when the peer's stream ends (its
+// process closed its side), the sender when a send to it fails; and not while the stream lives.
+func TestPeerLostWhenTheConnectionBreaks(t *testing.T) {
+	c := membership.NewCluster(7, nil)
+	_, receiver, url := serve(t, 2, 7, c)
+	sender, _, _ := serve(t, 1, 7, c)
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
+	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+	waitFor(t, "delivery", func() bool { return receiver.count() == 1 })
+	if lost := receiver.lostPeers(); len(lost) != 0 {
+		t.Fatalf("lost %v while the stream lives", lost)
+	}
+	sender.Close()
+	waitFor(t, "the receiver told of the sender's end", func() bool { return slices.Contains(receiver.lostPeers(), 1) })
+
+	gone := refusedURL(t)
+	again, againSide, _ := serve(t, 3, 7, c)
+	again.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 4, PeerURLs: []string{gone}}}))
+	again.Send([]*raftpb.Message{heartbeat(3, 4)})
+	waitFor(t, "the sender told of a failed send", func() bool {
+		return slices.Contains(againSide.lostPeers(), 4)
+	})
 }
 
 // A message from another cluster, from a removed member, for another member, or whose raft
