@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -157,6 +158,12 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	if err != nil {
 		return nil, err
 	}
+	// A leader that stops answering after it was last heard (paused, cut off) would keep the
+	// request until the client's deadline: the leader's answer is awaited as long as the leader
+	// needs to give one (forwardWithin), and then the outcome is unknown (ErrTimeout), as it is
+	// for any request sent and not answered.
+	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin(req))
+	defer cancel()
 	var hdr metadata.MD
 	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req), grpc.Header(&hdr))
 	if err != nil {
@@ -172,6 +179,14 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 		return r, err
 	}
 	return wire.ReportFromProto(reply), nil
+}
+
+// forwardWithin is how long a member waits for its leader's answer to a forwarded request: the
+// learner's readiness wait the request asks for, the leader's judgement (judgeWithin), and three
+// election timeouts for the change to commit and apply, which takes a round trip on a live
+// cluster. With the default election timeout that is 4 s, inside etcdctl's 5 s.
+func (c *Coordinator) forwardWithin(req Request) time.Duration {
+	return req.ReadyWait + c.judgeWithin() + 3*c.cfg.ElectionTimeout
 }
 
 func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {

@@ -82,10 +82,13 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		}
 		seen := c.cfg.Node.Cluster()
 		var reply *Reply
-		if lead == c.cfg.Node.ID() {
+		switch {
+		case lead == c.cfg.Node.ID():
 			reply, err = c.decide(ctx, req)
 			c.count(req, err)
-		} else {
+		case !c.cfg.Node.HeardWithin(lead, c.cfg.ElectionTimeout):
+			err = c.awaitLeader(ctx, lead)
+		default:
 			reply, err = c.forward(ctx, lead, req)
 		}
 		if !retryable(err) {
@@ -103,6 +106,30 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
+}
+
+// awaitLeader waits, when the leader this member knows has been silent for an election timeout
+// or its connection broke, until it is heard again or another leader is known (ErrNotLeader: go
+// round again), and answers "no leader" after an election timeout: a request forwarded to a
+// leader that answers nothing would wait for the client's deadline, and whether it was applied
+// would be unknown. Nothing is sent, so a client may safely ask again.
+func (c *Coordinator) awaitLeader(ctx context.Context, lead membership.ID) error {
+	n := c.cfg.Node
+	deadline := time.NewTimer(c.cfg.ElectionTimeout)
+	defer deadline.Stop()
+	// Polled: a heartbeat heard changes nothing a member waits on.
+	poll := time.NewTicker(c.cfg.ElectionTimeout / 10)
+	defer poll.Stop()
+	for n.Leader() == lead && !n.HeardWithin(lead, c.cfg.ElectionTimeout) {
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return raftnode.ErrNoLeader
+		case <-ctx.Done():
+			return raftnode.ErrTimeout
+		}
+	}
+	return raftnode.ErrNotLeader
 }
 
 // count records a change this member decided as leader, once its answer is known. A dry run
