@@ -96,19 +96,8 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
-	// snap is the newest snapshot of the applied membership made to be sent: by currentSnapshot,
-	// or ahead of a joining member's need (Greeted).
+	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
 	snap atomic.Pointer[raftpb.Snapshot]
-	// greeted hands the loop the peers that said they have started (Greeted); what does not
-	// fit is dropped, as the greeting is only a hint.
-	greeted chan membership.ID
-	// making is the applied index of the snapshot prepareSnapshot last began; welcomed is when
-	// welcome last had raft confirm leadership. Only the loop touches them.
-	making   uint64
-	welcomed time.Time
-	// received holds the data of the snapshots peers sent, stepped into raft without it
-	// (received.go).
-	received heldSnapshots
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -140,20 +129,12 @@ type Node struct {
 	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
 	ledSince atomic.Int64
 
-	// invitation is the leader's invitation to campaign (MsgTimeoutNow) that arrived while this
-	// member could not act on it yet (see holdInvitation).
-	invitation atomic.Pointer[heldMessage]
 }
 
 // heardAt is when raft's traffic of term last came from a member.
 type heardAt struct {
 	term uint64
 	at   time.Time
-}
-
-type heldMessage struct {
-	m  *raftpb.Message
-	at time.Time
 }
 
 // restartStorage hands raft the configuration of the applied membership, not the older one
@@ -173,8 +154,7 @@ func New(cfg Config) (*Node, error) {
 	st := cfg.State
 	mem := raft.NewMemoryStorage()
 	if st.Snapshot != nil {
-		// Without its data, as raft's storage holds every snapshot (received.go).
-		if err := mem.ApplySnapshot(&raftpb.Snapshot{Metadata: st.Snapshot.GetMetadata()}); err != nil {
+		if err := mem.ApplySnapshot(st.Snapshot); err != nil {
 			return nil, err
 		}
 	}
@@ -190,7 +170,6 @@ func New(cfg Config) (*Node, error) {
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
-		greeted: make(chan membership.ID, 8),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -241,8 +220,6 @@ func (n *Node) Run(ctx context.Context) error {
 			return ErrRemoved
 		case <-ticker.C:
 			n.raft.Tick()
-		case id := <-n.greeted:
-			n.welcome(id)
 		case rd := <-n.raft.Ready():
 			if err := n.handleReady(rd); err != nil {
 				return err
@@ -347,18 +324,14 @@ func (n *Node) markRemoved() {
 // taken it, the member would stop when the entry or snapshot came to be applied.
 var ErrRefused = errors.New("refused")
 
-// Step hands a message from a peer to raft. A snapshot goes in without its data, which is decoded
-// and held beside raft (received.go); a message whose snapshot or entries do not decode is
-// refused (ErrRefused).
+// Step hands a message from a peer to raft, as the peer sent it. A message raft could not apply
+// is refused first (ErrRefused): a snapshot whose data is not a membership, or an append with an
+// entry that is not a proposal; raft never sees it.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	switch m.GetType() {
-	case raftpb.MessageType_MsgTimeoutNow:
-		if n.holdInvitation(m) {
-			return nil
-		}
 	case raftpb.MessageType_MsgSnap:
-		if err := n.received.hold(m.GetSnapshot(), n.applied.Load(), n.cfg.MaxHistory); err != nil {
-			return err
+		if _, err := storage.SnapshotCluster(m.GetSnapshot()); err != nil {
+			return fmt.Errorf("%w: %v", ErrRefused, err)
 		}
 	case raftpb.MessageType_MsgApp:
 		for _, e := range m.GetEntries() {
@@ -377,59 +350,9 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	return err
 }
 
-// holdInvitation keeps a leader's invitation to campaign (MsgTimeoutNow, the last step of a
-// leadership transfer) that reaches this member before it has applied its own promotion, and
-// reports whether it did. The leader sends it as soon as the member's log matches its own, which
-// can be a moment before the member applies the entry that made it a voter; raft on a learner
-// drops it, and the transfer would wait out an election timeout to be asked again. The loop steps
-// it once the promotion is applied (stepInvitation): to raft it is the same message arriving a
-// little later, which the network may always do.
-func (n *Node) holdInvitation(m *raftpb.Message) bool {
-	if n.promotable() {
-		return false
-	}
-	n.invitation.Store(&heldMessage{m: m, at: time.Now()})
-	// Applied meanwhile: the loop may have looked already.
-	if !n.promotable() {
-		return true
-	}
-	if h := n.invitation.Swap(nil); h != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = n.raft.Step(ctx, h.m)
-	}
-	return true
-}
-
-// stepInvitation steps a held invitation once this member is a voter, if it still stands: from
-// the leader of the term it was sent in, within the election timeout after which raft gives up
-// the transfer on the leader. The loop calls it after each pass.
-func (n *Node) stepInvitation() {
-	if n.invitation.Load() == nil || !n.promotable() {
-		return
-	}
-	h := n.invitation.Swap(nil)
-	if h == nil {
-		return
-	}
-	if h.m.GetTerm() != n.term.Load() || h.m.GetFrom() != n.lead.Load() || time.Since(h.at) > n.electionTimeout() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = n.raft.Step(ctx, h.m)
-}
-
 // electionTimeout is raft's election timeout: ElectionTicks ticks of TickInterval.
 func (n *Node) electionTimeout() time.Duration {
 	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
-}
-
-// promotable reports whether this member is a voter of its applied membership, which is raft's
-// configuration too.
-func (n *Node) promotable() bool {
-	m := n.Cluster().Member(membership.ID(n.id))
-	return m != nil && !m.IsLearner
 }
 
 // HeardWithin reports whether member id counts as live: raft's own traffic from it reached
@@ -515,19 +438,6 @@ func (n *Node) hear(m *raftpb.Message) {
 
 // ReportUnreachable tells raft a peer could not be reached.
 func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
-
-// Greeted is told by the transport that peer id, vouched for, has just started (its Hello). If
-// it joins with nothing of the log, the leader's loop contacts it at once and starts making the
-// snapshot it will ask for (welcome).
-func (n *Node) Greeted(id membership.ID) {
-	if n.lead.Load() != n.id {
-		return
-	}
-	select {
-	case n.greeted <- id:
-	default:
-	}
-}
 
 // ReportSnapshot tells raft how sending a snapshot to a peer ended.
 func (n *Node) ReportSnapshot(id uint64, ok bool) {

@@ -203,6 +203,38 @@ func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
 	return conn, nil
 }
 
+// AwaitVoter waits, an election timeout at most, until member id has applied its own promotion,
+// as its answer to a Membership call on the peer port says. Raft's last step of a leadership
+// transfer, its invitation to campaign, goes out as soon as the target's log matches the
+// leader's, and a member that has not applied its promotion yet drops it as a learner's: the
+// transfer would then wait out an election timeout. Asked before the transfer, nothing of raft's
+// is held or altered. A member that does not answer is not waited for beyond the bound; raft's
+// transfer then decides.
+func (c *Coordinator) AwaitVoter(ctx context.Context, id membership.ID) {
+	m := c.cfg.Node.Cluster().Member(id)
+	if m == nil || m.IsLearner || len(m.PeerURLs) == 0 {
+		return
+	}
+	conn, err := c.conn(m.PeerURLs[0])
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
+	defer cancel()
+	for {
+		if info, err := MembershipOn(ctx, conn, m.PeerURLs[0], false); err == nil {
+			if self := info.Cluster.Member(id); self != nil && !self.IsLearner {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(c.cfg.ElectionTimeout / 50):
+		}
+	}
+}
+
 // Close closes the connections to peers.
 func (c *Coordinator) Close() {
 	c.mu.Lock()

@@ -37,8 +37,6 @@ type Handler interface {
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
 	Cluster() *membership.Cluster
-	// Greeted is told that peer id, vouched for, said it has just started (a Hello).
-	Greeted(id membership.ID)
 	// PeerLost is told that the connection with member id broke: the last of its streams to
 	// this member ended, or a send to it failed.
 	PeerLost(id membership.ID)
@@ -111,9 +109,7 @@ func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerSer
 //     proof, so a stranger's notice, a stale one, or a forced member's, is logged and ignored.
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
 //     the sender: a member added while it was not running yet would otherwise wait out the
-//     backoff before its first message. The member is told too (Handler.Greeted): a leader
-//     contacts a new member at once and makes ahead the snapshot it will ask for. No message of
-//     the greeting's reaches raft.
+//     backoff before its first message. No message of the greeting's reaches raft.
 //   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
 type peerService struct {
 	pb.UnimplementedPeerServer
@@ -132,9 +128,8 @@ func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error
 }
 
 // Hello is a hint too: it ends the backoff of this member's sender to the peer, so that the
-// next message raft sends it is tried at once, and tells the member (Handler.Greeted), whose
-// leader may contact a new member at once and make ahead the snapshot it will ask for. Raft's
-// view of the peer changes only when the peer answers.
+// next message raft sends it is tried at once. Raft's view of the peer changes only when the
+// peer answers.
 func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
 	t := s.t
 	return t.serveNotice(ctx, n, func(from sender) {
@@ -147,15 +142,12 @@ func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) 
 			t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
 			return
 		}
-		// The sender first: the member's leader may answer the greeting with a heartbeat at
-		// once, which a sender still backing off from the peer would drop.
 		t.mu.Lock()
 		p := t.peers[id]
 		t.mu.Unlock()
 		if p != nil {
 			p.wake()
 		}
-		t.h.Greeted(id)
 	})
 }
 
