@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -128,7 +129,6 @@ type Node struct {
 	heard sync.Map
 	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
 	ledSince atomic.Int64
-
 }
 
 // heardAt is when raft's traffic of term last came from a member.
@@ -418,6 +418,17 @@ func (n *Node) HoldsOwnRemoval() bool {
 	return false
 }
 
+// lists reports whether id is a member, by the applied membership or, for a snapshot a joining
+// member has not applied yet, by the snapshot's configuration: a new member hears its leader
+// first in the snapshot that makes it a member.
+func (n *Node) lists(id membership.ID, m *raftpb.Message) bool {
+	if n.Cluster().Member(id) != nil {
+		return true
+	}
+	cs := m.GetSnapshot().GetMetadata().GetConfState()
+	return m.GetType() == raftpb.MessageType_MsgSnap && slices.Contains(cs.GetVoters(), uint64(id))
+}
+
 // hear records raft traffic from m's sender (see HeardWithin). Only members are recorded: a
 // sender the membership does not list must not grow the map.
 func (n *Node) hear(m *raftpb.Message) {
@@ -429,7 +440,7 @@ func (n *Node) hear(m *raftpb.Message) {
 		return
 	}
 	id := membership.ID(m.GetFrom())
-	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || n.Cluster().Member(id) == nil {
+	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || !n.lists(id, m) {
 		return
 	}
 	v, _ := n.heard.LoadOrStore(id, new(atomic.Pointer[heardAt]))

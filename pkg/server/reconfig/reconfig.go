@@ -118,7 +118,7 @@ func (c *Coordinator) awaitLeader(ctx context.Context, lead membership.ID) error
 	deadline := time.NewTimer(c.cfg.ElectionTimeout)
 	defer deadline.Stop()
 	// Polled: a heartbeat heard changes nothing a member waits on.
-	poll := time.NewTicker(c.cfg.ElectionTimeout / 10)
+	poll := time.NewTicker(c.cfg.ElectionTimeout / 50)
 	defer poll.Stop()
 	for n.Leader() == lead && !n.HeardWithin(lead, c.cfg.ElectionTimeout) {
 		select {
