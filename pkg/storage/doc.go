@@ -17,8 +17,9 @@
 // package.
 //
 // Invariants:
-//   - One format (dataFormat, in meta): a database of another, written by a development build
-//     before the first release, is refused as a *FormatError, never read or converted.
+//   - One format (dataFormat, in meta): a database of another (a development build's before the
+//     first release, or a later version's) is refused as a *FormatError, never read or
+//     converted. A released format is read by every later version.
 //   - Save writes everything one Ready produced in a single transaction: the snapshot, the
 //     HardState, the new entries, the membership they changed (its history included) and the
 //     applied index. A crash leaves either all of it or none, so the applied index always names exactly the entries

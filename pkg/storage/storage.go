@@ -52,7 +52,7 @@ var (
 const dataFormat = 1
 
 // FormatError is a member.db in a format this version does not read: one written by a
-// development build before the first release. Nothing was written to it.
+// development build before the first release, or by a later version. Nothing was written to it.
 type FormatError struct {
 	Path   string
 	Format uint64
@@ -62,7 +62,11 @@ func (e *FormatError) Error() string { return e.Path + " " + e.Reason() }
 
 // Reason is the error without the file's path.
 func (e *FormatError) Reason() string {
-	return fmt.Sprintf("is in data format %d, of a development build before the first release; this version reads format %d only", e.Format, dataFormat)
+	by := "a development build before the first release"
+	if e.Format > dataFormat {
+		by = "a later version"
+	}
+	return fmt.Sprintf("is in data format %d, of %s; this version reads format %d only", e.Format, by, dataFormat)
 }
 
 // ErrNotBootstrapped is returned by Open on a data directory that holds no member.

@@ -119,6 +119,9 @@ func TestOlderFormatRefused(t *testing.T) {
 	if after, err := os.ReadFile(filepath.Join(dir, FileName)); err != nil || !bytes.Equal(after, before) {
 		t.Fatalf("LoadFile wrote to an older database (%v)", err)
 	}
+	if got := (&FormatError{Path: "m.db", Format: 2}).Error(); got != "m.db is in data format 2, of a later version; this version reads format 1 only" {
+		t.Fatalf("a later format: %s", got)
+	}
 }
 
 // A start killed while its database was being written leaves no member.db, only the temporary
