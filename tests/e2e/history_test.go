@@ -1,6 +1,7 @@
 package e2e
 
 import (
+	"crypto/sha256"
 	"os"
 	"path/filepath"
 	"strings"
@@ -15,7 +16,8 @@ import (
 
 // A data directory of a development build before the first release (its member.db has no data
 // format in meta, and its history other encodings) is refused in one line: clusterd exits 1
-// without writing to it, and datadir check exits 1 saying why (docs/design.md, "Data format").
+// without writing to it, datadir check exits 1 saying why, and snapshot status of a snapshot
+// file of it exits 19 (docs/design.md, "Data format").
 func TestOlderDataDirRefused(t *testing.T) {
 	c := newCluster(t, t.TempDir(), nil)
 	m, err := c.Alloc("infra0")
@@ -60,6 +62,18 @@ func TestOlderDataDirRefused(t *testing.T) {
 	out, code := clusterctl(t, "datadir", "check", m.DataDir)
 	if code != 1 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "Error: ") || !strings.Contains(out, refusal) {
 		t.Fatalf("datadir check of an older data directory exited %d:\n%s", code, out)
+	}
+
+	// A snapshot file of it (its database, then the SHA-256) is refused as one that holds no
+	// usable database.
+	sum := sha256.Sum256(before)
+	file := filepath.Join(t.TempDir(), "old.db")
+	if err := os.WriteFile(file, append(before, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = clusterctl(t, "snapshot", "status", file)
+	if code != 19 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "holds no usable clusterd or etcd database: its database "+refusal) {
+		t.Fatalf("snapshot status of an older snapshot file exited %d:\n%s", code, out)
 	}
 }
 
