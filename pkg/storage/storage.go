@@ -28,9 +28,8 @@ var (
 	bucketLog     = []byte("log")
 	bucketMembers = []byte("members")
 	bucketRemoved = []byte("removed")
-	// bucketHistory is missing in the files of versions before the history, and after each
-	// snapshot until the next change is recorded: read as empty, made by the first write that
-	// records a change.
+	// bucketHistory is missing after each snapshot until the next change is recorded: read as
+	// empty, made by the first write that records a change.
 	bucketHistory = []byte("history")
 
 	keyMemberID  = []byte("member_id")
