@@ -128,18 +128,22 @@ func (o StepOptions) addBack(server, ctl string, m *membership.Member, dir strin
 func told(s Step) Step {
 	all := strings.Join(s.Commands, "\n")
 	for _, p := range placeholderSay {
-		if slices.ContainsFunc(p.placeholders, func(ph string) bool { return strings.Contains(all, quote(ph)) }) {
+		if slices.ContainsFunc(p.placeholders, func(ph string) bool { return strings.Contains(all, ph) }) {
 			s.Say += " Before running: " + p.say + "."
 		}
 	}
 	return s
 }
 
-// clusterctl is the start of every clusterctl line: the endpoints, then the operator's flags.
+// clusterctl is the start of every clusterctl line: the endpoints, then the operator's flags,
+// each --flag=value with its value quoted.
 func (o StepOptions) clusterctl(endpoints []string) string {
 	f := []string{"clusterctl", "--endpoints=" + strings.Join(endpoints, ",")}
 	for _, c := range o.Clusterctl {
-		f = append(f, quote(c))
+		if flag, value, ok := strings.Cut(c, "="); ok {
+			c = flag + "=" + quote(value)
+		}
+		f = append(f, c)
 	}
 	return strings.Join(f, " ")
 }
