@@ -1,7 +1,8 @@
 # make man    regenerate the man pages in docs/man
 # make proto  regenerate pkg/wire/clusterdpb's Go from its .proto (scripts/genproto.sh; no protoc)
 # make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data);
-#             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls)
+#             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls);
+#             make run PORT_OFFSET=100: every port moved by 100, beside another cluster (README)
 # make test   every check and every test: what CI runs
 # make bench  the benchmarks (docs/benchmarks.md)
 # make chaos DURATION=10m   membership churn under kills, pauses and partitions, checked for
@@ -29,7 +30,7 @@ build:
 	$(BUILD) -o $(BIN)/clusterctl ./cmd/clusterctl
 
 run: build
-	scripts/run-cluster.sh $(if $(filter 1 yes true,$(TLS)),--tls)
+	PORT_OFFSET=$(or $(PORT_OFFSET),0) scripts/run-cluster.sh $(if $(filter 1 yes true,$(TLS)),--tls)
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -37,8 +38,9 @@ check:
 
 # The server, client and command packages run under the race detector; everything else,
 # end-to-end and interop tests included, runs once without it. Packages run one at a time
-# (-p 1): the process tests each start clusters, and the runbook tests need the fixed ports of
-# make run, which another package's ephemeral ports could otherwise take.
+# (-p 1): the process tests each start clusters. The runbook tests no longer need it for their
+# ports: they run make run's cluster and the runbooks with a PORT_OFFSET whose moved ports are
+# free, below the ephemeral range another package's ports come from (freeport.Offset).
 race:
 	$(GO) test -race -count=1 -timeout 30m ./pkg/... ./cmd/...
 
