@@ -49,8 +49,11 @@ func TestPrintedRecoveryStepsRunAsPrinted(t *testing.T) {
 			}
 			followSteps(t, work, status)
 			after := ctl.until(func(r result) bool { return strings.Count(r.stdout, ", started, ") != 3 }, "member", "list")
-			if strings.Count(after.stdout, ", false\n") != 3 {
-				t.Fatalf("after the recovery: want three started voters: %v", after)
+			for _, m := range c.Members() {
+				line := fmt.Sprintf(", started, %s, %s, %s, false\n", m.Name, m.PeerURL, m.ClientURL())
+				if !strings.Contains(after.stdout, line) || strings.Count(after.stdout, "\n") != 3 {
+					t.Fatalf("after the recovery: want the three members as voters on their URLs, %s among them: %v", m.Name, after)
+				}
 			}
 			if server.bin == etcd.Etcd {
 				if r := runCLI(t, etcd.Etcdctl, append(etcdctlFlags(c, ca, work), "get", "k", "--prefix", "--keys-only")...); r.code != 0 || strings.Count(r.stdout, "k") != 5 {
