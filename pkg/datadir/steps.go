@@ -40,6 +40,7 @@ const (
 	PlaceholderPeerKeyFile       = "<PEER_KEY_FILE>"
 	PlaceholderPeerTrustedCAFile = "<PEER_TRUSTED_CA_FILE>"
 	PlaceholderPasswordFile      = "<PASSWORD_FILE>"
+	PlaceholderDataDir           = "<its empty data directory>"
 )
 
 // placeholderSay is what each group of placeholders stands for, in the order told.
@@ -54,6 +55,7 @@ var placeholderSay = []struct {
 		PlaceholderPeerCertFile + ", " + PlaceholderPeerKeyFile + " and " + PlaceholderPeerTrustedCAFile +
 		" with the member's, and add --peer-client-cert-auth if peers had to present certificates (or give them to datadir status: --peer-cert-file, --peer-key-file, --peer-trusted-ca-file, --peer-client-cert-auth)"},
 	{[]string{PlaceholderPasswordFile}, "replace " + PlaceholderPasswordFile + " with a file holding the password on its first line: a password is never printed"},
+	{[]string{PlaceholderDataDir}, "replace " + PlaceholderDataDir + " with an empty directory on the member's host: its data directory was not given to datadir status"},
 }
 
 // steps are the commands of the recovery from chosen, with this machine's paths: the others'
@@ -92,7 +94,7 @@ func (o StepOptions) steps(chosen *DirStatus, dirs []*DirStatus) []Step {
 		}
 		dir, ok := dirOf[m.ID]
 		if !ok {
-			dir = "<its empty data directory>"
+			dir = PlaceholderDataDir
 		}
 		out = append(out, told(o.addBack(server, ctl, m, dir)))
 	}
