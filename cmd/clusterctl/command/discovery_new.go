@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
@@ -100,11 +99,8 @@ func (o *discoveryNewOptions) run(ctx context.Context) error {
 // directory. A path that cannot be made absolute (no working directory) is kept as given.
 func memberTLS(o clienttls.Options) *clienttls.Options {
 	for _, p := range []*string{&o.CACert, &o.Cert, &o.Key} {
-		if *p == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(*p); err == nil {
-			*p = abs
+		if *p != "" {
+			*p = absPath(*p)
 		}
 	}
 	return &o
