@@ -49,7 +49,7 @@ const maxHistoryAnswer = 256 << 20
 // clusterd) is a *HistoryUnsupportedError, a peer URL given as endpoint a *PeerEndpointError.
 func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryResult, error) {
 	var a *cpb.HistoryAnswer
-	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, true, wire.HistoryList, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		a, err = cpb.NewHistoryClient(conn).List(ctx, q.Proto(), grpc.MaxCallRecvMsgSize(maxHistoryAnswer))
 		return err
 	})

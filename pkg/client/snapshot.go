@@ -166,7 +166,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		sum      *checksum
 		streamed error // a failure after the first byte, which call must not retry
 	)
-	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) error {
+	err := c.call(ctx, true, pb.Maintenance_Snapshot_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) error {
 		// The stream is abandoned on return, so its goroutines end with this context.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()

@@ -94,15 +94,14 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 // Answers reports whether member m answers on one of its client URLs within within: a member
 // that has not started has none and does not. Any answer counts, a refusal too (a member without
 // a leader, or one that wants a user, still runs); only a connection that fails or stays silent
-// does not. The question goes with c's TLS settings and without its user: an answer needs none,
-// and an authentication would cost more than the question (on etcd a raft entry and a password
+// does not. The question is a status, which goes without a login (tokenFree): an answer needs
+// none, and a login would cost more than the question (on etcd a raft entry and a password
 // hash) and could by itself outlast within.
 func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bool {
 	if !m.Started || len(m.ClientURLs) == 0 {
 		return false
 	}
-	anonymous := &Client{dialed: c.dialed[:1], creds: c.creds, dialTimeout: c.dialTimeout}
-	for _, st := range anonymous.StatusOfEach(ctx, m.ClientURLs, within) {
+	for _, st := range c.StatusOfEach(ctx, m.ClientURLs, within) {
 		var se *ServerError
 		if st.Err == nil || errors.As(st.Err, &se) {
 			return true
