@@ -217,7 +217,11 @@ func checkContext(c contexts.Context) error {
 	if _, err := duration(v, "command-timeout"); err != nil {
 		return err
 	}
-	if _, err := securitySettings(v); err != nil {
+	l, err := loginOf(contextPlace(c.Name, c.Settings))
+	if err != nil {
+		return err
+	}
+	if _, err := securitySettings(v, l); err != nil {
 		return err
 	}
 	if eps := c.Endpoints(); len(eps) > 0 {

@@ -212,7 +212,7 @@ func TestPasswordFile(t *testing.T) {
 	if err := os.WriteFile(empty, []byte("\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	s := security{user: "root:x", passwordFile: good}
+	s := security{login: login{user: "root:x", passwordFile: good, place: commandLinePlace(newRootCmd(&Globals{}).PersistentFlags())}}
 	if u, pw, err := s.credentials(nil); u != "root:x" || pw != "s3cret" || err != nil {
 		t.Errorf("credentials = %q, %q, %v; want the whole user and the first line", u, pw, err)
 	}
