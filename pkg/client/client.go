@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -130,6 +129,16 @@ func parseEndpoint(e string, bareTLS bool) (string, bool, error) {
 	return addr, secure, nil
 }
 
+// shown is endpoint i as messages name it: as given, its scheme kept (https://10.0.0.1:2379),
+// without a trailing "/".
+func (c *Client) shown(i int) string {
+	given := c.dialed[i].Endpoint
+	if scheme, _, ok := strings.Cut(given, "://"); ok {
+		return scheme + "://" + c.endpoints[i]
+	}
+	return c.endpoints[i]
+}
+
 // Close releases the connection, if one was made.
 func (c *Client) Close() error {
 	if c.conn == nil {
@@ -156,7 +165,7 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 			}
 			for _, t := range ce.Tried {
 				if t.Peer {
-					return &PeerEndpointError{Endpoint: c.dialed[slices.Index(c.endpoints, t.Endpoint)].Endpoint, Message: "it answers etcd's peer /version"}
+					return &PeerEndpointError{Endpoint: t.Endpoint, Message: "it answers etcd's peer /version"}
 				}
 			}
 			return gaveUp(ctx, append(failed, ce.Tried...))
@@ -165,10 +174,10 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 		if err == nil {
 			return nil
 		}
-		endpoint := c.endpoints[c.at]
+		endpoint := c.shown(c.at)
 		se := serverAnswer(err)
 		if se != nil && peerEndpoint(se) {
-			return &PeerEndpointError{Endpoint: c.dialed[c.at].Endpoint, Message: se.Message}
+			return &PeerEndpointError{Endpoint: c.shown(c.at), Message: se.Message}
 		}
 		if !read && sent {
 			if se != nil && !outcomeUnknown(se) {
@@ -183,8 +192,8 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: status.Convert(err).Message(), Answer: se,
 			deadline: status.Code(err) == codes.DeadlineExceeded})
 		if ctx.Err() != nil || c.at == len(c.endpoints)-1 {
-			for _, e := range c.endpoints[c.at+1:] {
-				failed = append(failed, EndpointFailure{Endpoint: e, Reason: "not tried: no time left"})
+			for i := c.at + 1; i < len(c.endpoints); i++ {
+				failed = append(failed, EndpointFailure{Endpoint: c.shown(i), Reason: "not tried: no time left"})
 			}
 			return gaveUp(ctx, failed)
 		}

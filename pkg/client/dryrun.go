@@ -117,7 +117,7 @@ func (c *Client) dryRun(ctx context.Context, method string, req, answer proto.Me
 			// The server answered before it could judge, so it made no change either way.
 			return nil, err
 		}
-		return nil, &DryRunIgnoredError{Endpoint: c.endpoints[c.at]}
+		return nil, &DryRunIgnoredError{Endpoint: c.shown(c.at)}
 	}
 	rep, perr := wire.ReportFromValue(raw[0])
 	if perr != nil {
@@ -138,7 +138,7 @@ func (c *Client) ensureClusterd(ctx context.Context) error {
 		}
 	}
 	if c.clusterdAt != c.endpoints[c.at] {
-		return &DryRunUnsupportedError{Endpoint: c.endpoints[c.at]}
+		return &DryRunUnsupportedError{Endpoint: c.shown(c.at)}
 	}
 	return nil
 }

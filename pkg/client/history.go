@@ -71,7 +71,7 @@ func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryRes
 // what the member runs when its status tells, and a peer URL is told apart by the status call
 // failing as one.
 func (c *Client) historyUnsupported(ctx context.Context) error {
-	endpoint := c.dialed[c.at].Endpoint
+	endpoint := c.shown(c.at)
 	st, err := c.status(ctx)
 	var peer *PeerEndpointError
 	if errors.As(err, &peer) {

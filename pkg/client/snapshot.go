@@ -195,7 +195,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 				if sum.n == 0 {
 					return err
 				}
-				streamed = &SnapshotStreamError{Endpoint: c.endpoints[c.at], Received: sum.n, Err: err}
+				streamed = &SnapshotStreamError{Endpoint: c.shown(c.at), Received: sum.n, Err: err}
 				return nil
 			}
 		}
@@ -213,7 +213,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		cause := context.Cause(ctx)
 		if late || errors.Is(cause, context.DeadlineExceeded) {
 			// Out of time: a read that did not finish, named by the member it came from.
-			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.endpoints[c.at],
+			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.shown(c.at),
 				Reason: fmt.Sprintf("the snapshot stream was not complete after %d bytes", received(sum))}}}
 		}
 		return nil, fmt.Errorf("snapshot save interrupted: %w", cause)
