@@ -12,16 +12,20 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // tokenFree are the requests etcd serves without reading a token, also with auth on:
 // Maintenance.Status (etcd's auth wrapper checks the root role on every Maintenance call but
 // Status) and Cluster.MemberList (a member change checks the root role; the list reads nothing
-// auth guards). They go without a token and never wait for a login: on etcd a login is a raft
-// entry and needs a leader, and these are the reads that must answer without one.
+// auth guards); and clusterd's history, which etcd does not serve and clusterd, without etcd's
+// auth, serves on its TLS settings alone. They go without a token and never wait for a login: on
+// etcd a login is a raft entry and needs a leader, and these are the reads that must answer
+// without one.
 var tokenFree = map[string]bool{
 	pb.Maintenance_Status_FullMethodName: true,
 	pb.Cluster_MemberList_FullMethodName: true,
+	wire.HistoryList:                     true,
 }
 
 // attempt runs rpc, the call of method, with the user's token when method needs one:

@@ -92,6 +92,7 @@ func readsWithLoginAfterMajorityLoss(t *testing.T, server string) {
 			start := time.Now()
 			r := ctl.run(tc.args...)
 			took := time.Since(start)
+			t.Logf("%s (login by %s): exit %d in %s", strings.Join(tc.args, " "), how, r.code, took.Round(time.Millisecond))
 			if r.code != tc.code || !strings.Contains(r.stdout, tc.row) || strings.Contains(r.stderr, "timed out") {
 				t.Errorf("%s (login by %s): exit %d, want %d with %q:\n%v", strings.Join(tc.args, " "), how, r.code, tc.code, tc.row, r)
 			}
