@@ -108,3 +108,20 @@ func (c *Client) sharedLogin() func(ctx context.Context, one *Client) {
 		}
 	}
 }
+
+// CheckLogin logs in, for a command whose calls need no token (cluster status, endpoint status)
+// but whose user should still learn that the password is wrong. It runs after the reads, so that
+// no status shows a member behind by the command's own Authenticate (on etcd a raft entry), and
+// only when leaderKnown (a member answered that it knows a leader): without one the login cannot
+// succeed and is skipped rather than waited for. It returns the server's refusal of the user or
+// password, nil otherwise: a login that only timed out changes nothing the reads showed.
+func (c *Client) CheckLogin(ctx context.Context, leaderKnown bool) error {
+	if c.username == "" || c.authed || !leaderKnown {
+		return nil
+	}
+	err := c.call(ctx, true, pb.Auth_Authenticate_FullMethodName, func(context.Context, *grpc.ClientConn) error { return nil })
+	if errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrUserNotFound) {
+		return err
+	}
+	return nil
+}

@@ -352,3 +352,27 @@ func TestHealthWithoutLeaderAnswersAtOnce(t *testing.T) {
 		t.Errorf("health without a leader: %v after %s, want %v at once", h.Err, h.Took, ErrNoLeader)
 	}
 }
+
+// TestCheckLogin: after reads that needed no token, a wrong password is still reported where a
+// leader could answer the login, and the login is skipped without a wait where none could.
+func TestCheckLogin(t *testing.T) {
+	a := newAuthServer()
+	ep := serveSecure(t, nil, &fakeServer{}, a)
+	ctx := context.Background()
+	if err := secureClient(t, clienttls.Options{}, "root", "wrong", ep).CheckLogin(ctx, true); !errors.Is(err, ErrAuthFailed) {
+		t.Errorf("wrong password, a leader known: %v, want %v", err, ErrAuthFailed)
+	}
+	if err := secureClient(t, clienttls.Options{}, "root", "secret", ep).CheckLogin(ctx, true); err != nil || a.auths != 1 {
+		t.Errorf("right password: %v after %d authentications, want nil after 1", err, a.auths)
+	}
+	a.leaderless = true
+	start := time.Now()
+	if err := secureClient(t, clienttls.Options{}, "root", "wrong", ep).CheckLogin(ctx, false); err != nil || time.Since(start) > time.Second {
+		t.Errorf("no leader known: %v after %s, want nil at once", err, time.Since(start))
+	}
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := secureClient(t, clienttls.Options{}, "root", "secret", ep).CheckLogin(tctx, true); err != nil {
+		t.Errorf("a login that timed out: %v, want nil", err)
+	}
+}
