@@ -340,16 +340,26 @@ func TestHealthOfEachAuthenticatesOnce(t *testing.T) {
 	}
 }
 
-// TestHealthWithoutLeaderAnswersAtOnce: a member whose status knows no leader is unhealthy at
-// once, without the login that could not succeed before the deadline.
-func TestHealthWithoutLeaderAnswersAtOnce(t *testing.T) {
+// TestHealthWithoutLeader: a member whose status knows no leader for an election's length is
+// unhealthy then, without the login that could not succeed before the deadline; one that finds
+// its leader meanwhile (an election ending) logs in, reads and is healthy.
+func TestHealthWithoutLeader(t *testing.T) {
 	a := newAuthServer()
 	a.leaderless = true
-	ep := serveSecure(t, nil, &fakeServer{noLeader: true}, a)
+	f := &fakeServer{}
+	f.noLeader.Store(true)
+	ep := serveSecure(t, nil, f, a)
 	c := secureClient(t, clienttls.Options{}, "root", "secret", ep)
 	h := c.HealthOfEach(context.Background(), []string{ep}, 5*time.Second)[0]
-	if !errors.Is(h.Err, ErrNoLeader) || h.Took >= time.Second {
-		t.Errorf("health without a leader: %v after %s, want %v at once", h.Err, h.Took, ErrNoLeader)
+	if !errors.Is(h.Err, ErrNoLeader) || h.Took < electionGrace || h.Took >= 2*electionGrace || a.auths != 0 {
+		t.Errorf("health without a leader: %v after %s and %d logins, want %v after %s and none", h.Err, h.Took, a.auths, ErrNoLeader, electionGrace)
+	}
+
+	a.leaderless = false
+	elected := time.AfterFunc(3*electionPoll, func() { f.noLeader.Store(false) })
+	defer elected.Stop()
+	if h := c.HealthOfEach(context.Background(), []string{ep}, 5*time.Second)[0]; h.Err != nil || a.auths != 1 {
+		t.Errorf("health through an election: %v after %d logins, want healthy after 1", h.Err, a.auths)
 	}
 }
 

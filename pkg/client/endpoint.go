@@ -167,20 +167,16 @@ func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout t
 func (c *Client) Status(ctx context.Context) (*Status, error) { return c.status(ctx) }
 
 // HealthOfEach checks every endpoint at once, each within timeout. Each member is first asked
-// for its status, which needs no token and no leader: one that knows no leader is unhealthy at
-// once (ErrNoLeader), without waiting for a login or a read that cannot succeed before the
-// deadline. Only the others log in, once for all, and read.
+// for its status, which needs no token and no leader: one that knows no leader for an election's
+// length (knowsLeader) is unhealthy (ErrNoLeader), without waiting for a login or a read that
+// cannot succeed before the deadline. Only the others log in, once for all, and read.
 func (c *Client) HealthOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointHealth {
 	out := make([]EndpointHealth, len(endpoints))
 	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, login func(context.Context, *Client)) error {
 		start := time.Now()
 		defer func() { out[i].Took = time.Since(start) }()
-		st, err := one.status(ctx)
-		switch {
-		case err != nil:
+		if err := one.knowsLeader(ctx); err != nil {
 			return err
-		case st.Leader == 0:
-			return ErrNoLeader
 		}
 		login(ctx, one)
 		return one.checkHealth(ctx)

@@ -18,6 +18,38 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	return statusOfAnswer(&st), nil
 }
 
+// electionGrace is how long a member that knows no leader is asked again before it is taken for
+// one without: an election, once under way, ends within about an election timeout (etcd's and
+// clusterd's default: 1 s) unless no majority is left to elect anyone. electionPoll is how often
+// it is asked meanwhile.
+const (
+	electionGrace = time.Second
+	electionPoll  = 100 * time.Millisecond
+)
+
+// knowsLeader asks the connected member for its status until it names a leader: nil then, and
+// ErrNoLeader once it has named none for electionGrace (or ctx ended first), so that a member
+// caught between two leaders is not called leaderless.
+func (c *Client) knowsLeader(ctx context.Context) error {
+	deadline := time.Now().Add(electionGrace)
+	for {
+		st, err := c.status(ctx)
+		switch {
+		case err != nil:
+			return err
+		case st.Leader != 0:
+			return nil
+		case time.Now().After(deadline):
+			return ErrNoLeader
+		}
+		select {
+		case <-ctx.Done():
+			return ErrNoLeader
+		case <-time.After(electionPoll):
+		}
+	}
+}
+
 // statusOf asks member m itself, through its own client URLs, with c's TLS settings and
 // credentials.
 func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
