@@ -149,10 +149,10 @@ func (c *Client) Close() error {
 	return err
 }
 
-// call runs rpc, the call of method, on a connected member. A read that fails in transport or is answered with
-// Unavailable moves on to the next endpoint; a change is never sent twice, because its first
-// attempt may have been applied. Authentication counts as a read: the change is not sent until
-// it succeeds.
+// call runs rpc, the call of method, on a connected member. A read that fails in transport or
+// is answered with Unavailable moves on to the next endpoint; a change is never sent twice,
+// because its first attempt may have been applied. Authentication counts as a read: the change
+// is not sent until it succeeds.
 func (c *Client) call(ctx context.Context, read bool, method string, rpc func(context.Context, *grpc.ClientConn) error) error {
 	var failed []EndpointFailure
 	// Each pass connects to a later endpoint than the previous one, so there are at most
