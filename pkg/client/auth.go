@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -11,14 +12,32 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
+	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
-// attempt authenticates first when a user was given and no token is held yet, then runs rpc
-// with the token. sent is false when rpc's request was not sent, or was refused for its token
-// only, which the server checks before doing anything: such a request may be sent elsewhere.
-// A token the server no longer knows (it expired, or the member restarted) is replaced once
-// and the request sent again, as etcd's clients do.
-func (c *Client) attempt(ctx context.Context, rpc func(context.Context, *grpc.ClientConn) error) (sent bool, err error) {
+// tokenFree are the requests etcd serves without reading a token, also with auth on:
+// Maintenance.Status (etcd's auth wrapper checks the root role on every Maintenance call but
+// Status) and Cluster.MemberList (a member change checks the root role; the list reads nothing
+// auth guards); and clusterd's history, which etcd does not serve and clusterd, without etcd's
+// auth, serves on its TLS settings alone. They go without a token and never wait for a login: on
+// etcd a login is a raft entry and needs a leader, and these are the reads that must answer
+// without one.
+var tokenFree = map[string]bool{
+	pb.Maintenance_Status_FullMethodName: true,
+	pb.Cluster_MemberList_FullMethodName: true,
+	wire.HistoryList:                     true,
+}
+
+// attempt runs rpc, the call of method, with the user's token when method needs one:
+// authenticating first when a user was given and no token is held yet. sent is false when rpc's
+// request was not sent, or was refused for its token only, which the server checks before doing
+// anything: such a request may be sent elsewhere. A token the server no longer knows (it
+// expired, or the member restarted) is replaced once and the request sent again, as etcd's
+// clients do.
+func (c *Client) attempt(ctx context.Context, method string, rpc func(context.Context, *grpc.ClientConn) error) (sent bool, err error) {
+	if tokenFree[method] {
+		return true, rpc(ctx, c.conn)
+	}
 	if c.username != "" && !c.authed {
 		if err := c.authenticate(ctx); err != nil {
 			return false, err
@@ -57,4 +76,52 @@ func (c *Client) withToken(ctx context.Context) context.Context {
 		return ctx
 	}
 	return metadata.AppendToOutgoingContext(ctx, rpctypes.TokenFieldNameGRPC, c.token)
+}
+
+// sharedLogin returns a function that gives one, the client of one endpoint among several
+// asked at once, c's token: c authenticates on the first call only, through the first of its
+// endpoints that answers, so that the endpoints' clients share one Authenticate rather than
+// making one a member. On etcd each is a raft entry, and a status taken while they land shows
+// members behind the leader by the command's own entries. Only a call that needs a token calls
+// it, so a command that needs none never waits for a login that a cluster without a leader
+// cannot give. Advice only: when c's login fails, one authenticates itself in its own call and
+// reports its own error. The returned function is safe for concurrent use; a caller waits for
+// the login under way.
+func (c *Client) sharedLogin() func(ctx context.Context, one *Client) {
+	if c.username == "" || c.authed {
+		return func(context.Context, *Client) {}
+	}
+	var (
+		mu    sync.Mutex
+		tried bool
+	)
+	return func(ctx context.Context, one *Client) {
+		mu.Lock()
+		defer mu.Unlock()
+		if !tried {
+			tried = true
+			// Bounded by the first caller's context, as its own login would be.
+			_ = c.call(ctx, true, pb.Auth_Authenticate_FullMethodName, func(context.Context, *grpc.ClientConn) error { return nil })
+		}
+		if c.authed {
+			one.token, one.authed = c.token, true
+		}
+	}
+}
+
+// CheckLogin logs in, for a command whose calls need no token (cluster status, endpoint status)
+// but whose user should still learn that the password is wrong. It runs after the reads, so that
+// no status shows a member behind by the command's own Authenticate (on etcd a raft entry), and
+// only when leaderKnown (a member answered that it knows a leader): without one the login cannot
+// succeed and is skipped rather than waited for. It returns the server's refusal of the user or
+// password, nil otherwise: a login that only timed out changes nothing the reads showed.
+func (c *Client) CheckLogin(ctx context.Context, leaderKnown bool) error {
+	if c.username == "" || c.authed || !leaderKnown {
+		return nil
+	}
+	err := c.call(ctx, true, pb.Auth_Authenticate_FullMethodName, func(context.Context, *grpc.ClientConn) error { return nil })
+	if errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrUserNotFound) {
+		return err
+	}
+	return nil
 }

@@ -22,18 +22,24 @@ import (
 )
 
 // authServer is etcd's auth as a client sees it: Authenticate hands out a token for root/secret
-// (and for bob/secret, who is not root), every Cluster call needs the current token, and expire
-// makes the server forget it.
+// (and for bob/secret, who is not root), every call but Status and MemberList needs the current
+// token, and expire makes the server forget it. leaderless makes Authenticate wait for the
+// caller's deadline, as etcd's does without a leader (it is a raft entry).
 type authServer struct {
 	pb.UnimplementedAuthServer
-	mu       sync.Mutex
-	tokens   map[string]string // token -> user
-	n        int
-	auths    int
-	removals int
+	leaderless bool
+	mu         sync.Mutex
+	tokens     map[string]string // token -> user
+	n          int
+	auths      int
+	removals   int
 }
 
-func (a *authServer) Authenticate(_ context.Context, r *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
+func (a *authServer) Authenticate(ctx context.Context, r *pb.AuthenticateRequest) (*pb.AuthenticateResponse, error) {
+	if a.leaderless {
+		<-ctx.Done()
+		return nil, rpcerr.ErrTimeout.GRPCStatus().Err()
+	}
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	if (r.Name != "root" && r.Name != "bob") || r.Password != "secret" {
@@ -54,7 +60,7 @@ func (a *authServer) expire() {
 
 // check is a unary interceptor doing what etcd does with the token before any handler.
 func (a *authServer) check(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-	if info.FullMethod == pb.Auth_Authenticate_FullMethodName {
+	if info.FullMethod == pb.Auth_Authenticate_FullMethodName || tokenFree[info.FullMethod] {
 		return handler(ctx, req)
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
@@ -71,7 +77,7 @@ func (a *authServer) check(ctx context.Context, req any, info *grpc.UnaryServerI
 	switch {
 	case !ok:
 		return nil, rpcerr.ErrInvalidAuthToken.GRPCStatus().Err()
-	case user != "root" && info.FullMethod != pb.Cluster_MemberList_FullMethodName:
+	case user != "root":
 		return nil, rpcerr.ErrPermissionDenied.GRPCStatus().Err()
 	}
 	return handler(ctx, req)
@@ -148,8 +154,15 @@ func TestAuthTokenOnEveryCallAndRenewedOnce(t *testing.T) {
 	o := clienttls.Options{CACert: p.ca.CertFile, Cert: p.client.CertFile, Key: p.client.KeyFile}
 	c := secureClient(t, o, "root", "secret", "https://"+addr)
 	ctx := context.Background()
+	// A member list needs no token: no login.
+	if _, err := c.MemberList(ctx, false); err != nil {
+		t.Fatal(err)
+	}
+	if a.auths != 0 {
+		t.Errorf("%d authentications for a member list, want 0", a.auths)
+	}
 	for range 2 {
-		if _, err := c.MemberList(ctx, false); err != nil {
+		if _, err := c.MemberRemove(ctx, 0x96dbf27657837fe1); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -162,8 +175,8 @@ func TestAuthTokenOnEveryCallAndRenewedOnce(t *testing.T) {
 	if _, err := c.MemberRemove(ctx, 0x96dbf27657837fe1); err != nil {
 		t.Fatal(err)
 	}
-	if a.auths != 2 || a.removals != 1 {
-		t.Errorf("after expiry: %d authentications, %d removals; want 2 and 1", a.auths, a.removals)
+	if a.auths != 2 || a.removals != 3 {
+		t.Errorf("after expiry: %d authentications, %d removals; want 2 and 3", a.auths, a.removals)
 	}
 }
 
@@ -284,22 +297,92 @@ func TestMoveLeaderOnTheOpenConnection(t *testing.T) {
 	}
 }
 
-// TestStatusOfEachAuthenticatesOnce: the clients of each endpoint share one token, so asking
-// three members for their status makes one Authenticate (on etcd a raft entry each, which the
-// statuses would show as followers behind the leader), and the token rides on every call.
-func TestStatusOfEachAuthenticatesOnce(t *testing.T) {
+// TestStatusOfEachNeedsNoLogin: a status needs no token, so asking three members for theirs
+// with a user makes no Authenticate (on etcd a raft entry each, which needs a leader).
+func TestStatusOfEachNeedsNoLogin(t *testing.T) {
+	a := newAuthServer()
+	a.leaderless = true
+	var eps []string
+	for range 3 {
+		eps = append(eps, serveSecure(t, nil, &fakeServer{}, a))
+	}
+	c := secureClient(t, clienttls.Options{}, "root", "secret", eps...)
+	start := time.Now()
+	for _, st := range c.StatusOfEach(context.Background(), eps, 5*time.Second) {
+		if st.Err != nil {
+			t.Fatalf("%s: %v", st.Endpoint, st.Err)
+		}
+	}
+	if took := time.Since(start); took >= 5*time.Second {
+		t.Errorf("statuses took %s: they waited for a login", took)
+	}
+	if a.auths != 0 {
+		t.Errorf("%d authentications for three statuses, want 0", a.auths)
+	}
+}
+
+// TestHealthOfEachAuthenticatesOnce: the clients of each endpoint share one token, so checking
+// three members makes one Authenticate, and the token rides on every read.
+func TestHealthOfEachAuthenticatesOnce(t *testing.T) {
 	a := newAuthServer()
 	var eps []string
 	for range 3 {
 		eps = append(eps, serveSecure(t, nil, &fakeServer{}, a))
 	}
 	c := secureClient(t, clienttls.Options{}, "root", "secret", eps...)
-	for _, st := range c.StatusOfEach(context.Background(), eps, 5*time.Second) {
-		if st.Err != nil {
-			t.Fatalf("%s: %v", st.Endpoint, st.Err)
+	for _, h := range c.HealthOfEach(context.Background(), eps, 5*time.Second) {
+		if h.Err != nil {
+			t.Fatalf("%s: %v", h.Endpoint, h.Err)
 		}
 	}
 	if a.auths != 1 {
-		t.Errorf("%d authentications for three statuses, want 1", a.auths)
+		t.Errorf("%d authentications for three checks, want 1", a.auths)
+	}
+}
+
+// TestHealthWithoutLeader: a member whose status knows no leader for an election's length is
+// unhealthy then, without the login that could not succeed before the deadline; one that finds
+// its leader meanwhile (an election ending) logs in, reads and is healthy.
+func TestHealthWithoutLeader(t *testing.T) {
+	a := newAuthServer()
+	a.leaderless = true
+	f := &fakeServer{}
+	f.noLeader.Store(true)
+	ep := serveSecure(t, nil, f, a)
+	c := secureClient(t, clienttls.Options{}, "root", "secret", ep)
+	h := c.HealthOfEach(context.Background(), []string{ep}, 5*time.Second)[0]
+	if !errors.Is(h.Err, ErrNoLeader) || h.Took < electionGrace || h.Took >= 2*electionGrace || a.auths != 0 {
+		t.Errorf("health without a leader: %v after %s and %d logins, want %v after %s and none", h.Err, h.Took, a.auths, ErrNoLeader, electionGrace)
+	}
+
+	a.leaderless = false
+	elected := time.AfterFunc(3*electionPoll, func() { f.noLeader.Store(false) })
+	defer elected.Stop()
+	if h := c.HealthOfEach(context.Background(), []string{ep}, 5*time.Second)[0]; h.Err != nil || a.auths != 1 {
+		t.Errorf("health through an election: %v after %d logins, want healthy after 1", h.Err, a.auths)
+	}
+}
+
+// TestCheckLogin: after reads that needed no token, a wrong password is still reported where a
+// leader could answer the login, and the login is skipped without a wait where none could.
+func TestCheckLogin(t *testing.T) {
+	a := newAuthServer()
+	ep := serveSecure(t, nil, &fakeServer{}, a)
+	ctx := context.Background()
+	if err := secureClient(t, clienttls.Options{}, "root", "wrong", ep).CheckLogin(ctx, true); !errors.Is(err, ErrAuthFailed) {
+		t.Errorf("wrong password, a leader known: %v, want %v", err, ErrAuthFailed)
+	}
+	if err := secureClient(t, clienttls.Options{}, "root", "secret", ep).CheckLogin(ctx, true); err != nil || a.auths != 1 {
+		t.Errorf("right password: %v after %d authentications, want nil after 1", err, a.auths)
+	}
+	a.leaderless = true
+	start := time.Now()
+	if err := secureClient(t, clienttls.Options{}, "root", "wrong", ep).CheckLogin(ctx, false); err != nil || time.Since(start) > time.Second {
+		t.Errorf("no leader known: %v after %s, want nil at once", err, time.Since(start))
+	}
+	tctx, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	if err := secureClient(t, clienttls.Options{}, "root", "secret", ep).CheckLogin(tctx, true); err != nil {
+		t.Errorf("a login that timed out: %v, want nil", err)
 	}
 }

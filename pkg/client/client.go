@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -127,6 +126,16 @@ func parseEndpoint(e string, bareTLS bool) (string, bool, error) {
 	return addr, secure, nil
 }
 
+// shown is endpoint i as messages name it: as given, its scheme kept (https://10.0.0.1:2379),
+// without a trailing "/".
+func (c *Client) shown(i int) string {
+	given := c.dialed[i].Endpoint
+	if scheme, _, ok := strings.Cut(given, "://"); ok {
+		return scheme + "://" + c.endpoints[i]
+	}
+	return c.endpoints[i]
+}
+
 // Close releases the connection, if one was made.
 func (c *Client) Close() error {
 	if c.conn == nil {
@@ -137,11 +146,11 @@ func (c *Client) Close() error {
 	return err
 }
 
-// call runs rpc on a connected member. A read that fails in transport or is answered with
-// Unavailable moves on to the next endpoint; a change is never sent twice, because its first
-// attempt may have been applied. Authentication counts as a read: the change is not sent until
-// it succeeds.
-func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, *grpc.ClientConn) error) error {
+// call runs rpc, the call of method, on a connected member. A read that fails in transport or
+// is answered with Unavailable moves on to the next endpoint; a change is never sent twice,
+// because its first attempt may have been applied. Authentication counts as a read: the change
+// is not sent until it succeeds.
+func (c *Client) call(ctx context.Context, read bool, method string, rpc func(context.Context, *grpc.ClientConn) error) error {
 	var failed []EndpointFailure
 	// Each pass connects to a later endpoint than the previous one, so there are at most
 	// len(c.endpoints) passes.
@@ -153,19 +162,19 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 			}
 			for _, t := range ce.Tried {
 				if t.Peer {
-					return &PeerEndpointError{Endpoint: c.dialed[slices.Index(c.endpoints, t.Endpoint)].Endpoint, Message: "it answers etcd's peer /version"}
+					return &PeerEndpointError{Endpoint: t.Endpoint, Message: "it answers etcd's peer /version"}
 				}
 			}
 			return gaveUp(ctx, append(failed, ce.Tried...))
 		}
-		sent, err := c.attempt(ctx, rpc)
+		sent, err := c.attempt(ctx, method, rpc)
 		if err == nil {
 			return nil
 		}
-		endpoint := c.endpoints[c.at]
+		endpoint := c.shown(c.at)
 		se := serverAnswer(err)
 		if se != nil && peerEndpoint(se) {
-			return &PeerEndpointError{Endpoint: c.dialed[c.at].Endpoint, Message: se.Message}
+			return &PeerEndpointError{Endpoint: c.shown(c.at), Message: se.Message}
 		}
 		if !read && sent {
 			return c.changeAnswer(se, err)
@@ -177,8 +186,8 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 		failed = append(failed, EndpointFailure{Endpoint: endpoint, Reason: status.Convert(err).Message(), Answer: se,
 			deadline: status.Code(err) == codes.DeadlineExceeded})
 		if ctx.Err() != nil || c.at == len(c.endpoints)-1 {
-			for _, e := range c.endpoints[c.at+1:] {
-				failed = append(failed, EndpointFailure{Endpoint: e, Reason: "not tried: no time left"})
+			for i := c.at + 1; i < len(c.endpoints); i++ {
+				failed = append(failed, EndpointFailure{Endpoint: c.shown(i), Reason: "not tried: no time left"})
 			}
 			return gaveUp(ctx, failed)
 		}

@@ -29,6 +29,7 @@ type fakeServer struct {
 	pb.UnimplementedClusterServer
 	pb.UnimplementedMaintenanceServer
 	clusterd bool
+	noLeader atomic.Bool // its status names no leader
 	calls    atomic.Int32
 	list     func(context.Context) error
 	remove   func(context.Context) error
@@ -81,6 +82,9 @@ func (f *fakeServer) MemberRemove(ctx context.Context, _ *pb.MemberRemoveRequest
 }
 
 func (f *fakeServer) Status(context.Context, *pb.StatusRequest) (*pb.StatusResponse, error) {
+	if f.noLeader.Load() {
+		return &pb.StatusResponse{Header: pbHeader}, nil
+	}
 	return &pb.StatusResponse{Header: pbHeader, Leader: 0x77f41cbd71028a3a}, nil
 }
 

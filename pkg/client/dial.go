@@ -134,7 +134,7 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 		if i >= started {
 			reasons[i] = "not tried: no time left"
 		}
-		tried[i] = EndpointFailure{Endpoint: eps[i], Reason: reasons[i], TLS: tlsErrs[i], Peer: peers[i]}
+		tried[i] = EndpointFailure{Endpoint: c.shown(from + i), Reason: reasons[i], TLS: tlsErrs[i], Peer: peers[i]}
 	}
 	return nil, 0, tried
 }

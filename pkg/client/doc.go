@@ -30,8 +30,12 @@
 //     endpoints (New refuses such a list). A connection that TLS stopped (clienttls recognises
 //     grpc-go's reason) fails over like a refused one, and the *ConnectError carries the
 //     *clienttls.Error so the caller can tell a configuration problem from a dead member.
-//   - With a user, Authenticate is asked on the first request only, and its token rides on every
-//     request in etcd's "token" metadata. An "invalid auth token" answer, which etcd gives before
+//   - With a user, Authenticate is asked before the first request that needs a token, and the
+//     token rides on every such request in etcd's "token" metadata. Status and MemberList, which
+//     etcd serves without reading a token (tokenFree), go without one and never wait for a login:
+//     on etcd a login is a raft entry, and these reads must answer on a cluster without a leader.
+//     Calls made to several endpoints at once share one login, made only when one of them needs
+//     it (sharedLogin). An "invalid auth token" answer, which etcd gives before
 //     doing anything, is met with one new Authenticate and one resend, for changes too. Failing
 //     to authenticate counts as a read that was not sent. The password is never put in an error.
 //   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a

@@ -95,7 +95,7 @@ func ofExistingMember(r *DryRun, err error) (*DryRun, error) {
 func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.Member) (*DryRun, error) {
 	var reply *cpb.ChangeReply
 	// Sent as a change is: an answer that does not come in time is what the change would meet.
-	err := c.call(ctx, false, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, false, cpb.DryRun_Check_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		reply, err = cpb.NewDryRunClient(conn).Check(ctx, wire.ChangeToProto(membership.Change{Kind: kind, Member: m}))
 		return err
 	})
@@ -118,7 +118,7 @@ func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.
 // dryRunUnsupported is the error for a member that does not know the dry run, after a member
 // list told a peer URL given as endpoint (clusterd's peer port knows no etcd service) apart.
 func (c *Client) dryRunUnsupported(ctx context.Context) error {
-	endpoint := c.endpoints[c.at]
+	endpoint := c.shown(c.at)
 	if _, _, err := c.list(ctx, false); err != nil {
 		var peer *PeerEndpointError
 		if errors.As(err, &peer) {

@@ -8,7 +8,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
@@ -110,10 +109,12 @@ func (c *Client) At(endpoint string) (one *Client, release func(), err error) {
 	return one, func() { one.Close() }, nil
 }
 
-// onEach runs fn against every endpoint at once, each on its own connection and bounded by
-// timeout, and returns when all have finished.
-func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(context.Context, int, *Client) error) []error {
-	c.authenticateOnce(ctx, timeout)
+// onEach runs fn against every endpoint at once, each on its own client and bounded by timeout,
+// and returns when all have finished. fn calls login before a request that needs the user's
+// token, so that the endpoints share one login (sharedLogin) and a request that needs none never
+// waits for it.
+func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(ctx context.Context, i int, one *Client, login func(context.Context, *Client)) error) []error {
+	login := c.sharedLogin()
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
@@ -129,31 +130,19 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 			defer one.Close()
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
-			errs[i] = fn(ctx, i, one)
+			errs[i] = fn(ctx, i, one, login)
 		}()
 	}
 	wg.Wait()
 	return errs
 }
 
-// authenticateOnce authenticates c, when it has a user and no token yet, so that the clients of
-// each endpoint share its token: one Authenticate for the command rather than one a member. On
-// etcd each is a raft entry, and a status taken while they land shows members behind the
-// leader by the command's own entries. Advice only: on failure each client authenticates
-// itself, and reports its own error.
-func (c *Client) authenticateOnce(ctx context.Context, timeout time.Duration) {
-	if c.username == "" || c.authed {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	_ = c.call(ctx, true, func(context.Context, *grpc.ClientConn) error { return nil })
-}
-
-// StatusOfEach asks every endpoint for its status, all at once, each within timeout.
+// StatusOfEach asks every endpoint for its status, all at once, each within timeout. Status
+// needs no token and no leader, so it answers on a cluster that lost its majority, with a user
+// too.
 func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointStatus {
 	out := make([]EndpointStatus, len(endpoints))
-	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client) error {
+	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, _ func(context.Context, *Client)) error {
 		st, err := one.status(ctx)
 		if err == nil {
 			out[i].Status = st
@@ -169,14 +158,20 @@ func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout t
 // Status asks the first endpoint that answers for its status.
 func (c *Client) Status(ctx context.Context) (*Status, error) { return c.status(ctx) }
 
-// HealthOfEach checks every endpoint at once, each within timeout.
+// HealthOfEach checks every endpoint at once, each within timeout. Each member is first asked
+// for its status, which needs no token and no leader: one that knows no leader for an election's
+// length (knowsLeader) is unhealthy (ErrNoLeader), without waiting for a login or a read that
+// cannot succeed before the deadline. Only the others log in, once for all, and read.
 func (c *Client) HealthOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointHealth {
 	out := make([]EndpointHealth, len(endpoints))
-	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client) error {
+	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, login func(context.Context, *Client)) error {
 		start := time.Now()
-		err := one.checkHealth(ctx)
-		out[i].Took = time.Since(start)
-		return err
+		defer func() { out[i].Took = time.Since(start) }()
+		if err := one.knowsLeader(ctx); err != nil {
+			return err
+		}
+		login(ctx, one)
+		return one.checkHealth(ctx)
 	})
 	for i, ep := range endpoints {
 		out[i].Endpoint, out[i].Err = ep, errs[i]

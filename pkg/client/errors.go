@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"google.golang.org/grpc/codes"
@@ -229,4 +230,16 @@ func serverAnswer(err error) *ServerError {
 // waited, all of which leave the proposal's fate open.
 func outcomeUnknown(se *ServerError) bool {
 	return strings.HasPrefix(se.Message, ErrTimeout.Message) || errors.Is(se, rpcerr.ErrLeaderChanged)
+}
+
+// PeerURLHolder is the member holding one of peerURLs (compared in canonical form), nil when
+// none does: the member an "etcdserver: Peer URLs already exists" refusal is about.
+func PeerURLHolder(members []Member, peerURLs []string) *Member {
+	want := canonicalURLs(peerURLs)
+	for i, m := range members {
+		if slices.ContainsFunc(canonicalURLs(m.PeerURLs), func(u string) bool { return slices.Contains(want, u) }) {
+			return &members[i]
+		}
+	}
+	return nil
 }

@@ -1,7 +1,10 @@
 package client
 
 import (
+	"context"
+	"strings"
 	"testing"
+	"time"
 
 	"google.golang.org/grpc/codes"
 )
@@ -23,6 +26,28 @@ func TestOutcomeUnknown(t *testing.T) {
 	} {
 		if got := outcomeUnknown(&ServerError{Code: codes.Unavailable, Message: tc.message}); got != tc.unknown {
 			t.Errorf("%q: outcome unknown %v, want %v", tc.message, got, tc.unknown)
+		}
+	}
+}
+
+// TestErrorsKeepTheScheme: every endpoint an error names is as given, https:// and http://
+// kept, a trailing "/" dropped: in a ConnectError, in a TimeoutError's untried endpoints, and in
+// a row of StatusOfEach.
+func TestErrorsKeepTheScheme(t *testing.T) {
+	dead, other := deadAddr(t), deadAddr(t)
+	for _, eps := range [][]string{{"https://" + dead + "/", "https://" + other}, {"http://" + dead, "http://" + other}, {dead, other}} {
+		c, err := New(Config{Endpoints: eps, DialTimeout: time.Second})
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, err = c.MemberList(context.Background(), false)
+		want := "no endpoint answered: " + strings.TrimSuffix(eps[0], "/") + " (connect: connection refused), " + eps[1] + " (connect: connection refused)"
+		if err == nil || err.Error() != want {
+			t.Errorf("%v: %v, want %q", eps, err, want)
+		}
+		row := c.StatusOfEach(context.Background(), eps[1:], time.Second)[0]
+		if want := "no endpoint answered: " + eps[1] + " (connect: connection refused)"; row.Err == nil || row.Err.Error() != want {
+			t.Errorf("%v: status row %v, want %q", eps, row.Err, want)
 		}
 	}
 }

@@ -49,7 +49,7 @@ const maxHistoryAnswer = 256 << 20
 // clusterd) is a *HistoryUnsupportedError, a peer URL given as endpoint a *PeerEndpointError.
 func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryResult, error) {
 	var a *cpb.HistoryAnswer
-	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, true, wire.HistoryList, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		a, err = cpb.NewHistoryClient(conn).List(ctx, q.Proto(), grpc.MaxCallRecvMsgSize(maxHistoryAnswer))
 		return err
 	})
@@ -71,7 +71,7 @@ func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryRes
 // what the member runs when its status tells, and a peer URL is told apart by the status call
 // failing as one.
 func (c *Client) historyUnsupported(ctx context.Context) error {
-	endpoint := c.dialed[c.at].Endpoint
+	endpoint := c.shown(c.at)
 	st, err := c.status(ctx)
 	var peer *PeerEndpointError
 	if errors.As(err, &peer) {

@@ -19,7 +19,7 @@ func (c *Client) Range(ctx context.Context, key string, prefix bool) ([]*mvccpb.
 		req.RangeEnd = []byte(prefixEnd(key))
 	}
 	var a *pb.RangeResponse
-	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, true, pb.KV_Range_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		a, err = pb.NewKVClient(conn).Range(ctx, req)
 		return err
 	})
@@ -30,7 +30,7 @@ func (c *Client) Range(ctx context.Context, key string, prefix bool) ([]*mvccpb.
 // is not sent again.
 func (c *Client) Txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
 	var a *pb.TxnResponse
-	err := c.call(ctx, false, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+	err := c.call(ctx, false, pb.KV_Txn_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
 		a, err = pb.NewKVClient(conn).Txn(ctx, req)
 		return err
 	})

@@ -166,7 +166,7 @@ func changeResult(h *pb.ResponseHeader, ms []*pb.Member, id uint64, hdr metadata
 
 // invoke sends one RPC with etcd's generated messages and returns the response header metadata.
 func (c *Client) invoke(ctx context.Context, read bool, method string, req, answer proto.Message) (hdr metadata.MD, err error) {
-	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) error {
+	err = c.call(ctx, read, method, func(ctx context.Context, conn *grpc.ClientConn) error {
 		return conn.Invoke(ctx, method, req, answer, grpc.Header(&hdr))
 	})
 	return hdr, err

@@ -166,7 +166,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		sum      *checksum
 		streamed error // a failure after the first byte, which call must not retry
 	)
-	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) error {
+	err := c.call(ctx, true, pb.Maintenance_Snapshot_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) error {
 		// The stream is abandoned on return, so its goroutines end with this context.
 		ctx, cancel := context.WithCancel(ctx)
 		defer cancel()
@@ -195,7 +195,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 				if sum.n == 0 {
 					return err
 				}
-				streamed = &SnapshotStreamError{Endpoint: c.endpoints[c.at], Received: sum.n, Err: err}
+				streamed = &SnapshotStreamError{Endpoint: c.shown(c.at), Received: sum.n, Err: err}
 				return nil
 			}
 		}
@@ -213,7 +213,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		cause := context.Cause(ctx)
 		if late || errors.Is(cause, context.DeadlineExceeded) {
 			// Out of time: a read that did not finish, named by the member it came from.
-			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.endpoints[c.at],
+			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.shown(c.at),
 				Reason: fmt.Sprintf("the snapshot stream was not complete after %d bytes", received(sum))}}}
 		}
 		return nil, fmt.Errorf("snapshot save interrupted: %w", cause)

@@ -18,6 +18,38 @@ func (c *Client) status(ctx context.Context) (*Status, error) {
 	return statusOfAnswer(&st), nil
 }
 
+// electionGrace is how long a member that knows no leader is asked again before it is taken for
+// one without: an election, once under way, ends within about an election timeout (etcd's and
+// clusterd's default: 1 s) unless no majority is left to elect anyone. electionPoll is how often
+// it is asked meanwhile.
+const (
+	electionGrace = time.Second
+	electionPoll  = 100 * time.Millisecond
+)
+
+// knowsLeader asks the connected member for its status until it names a leader: nil then, and
+// ErrNoLeader once it has named none for electionGrace (or ctx ended first), so that a member
+// caught between two leaders is not called leaderless.
+func (c *Client) knowsLeader(ctx context.Context) error {
+	deadline := time.Now().Add(electionGrace)
+	for {
+		st, err := c.status(ctx)
+		switch {
+		case err != nil:
+			return err
+		case st.Leader != 0:
+			return nil
+		case time.Now().After(deadline):
+			return ErrNoLeader
+		}
+		select {
+		case <-ctx.Done():
+			return ErrNoLeader
+		case <-time.After(electionPoll):
+		}
+	}
+}
+
 // statusOf asks member m itself, through its own client URLs, with c's TLS settings and
 // credentials.
 func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
@@ -94,15 +126,14 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 // Answers reports whether member m answers on one of its client URLs within within: a member
 // that has not started has none and does not. Any answer counts, a refusal too (a member without
 // a leader, or one that wants a user, still runs); only a connection that fails or stays silent
-// does not. The question goes with c's TLS settings and without its user: an answer needs none,
-// and an authentication would cost more than the question (on etcd a raft entry and a password
+// does not. The question is a status, which goes without a login (tokenFree): an answer needs
+// none, and a login would cost more than the question (on etcd a raft entry and a password
 // hash) and could by itself outlast within.
 func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bool {
 	if !m.Started || len(m.ClientURLs) == 0 {
 		return false
 	}
-	anonymous := &Client{dialed: c.dialed[:1], creds: c.creds, dialTimeout: c.dialTimeout}
-	for _, st := range anonymous.StatusOfEach(ctx, m.ClientURLs, within) {
+	for _, st := range c.StatusOfEach(ctx, m.ClientURLs, within) {
 		var se *ServerError
 		if st.Err == nil || errors.As(st.Err, &se) {
 			return true

@@ -208,15 +208,18 @@ func (f *File) contextNodes() []node {
 
 // Contexts are the file's contexts, in its order.
 func (f *File) Contexts() ([]Context, error) {
-	var out []Context
-	for i, n := range f.contextNodes() {
+	nodes := f.contextNodes()
+	out := make([]Context, 0, len(nodes))
+	seen := make(map[string]bool, len(nodes))
+	for i, n := range nodes {
 		c, err := decode(n)
 		if err != nil {
 			return nil, fmt.Errorf("contexts file %s: context %d: %v", f.Path, i+1, err)
 		}
-		if slices.ContainsFunc(out, func(o Context) bool { return o.Name == c.Name }) {
+		if seen[c.Name] {
 			return nil, fmt.Errorf("contexts file %s: context %q is there twice", f.Path, c.Name)
 		}
+		seen[c.Name] = true
 		out = append(out, c)
 	}
 	return out, nil
@@ -262,15 +265,12 @@ func (f *File) Names() []string {
 	return out
 }
 
-// Get is the context called name, or an *UnknownContextError.
+// Get is the context called name, or an *UnknownContextError. Only that context is decoded:
+// Load checked them all.
 func (f *File) Get(name string) (Context, error) {
-	cs, err := f.Contexts()
-	if err != nil {
-		return Context{}, err
-	}
-	for _, c := range cs {
-		if c.Name == name {
-			return c, nil
+	for _, n := range f.contextNodes() {
+		if v := n.lookup("name"); v != nil && v.Value == name {
+			return decode(n)
 		}
 	}
 	return Context{}, &UnknownContextError{Name: name, Path: f.Path, Known: f.Names()}

@@ -108,7 +108,7 @@ func TestClusterctlManagesEtcd(t *testing.T) {
 		t.Errorf("promote of a voter: %v; want exit 1 and the one line", r)
 	}
 	r = runCLI(t, ctl, ep, "member", "add", "infra9", "--peer-urls="+c.Members()[0].PeerURL)
-	if r.code != 11 || r.stderr != "Error: etcdserver: Peer URLs already exists\n" {
+	if want := fmt.Sprintf("Error: etcdserver: Peer URLs already exists: member %q (%016x) has peer URLs %s, asked for %s under the name infra9\n", "infra0", mustID(t, c, "infra0"), c.Members()[0].PeerURL, c.Members()[0].PeerURL); r.code != 11 || r.stderr != want {
 		t.Errorf("add with a used peer URL: %v; want exit 11 and the one line", r)
 	}
 }

@@ -32,8 +32,9 @@ func TestDeadMemberOnSecuredEtcd(t *testing.T) {
 	}
 	oldID := mustID(t, c, "infra1")
 
-	// endpoint status with a user: the statuses share one authentication, so no member shows
-	// behind the leader by the command's own Authenticate entries (etcd makes each a raft entry)
+	// endpoint status with a user: the statuses need no login and the password is checked after
+	// them, so no member shows behind the leader by the command's own Authenticate entry (etcd
+	// makes each a raft entry)
 	if err := proc.Poll(waitTimeout, "every member level with the leader", func() (bool, error) {
 		r := ctl.run("endpoint", "status", "--cluster", "-w", "json")
 		var rows []struct {

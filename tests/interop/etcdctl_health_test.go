@@ -1,6 +1,7 @@
 package interop
 
 import (
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -54,6 +55,7 @@ func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
 			if r.code != 0 || strings.Contains(r.stdout, " 0 B ") || !strings.Contains(r.stdout, "2.1 GB") {
 				t.Errorf("etcdctl endpoint status -w table: %v; want etcd's default quota", r)
 			}
+			statusFields(t, etcdctl("endpoint", "status", "-w", "json"))
 			for _, args := range [][]string{{"put", "k", "v"}, {"get", "k"}, {"del", "k"}} {
 				r = etcdctl(args...)
 				if r.code == 0 || !strings.Contains(r.stderr, "clusterd keeps no keys: it serves etcd's membership API") {
@@ -105,5 +107,30 @@ func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
 				t.Errorf("etcdctl endpoint health without a quorum: %v; want unhealthy", r)
 			}
 		})
+	}
+}
+
+// statusFields checks what etcdctl endpoint status -w json shows of each clusterd member beyond
+// the raft fields: the storage version of the API level clusterd speaks, the revision of an etcd
+// keyspace with no keys written, and no downgrade under way, as etcd 3.7.1 answers (docs/wire.md).
+func statusFields(t *testing.T, r result) {
+	t.Helper()
+	var rows []struct {
+		Status struct {
+			Header struct {
+				Revision int64 `json:"revision"`
+			} `json:"header"`
+			Version        string           `json:"version"`
+			StorageVersion string           `json:"storageVersion"`
+			DowngradeInfo  *json.RawMessage `json:"downgradeInfo"`
+		}
+	}
+	if err := json.Unmarshal([]byte(r.stdout), &rows); r.code != 0 || err != nil || len(rows) != 3 {
+		t.Fatalf("etcdctl endpoint status -w json: %v (%v)", r, err)
+	}
+	for _, row := range rows {
+		if st := row.Status; st.StorageVersion != "3.7.0" || st.Header.Revision != 1 || st.Version != "3.7.1-clusterd" || st.DowngradeInfo == nil {
+			t.Errorf("etcdctl endpoint status -w json: %+v; want storageVersion 3.7.0, revision 1:\n%s", st, r.stdout)
+		}
 	}
 }

@@ -116,6 +116,9 @@ func (o *clusterStatusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if err := c.CheckLogin(ctx, st.Leader != 0); err != nil {
+		return err
+	}
 	if err := o.Printer.ClusterStatus(o.Out, st); err != nil {
 		return err
 	}

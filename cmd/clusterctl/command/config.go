@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -63,6 +64,32 @@ func (o *configOptions) load() (*contexts.File, error) {
 	f, err := loadContexts()
 	if err != nil {
 		return nil, &usageError{err}
+	}
+	return f, nil
+}
+
+// edit changes the contexts file under its writers' lock: it reads the file as it is once the
+// lock is held, applies change and saves it before letting go, so that a writer at the same
+// moment (another terminal, a provisioning script) loses nothing.
+func (o *configOptions) edit(change func(*contexts.File) error) (*contexts.File, error) {
+	path, err := contexts.Path(os.Getenv)
+	if err != nil {
+		return nil, &usageError{err}
+	}
+	unlock, err := contexts.Lock(path)
+	if err != nil {
+		return nil, &client.LocalWriteError{Path: path, Err: err}
+	}
+	defer unlock()
+	f, err := o.load()
+	if err != nil {
+		return nil, err
+	}
+	if err := change(f); err != nil {
+		return nil, err
+	}
+	if err := f.Save(); err != nil {
+		return nil, &client.LocalWriteError{Path: f.Path, Err: err}
 	}
 	return f, nil
 }
@@ -147,21 +174,20 @@ func (o *setContextOptions) given() map[string]any {
 }
 
 func (o *setContextOptions) run(context.Context) error {
-	f, err := o.load()
+	var created bool
+	f, err := o.edit(func(f *contexts.File) error {
+		created = f.Set(o.Name, o.given())
+		c, err := f.Get(o.Name)
+		if err != nil {
+			return err
+		}
+		if err := checkContext(c); err != nil {
+			return &usageError{fmt.Errorf("context %q: %w", o.Name, err)}
+		}
+		return nil
+	})
 	if err != nil {
 		return err
-	}
-	given := o.given()
-	created := f.Set(o.Name, given)
-	c, err := f.Get(o.Name)
-	if err != nil {
-		return err
-	}
-	if err := checkContext(c); err != nil {
-		return &usageError{fmt.Errorf("context %q: %w", o.Name, err)}
-	}
-	if err := f.Save(); err != nil {
-		return &client.LocalWriteError{Path: f.Path, Err: err}
 	}
 	verb := "modified"
 	if created {
@@ -191,7 +217,11 @@ func checkContext(c contexts.Context) error {
 	if _, err := duration(v, "command-timeout"); err != nil {
 		return err
 	}
-	if _, err := securitySettings(v); err != nil {
+	l, err := loginOf(contextPlace(c.Name, c.Settings))
+	if err != nil {
+		return err
+	}
+	if _, err := securitySettings(v, l); err != nil {
 		return err
 	}
 	if eps := c.Endpoints(); len(eps) > 0 {
@@ -243,18 +273,14 @@ func (o *editContextOptions) validate(args []string) error {
 }
 
 func (o *editContextOptions) run(context.Context) error {
-	f, err := o.load()
+	f, err := o.edit(func(f *contexts.File) error {
+		if _, err := o.get(f); err != nil {
+			return err
+		}
+		return o.change(f, o.Name)
+	})
 	if err != nil {
 		return err
-	}
-	if _, err := o.get(f); err != nil {
-		return err
-	}
-	if err := o.change(f, o.Name); err != nil {
-		return err
-	}
-	if err := f.Save(); err != nil {
-		return &client.LocalWriteError{Path: f.Path, Err: err}
 	}
 	return o.Printer.ConfigText(o.Out, o.done(o.Name, f.Path))
 }

@@ -35,30 +35,31 @@ func loadContexts() (*contexts.File, error) {
 
 // applyContext puts the settings of the context named by --context, CLUSTERCTL_CONTEXT or the
 // file's current context under everything else viper reads: as its defaults, which come after
-// flags, CLUSTERCTL_*, ETCDCTL_* and the config file, and before the flags' own defaults.
-func applyContext(v *viper.Viper, flags *pflag.FlagSet) error {
+// flags, CLUSTERCTL_*, ETCDCTL_* and the config file, and before the flags' own defaults. It
+// returns that context, the zero one when none applies.
+func applyContext(v *viper.Viper, flags *pflag.FlagSet) (contexts.Context, error) {
 	name := chosenContext(flags)
 	f, err := loadContexts()
 	if err != nil {
 		if name == "" && errors.Is(err, contexts.ErrNoPath) {
 			// Without HOME nor a path there is no file, and no context was asked for.
-			return nil
+			return contexts.Context{}, nil
 		}
-		return err
+		return contexts.Context{}, err
 	}
 	if name == "" {
 		if name = f.Current(); name == "" {
-			return nil
+			return contexts.Context{}, nil
 		}
 	}
 	c, err := f.Get(name)
 	if err != nil {
-		return err
+		return contexts.Context{}, err
 	}
 	for k, val := range c.Settings {
 		v.SetDefault(k, val)
 	}
-	return nil
+	return c, nil
 }
 
 // contextClient builds the client of context c alone, for cluster status --all-contexts: the
@@ -86,7 +87,11 @@ func (g *Globals) contextClient(c contexts.Context) (*client.Client, time.Durati
 	if err != nil {
 		return nil, 0, err
 	}
-	s, err := securitySettings(v)
+	l, err := loginOf(contextPlace(c.Name, c.Settings))
+	if err != nil {
+		return nil, 0, err
+	}
+	s, err := securitySettings(v, l)
 	if err != nil {
 		return nil, 0, err
 	}

@@ -182,16 +182,17 @@ func (o *dataDirStatusOptions) clusterctlFlags() []string {
 // placeholder for a password given inline (--password, --user NAME:PASSWORD), which is never
 // printed; the name alone when the password is asked for on the terminal.
 func printedLogin(s security) []string {
-	name := s.user
-	if s.password == "" && s.passwordFile == "" {
-		name, _, _ = strings.Cut(s.user, ":")
+	l := s.login
+	name := l.user
+	if l.password == "" && l.passwordFile == "" {
+		name, _, _ = strings.Cut(l.user, ":")
 	}
 	switch {
-	case s.user == "":
+	case l.user == "":
 		return nil
-	case s.passwordFile != "":
-		return []string{"--user=" + name, "--password-file=" + absPath(s.passwordFile)}
-	case s.password != "" || strings.Contains(s.user, ":"):
+	case l.passwordFile != "":
+		return []string{"--user=" + name, "--password-file=" + absPath(l.passwordFile)}
+	case l.password != "" || strings.Contains(l.user, ":"):
 		return []string{"--user=" + name, "--password-file=" + datadir.PlaceholderPasswordFile}
 	}
 	return []string{"--user=" + name}

@@ -100,10 +100,10 @@ func TestPrintedLogin(t *testing.T) {
 		want string
 	}{
 		{security{}, ""},
-		{security{user: "root"}, "--user=root"},
-		{security{user: "root:pw"}, "--user=root --password-file=<PASSWORD_FILE>"},
-		{security{user: "a:b", password: "pw"}, "--user=a:b --password-file=<PASSWORD_FILE>"},
-		{security{user: "root", passwordFile: "/etc/pw"}, "--user=root --password-file=/etc/pw"},
+		{security{login: login{user: "root"}}, "--user=root"},
+		{security{login: login{user: "root:pw"}}, "--user=root --password-file=<PASSWORD_FILE>"},
+		{security{login: login{user: "a:b", password: "pw"}}, "--user=a:b --password-file=<PASSWORD_FILE>"},
+		{security{login: login{user: "root", passwordFile: "/etc/pw"}}, "--user=root --password-file=/etc/pw"},
 	} {
 		if got := strings.Join(printedLogin(tt.s), " "); got != tt.want {
 			t.Errorf("%+v: %q, want %q", tt.s, got, tt.want)

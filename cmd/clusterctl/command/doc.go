@@ -10,6 +10,12 @@
 //     CLUSTERCTL_CONTEXT, the current one) over the defaults, when a verb or its completion
 //     runs; help and the completion scripts never read them. The config verbs never read a
 //     context's settings, so a broken one can be mended.
+//   - The login (user, password, password file) is the one exception: it is taken whole from
+//     the first place that gives any of it, the command line, else the environment, else the
+//     config file, else the context (login.go), and every error names its setting as that place
+//     gives it. `--user=` gives no login and drops the others.
+//   - The config verbs that write the contexts file hold its writers' lock (contexts.Lock) from
+//     before they read it until it is saved.
 //   - The client is built by Globals.Client, which only the verbs that talk to a cluster call:
 //     the offline verbs (snapshot status, snapshot restore) never fail on a client setting.
 //   - The CLI imports nothing of the server (pkg/server/...); offline work is package datadir's,

@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"slices"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
@@ -131,6 +132,11 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 	}
 	sts := c.StatusOfEach(ctx, eps, o.CommandTimeout)
 	<-done
+	lctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	if err := c.CheckLogin(lctx, slices.ContainsFunc(sts, func(s client.EndpointStatus) bool { return s.Status != nil && s.Status.Leader != 0 })); err != nil {
+		return err
+	}
 	rows := statusRows(sts, names, byID)
 	if err := o.Printer.EndpointStatus(o.Out, rows); err != nil {
 		return err

@@ -38,7 +38,7 @@ func FuzzConfigFile(f *testing.F) {
 			}
 			return
 		}
-		if g.settle(v) == nil {
+		if g.settle(v, login{}) == nil {
 			_, _ = g.Client()
 		}
 	})

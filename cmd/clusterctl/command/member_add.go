@@ -172,7 +172,28 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 			return found, ferr
 		}
 	}
-	return r, err
+	if err != nil {
+		return nil, o.withHolder(ctx, c, err)
+	}
+	return r, nil
+}
+
+// withHolder is err, and when it is the refusal of a peer URL in use, the member that holds it
+// after the server's words, from one member list of the member that refused; err alone when the
+// list cannot be read or names no holder.
+func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err error) error {
+	var differs *client.MemberDiffersError
+	if !errors.Is(err, client.ErrPeerURLExists) || errors.As(err, &differs) {
+		return err
+	}
+	members, lerr := c.LocalMemberList(ctx)
+	if lerr != nil {
+		return err
+	}
+	if m := client.PeerURLHolder(members, o.PeerURLs); m != nil {
+		return &client.MemberDiffersError{Name: o.Name, PeerURLs: o.PeerURLs, Other: *m, Refusal: err}
+	}
+	return err
 }
 
 // alreadyExists reports the refusals an add meets when its member may be there already.

@@ -162,7 +162,8 @@ func addGlobalFlags(f *pflag.FlagSet) {
 }
 
 // resolve reads the global settings: flag, then CLUSTERCTL_<FLAG>, then ETCDCTL_<FLAG>, then the
-// config file, then the context (contexts.go). It does no I/O besides reading the config file,
+// config file, then the context (contexts.go), each on its own; the login whole from the first
+// of those places that gives any of it (login.go). It does no I/O besides reading the config file,
 // when one is named, and the contexts file. Only the verbs and their completion call it, so help
 // and the completion scripts never depend on the settings.
 func (g *Globals) resolve(flags *pflag.FlagSet) error {
@@ -170,10 +171,15 @@ func (g *Globals) resolve(flags *pflag.FlagSet) error {
 	if err != nil {
 		return err
 	}
-	if err := applyContext(v, flags); err != nil {
+	c, err := applyContext(v, flags)
+	if err != nil {
 		return &usageError{err}
 	}
-	if err := g.settle(v); err != nil {
+	l, err := commandLogin(flags, v, c.Name, c.Settings)
+	if err != nil {
+		return &usageError{err}
+	}
+	if err := g.settle(v, l); err != nil {
 		return &usageError{err}
 	}
 	return nil
@@ -238,7 +244,7 @@ func checkConfigFile(path string) error {
 
 // settle checks the global settings and makes Client. The durations and the format are checked
 // here, for every verb, as the flags' syntax; the endpoints only when Client builds the client.
-func (g *Globals) settle(v *viper.Viper) error {
+func (g *Globals) settle(v *viper.Viper, l login) error {
 	dialTimeout, err := duration(v, "dial-timeout")
 	if err != nil {
 		return err
@@ -249,7 +255,7 @@ func (g *Globals) settle(v *viper.Viper) error {
 	if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
 		return err
 	}
-	security, err := securitySettings(v)
+	security, err := securitySettings(v, l)
 	if err != nil {
 		return err
 	}

@@ -15,28 +15,25 @@ import (
 )
 
 // security is the TLS and auth settings, resolved from the flag, CLUSTERCTL_*, ETCDCTL_* or the
-// config file, with etcdctl's meaning.
+// config file, with etcdctl's meaning, and the login, taken whole from one place (login.go).
 type security struct {
 	tls               clienttls.Options
 	insecureTransport bool
-	user, password    string
-	// passwordFile holds the password, read only when the client is built: a context can name
-	// it without holding the password itself.
-	passwordFile string
+	// login's password file holds the password, read only when the client is built: a context
+	// can name it without holding the password itself.
+	login login
 }
 
 // securitySettings reads the settings; the booleans strictly, so that a misspelt
 // ETCDCTL_INSECURE_SKIP_TLS_VERIFY is refused rather than read as false.
-func securitySettings(v *viper.Viper) (security, error) {
+func securitySettings(v *viper.Viper, l login) (security, error) {
 	s := security{
 		tls: clienttls.Options{
 			CACert: v.GetString("cacert"),
 			Cert:   v.GetString("cert"),
 			Key:    v.GetString("key"),
 		},
-		user:         v.GetString("user"),
-		password:     v.GetString("password"),
-		passwordFile: v.GetString("password-file"),
+		login: l,
 	}
 	var err error
 	if s.tls.InsecureSkipVerify, err = boolSetting(v, "insecure-skip-tls-verify"); err != nil {
@@ -44,14 +41,6 @@ func securitySettings(v *viper.Viper) (security, error) {
 	}
 	if s.insecureTransport, err = boolSetting(v, "insecure-transport"); err != nil {
 		return s, err
-	}
-	switch {
-	case s.password != "" && s.user == "":
-		return s, errors.New("--password needs --user")
-	case s.passwordFile != "" && s.user == "":
-		return s, errors.New("--password-file needs --user")
-	case s.password != "" && s.passwordFile != "":
-		return s, errors.New("--password and --password-file: give one")
 	}
 	return s, nil
 }
@@ -64,27 +53,29 @@ func boolSetting(v *viper.Viper, key string) (bool, error) {
 	return b, nil
 }
 
-// credentials splits --user as etcdctl does: with --password (or --password-file), --user is
-// the whole name; without, "name:password" is split at the first colon, and a bare name has its
-// password asked for. No user, no authentication.
+// credentials splits the user as etcdctl splits --user: with a password (or a password file),
+// the user is the whole name; without, "name:password" is split at the first colon, and a bare
+// name has its password asked for. No user, no authentication. An error names the setting as
+// it was given (--user, ETCDCTL_USER, user in context NAME, ...).
 func (s security) credentials(ask func() (string, error)) (user, password string, err error) {
+	l := s.login
 	switch {
-	case s.user == "":
+	case l.user == "":
 		return "", "", nil
-	case s.password != "":
-		return s.user, s.password, nil
-	case s.passwordFile != "":
-		pw, err := readPasswordFile(s.passwordFile)
-		return s.user, pw, err
+	case l.password != "":
+		return l.user, l.password, nil
+	case l.passwordFile != "":
+		pw, err := readPasswordFile(l.place.name("password-file"), l.passwordFile)
+		return l.user, pw, err
 	}
-	if name, pw, ok := strings.Cut(s.user, ":"); ok {
+	if name, pw, ok := strings.Cut(l.user, ":"); ok {
 		return name, pw, nil
 	}
 	pw, err := ask()
 	if err != nil {
-		return "", "", fmt.Errorf("--user %s: no password given (%v): pass --password, --user %s:PASSWORD or ETCDCTL_PASSWORD, or run in a terminal to be asked", s.user, err, s.user)
+		return "", "", fmt.Errorf("%s: no password given (%v): pass --password, --user %s:PASSWORD or ETCDCTL_PASSWORD, or run in a terminal to be asked", l.place.with("user", l.user), err, l.user)
 	}
-	return s.user, pw, nil
+	return l.user, pw, nil
 }
 
 // askPassword prompts on stderr (stdout carries only the output) and reads a line from the
@@ -104,16 +95,17 @@ func askPassword(prompt io.Writer) (string, error) {
 	return string(pw), nil
 }
 
-// readPasswordFile is the first line of path, without its line ending.
-func readPasswordFile(path string) (string, error) {
+// readPasswordFile is the first line of path, without its line ending; from names the setting
+// that gave path, for errors.
+func readPasswordFile(from, path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
-		return "", fmt.Errorf("--password-file: %w", err)
+		return "", fmt.Errorf("%s: %w", from, err)
 	}
 	line, _, _ := strings.Cut(string(b), "\n")
 	line = strings.TrimSuffix(line, "\r")
 	if line == "" {
-		return "", fmt.Errorf("--password-file %s: the first line is empty", path)
+		return "", fmt.Errorf("%s %s: the first line is empty", from, path)
 	}
 	return line, nil
 }

@@ -25,6 +25,18 @@ const defaultQuota = 2 << 30
 // Version is what Maintenance.Status reports.
 const Version = "3.7.1-clusterd"
 
+// storageVersion is the storageVersion Maintenance.Status reports: etcd's storage version (its
+// major.minor.0, as etcd writes it) of the API level Version speaks, so that a client comparing
+// it with Version, as etcd's downgrade checks do, finds them agreeing. clusterd's bbolt file is a
+// format of its own (pkg/storage), which this value does not describe. Keep it with Version.
+const storageVersion = "3.7.0"
+
+// keyspaceRevision is the header revision Maintenance.Status reports: the revision of etcd's
+// keyspace, which clusterd keeps empty and never changes (its KV service serves only the read
+// of "health"). An etcd store begins at revision 1, and a membership change does not move it on
+// etcd either, so an etcd member with no keys written answers the same.
+const keyspaceRevision = 1
+
 // Config configures the API.
 type Config struct {
 	Node           *raftnode.Node
@@ -238,9 +250,12 @@ func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRes
 	}
 	n := s.cfg.Node
 	resp := &pb.StatusResponse{
-		Header: s.header(), Version: Version, Leader: uint64(n.Leader()),
+		Header: s.header(), Version: Version, StorageVersion: storageVersion, Leader: uint64(n.Leader()),
 		RaftIndex: n.LastIndex(), RaftTerm: n.Term(), RaftAppliedIndex: n.Applied(),
 	}
+	resp.Header.Revision = keyspaceRevision
+	// No downgrade under way, as etcd answers when none is: clusterd has none to offer.
+	resp.DowngradeInfo = &pb.DowngradeInfo{}
 	if m := n.Cluster().Member(n.ID()); m != nil {
 		resp.IsLearner = m.IsLearner
 	}

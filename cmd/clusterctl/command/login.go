@@ -1,0 +1,143 @@
+package command
+
+import (
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/spf13/pflag"
+	"github.com/spf13/viper"
+)
+
+// loginKeys are the settings a login is made of. A login is taken whole from one place: the
+// first of loginPlaces that gives any of them, so that a user given on the command line never
+// reads the password file of the context, and a password never meets a user from elsewhere.
+var loginKeys = []string{"user", "password", "password-file"}
+
+// login is the user and the source of its password, and where each came from.
+type login struct {
+	user, password, passwordFile string
+	// place gives the settings; nil when no place does (no login).
+	place *loginPlace
+}
+
+// loginPlace is one place a login can come from, and how messages name its settings.
+type loginPlace struct {
+	values map[string]string
+	// names are how a message names each key given here: "--user", "ETCDCTL_PASSWORD",
+	// "password-file in context prod".
+	names map[string]string
+	// userHint says where this place's user goes, for a password given without one.
+	userHint string
+}
+
+// newPlace is a place that gives nothing yet; userHint is where its user goes.
+func newPlace(userHint string) *loginPlace {
+	return &loginPlace{values: map[string]string{}, names: map[string]string{}, userHint: userHint}
+}
+
+// name is how a message names key as this place gives it.
+func (p *loginPlace) name(key string) string { return p.names[key] }
+
+// with is how a message names key with its value: "--user root", "ETCDCTL_USER=root", "user root
+// in context prod".
+func (p *loginPlace) with(key, value string) string {
+	n := p.names[key]
+	switch {
+	case strings.HasPrefix(n, "--"):
+		return n + " " + value
+	case !strings.Contains(n, " "):
+		return n + "=" + value
+	}
+	k, rest, _ := strings.Cut(n, " ")
+	return k + " " + value + " " + rest
+}
+
+// commandLinePlace is the login's flags as given; `--user=` with nothing counts as given, and
+// so drops every other place's login for the command.
+func commandLinePlace(flags *pflag.FlagSet) *loginPlace {
+	p := newPlace("--user")
+	for _, k := range loginKeys {
+		if f := flags.Lookup(k); f != nil && f.Changed {
+			p.values[k], p.names[k] = f.Value.String(), "--"+k
+		}
+	}
+	return p
+}
+
+// environmentPlace is the login's variables, CLUSTERCTL_<KEY> before ETCDCTL_<KEY>; an empty
+// variable counts as unset, as for every setting.
+func environmentPlace(getenv func(string) string) *loginPlace {
+	p := newPlace("CLUSTERCTL_USER or ETCDCTL_USER")
+	for _, k := range loginKeys {
+		env := strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
+		for _, name := range []string{"CLUSTERCTL_" + env, "ETCDCTL_" + env} {
+			if v := getenv(name); v != "" {
+				p.values[k], p.names[k] = v, name
+				break
+			}
+		}
+	}
+	return p
+}
+
+// configFilePlace is the login the config file read into v gives, if one was read.
+func configFilePlace(v *viper.Viper) *loginPlace {
+	path := v.ConfigFileUsed()
+	p := newPlace("user in config file " + path)
+	if path == "" {
+		return p
+	}
+	for _, k := range loginKeys {
+		if v.InConfig(k) {
+			p.values[k], p.names[k] = fmt.Sprint(v.Get(k)), k+" in config file "+path
+		}
+	}
+	return p
+}
+
+// contextPlace is the login of context name, whose settings are settings.
+func contextPlace(name string, settings map[string]any) *loginPlace {
+	p := newPlace("user in context " + name)
+	for _, k := range loginKeys {
+		if s, ok := settings[k].(string); ok && s != "" {
+			p.values[k], p.names[k] = s, k+" in context "+name
+		}
+	}
+	return p
+}
+
+// loginOf is the login of the first place that gives any of its settings; none without one.
+// A place that gives a password (or its file) without a user, or both a password and a file, is
+// refused, naming the settings as it gives them.
+func loginOf(places ...*loginPlace) (login, error) {
+	for _, p := range places {
+		if len(p.values) == 0 {
+			continue
+		}
+		l := login{user: p.values["user"], password: p.values["password"], passwordFile: p.values["password-file"], place: p}
+		switch {
+		case l.password != "" && l.passwordFile != "":
+			return l, fmt.Errorf("%s and %s: give one", p.name("password"), p.name("password-file"))
+		case l.user != "":
+			return l, nil
+		case l.password != "":
+			return l, fmt.Errorf("%s needs %s", p.name("password"), p.userHint)
+		case l.passwordFile != "":
+			return l, fmt.Errorf("%s needs %s", p.name("password-file"), p.userHint)
+		}
+		// --user= alone: no login, and no other place's.
+		return login{}, nil
+	}
+	return login{}, nil
+}
+
+// commandLogin is the login of a command: its command line, else its environment, else the
+// config file read into v, else the context applied (ctxName empty: none).
+func commandLogin(flags *pflag.FlagSet, v *viper.Viper, ctxName string, ctxSettings map[string]any) (login, error) {
+	places := []*loginPlace{commandLinePlace(flags), environmentPlace(os.Getenv), configFilePlace(v)}
+	if ctxName != "" {
+		places = append(places, contextPlace(ctxName, ctxSettings))
+	}
+	return loginOf(places...)
+}
