@@ -109,6 +109,10 @@ type Node struct {
 	// received holds the data of the snapshots peers sent, stepped into raft without it
 	// (received.go).
 	received heldSnapshots
+	// stepMu makes the check of a peer's message and its step one (sane.go); stepCommit is the
+	// highest commit raft may hold from a message stepped.
+	stepMu     sync.Mutex
+	stepCommit atomic.Uint64
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -189,6 +193,7 @@ func New(cfg Config) (*Node, error) {
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
 	n.commit.Store(st.HardState.GetCommit())
+	n.term.Store(st.HardState.GetTerm())
 	if t, err := mem.Term(st.Applied); err == nil {
 		n.appliedTerm.Store(t)
 	}
@@ -342,9 +347,14 @@ func (n *Node) markRemoved() {
 var ErrRefused = errors.New("refused")
 
 // Step hands a message from a peer to raft. A snapshot goes in without its data, which is decoded
-// and held beside raft (received.go); a message whose snapshot or entries do not decode is
-// refused (ErrRefused).
+// and held beside raft (received.go); a message raft could not survive or never sends (sane.go),
+// or whose snapshot or entries do not decode, is refused (ErrRefused) and counted.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
+	n.stepMu.Lock()
+	defer n.stepMu.Unlock()
+	if err := n.absurd(m); err != nil {
+		return n.refused(err)
+	}
 	switch m.GetType() {
 	case raftpb.MessageType_MsgTimeoutNow:
 		if n.holdInvitation(m) {
@@ -352,15 +362,16 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 		}
 	case raftpb.MessageType_MsgSnap:
 		if err := n.received.hold(m.GetSnapshot(), n.applied.Load(), n.cfg.MaxHistory); err != nil {
-			return err
+			return n.refused(err)
 		}
 	case raftpb.MessageType_MsgApp:
 		for _, e := range m.GetEntries() {
 			if _, err := proposalOf(e); err != nil {
-				return fmt.Errorf("%w: entry %d: %v", ErrRefused, e.GetIndex(), err)
+				return n.refused(fmt.Errorf("entry %d: %v", e.GetIndex(), err))
 			}
 		}
 	}
+	n.noteStepped(m)
 	err := n.raft.Step(ctx, m)
 	if err == nil {
 		n.hear(m)

@@ -15,9 +15,10 @@ import (
 // A snapshot's data travels beside raft, not through it. raft never reads it, yet copies a
 // snapshot it restores twice before handing it back in a Ready, and raft's MemoryStorage once
 // more; the data is the whole membership history, most of what a joining member receives. So
-// Step decodes the data of a snapshot a peer sent, refuses one that does not decode before raft
-// has seen it, and steps the message with the metadata alone; the Ready that hands the snapshot
-// back takes its membership from here (heldSnapshots.take). Nothing in raft's storage carries
+// Step decodes the data of a snapshot a peer sent, refuses one that does not decode, or whose
+// configuration is not the membership it holds, before raft has seen it, and steps the message
+// with the metadata alone; the Ready that hands the snapshot back takes its membership from
+// here (heldSnapshots.take). Nothing in raft's storage carries
 // data either: a leader sends the membership as applied now (currentSnapshot), never a stored
 // snapshot.
 
@@ -44,6 +45,10 @@ func (h *heldSnapshots) hold(s *raftpb.Snapshot, applied uint64, maxHistory int)
 	c, err := storage.SnapshotCluster(s)
 	if err != nil {
 		return fmt.Errorf("%w: %v", ErrRefused, err)
+	}
+	// raft restores the configuration the metadata names, and panics on one it cannot.
+	if !sameConf(s.GetMetadata().GetConfState(), storage.ConfState(c)) {
+		return fmt.Errorf("%w: snapshot at %d: its configuration is not its membership's", ErrRefused, s.GetMetadata().GetIndex())
 	}
 	held := heldSnapshot{index: s.GetMetadata().GetIndex(), term: s.GetMetadata().GetTerm(), data: s.GetData(),
 		cluster: c.WithMaxHistory(maxHistory)}
