@@ -169,6 +169,9 @@ func (s restartStorage) InitialState() (*raftpb.HardState, *raftpb.ConfState, er
 // New rebuilds a node from its stored state.
 func New(cfg Config) (*Node, error) {
 	st := cfg.State
+	if err := absurdStoredTerm(st); err != nil {
+		return nil, err
+	}
 	mem := raft.NewMemoryStorage()
 	if st.Snapshot != nil {
 		// Without its data, as raft's storage holds every snapshot (received.go).

@@ -101,7 +101,8 @@ func TestHeldSnapshots(t *testing.T) {
 		t.Fatal(err)
 	}
 	snap := func(index, term uint64) *raftpb.Snapshot {
-		return &raftpb.Snapshot{Data: bytes.Clone(data), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(index), Term: proto.Uint64(term)}}
+		return &raftpb.Snapshot{Data: bytes.Clone(data), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(index), Term: proto.Uint64(term),
+			ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
 	}
 	var h heldSnapshots
 	for _, i := range []uint64{30, 10, 20, 50, 40, 60} {

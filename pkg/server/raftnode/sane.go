@@ -14,15 +14,8 @@ import (
 // overflow, a commit beyond its log, an append that rewrites a committed entry, a response with
 // nothing to answer) and persists what it took first, so one forged message stops a member for
 // good. Step therefore refuses, before raft sees it, every message that raft could not survive
-// or that raft never sends to a peer (absurd). Each bound below is one no cluster reaches.
-
-// MaxTermStep bounds how far above this member's current term a peer's message may be. A term
-// rises by one a campaign: with pre-vote (which clusterd always runs) only once a majority agreed
-// that the leader is gone, without it once an election timeout per campaigning member. A member
-// that comes back after missing 2^32 elections, one a second, would have been away 136 years;
-// a message 2^32 terms ahead is forged. One accepted message moves a member's term by at most
-// this much, so a forger needs 2^31 accepted messages to reach storage.MaxTerm.
-const MaxTermStep = 1 << 32
+// or that raft never sends to a peer (absurd). The bounds on terms and indexes are storage's
+// (MaxTerm, MaxIndex, MaxTermStep): ones no cluster reaches.
 
 // peerTypes are the message types raft sends to a peer. The others are raft's own, stepped
 // only by the local node (MsgHup, MsgBeat, MsgCheckQuorum, MsgUnreachable, MsgSnapStatus,
@@ -85,11 +78,11 @@ func (n *Node) absurd(m *raftpb.Message) error {
 	return nil
 }
 
-// absurdTerm refuses a term that no member reached (see MaxTermStep), and a log term above the
+// absurdTerm refuses a term that no member reached (storage.MaxTermStep), and a log term above the
 // message's own: raft's log holds no entry of a term after its current one.
 func (n *Node) absurdTerm(m *raftpb.Message) error {
 	cur, term := n.term.Load(), m.GetTerm()
-	if term > storage.MaxTerm || term-min(term, cur) > MaxTermStep {
+	if term > storage.MaxTerm || term-min(term, cur) > storage.MaxTermStep {
 		return fmt.Errorf("a %s of term %d, beyond any term reachable from this member's %d", m.GetType(), term, cur)
 	}
 	if m.GetLogTerm() > term && m.GetType() != raftpb.MessageType_MsgReadIndex {
@@ -184,4 +177,15 @@ func (n *Node) refused(err error) error {
 		return err
 	}
 	return fmt.Errorf("%w: %v", ErrRefused, err)
+}
+
+// absurdStoredTerm refuses to start on a term past storage.MaxTerm: raft would panic at the
+// member's next campaign, as it did on the forged message that put it there. The one line says
+// how to recover (docs/runbooks/absurd-term.md).
+func absurdStoredTerm(st *storage.State) error {
+	if t := st.HardState.GetTerm(); t > storage.MaxTerm {
+		return fmt.Errorf("the stored raft term %d is past any term a cluster reaches (2^63), set by a forged peer message; "+
+			"with this member stopped, run clusterctl datadir reset-term on its --data-dir", t)
+	}
+	return nil
 }

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"math"
 	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
@@ -55,7 +56,9 @@ func TestStepRefusesAbsurd(t *testing.T) {
 	n, _ := startPair(t, learnerID, true)
 	waitUntil(t, "the stored term", func() bool { return n.Term() == 2 })
 	with := func(m *raftpb.Message, f func(*raftpb.Message)) *raftpb.Message { f(m); return m }
-	hb := func(term uint64) *raftpb.Message { return msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, term) }
+	hb := func(term uint64) *raftpb.Message {
+		return msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, term)
+	}
 	entry := func(index, term uint64) *raftpb.Entry {
 		return &raftpb.Entry{Type: raftpb.EntryType_EntryNormal.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term)}
 	}
@@ -70,7 +73,7 @@ func TestStepRefusesAbsurd(t *testing.T) {
 	}{
 		{"the term 2^64-1", hb(math.MaxUint64)},
 		{"a term past MaxTerm", msg(raftpb.MessageType_MsgPreVote, leaderID, learnerID, storage.MaxTerm+1)},
-		{"a term past the step", hb(2 + MaxTermStep + 1)},
+		{"a term past the step", hb(2 + storage.MaxTermStep + 1)},
 		{"a local type", msg(raftpb.MessageType_MsgHup, leaderID, learnerID, 2)},
 		{"a proposal", msg(raftpb.MessageType_MsgProp, leaderID, learnerID, 2)},
 		{"a storage message", msg(raftpb.MessageType_MsgStorageAppend, leaderID, learnerID, 2)},
@@ -110,14 +113,14 @@ func TestStepRefusesAbsurd(t *testing.T) {
 	waitUntil(t, "the entries durable", func() bool { return n.LastIndex() == snapIndex+2 })
 	for _, m := range []*raftpb.Message{
 		with(hb(3), func(m *raftpb.Message) { m.Commit = proto.Uint64(snapIndex + 2) }),
-		hb(3 + MaxTermStep),
-		snapshotMsg(t, 3+MaxTermStep, snapIndex+5, 3, pairCluster(true), nil),
+		hb(3 + storage.MaxTermStep),
+		snapshotMsg(t, 3+storage.MaxTermStep, snapIndex+5, 3, pairCluster(true), nil),
 	} {
 		if err := n.Step(context.Background(), m); err != nil {
 			t.Errorf("a leader's %s: %v", m.GetType(), err)
 		}
 	}
-	waitUntil(t, "the term the leader's heartbeat carried", func() bool { return n.Term() == 3+MaxTermStep })
+	waitUntil(t, "the term the leader's heartbeat carried", func() bool { return n.Term() == 3+storage.MaxTermStep })
 }
 
 // snapshotMsg is a leader's snapshot of c at index and snapTerm, sent in term, with raft's
@@ -151,7 +154,7 @@ func (r *fuzzReader) byte() byte {
 // number is a value around those raft's bounds care about, or eight bytes of input.
 func (r *fuzzReader) number(term uint64) uint64 {
 	near := []uint64{0, 1, 2, 3, snapIndex - 1, snapIndex, snapIndex + 1, snapIndex + 2, term, term + 1,
-		term + MaxTermStep, term + MaxTermStep + 1, storage.MaxTerm, storage.MaxTerm + 1, math.MaxUint64 - 1, math.MaxUint64}
+		term + storage.MaxTermStep, term + storage.MaxTermStep + 1, storage.MaxTerm, storage.MaxTerm + 1, math.MaxUint64 - 1, math.MaxUint64}
 	b := r.byte()
 	if int(b) < len(near) {
 		return near[b]
@@ -196,7 +199,7 @@ func (r *fuzzReader) message(t *testing.T, to membership.ID, term uint64) *raftp
 
 // FuzzStep: no message a peer sends, of any type with any fields, makes a running member
 // panic, now or in the elections that follow, or leaves it a stored term past what its messages
-// could move it to (MaxTermStep each). raft panics in a goroutine of its own, which fails the
+// could move it to (storage.MaxTermStep each). raft panics in a goroutine of its own, which fails the
 // whole run.
 func FuzzStep(f *testing.F) {
 	// role, type, sender, term, then the rest; 15 picks 2^64-1, 8 the current term.
@@ -227,8 +230,34 @@ func FuzzStep(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if limit := 2 + uint64(stepped+1)*MaxTermStep; st.HardState.GetTerm() > limit {
+		if limit := 2 + uint64(stepped+1)*storage.MaxTermStep; st.HardState.GetTerm() > limit {
 			t.Fatalf("stored term %d after %d messages stepped, past %d", st.HardState.GetTerm(), stepped, limit)
 		}
 	})
+}
+
+// A member whose stored term is already past storage.MaxTerm does not start: raft would panic
+// at its first campaign. The one line names the command that recovers it.
+func TestNewRefusesAbsurdStoredTerm(t *testing.T) {
+	c := pairCluster(true)
+	data, err := storage.SnapshotData(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
+		Index: proto.Uint64(snapIndex), Term: proto.Uint64(2), ConfState: storage.ConfState(c)}}
+	hs := &raftpb.HardState{Term: proto.Uint64(math.MaxUint64), Commit: proto.Uint64(snapIndex)}
+	store, err := storage.Create(filepath.Join(t.TempDir(), "a"), storage.Identity{MemberID: leaderID, ClusterID: 7, Name: "a"}, snap, hs, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	st, err := store.Load()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = New(Config{Store: store, State: st, Transport: &recorder{}, TickInterval: time.Millisecond, ElectionTicks: 3})
+	if err == nil || !strings.Contains(err.Error(), "term 18446744073709551615") || !strings.Contains(err.Error(), "clusterctl datadir reset-term") {
+		t.Fatalf("New: %v", err)
+	}
 }
