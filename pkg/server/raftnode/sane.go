@@ -54,13 +54,16 @@ func (n *Node) absurd(m *raftpb.Message) error {
 			return fmt.Errorf("a %s with index %d, beyond any log (%d)", t, i, uint64(storage.MaxIndex))
 		}
 	}
+	// raft takes the log and commit of an append or heartbeat only at this member's term or a
+	// later one; an earlier leader's, which it ignores, may name what this member since dropped.
+	current := m.GetTerm() >= n.term.Load()
 	switch t {
 	case raftpb.MessageType_MsgApp:
-		return n.absurdAppend(m)
+		return n.absurdAppend(m, current)
 	case raftpb.MessageType_MsgHeartbeat:
 		// raft commits what a heartbeat says, and panics past its log's end; a leader sends no
 		// more than what this member acknowledged as durable.
-		if last := n.LastIndex(); m.GetCommit() > max(last, n.stepCommit.Load()) {
+		if last := n.LastIndex(); current && m.GetCommit() > max(last, n.stepCommit.Load()) {
 			return fmt.Errorf("a heartbeat commits index %d, beyond this member's log (%d)", m.GetCommit(), last)
 		}
 	case raftpb.MessageType_MsgReadIndex, raftpb.MessageType_MsgReadIndexResp:
@@ -92,9 +95,9 @@ func (n *Node) absurdTerm(m *raftpb.Message) error {
 }
 
 // absurdAppend refuses an append whose entries do not follow its index one by one, with
-// non-decreasing terms between its log term and its own term, or that rewrites an entry this
-// member knows committed (raft panics on that one).
-func (n *Node) absurdAppend(m *raftpb.Message) error {
+// non-decreasing terms between its log term and its own term, or, of the current term or a
+// later one, that rewrites an entry this member knows committed (raft panics on that one).
+func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 	ents := m.GetEntries()
 	if uint64(len(ents)) > storage.MaxIndex-m.GetIndex() {
 		return fmt.Errorf("an append of %d entries after index %d", len(ents), m.GetIndex())
@@ -108,6 +111,9 @@ func (n *Node) absurdAppend(m *raftpb.Message) error {
 			return fmt.Errorf("an append of term %d with entry %d of term %d after term %d", m.GetTerm(), e.GetIndex(), e.GetTerm(), prev)
 		}
 		prev = e.GetTerm()
+	}
+	if !current {
+		return nil
 	}
 	committed := max(n.commit.Load(), n.stepCommit.Load())
 	for _, e := range ents {
@@ -149,8 +155,11 @@ func sameConf(a, b *raftpb.ConfState) bool {
 }
 
 // noteStepped records what raft may commit on m before the loop has seen it: the commit a
-// heartbeat or an append carries, and a snapshot's index.
+// heartbeat or an append of the current term or a later one carries, and a snapshot's index.
 func (n *Node) noteStepped(m *raftpb.Message) {
+	if m.GetTerm() < n.term.Load() {
+		return
+	}
 	var c uint64
 	switch m.GetType() {
 	case raftpb.MessageType_MsgHeartbeat:

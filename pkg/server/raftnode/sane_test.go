@@ -121,6 +121,17 @@ func TestStepRefusesAbsurd(t *testing.T) {
 		}
 	}
 	waitUntil(t, "the term the leader's heartbeat carried", func() bool { return n.Term() == 3+storage.MaxTermStep })
+	// An earlier leader's heartbeat or append, which raft ignores, may name what this member
+	// no longer holds: it is no forgery.
+	stale := []*raftpb.Message{
+		with(hb(3), func(m *raftpb.Message) { m.Commit = proto.Uint64(snapIndex + 50) }),
+		app(3, snapIndex, 2, entry(snapIndex+1, 2)),
+	}
+	for _, m := range stale {
+		if err := n.Step(context.Background(), m); err != nil {
+			t.Errorf("an earlier leader's %s: %v", m.GetType(), err)
+		}
+	}
 }
 
 // snapshotMsg is a leader's snapshot of c at index and snapTerm, sent in term, with raft's
