@@ -23,6 +23,14 @@ import (
 // as a voter campaigns and waits for votes nobody but the test sends.
 func startPair(t *testing.T, me membership.ID, learner bool) (*Node, *storage.Store) {
 	t.Helper()
+	store := pairStore(t, me, learner, 2)
+	n, _ := runTicking(t, store, 3, time.Millisecond)
+	return n, store
+}
+
+// pairStore makes member me's database of the pair, its HardState of term.
+func pairStore(t *testing.T, me membership.ID, learner bool, term uint64) *storage.Store {
+	t.Helper()
 	c := pairCluster(learner)
 	data, err := storage.SnapshotData(c)
 	if err != nil {
@@ -30,13 +38,12 @@ func startPair(t *testing.T, me membership.ID, learner bool) (*Node, *storage.St
 	}
 	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
 		Index: proto.Uint64(snapIndex), Term: proto.Uint64(2), ConfState: storage.ConfState(c)}}
-	hs := &raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(snapIndex)}
+	hs := &raftpb.HardState{Term: proto.Uint64(term), Commit: proto.Uint64(snapIndex)}
 	store, err := storage.Create(filepath.Join(t.TempDir(), me.String()), storage.Identity{MemberID: me, ClusterID: 7, Name: me.String()}, snap, hs, c, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	n, _ := runTicking(t, store, 3, time.Millisecond)
-	return n, store
+	return store
 }
 
 func pairCluster(learner bool) *membership.Cluster {
@@ -250,18 +257,7 @@ func FuzzStep(f *testing.F) {
 // A member whose stored term is already past storage.MaxTerm does not start: raft would panic
 // at its first campaign. The one line names the command that recovers it.
 func TestNewRefusesAbsurdStoredTerm(t *testing.T) {
-	c := pairCluster(true)
-	data, err := storage.SnapshotData(c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(snapIndex), Term: proto.Uint64(2), ConfState: storage.ConfState(c)}}
-	hs := &raftpb.HardState{Term: proto.Uint64(math.MaxUint64), Commit: proto.Uint64(snapIndex)}
-	store, err := storage.Create(filepath.Join(t.TempDir(), "a"), storage.Identity{MemberID: leaderID, ClusterID: 7, Name: "a"}, snap, hs, c, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
+	store := pairStore(t, leaderID, true, math.MaxUint64)
 	defer store.Close()
 	st, err := store.Load()
 	if err != nil {
