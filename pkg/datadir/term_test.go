@@ -109,3 +109,16 @@ func TestResetTerm(t *testing.T) {
 		})
 	}
 }
+
+// datadir status does not name a directory of an absurd term to restart from, and says why.
+func TestRankExcludesAbsurdTerm(t *testing.T) {
+	st, err := ReadDir(poisonClusterd(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec, err := Rank([]*DirStatus{st})
+	var none *NoRestartError
+	if !errors.As(err, &none) || rec.Chosen != nil || !strings.Contains(err.Error(), "its raft term is past 2^63") {
+		t.Fatalf("Rank: %+v, %v", rec, err)
+	}
+}
