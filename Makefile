@@ -1,5 +1,6 @@
 # make man    regenerate the man pages in docs/man
-# make proto  regenerate pkg/wire/clusterdpb's Go from its .proto (scripts/genproto.sh; no protoc)
+# make proto  regenerate pkg/wire/clusterdpb's Go from its .proto and its generated.sum
+#             (scripts/genproto.sh; no protoc: buf and the plugins are built once, in .cache)
 # make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data);
 #             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls)
 # make test   every check and every test: what CI runs
@@ -22,7 +23,7 @@ TAGS := grpcnotrace
 VERSION ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo devel)
 BUILD := CGO_ENABLED=0 $(GO) build -trimpath -tags=$(TAGS) -ldflags=-s\ -w\ -X\ github.com/clusterctl/clusterctl/pkg/version.Version=$(VERSION)
 
-.PHONY: build run test check unit race bench chaos clean man proto prototools
+.PHONY: build run test check unit race bench chaos clean man proto
 
 build:
 	$(BUILD) -o $(BIN)/clusterd ./cmd/clusterd
@@ -35,20 +36,21 @@ check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 	$(GO) vet ./...
 
-# The server, client and command packages run under the race detector; everything else,
-# end-to-end and interop tests included, runs once without it. Packages run one at a time
-# (-p 1): the process tests each start clusters, and the runbook tests need the fixed ports of
-# make run, which another package's ephemeral ports could otherwise take.
+# Each test runs once: the server, client and command packages (pkg/, cmd/) under the race
+# detector, and the rest (the end-to-end, interop, runbook and chaos tests under tests/, the test
+# kits under internal/, scripts/) without it. The rest runs one package at a time (-p 1): its
+# process tests each start clusters, and the runbook tests need the fixed ports of make run,
+# which another package's ephemeral ports could otherwise take.
 race:
 	$(GO) test -race -count=1 -timeout 30m ./pkg/... ./cmd/...
 
 unit:
-	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	$(GO) test -count=1 -p 1 -timeout 30m ./tests/... ./internal/... ./scripts/...
 
-# make test builds the code generator's tools first (minutes on a clean clone, once: .cache/proto),
-# so that the test that checks the generated code is up to date only runs them; it ends with every
-# fuzz target for a few seconds each, beyond the seed corpora that the unit run already replays.
-test: check prototools race unit
+# make test needs no code generator: the test that the generated code is up to date compares
+# hashes (pkg/wire/clusterdpb/generated.sum, written by make proto). It ends with every fuzz
+# target for a few seconds each, beyond the seed corpora that the race run already replays.
+test: check race unit
 	$(MAKE) fuzz FUZZTIME=3s
 
 # make bench BENCHFLAGS=-profile=bench-results/profile   also profiles the leader (docs/benchmarks.md)
@@ -80,9 +82,6 @@ chaos:
 
 proto:
 	GO=$(GO) scripts/genproto.sh
-
-prototools:
-	GO=$(GO) scripts/genproto.sh --tools
 
 clean:
 	rm -rf $(BIN)

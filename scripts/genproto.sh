@@ -1,7 +1,9 @@
 #!/bin/sh
-# genproto.sh [OUTDIR]: generates the Go of pkg/wire/clusterdpb/*.proto into OUTDIR (the
-# package's own directory unless given; the staleness test gives a temporary one).
-# genproto.sh --tools: builds the tools only (make test does, before the tests that use them).
+# genproto.sh: generates the Go of pkg/wire/clusterdpb/*.proto into that package (make proto),
+# and writes generated.sum beside it: the SHA-256 of this script, of each .proto and of each
+# generated file, and the versions of the modules the generation reads. TestGeneratedUpToDate
+# checks that file against the tree, so CI needs none of the tools below: an edit to a .proto or
+# to this script, a generated file edited by hand, or a module bumped without `make proto` fails.
 # No protoc: buf is a Go module, and so are both plugins. They are built once per version under
 # .cache/proto (never in git): buf and protoc-gen-go-grpc at the versions pinned here,
 # protoc-gen-go at the version go.mod requires, so the generated code matches the runtime.
@@ -11,15 +13,9 @@ set -eu
 BUF_VERSION=v1.75.0
 GRPC_PLUGIN_VERSION=v1.6.2
 
-tools_only=
-if [ "${1:-}" = --tools ]; then
-	tools_only=1
-	shift
-fi
-
 cd "$(dirname "$0")/.."
 root=$(pwd)
-out=${1:-$root/pkg/wire/clusterdpb}
+out=$root/pkg/wire/clusterdpb
 GO=${GO:-go}
 
 pbgo_version=$($GO list -m -f '{{.Version}}' google.golang.org/protobuf)
@@ -35,10 +31,6 @@ if [ ! -x "$tools/buf" ] || [ ! -x "$tools/protoc-gen-go" ] || [ ! -x "$tools/pr
 		rm -rf "$build" # the other tree won
 	fi
 fi
-if [ -n "$tools_only" ]; then
-	exit 0
-fi
-
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$work/in/clusterd/v2" "$work/out"
@@ -57,5 +49,9 @@ plugins:
     opt: paths=source_relative
 EOF
 (cd "$work/in" && "$tools/buf" generate --template "$work/buf.gen.yaml" --path clusterd/v2 .)
-mkdir -p "$out"
 cp "$work/out/clusterd/v2/"*.go "$out/"
+{
+	echo "# written by scripts/genproto.sh (make proto); checked by TestGeneratedUpToDate"
+	$GO list -m google.golang.org/protobuf go.etcd.io/raft/v3
+	sha256sum scripts/genproto.sh pkg/wire/clusterdpb/*.proto pkg/wire/clusterdpb/*.pb.go
+} >"$out/generated.sum"

@@ -1,7 +1,9 @@
 // Package freeport hands out TCP ports on 127.0.0.1 for tests that start servers, in process or
-// as real processes.
+// as real processes: Ports for a server that binds its port later, Listen for one the test runs
+// itself. Every harness that picks a port takes it here.
 //
-// Invariant: no port is handed out twice in one test binary. The kernel may return a port that
-// was just closed, and two listeners of one test given the same port make one of them answer
-// for the other.
+// Invariant: no port is handed out twice in one process, by Ports and Listen together. The
+// kernel may return a port that was just closed, and two servers of one test given the same port
+// (a member's client URL and the proxy in front of its peer port, say) make one of them answer
+// for the other, or fail to start.
 package freeport

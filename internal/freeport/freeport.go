@@ -8,7 +8,7 @@ import (
 
 var (
 	portsMu sync.Mutex
-	// handedOut holds every port returned in this test binary.
+	// handedOut holds every port handed out in this process, by Ports or Listen.
 	handedOut = map[int]bool{}
 )
 
@@ -16,34 +16,64 @@ var (
 // few dozen distinct ports is broken, and looping further would hide that.
 const maxPortAttempts = 1000
 
-// Ports returns n distinct TCP ports on 127.0.0.1 that were free a moment ago. They are
-// found by binding to port 0; all listeners stay open until n are found so the kernel cannot
-// return one twice.
+// Ports returns n distinct TCP ports on 127.0.0.1 that were free a moment ago, for servers that
+// bind them later (real processes, members restarted on the same port).
 func Ports(n int) ([]int, error) {
+	ls, err := take(n)
+	if err != nil {
+		return nil, err
+	}
+	ports := make([]int, n)
+	for i, l := range ls {
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+		l.Close()
+	}
+	return ports, nil
+}
+
+// Listen returns a listener on 127.0.0.1, for a server the test runs in its own process (a
+// proxy, a fake peer), on a port no call of Ports or Listen in this process handed out: a port
+// given to a process that has not bound it yet, or to a member that is restarting, is never
+// also a listener's.
+func Listen() (net.Listener, error) {
+	ls, err := take(1)
+	if err != nil {
+		return nil, err
+	}
+	return ls[0], nil
+}
+
+// take returns n listeners on ports never handed out before in this process, and marks those
+// ports handed out. The listeners it passes over stay open until n are found, so that the kernel
+// cannot return one of them again.
+func take(n int) ([]net.Listener, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
-	var ports []int
-	var listeners []net.Listener
+	var taken, passed []net.Listener
 	defer func() {
-		for _, l := range listeners {
+		for _, l := range passed {
 			l.Close()
 		}
 	}()
-	for i := 0; len(ports) < n; i++ {
+	for i := 0; len(taken) < n; i++ {
 		if i >= maxPortAttempts {
-			return nil, fmt.Errorf("found only %d free ports in %d attempts", len(ports), i)
+			passed = append(passed, taken...)
+			return nil, fmt.Errorf("found only %d free ports in %d attempts", len(taken), i)
 		}
 		l, err := net.Listen("tcp", "127.0.0.1:0")
 		if err != nil {
+			passed = append(passed, taken...)
 			return nil, err
 		}
-		listeners = append(listeners, l)
 		port := l.Addr().(*net.TCPAddr).Port
 		if handedOut[port] {
+			passed = append(passed, l)
 			continue
 		}
-		handedOut[port] = true
-		ports = append(ports, port)
+		taken = append(taken, l)
 	}
-	return ports, nil
+	for _, l := range taken {
+		handedOut[l.Addr().(*net.TCPAddr).Port] = true
+	}
+	return taken, nil
 }

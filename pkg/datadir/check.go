@@ -122,10 +122,6 @@ func checkClusterd(path string, st *storage.State) *CheckResult {
 			r.Problems = append(r.Problems, Problem{Text: "the snapshot's membership does not decode: " + err.Error()})
 		} else {
 			r.compare("the snapshot's membership", sc, where, snap.GetMetadata().GetConfState())
-			// Kept compressed when read, the history is inflated and checked here.
-			if _, err := sc.History.Read(); err != nil {
-				r.Problems = append(r.Problems, Problem{Text: "the snapshot's " + err.Error()})
-			}
 		}
 		if st.Applied == at {
 			r.compare("the members bucket", st.Cluster, where, snap.GetMetadata().GetConfState())

@@ -96,9 +96,12 @@ func (e *SnapshotContentError) Error() string {
 // temporary copy, without the copy's name.
 func snapshotContentError(path string, err error) error {
 	var ce *storage.CorruptError
+	var fe *storage.FormatError
 	switch {
 	case errors.As(err, &ce):
 		return &SnapshotContentError{Path: path, Reason: ce.Reason}
+	case errors.As(err, &fe):
+		return &SnapshotContentError{Path: path, Reason: "its database " + fe.Reason()}
 	case errors.Is(err, storage.ErrNotBootstrapped):
 		return &SnapshotContentError{Path: path, Reason: "it has no member's meta bucket"}
 	}

@@ -21,12 +21,12 @@
 //   - The History is part of the Cluster: ApplyRecorded records a change only when Apply accepted
 //     it, from what the entry carries (its index, term, the leader's time, the Origin in the
 //     Change), never from the applying member's clock, so every member records the same. Like
-//     Removed, a History never changes once made: the array of recent events a line of them
-//     shares has each slot written once, by the one history that claimed it, before any history
-//     holds it. Its bound (the newest N) is a member's own setting; the count of dropped events
-//     says how many it no longer holds.
-//   - Member, Cluster and Change are stored as JSON (bbolt, snapshots, the raft log) and Kind
-//     by number: a JSON tag is never renamed and a Kind never renumbered.
+//     Removed, a History never changes once made: recording copies its events. Its bound (the
+//     newest N) is a member's own setting; the count of dropped events says how many it no
+//     longer holds.
+//   - Member, Cluster (without its history) and Change are stored as JSON (bbolt, the raft log
+//     of builds before clusterd.v2.Proposal) and Kind by number: a JSON tag is never renamed and
+//     a Kind never renumbered. An Event has one encoding, clusterd.v2.Event (pkg/wire).
 //
 // Checks that depend on the running cluster (which members are started and connected, whether a
 // learner has caught up, the learner limit of the local configuration) are proposal-time checks:

@@ -74,9 +74,8 @@ func (s IDSet) All() iter.Seq[ID] {
 	}
 }
 
-// MarshalJSON writes the set as the object of IDs that the JSON snapshots of earlier versions
-// carry. clusterd reads that form (UnmarshalJSON) and no longer writes it: internal/oldformat and
-// the tests write it to stand for those versions.
+// MarshalJSON writes the set as an object of IDs: how a joining member's peers are stored
+// (pkg/storage's join_peers).
 func (s IDSet) MarshalJSON() ([]byte, error) {
 	m := make(map[ID]struct{}, s.Len())
 	for id := range s.All() {

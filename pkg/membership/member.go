@@ -37,15 +37,16 @@ func (m *Member) clone() *Member {
 // Cluster is the whole membership. Treat a Cluster as immutable once shared: Apply returns a
 // new one.
 //
-// Stored as JSON in snapshots (the data of raft's, and so in snapshot files) and in bbolt (a
-// joining member's peers), and sent between members: never rename a JSON tag.
+// Stored as JSON in bbolt (a joining member's peers, pkg/storage), its history left out: never
+// rename a JSON tag. Snapshots and peers carry it as generated messages (pkg/wire).
 type Cluster struct {
 	ID      ID             `json:"clusterID"`
 	Members map[ID]*Member `json:"members"`
 	Removed IDSet          `json:"removed,omitzero"`
 	// History is every applied change, bounded (history.go); it travels in snapshots, so a
-	// member that joins later holds it whole.
-	History History `json:"history,omitzero"`
+	// member that joins later holds it whole. Never in JSON: stored and sent as generated
+	// messages (pkg/storage, pkg/wire).
+	History History `json:"-"`
 }
 
 // NewCluster returns a cluster with the given members, as a bootstrap writes it.

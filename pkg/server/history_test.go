@@ -9,17 +9,12 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/internal/oldformat"
 	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
-	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
-	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -197,54 +192,6 @@ func TestHistoryBounded(t *testing.T) {
 	}
 }
 
-func oldEntry(t *testing.T, index, term uint64, ch membership.Change, typ raftpb.ConfChangeType) *raftpb.Entry {
-	t.Helper()
-	e, err := oldformat.ConfChangeEntry(index, term, ch, typ)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return e
-}
-
-// An older member's log, entries without the new fields and a file without the history bucket,
-// replayed by this version: the changes are recorded, without a time or an origin.
-func TestHistoryOlderLogReplayed(t *testing.T) {
-	m := servertest.NewMember(t, "m0")
-	c := datadir.NewCluster([]datadir.Initial{{Name: "m0", URLs: []string{m.PeerURL}}}, servertest.Token)
-	st, err := datadir.Create(m.Dir, "m0", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	add := membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: 77, Name: "old", PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: true}}
-	entries := []*raftpb.Entry{
-		oldEntry(t, 2, 2, add, raftpb.ConfChangeType_ConfChangeAddLearnerNode),
-		oldEntry(t, 3, 2, membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 77}}, raftpb.ConfChangeType_ConfChangeRemoveNode),
-	}
-	hs := &raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(3)}
-	if err := st.Save(storage.Update{HardState: hs, Entries: entries}); err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	if err := oldformat.DropHistory(m.Dir); err != nil {
-		t.Fatal(err)
-	}
-	m.Start(t, m.Config("m0="+m.PeerURL, "existing", nil))
-	servertest.WaitMembers(t, m, 1, true)
-	r, err := historyOf(t, m, client.HistoryQuery{Linearizable: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(r.Events) < 2 {
-		t.Fatalf("replayed: %+v", r.Events)
-	}
-	for i, want := range []string{"add-learner", "remove"} {
-		e := r.Events[i]
-		if e.Change != want || e.MemberID != 77 || e.Name != "old" || !e.Time.IsZero() || !e.By.IsZero() || e.RaftIndex != uint64(i+2) {
-			t.Errorf("event %d: %+v", i, e)
-		}
-	}
-}
-
 // --force-new-cluster keeps the history and records each removal it makes as clusterd's own.
 func TestHistoryForceNewCluster(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
@@ -274,42 +221,4 @@ func TestHistoryForceNewCluster(t *testing.T) {
 			t.Errorf("forced removal recorded as %+v", e)
 		}
 	}
-}
-
-// A history whose compressed records are damaged (kept as a snapshot brought them, inflated only
-// when read) never stops the member: it starts, records and answers the rest, and member
-// history is refused in one line saying what is wrong, as datadir check reports it.
-func TestHistoryDamagedRefusedWhenRead(t *testing.T) {
-	m := servertest.NewMember(t, "m0")
-	c := datadir.NewCluster([]datadir.Initial{{Name: "m0", URLs: []string{m.PeerURL}}}, servertest.Token)
-	var h membership.History
-	for i := range 1000 {
-		h = h.With(membership.Event{RaftIndex: uint64(i + 1), Change: "update", MemberID: 7, PeerURLs: []string{fmt.Sprint("http://a:", i%3)}}, 0)
-	}
-	deflated, events, dropped := h.AppendDeflated(nil)
-	// In the first block, which is compressed (the newest events are stored as they are).
-	blocks, _ := h.DeflatedBlocks()
-	deflated[len(blocks[0].Deflated)/2] ^= 0x5a
-	var err error
-	if c.History, err = membership.HistoryFromDeflated(deflated, events, dropped); err != nil {
-		t.Fatal(err)
-	}
-	st, err := datadir.Create(m.Dir, "m0", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	st.Close()
-	if r, err := datadir.Check(m.Dir); err != nil || r.Sound() {
-		t.Fatalf("datadir check of a damaged history: %v, %+v", err, r)
-	}
-	m.Start(t, m.Config("m0="+m.PeerURL, "existing", nil))
-	servertest.WaitMembers(t, m, 1, true)
-	addMember(t, m.Client(t), "a", true)
-	for _, lin := range []bool{true, false} {
-		_, err := historyOf(t, m, client.HistoryQuery{Linearizable: lin})
-		if err == nil || strings.Contains(err.Error(), "\n") || !strings.Contains(err.Error(), "membership history damaged") {
-			t.Fatalf("member history of a damaged history: %v", err)
-		}
-	}
-	servertest.WaitMembers(t, m, 2, true)
 }

@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -10,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/pkg/server"
 )
 
 func maintenance(t *testing.T, m *servertest.Member) pb.MaintenanceClient {
@@ -74,3 +76,34 @@ func TestMoveLeader(t *testing.T) {
 type refusal struct{ got string }
 
 func (r *refusal) Error() string { return "to a stopped member: " + r.got }
+
+// Leadership moved to a member promoted a moment ago goes at once, round after round: the
+// leader asks the member whether it has applied its promotion before raft's transfer, whose
+// invitation to campaign a member that is still a learner drops. The election timeout is long,
+// so that a dropped invitation, which raft asks again only after one, shows.
+func TestMoveLeaderRightAfterAPromotion(t *testing.T) {
+	const electionTimeout = 5 * time.Second
+	ms := servertest.Start(t, 3, func(c *server.Config) { c.ElectionTimeout = electionTimeout })
+	for round := range 3 {
+		leader, _, _ := leaderAndOther(t, ms)
+		m, id := startLearner(t, ms, fmt.Sprintf("l%d", round))
+		servertest.Eventually(t, 10*time.Second, func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			_, err := leader.Client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
+			return err
+		})
+		ctx, cancel := context.WithTimeout(context.Background(), 2*electionTimeout)
+		start := time.Now()
+		_, err := maintenance(t, leader).MoveLeader(ctx, &pb.MoveLeaderRequest{TargetID: id})
+		took := time.Since(start)
+		cancel()
+		if err != nil {
+			t.Fatalf("round %d: moving leadership to the member just promoted: %v", round, err)
+		}
+		if took >= electionTimeout/2 {
+			t.Errorf("round %d: the move took %v: the invitation was dropped and asked again", round, took)
+		}
+		ms = append(ms, m)
+	}
+}

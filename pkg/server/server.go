@@ -179,6 +179,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.coord = reconfig.New(reconfig.Config{
 		Node: node, Transport: m.tr, ElectionTimeout: s.cfg.ElectionTimeout,
 		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Metrics: m.obs.metrics,
+		Logger: m.log,
 	})
 
 	m.health = health.NewServer()

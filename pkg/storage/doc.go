@@ -2,24 +2,27 @@
 //
 // Buckets (stored on disk: never rename):
 //
-//	meta     member ID, cluster ID, name, HardState, the last snapshot, the applied index,
-//	         and the tombstone of a removed member
+//	meta     the data format, member ID, cluster ID, name, HardState, the last snapshot, the
+//	         applied index, and the tombstone of a removed member
 //	log      raft entries by index (8-byte big-endian keys), from the snapshot on
 //	members  the applied membership, one JSON value per member ID
 //	removed  every member ID ever removed
 //	history  the membership history recorded since the stored snapshot (which holds the rest),
-//	         one binary event per sequence number (history.go); missing in files of older
-//	         versions, and after a snapshot until the next change
+//	         one clusterd.v2.Event per sequence number (history.go); missing after a snapshot
+//	         until the next change
 //
 // A raft snapshot's data is the applied membership, history included, as a generated
-// clusterd.v2.MembershipSnapshot (SnapshotData, SnapshotCluster; earlier versions' JSON is read); it is
-// defined here so that a data dir can be written offline (a bootstrap, a snapshot restore)
-// without the Ready loop's package.
+// clusterd.v2.MembershipSnapshot (SnapshotData, SnapshotCluster); it is defined here so that a
+// data dir can be written offline (a bootstrap, a snapshot restore) without the Ready loop's
+// package.
 //
 // Invariants:
+//   - One format (dataFormat, in meta): a database of another (a development build's before the
+//     first release, or a later version's) is refused as a *FormatError, never read or
+//     converted. A released format is read by every later version.
 //   - Save writes everything one Ready produced in a single transaction: the snapshot, the
-//     HardState, the new entries, the membership they changed (its history included) and the applied index. A crash
-//     leaves either all of it or none, so the applied index always names exactly the entries
+//     HardState, the new entries, the membership they changed (its history included) and the
+//     applied index. A crash leaves either all of it or none, so the applied index always names exactly the entries
 //     the membership reflects, and replay after a restart never applies an entry twice.
 //   - The applied index never exceeds the persisted HardState's commit index.
 //   - Once the tombstone is written it is never cleared.

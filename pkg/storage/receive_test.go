@@ -86,26 +86,3 @@ func BenchmarkReceiveSnapshot(b *testing.B) {
 		})
 	}
 }
-
-// A new member reads the history in its first snapshot without decoding it: reading 10,000
-// changes takes an allocation or two more for each block of 256 than reading 10, not some for
-// each change.
-func TestSnapshotHistoryNotDecoded(t *testing.T) {
-	allocs := map[int]float64{}
-	for _, n := range []int{10, 10000} {
-		data, err := SnapshotData(longHistory(t, n))
-		if err != nil {
-			t.Fatal(err)
-		}
-		snap := &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(20000)}}
-		allocs[n] = testing.AllocsPerRun(5, func() {
-			c, err := SnapshotCluster(snap)
-			if err != nil || c.History.Len() != n {
-				t.Fatalf("%d changes read as %d: %v", n, c.History.Len(), err)
-			}
-		})
-	}
-	if allocs[10000] > allocs[10]+500 {
-		t.Fatalf("reading a snapshot of 10,000 changes: %.0f allocations, of 10: %.0f", allocs[10000], allocs[10])
-	}
-}

@@ -28,9 +28,8 @@ var (
 	bucketLog     = []byte("log")
 	bucketMembers = []byte("members")
 	bucketRemoved = []byte("removed")
-	// bucketHistory is missing in the files of versions before the history, and after each
-	// snapshot until the next change is recorded: read as empty, made by the first write that
-	// records a change.
+	// bucketHistory is missing after each snapshot until the next change is recorded: read as
+	// empty, made by the first write that records a change.
 	bucketHistory = []byte("history")
 
 	keyMemberID  = []byte("member_id")
@@ -42,7 +41,32 @@ var (
 	keyTombstone = []byte("tombstone")
 	keyJoinPeers = []byte("join_peers")
 	keyDropped   = []byte("history_dropped")
+	keyFormat    = []byte("format")
 )
+
+// dataFormat is the format of the member.db this version writes and reads, in meta's format
+// key. Development builds before the first release wrote none (format 0), and their history in
+// other encodings: their databases are refused (FormatError), not read. Stored: a released
+// format is read by every later version.
+const dataFormat = 1
+
+// FormatError is a member.db in a format this version does not read: one written by a
+// development build before the first release, or by a later version. Nothing was written to it.
+type FormatError struct {
+	Path   string
+	Format uint64
+}
+
+func (e *FormatError) Error() string { return e.Path + " " + e.Reason() }
+
+// Reason is the error without the file's path.
+func (e *FormatError) Reason() string {
+	by := "a development build before the first release"
+	if e.Format > dataFormat {
+		by = "a later version"
+	}
+	return fmt.Sprintf("is in data format %d, of %s; this version reads format %d only", e.Format, by, dataFormat)
+}
 
 // ErrNotBootstrapped is returned by Open on a data directory that holds no member.
 var ErrNotBootstrapped = errors.New("data directory holds no member")
@@ -150,6 +174,9 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 			}
 		}
 		meta := tx.Bucket(bucketMeta)
+		if err := putUint(meta, keyFormat, dataFormat); err != nil {
+			return err
+		}
 		if err := putUint(meta, keyMemberID, uint64(id.MemberID)); err != nil {
 			return err
 		}
@@ -223,22 +250,29 @@ func BoltOptions() *bolt.Options {
 }
 
 // initialSize is the size of a new member.db (sparse: bbolt writes only the pages it uses)
-// and of its mapping: room for the snapshot a new member receives (a membership history at
-// its default bound is about 150 KiB of it) and the log up to a few snapshots.
+// and of its mapping: room for the snapshot a new member receives (most of it a membership
+// history at its default bound: docs/benchmarks.md) and the log up to a few snapshots.
 const initialSize = 1 << 20
 
 // Close closes the database.
 func (s *Store) Close() error { return s.db.Close() }
 
 // Load reads the whole state back. A database without a member's buckets, or with damaged
-// pages, is a *CorruptError.
+// pages, is a *CorruptError; one of an earlier format a *FormatError.
 func (s *Store) Load() (*State, error) {
 	st, err := guard(s.load)
+	return st, loadError(s.db.Path(), err)
+}
+
+// loadError is err, met reading the database at path, as a *CorruptError unless it says
+// something else already.
+func loadError(path string, err error) error {
 	var ce *CorruptError
-	if err != nil && !errors.Is(err, ErrNotBootstrapped) && !errors.As(err, &ce) {
-		err = &CorruptError{Path: s.db.Path(), Reason: err.Error()}
+	var fe *FormatError
+	if err == nil || errors.Is(err, ErrNotBootstrapped) || errors.Is(err, ErrInUse) || errors.As(err, &ce) || errors.As(err, &fe) {
+		return err
 	}
-	return st, err
+	return &CorruptError{Path: path, Reason: err.Error()}
 }
 
 func (s *Store) load() (*State, error) {
@@ -266,11 +300,7 @@ func LoadFile(dir string) (*State, error) {
 		st, err = guard(func() (*State, error) { return loadTx(tx) })
 		return err
 	})
-	var ce *CorruptError
-	if err != nil && !errors.Is(err, ErrNotBootstrapped) && !errors.Is(err, ErrInUse) && !errors.As(err, &ce) {
-		err = &CorruptError{Path: path, Reason: err.Error()}
-	}
-	return st, err
+	return st, loadError(path, err)
 }
 
 // loadTx reads the whole state in one read transaction. A database without a member's
@@ -286,6 +316,9 @@ func loadTx(tx *bolt.Tx) (*State, error) {
 			if tx.Bucket(b) == nil {
 				return &CorruptError{Path: tx.DB().Path(), Reason: fmt.Sprintf("it has no %s bucket: not a member's database", b)}
 			}
+		}
+		if f := getUint(meta, keyFormat); f != dataFormat {
+			return &FormatError{Path: tx.DB().Path(), Format: f}
 		}
 		st.MemberID = membership.ID(getUint(meta, keyMemberID))
 		st.ClusterID = membership.ID(getUint(meta, keyClusterID))

@@ -1,10 +1,13 @@
 package storage
 
 import (
+	"bytes"
+	"errors"
 	"os"
 	"path/filepath"
 	"testing"
 
+	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
@@ -84,6 +87,40 @@ func TestSaveLoad(t *testing.T) {
 func TestOpenMissing(t *testing.T) {
 	if _, err := Open(t.TempDir()); err != ErrNotBootstrapped {
 		t.Fatal(err)
+	}
+}
+
+// A database of a development build before the data format (no format key in meta) is refused
+// by every reader, as a *FormatError saying so in one line, and nothing is written to it.
+func TestOlderFormatRefused(t *testing.T) {
+	dir := t.TempDir()
+	c := membership.NewCluster(9, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://a:1"}}})
+	s, err := Create(dir, Identity{MemberID: 1, ClusterID: 9, Name: "a"}, nil, &raftpb.HardState{}, c, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(keyFormat) }); err != nil {
+		t.Fatal(err)
+	}
+	_, loadErr := s.Load()
+	s.Close()
+	before, err := os.ReadFile(filepath.Join(dir, FileName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, fileErr := LoadFile(dir)
+	for _, err := range []error{loadErr, fileErr} {
+		var fe *FormatError
+		want := filepath.Join(dir, FileName) + " is in data format 0, of a development build before the first release; this version reads format 1 only"
+		if !errors.As(err, &fe) || err.Error() != want {
+			t.Fatalf("an older database: %T %v", err, err)
+		}
+	}
+	if after, err := os.ReadFile(filepath.Join(dir, FileName)); err != nil || !bytes.Equal(after, before) {
+		t.Fatalf("LoadFile wrote to an older database (%v)", err)
+	}
+	if got := (&FormatError{Path: "m.db", Format: 2}).Error(); got != "m.db is in data format 2, of a later version; this version reads format 1 only" {
+		t.Fatalf("a later format: %s", got)
 	}
 }
 

@@ -220,10 +220,11 @@ func (b *bench) historySizes(ctx context.Context, c *cluster.Cluster, cl *client
 	if err != nil {
 		return hs, err
 	}
-	blocks, _ := info.Cluster.History.DeflatedBlocks()
-	for _, b := range blocks {
-		hs.HistoryBytes += int64(len(b.Deflated))
+	bare, err := storage.SnapshotData(info.Cluster.WithoutHistory())
+	if err != nil {
+		return hs, err
 	}
+	hs.HistoryBytes = int64(len(data) - len(bare))
 	hs.Events, hs.RaftSnapshotBytes = info.Cluster.History.Len(), int64(len(data))
 	return hs, nil
 }

@@ -92,7 +92,7 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.historyCycles, "history-cycles", 31, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians within 1.1x: "+
 		"more than -cycles, as the medians of 5 on a loaded 2-core machine do not tell 1.1x from 1.2x, and those of 11 moved by 0.1x to 0.3x between runs of one code; "+
 		"with two clusters alike (-history-control) a run's ratios of 31 still strayed to 1.15x and 1.24x, so the targets are read over runs (-pool)")
-	fs.IntVar(&o.replaceRuns, "replace-runs", 10, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
+	fs.IntVar(&o.replaceRuns, "replace-runs", 20, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.deadReplaceRuns, "dead-replace-runs", 5, "measured replacements of a dead follower (killed just before) per CLI: clusterctl member replace and etcdctl's remove, add, promote steps (one unmeasured each first unless -warmup=0)")
 	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
 	fs.IntVar(&o.etcdRemovals, "etcd-removals", 0, "leader removals seen by clientv3 on a real etcd 3.7.1 cluster, for comparison (0: none; needs etcd built, see -build-etcd; each takes seconds, as etcd's gap is over a second)")

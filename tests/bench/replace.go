@@ -319,6 +319,29 @@ func (r *report) fillReplace(s map[string]samples, warmup int) {
 	})
 }
 
+// leaderMoveBound is the longest move of leadership to a member just promoted that shows no
+// stall: a transfer whose invitation the member dropped, still a learner, waits out an election
+// timeout (1 s) before raft is asked again.
+const leaderMoveBound = 500 * time.Millisecond
+
+// fillLeaderMove adds the row of clusterctl's move of leadership from the replaced leader to the
+// member it just promoted (the step after the promotion), over every measured replacement.
+func (r *report) fillLeaderMove(rs []replaceResult, warmup int) {
+	var s samples
+	for _, x := range rs {
+		if x.CLI == "clusterctl" {
+			s = append(s, x.StepsMS[2]-x.StepsMS[1])
+		}
+	}
+	if len(s) == 0 {
+		return
+	}
+	row := stat("member_replace_leader_move", "member replace: the move of leadership to the member just promoted", "ms", s, warmup,
+		fmt.Sprintf("max < %d ms", leaderMoveBound.Milliseconds()))
+	row.Met = ptr(row.Max < millis(leaderMoveBound))
+	r.Rows = append(r.Rows, row)
+}
+
 // versus names the rows of a series timed with clusterctl and with etcdctl's steps.
 type versus struct {
 	key, figure, etcdKey, etcdFigure, ratioFigure, target string

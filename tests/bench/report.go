@@ -293,6 +293,7 @@ func (r *report) fill(f figures) {
 	ready.Met = ptr(ready.Median <= 52)
 	r.Rows = append(r.Rows, lr, ready)
 	r.fillReplace(f.replaces, cw)
+	r.fillLeaderMove(f.replacements, cw)
 	r.Replacements = f.replacements
 	r.fillDeadReplace(f.deadReplaces, cw)
 	r.DeadReplacements = f.deadReplacements

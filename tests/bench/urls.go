@@ -10,7 +10,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
-// urlFigures are what the peer URL checks cost the leader (docs/benchmarks.md, URL checks).
+// urlFigures are what the peer URL checks cost the leader (docs/benchmarks.md, "Decisions the code cites").
 type urlFigures struct {
 	oneURL  samples // a learner's peer URL update, one URL for another
 	maxURLs samples // the same with membership.MaxURLs URLs for as many others

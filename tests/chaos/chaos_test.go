@@ -195,6 +195,11 @@ func TestChaos(t *testing.T) {
 	checkLogs(t, c)
 	checkDataDirs(t, dir)
 	checkHistory(t, rec, initial, cfg, dir)
+	checked, failures := c.checkLiveQuorum(rec)
+	t.Logf("live quorum: %d accepted voter adds checked, %d failed", checked, len(failures))
+	for _, f := range failures {
+		t.Error(f)
+	}
 	for _, f := range c.failures {
 		t.Error(f)
 	}

@@ -35,6 +35,8 @@ type record struct {
 	out    output
 	call   time.Duration
 	ret    time.Duration // meaningless when out.Unknown
+	// after is the membership an accepted add returned (checkLiveQuorum).
+	after []mem
 }
 
 // recorder keeps the history and the gRPC connections of every client.
@@ -138,7 +140,11 @@ func (r *recorder) do(ctx context.Context, client int, addr string, in input, ti
 		return out, nil, true
 	}
 	r.mu.Lock()
-	r.history = append(r.history, record{client: client, in: in, out: out, call: callAt.Sub(r.start), ret: retAt.Sub(r.start)})
+	rc := record{client: client, in: in, out: out, call: callAt.Sub(r.start), ret: retAt.Sub(r.start)}
+	if in.Kind == opAdd && v != nil {
+		rc.after = v.members
+	}
+	r.history = append(r.history, rc)
 	r.mu.Unlock()
 	r.count(in, out)
 	return out, v, true

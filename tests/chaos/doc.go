@@ -38,6 +38,9 @@
 //     the end of the run cuts short is made in the heal phase, with a bound of its own. The
 //     report's "restarted members came back" line counts restarts, checks made, skipped (each
 //     reason on its own line) and failed.
+//   - No accepted voter add leaves fewer voters that may count as live than a quorum (live.go):
+//     a voter whose slot's process had ended, or had been paused for an election timeout, while
+//     the add was decided does not count; what the test cannot know for certain counts as live.
 //   - A run is driven by one seed, printed first: every random choice of the test (clients,
 //     fault lanes, the proxy's drops, the reconciler's choices of member to list and of removed
 //     members to restart) is a stream of it, so -seed=N replays the run as far as the test

@@ -74,11 +74,12 @@ type process struct {
 	events  *journal
 
 	mu       sync.Mutex
-	killed   bool // the test sent SIGKILL: any status goes
-	termed   bool // the test sent SIGTERM: status 0 expected
-	stopped  bool // SIGSTOP sent and no SIGCONT yet
-	pauses   int  // SIGSTOPs sent
-	exitCode int  // -1 when a signal ended it
+	killed   bool     // the test sent SIGKILL: any status goes
+	termed   bool     // the test sent SIGTERM: status 0 expected
+	stopped  bool     // SIGSTOP sent and no SIGCONT yet
+	pauses   int      // SIGSTOPs sent
+	paused   []window // when it was stopped: to is zero while it still is
+	exitCode int      // -1 when a signal ended it
 	signal   syscall.Signal
 	exitedAt time.Time
 }
@@ -224,7 +225,12 @@ func (p *process) terminate(within time.Duration) bool {
 	}
 }
 
-func (p *process) pause() { p.send(syscall.SIGSTOP, func() { p.stopped, p.pauses = true, p.pauses+1 }) }
+func (p *process) pause() {
+	p.send(syscall.SIGSTOP, func() {
+		p.stopped, p.pauses = true, p.pauses+1
+		p.paused = append(p.paused, window{from: time.Now()})
+	})
+}
 
 // pauseCount is how many times the test has paused the process.
 func (p *process) pauseCount() int {
@@ -233,7 +239,14 @@ func (p *process) pauseCount() int {
 	return p.pauses
 }
 
-func (p *process) resume() { p.send(syscall.SIGCONT, func() { p.stopped = false }) }
+func (p *process) resume() {
+	p.send(syscall.SIGCONT, func() {
+		if p.stopped {
+			p.paused[len(p.paused)-1].to = time.Now()
+		}
+		p.stopped = false
+	})
+}
 
 // status is how the process ended, for messages.
 func (p *process) status() string {

@@ -12,6 +12,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/clusterctl/clusterctl/internal/freeport"
 )
 
 // link is a pair of member slots, the smaller first: the faults act on both directions of a
@@ -182,7 +184,7 @@ type proxy struct {
 }
 
 func listenProxy(n *network, slot int, target func() string) (*proxy, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := freeport.Listen()
 	if err != nil {
 		return nil, err
 	}

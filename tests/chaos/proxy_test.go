@@ -4,12 +4,14 @@ import (
 	"net"
 	"os"
 	"testing"
+
+	"github.com/clusterctl/clusterctl/internal/freeport"
 )
 
 // TestSourcesOfAConnection: the proxy finds the process that dialed it, here this test's own,
 // learns every connection open at once in one scan, and forgets one as it closes.
 func TestSourcesOfAConnection(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,72 +1,95 @@
 package e2e
 
 import (
-	"regexp"
+	"crypto/sha256"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
+	"time"
 
-	"go.etcd.io/raft/v3/raftpb"
-	"google.golang.org/protobuf/proto"
+	bolt "go.etcd.io/bbolt"
 
-	"github.com/clusterctl/clusterctl/internal/oldformat"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
-// A data directory as a clusterd older than the history left it (its log's changes without
-// the leader's time or who asked, no history bucket in member.db), started by this clusterd's
-// binary: the changes are replayed into the history once, without a time or an origin, and a
-// restart records nothing again.
-func TestHistoryOlderDataDir(t *testing.T) {
+// A data directory of a development build before the first release (its member.db has no data
+// format in meta, and its history other encodings) is refused in one line: clusterd exits 1
+// without writing to it, datadir check exits 1 saying why, and snapshot status of a snapshot
+// file of it exits 19 (docs/design.md, "Data format").
+func TestOlderDataDirRefused(t *testing.T) {
 	c := newCluster(t, t.TempDir(), nil)
 	m, err := c.Alloc("infra0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	initial := "infra0=" + m.PeerURL
 	st, err := datadir.Create(m.DataDir, "infra0", datadir.NewCluster([]datadir.Initial{{Name: "infra0", URLs: []string{m.PeerURL}}}, "old"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	var entries []*raftpb.Entry
-	for i, ch := range []struct {
-		change membership.Change
-		typ    raftpb.ConfChangeType
-	}{
-		{membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: 77, Name: "old", PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: true}}, raftpb.ConfChangeType_ConfChangeAddLearnerNode},
-		{membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 77}}, raftpb.ConfChangeType_ConfChangeRemoveNode},
-	} {
-		e, err := oldformat.ConfChangeEntry(uint64(i+2), 2, ch.change, ch.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries = append(entries, e)
+	if err := st.Close(); err != nil {
+		t.Fatal(err)
 	}
-	err = st.Save(storage.Update{HardState: &raftpb.HardState{Term: proto.Uint64(2), Commit: proto.Uint64(3)}, Entries: entries})
-	if cerr := st.Close(); err == nil {
+	db := filepath.Join(m.DataDir, storage.FileName)
+	dropFormat(t, db)
+	before, err := os.ReadFile(db)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const refusal = "is in data format 0, of a development build before the first release; this version reads format 1 only"
+
+	args := append(m.BaseArgs(), "--initial-cluster=infra0="+m.PeerURL, "--initial-cluster-state=existing", "--initial-cluster-token=old")
+	if err := c.Start("infra0", args, nil); err != nil {
+		t.Fatal(err)
+	}
+	exit, err := c.WaitExit("infra0", 30*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := os.ReadFile(m.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(string(stderr)), "\n")
+	if last := lines[len(lines)-1]; exit.Code != 1 || !strings.HasPrefix(last, "clusterd: ") || !strings.Contains(last, refusal) {
+		t.Fatalf("clusterd on an older data directory: %v, stderr:\n%s", exit, stderr)
+	}
+	if after, err := os.ReadFile(db); err != nil || string(after) != string(before) {
+		t.Fatalf("clusterd wrote to the older data directory (%v)", err)
+	}
+
+	out, code := clusterctl(t, "datadir", "check", m.DataDir)
+	if code != 1 || strings.Count(out, "\n") != 1 || !strings.HasPrefix(out, "Error: ") || !strings.Contains(out, refusal) {
+		t.Fatalf("datadir check of an older data directory exited %d:\n%s", code, out)
+	}
+
+	// A snapshot file of it (its database, then the SHA-256) is refused as one that holds no
+	// usable database.
+	sum := sha256.Sum256(before)
+	file := filepath.Join(t.TempDir(), "old.db")
+	if err := os.WriteFile(file, append(before, sum[:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out, code = clusterctl(t, "snapshot", "status", file)
+	if code != 19 || strings.Count(out, "\n") != 1 || !strings.Contains(out, "holds no usable clusterd or etcd database: its database "+refusal) {
+		t.Fatalf("snapshot status of an older snapshot file exited %d:\n%s", code, out)
+	}
+}
+
+// dropFormat makes the member.db at path what builds before the data format wrote: no format
+// key in meta (the names are stored ones, pkg/storage/storage.go).
+func dropFormat(t *testing.T, path string) {
+	t.Helper()
+	db, err := bolt.Open(path, 0o600, storage.BoltOptions())
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error { return tx.Bucket([]byte("meta")).Delete([]byte("format")) })
+	if cerr := db.Close(); err == nil {
 		err = cerr
 	}
 	if err != nil {
 		t.Fatal(err)
-	}
-	if err := oldformat.DropHistory(m.DataDir); err != nil {
-		t.Fatal(err)
-	}
-	args := append(m.BaseArgs(), "--initial-cluster="+initial, "--initial-cluster-state=existing", "--initial-cluster-token=old")
-	replayed := regexp.MustCompile(`^-, 2, add-learner, 000000000000004d, old, -\n-, 3, remove, 000000000000004d, old, -\n[^\n]*, publish, [0-9a-f]{16}, infra0, clusterd=publish\n$`)
-	for _, start := range []string{"first start", "restart after kill -9"} {
-		if err := c.Start("infra0", args, nil); err != nil {
-			t.Fatal(err)
-		}
-		if err := c.WaitStarted(tlsWait, "infra0"); err != nil {
-			t.Fatal(err)
-		}
-		out, code := clusterctl(t, "--endpoints="+m.ClientAddr, "member", "history")
-		if code != 0 || !replayed.MatchString(out) {
-			t.Fatalf("%s: member history exited %d:\n%s", start, code, out)
-		}
-		if err := c.Kill("infra0"); err != nil {
-			t.Fatal(err)
-		}
 	}
 }

@@ -2,12 +2,13 @@ package command
 
 import (
 	"context"
-	"net"
 	"sync/atomic"
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
+
+	"github.com/clusterctl/clusterctl/internal/freeport"
 )
 
 // etcdCluster answers like etcd: no clusterd metadata, and every change is made, dry-run
@@ -44,7 +45,7 @@ func (e *etcdCluster) MemberPromote(context.Context, *pb.MemberPromoteRequest) (
 }
 
 func TestDryRunAgainstEtcdChangesNothing(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -2,7 +2,6 @@ package command
 
 import (
 	"bytes"
-	"net"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -11,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/servertest"
 )
 
@@ -33,7 +33,7 @@ const beClusterctl = "CLUSTERCTL_TEST_BE_CLUSTERCTL"
 // listener counts the connections made to it, to prove that nothing was sent.
 func listener(t *testing.T) (string, *atomic.Int32) {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -183,7 +183,7 @@ func TestHelpGoesToStdout(t *testing.T) {
 // speaks HTTP/2: reachable, yet no gRPC server ever answers, so connecting takes the whole limit.
 func silentAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

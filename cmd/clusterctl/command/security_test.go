@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
@@ -297,7 +297,7 @@ func serveStub(t *testing.T, p *commandPKI, a *stubAuth) *stub {
 			Certificates: []tls.Certificate{cert}, ClientAuth: tls.RequireAndVerifyClientCert, ClientCAs: p.ca.Pool(),
 		})))
 	}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -313,7 +313,7 @@ func serveStub(t *testing.T, p *commandPKI, a *stubAuth) *stub {
 
 func deadAddr(t *testing.T) string {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -18,6 +17,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/servertest"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 )
@@ -297,7 +297,7 @@ func (s *stallingMaintenance) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintena
 // Ctrl-C during a save: the process does not die of the signal but removes what it wrote, says
 // so in one line, and exits with the code the shell gives a process SIGINT killed.
 func TestSnapshotSaveInterruptedBySignal(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -350,7 +350,7 @@ func TestSnapshotSaveInterruptedBySignal(t *testing.T) {
 // one into the same FILE is refused naming FILE.part (exit 25); once it is dead, the next save
 // takes the leftover over and succeeds.
 func TestSnapshotSaveAfterSIGKILL(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -506,7 +506,7 @@ func TestSnapshotSaveDiskFull(t *testing.T) {
 // TestSnapshotSaveCommandTimeout: --command-timeout running out in the middle of the stream is
 // a read that timed out (24), naming the member, and leaves nothing behind.
 func TestSnapshotSaveCommandTimeout(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	l, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

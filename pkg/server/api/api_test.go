@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 	"fmt"
-	"net"
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -12,6 +11,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
@@ -60,7 +60,7 @@ func TestServerErrorsContract(t *testing.T) {
 // A refusal reaches a real client as a status with the contract's code and message: the
 // handlers answer through the registry, not through grpc's default for a plain error.
 func TestRefusalOverRPC(t *testing.T) {
-	lis, err := net.Listen("tcp", "127.0.0.1:0")
+	lis, err := freeport.Listen()
 	if err != nil {
 		t.Fatal(err)
 	}

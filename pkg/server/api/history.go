@@ -5,9 +5,7 @@ import (
 	"strconv"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/peer"
-	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -41,25 +39,19 @@ func (h *historyService) List(ctx context.Context, in *cpb.HistoryRequest) (*cpb
 			return nil, rpcerr.Status(err)
 		}
 	}
-	// A history received compressed is inflated and checked here, when first read: damaged
-	// records are refused with what is wrong, in one line.
-	events, err := c.History.Read()
-	if err != nil {
-		return nil, status.Error(codes.DataLoss, err.Error())
-	}
 	hdr := s.header()
 	a := &cpb.HistoryAnswer{ClusterId: hdr.ClusterId, MemberId: hdr.MemberId, RaftTerm: hdr.RaftTerm, Dropped: c.History.Dropped()}
-	for _, ev := range selectEvents(events, req) {
+	for _, ev := range selectEvents(c.History.Events(), req) {
 		a.Events = append(a.Events, wire.EventToProto(ev))
 	}
 	return a, nil
 }
 
-// selectEvents keeps the events req asks for, oldest first: of one member, since a time, the
-// newest Limit.
+// selectEvents returns the events req asks for, oldest first: of one member, since a time, the
+// newest Limit. events is the history's own, and is left as it is.
 func selectEvents(events []membership.Event, req wire.HistoryRequest) []membership.Event {
 	id, idErr := strconv.ParseUint(req.Member, 16, 64)
-	out := events[:0]
+	var out []membership.Event
 	for _, ev := range events {
 		if req.Member != "" && ev.Name != req.Member && (idErr != nil || uint64(ev.MemberID) != id) {
 			continue

@@ -26,6 +26,8 @@ func (s *Server) MoveLeader(ctx context.Context, r *pb.MoveLeaderRequest) (*pb.M
 	if to != n.ID() {
 		ctx, cancel := transferTimeout(s.withTimeout(ctx))
 		defer cancel()
+		// A member promoted a moment ago may not have applied its promotion yet.
+		s.cfg.Coordinator.AwaitVoter(ctx, to)
 		if err := n.TransferLeadership(ctx, to); err != nil {
 			if errors.Is(err, raftnode.ErrTimeout) || ctx.Err() != nil {
 				err = rpcerr.ErrLeaderTransferTimedOut
@@ -56,7 +58,7 @@ func checkTransferee(n *raftnode.Node, to membership.ID) error {
 	switch {
 	case m == nil, m.IsLearner:
 		return rpcerr.ErrBadLeaderTransferee
-	case to != n.ID() && !n.RecentlyActive(to):
+	case to != n.ID() && !n.Live(to):
 		return rpcerr.ErrBadLeaderTransferee
 	}
 	return nil

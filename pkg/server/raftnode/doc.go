@@ -17,8 +17,7 @@
 //  7. publishApplied and releaseReads: the new membership to readers and the transport, the
 //     read indexes to their waiters;
 //  8. maybeSnapshot: a snapshot every SnapshotCount entries, and the log compacted;
-//  9. Advance, and only then answerProposers; then stepInvitation, which steps a leader's
-//     invitation to campaign that arrived before this member had applied its promotion.
+//  9. Advance, and only then answerProposers.
 //
 // ForceNewCluster rewrites a member's stored log before a node is built from it; it replays and
 // writes entries by the same rules as the loop (proposal.go), which is why it lives here.
@@ -36,13 +35,12 @@
 //   - Only the loop writes to the store, and only while Run runs: a removal the cluster confirmed
 //     (MarkRemoved, from any goroutine, even after Run returned) is written as a tombstone by
 //     the loop on its way out, never into a store already closed.
-//   - Nothing but raft's own messages, as their senders sent them, is stepped into raft: no
-//     message is made up in a peer's name. A snapshot's data alone is taken out first: raft
-//     never reads it, so neither raft nor its MemoryStorage holds any (received.go). A snapshot
-//     whose data is not a membership, or an append with an entry that is not a proposal, is
-//     refused at Step (ErrRefused), before raft takes it. Liveness (HeardWithin) is read off
-//     those messages alone, and only of the current term. ForceNewCluster writes before the
-//     node exists.
+//   - Nothing but raft's own messages, as their senders sent them, is stepped into raft, and
+//     nothing is held back, stripped or asked for for its side effect. A snapshot whose data is
+//     not a membership, or an append with an entry that is not a proposal, is refused at Step
+//     (ErrRefused), before raft takes it. Liveness (HeardWithin) is read off those messages
+//     alone, of the current term, and ends at once when the transport reports the connection
+//     lost (PeerLost). ForceNewCluster writes before the node exists.
 //   - Nothing a peer sends makes raft panic, now or at a later campaign: Step refuses, before raft
 //     sees it, what raft could not survive or never sends to a peer (sane.go: a term past
 //     storage.MaxTerm or more than storage.MaxTermStep above this member's, a local type, an
@@ -53,11 +51,7 @@
 //     refused by New, naming clusterctl datadir reset-term.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask
 //     the questions they need answered (Matches, LeaderTerm, ReadIndex), not for raft.Status.
-//   - A snapshot sent to a peer is the applied membership with its own index and term
-//     (currentSnapshot), made on the loop or, once a peer with nothing of the log greets the
-//     leader, ahead of the need from what the loop holds (prepareSnapshot): never an older one.
-//   - A greeting is never a message to raft: a leader greeted by a peer it has no match with
-//     asks raft for a read index nobody waits for (welcome), whose heartbeats contact the peer;
-//     at most one a quarter of a tick, whoever greets.
+//   - A snapshot sent to a peer is the applied membership with its own index and term, as
+//     etcd's merged snapshot is (currentSnapshot): never an older one.
 //   - Nothing here exits the process: raft's Fatal panics, as its Panic does.
 package raftnode

@@ -6,13 +6,9 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
 
-// RecentlyActive reports whether this member, as leader, heard from member id within the last
-// election timeout (raft's RecentActive, which CheckQuorum resets every election timeout). A
-// follower tracks no one and answers false.
-func (n *Node) RecentlyActive(id membership.ID) bool {
-	pr, ok := n.raft.Status().Progress[uint64(id)]
-	return ok && pr.RecentActive
-}
+// Live reports whether member id counts as live by the liveness rule (HeardWithin) with raft's
+// election timeout: what a leadership transfer asks of its target.
+func (n *Node) Live(id membership.ID) bool { return n.HeardWithin(id, n.electionTimeout()) }
 
 // Matches is, for each member, the highest index at which its log is known to match this
 // member's: what a leader's checks ask (has a member acknowledged entries, has a learner caught

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -96,19 +97,8 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
-	// snap is the newest snapshot of the applied membership made to be sent: by currentSnapshot,
-	// or ahead of a joining member's need (Greeted).
+	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
 	snap atomic.Pointer[raftpb.Snapshot]
-	// greeted hands the loop the peers that said they have started (Greeted); what does not
-	// fit is dropped, as the greeting is only a hint.
-	greeted chan membership.ID
-	// making is the applied index of the snapshot prepareSnapshot last began; welcomed is when
-	// welcome last had raft confirm leadership. Only the loop touches them.
-	making   uint64
-	welcomed time.Time
-	// received holds the data of the snapshots peers sent, stepped into raft without it
-	// (received.go).
-	received heldSnapshots
 	// stepMu makes the check of a peer's message and its step one (sane.go); stepCommit is the
 	// highest commit raft may hold from a message stepped.
 	stepMu     sync.Mutex
@@ -138,20 +128,17 @@ type Node struct {
 	stopOnce sync.Once
 	done     chan struct{}
 
-	// heard is when raft's own traffic last came from each member (HeardWithin): ID to
-	// *atomic.Int64 of Unix nanoseconds.
+	// heard is when, and in which term, raft's own traffic last came from each member
+	// (HeardWithin): ID to *atomic.Pointer[heardAt]. PeerLost deletes a member's entry.
 	heard sync.Map
 	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
 	ledSince atomic.Int64
-
-	// invitation is the leader's invitation to campaign (MsgTimeoutNow) that arrived while this
-	// member could not act on it yet (see holdInvitation).
-	invitation atomic.Pointer[heldMessage]
 }
 
-type heldMessage struct {
-	m  *raftpb.Message
-	at time.Time
+// heardAt is when raft's traffic of term last came from a member.
+type heardAt struct {
+	term uint64
+	at   time.Time
 }
 
 // restartStorage hands raft the configuration of the applied membership, not the older one
@@ -174,8 +161,7 @@ func New(cfg Config) (*Node, error) {
 	}
 	mem := raft.NewMemoryStorage()
 	if st.Snapshot != nil {
-		// Without its data, as raft's storage holds every snapshot (received.go).
-		if err := mem.ApplySnapshot(&raftpb.Snapshot{Metadata: st.Snapshot.GetMetadata()}); err != nil {
+		if err := mem.ApplySnapshot(st.Snapshot); err != nil {
 			return nil, err
 		}
 	}
@@ -191,7 +177,6 @@ func New(cfg Config) (*Node, error) {
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
-		greeted: make(chan membership.ID, 8),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -243,8 +228,6 @@ func (n *Node) Run(ctx context.Context) error {
 			return ErrRemoved
 		case <-ticker.C:
 			n.raft.Tick()
-		case id := <-n.greeted:
-			n.welcome(id)
 		case rd := <-n.raft.Ready():
 			if err := n.handleReady(rd); err != nil {
 				return err
@@ -349,9 +332,11 @@ func (n *Node) markRemoved() {
 // taken it, the member would stop when the entry or snapshot came to be applied.
 var ErrRefused = errors.New("refused")
 
-// Step hands a message from a peer to raft. A snapshot goes in without its data, which is decoded
-// and held beside raft (received.go); a message raft could not survive or never sends (sane.go),
-// or whose snapshot or entries do not decode, is refused (ErrRefused) and counted.
+// Step hands a message from a peer to raft, as the peer sent it. A message raft could not apply
+// or survive, or never sends to a peer, is refused first (ErrRefused) and counted: one of a term,
+// index or type raft cannot take (sane.go), a snapshot whose data is not a membership or whose
+// configuration is not its membership's, or an append with an entry that is not a proposal;
+// raft never sees it.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	n.stepMu.Lock()
 	defer n.stepMu.Unlock()
@@ -359,12 +344,8 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 		return n.refused(err)
 	}
 	switch m.GetType() {
-	case raftpb.MessageType_MsgTimeoutNow:
-		if n.holdInvitation(m) {
-			return nil
-		}
 	case raftpb.MessageType_MsgSnap:
-		if err := n.received.hold(m.GetSnapshot(), n.applied.Load(), n.cfg.MaxHistory); err != nil {
+		if err := snapshotUnfit(m.GetSnapshot()); err != nil {
 			return n.refused(err)
 		}
 	case raftpb.MessageType_MsgApp:
@@ -385,71 +366,33 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	return err
 }
 
-// holdInvitation keeps a leader's invitation to campaign (MsgTimeoutNow, the last step of a
-// leadership transfer) that reaches this member before it has applied its own promotion, and
-// reports whether it did. The leader sends it as soon as the member's log matches its own, which
-// can be a moment before the member applies the entry that made it a voter; raft on a learner
-// drops it, and the transfer would wait out an election timeout to be asked again. The loop steps
-// it once the promotion is applied (stepInvitation): to raft it is the same message arriving a
-// little later, which the network may always do.
-func (n *Node) holdInvitation(m *raftpb.Message) bool {
-	if n.promotable() {
-		return false
-	}
-	n.invitation.Store(&heldMessage{m: m, at: time.Now()})
-	// Applied meanwhile: the loop may have looked already.
-	if !n.promotable() {
-		return true
-	}
-	if h := n.invitation.Swap(nil); h != nil {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_ = n.raft.Step(ctx, h.m)
-	}
-	return true
-}
-
-// stepInvitation steps a held invitation once this member is a voter, if it still stands: from
-// the leader of the term it was sent in, within the election timeout after which raft gives up
-// the transfer on the leader. The loop calls it after each pass.
-func (n *Node) stepInvitation() {
-	if n.invitation.Load() == nil || !n.promotable() {
-		return
-	}
-	h := n.invitation.Swap(nil)
-	if h == nil {
-		return
-	}
-	if h.m.GetTerm() != n.term.Load() || h.m.GetFrom() != n.lead.Load() || time.Since(h.at) > n.electionTimeout() {
-		return
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-	defer cancel()
-	_ = n.raft.Step(ctx, h.m)
-}
-
 // electionTimeout is raft's election timeout: ElectionTicks ticks of TickInterval.
 func (n *Node) electionTimeout() time.Duration {
 	return time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
 }
 
-// promotable reports whether this member is a voter of its applied membership, which is raft's
-// configuration too.
-func (n *Node) promotable() bool {
-	m := n.Cluster().Member(membership.ID(n.id))
-	return m != nil && !m.IsLearner
-}
-
-// HeardWithin reports whether raft's own traffic from member id reached this member within d:
-// an append, heartbeat or snapshot from it (it leads), its acknowledgement of one (this member
-// leads), or its answer to this member's campaign (a new leader has heard its voters before
-// their first acknowledgement), of a term no older than this member's. It is the liveness the
-// strict reconfiguration check and the leader hand-off count; a notice outside raft never
-// counts, nor does a message of a past term, which raft ignores too.
+// HeardWithin reports whether member id counts as live: raft's own traffic from it reached
+// this member within d, in the current term, and its connection has not broken since (PeerLost).
+// Traffic is an append, heartbeat or snapshot from it (it leads), its acknowledgement of one
+// (this member leads), or its answer to this member's campaign (a new leader has heard its
+// voters before their first acknowledgement). It is the liveness the strict reconfiguration
+// check and the leader hand-off count: a notice outside raft never counts, nor does a message of
+// an earlier term, so a new leader counts only what it heard itself in its own term, never what
+// it heard as a follower of the leader before it.
 func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
 	v, ok := n.heard.Load(id)
-	return ok && time.Since(time.Unix(0, v.(*atomic.Int64).Load())) <= d
+	if !ok {
+		return false
+	}
+	h := v.(*atomic.Pointer[heardAt]).Load()
+	return h.term == n.term.Load() && time.Since(h.at) <= d
 }
+
+// PeerLost is told by the transport that the connection from or to member id broke: its stream
+// ended, its process closed the socket, or a send to it failed. What was heard from it before no
+// longer counts (HeardWithin) until raft's traffic from it arrives again: a member that stopped a
+// moment ago is not live, whatever it said just before.
+func (n *Node) PeerLost(id membership.ID) { n.heard.Delete(id) }
 
 // LeadingFor is how long this member has led, in its current term; 0 when it does not lead. A
 // leader that has led for less than an election timeout may not have heard yet from voters
@@ -491,6 +434,17 @@ func (n *Node) HoldsOwnRemoval() bool {
 	return false
 }
 
+// lists reports whether id is a member, by the applied membership or, for a snapshot a joining
+// member has not applied yet, by the snapshot's configuration: a new member hears its leader
+// first in the snapshot that makes it a member.
+func (n *Node) lists(id membership.ID, m *raftpb.Message) bool {
+	if n.Cluster().Member(id) != nil {
+		return true
+	}
+	cs := m.GetSnapshot().GetMetadata().GetConfState()
+	return m.GetType() == raftpb.MessageType_MsgSnap && slices.Contains(cs.GetVoters(), uint64(id))
+}
+
 // hear records raft traffic from m's sender (see HeardWithin). Only members are recorded: a
 // sender the membership does not list must not grow the map.
 func (n *Node) hear(m *raftpb.Message) {
@@ -502,28 +456,15 @@ func (n *Node) hear(m *raftpb.Message) {
 		return
 	}
 	id := membership.ID(m.GetFrom())
-	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || n.Cluster().Member(id) == nil {
+	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || !n.lists(id, m) {
 		return
 	}
-	v, _ := n.heard.LoadOrStore(id, new(atomic.Int64))
-	v.(*atomic.Int64).Store(time.Now().UnixNano())
+	v, _ := n.heard.LoadOrStore(id, new(atomic.Pointer[heardAt]))
+	v.(*atomic.Pointer[heardAt]).Store(&heardAt{term: m.GetTerm(), at: time.Now()})
 }
 
 // ReportUnreachable tells raft a peer could not be reached.
 func (n *Node) ReportUnreachable(id uint64) { n.raft.ReportUnreachable(id) }
-
-// Greeted is told by the transport that peer id, vouched for, has just started (its Hello). If
-// it joins with nothing of the log, the leader's loop contacts it at once and starts making the
-// snapshot it will ask for (welcome).
-func (n *Node) Greeted(id membership.ID) {
-	if n.lead.Load() != n.id {
-		return
-	}
-	select {
-	case n.greeted <- id:
-	default:
-	}
-}
 
 // ReportSnapshot tells raft how sending a snapshot to a peer ended.
 func (n *Node) ReportSnapshot(id uint64, ok bool) {

@@ -1,8 +1,6 @@
 package raftnode
 
 import (
-	"context"
-	"encoding/binary"
 	"errors"
 	"fmt"
 	"time"
@@ -80,7 +78,6 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	}
 	n.raft.Advance()
 	n.answerProposers(p)
-	n.stepInvitation()
 	if p.selfRemoved {
 		n.markRemoved()
 	}
@@ -122,13 +119,15 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 		cluster: n.cluster.Load(), applied: n.applied.Load(), lastTerm: n.appliedTerm.Load(),
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		held, err := n.received.take(rd.Snapshot)
+		c, err := storage.SnapshotCluster(rd.Snapshot)
 		if err != nil {
-			return nil, err
+			// Step refused every snapshot whose data is not a membership.
+			return nil, fmt.Errorf("restoring snapshot %d: %w", rd.Snapshot.GetMetadata().GetIndex(), err)
 		}
-		p.up.Snapshot = &raftpb.Snapshot{Data: held.data, Metadata: rd.Snapshot.GetMetadata()}
+		md := rd.Snapshot.GetMetadata()
+		p.up.Snapshot = rd.Snapshot
 		p.up.ResetLog = true
-		p.cluster, p.applied, p.lastTerm, p.received = held.cluster, held.index, held.term, true
+		p.cluster, p.applied, p.lastTerm, p.received = c.WithMaxHistory(n.cfg.MaxHistory), md.GetIndex(), md.GetTerm(), true
 	}
 	for _, e := range rd.CommittedEntries {
 		if e.GetIndex() <= p.applied {
@@ -203,7 +202,7 @@ func (n *Node) persist(p *pass) error {
 	return nil
 }
 
-// appendToMemory hands the durable snapshot (its metadata: received.go) and entries to raft's
+// appendToMemory hands the durable snapshot and entries to raft's
 // MemoryStorage, and notes the last conf change appended, which LeaderTerm waits for.
 func (n *Node) appendToMemory(rd raft.Ready, p *pass) error {
 	if p.received {
@@ -323,7 +322,7 @@ func (n *Node) maybeSnapshot() error {
 	if err != nil {
 		return err
 	}
-	snap, err := n.mem.CreateSnapshot(applied, storage.ConfState(c), nil)
+	snap, err := n.mem.CreateSnapshot(applied, storage.ConfState(c), data)
 	if err != nil {
 		return err
 	}
@@ -346,13 +345,12 @@ func (n *Node) maybeSnapshot() error {
 	return nil
 }
 
-// currentSnapshot is the snapshot to send in place of the one raft chose, which carries no data
-// (received.go): one of the membership as applied now. The stored snapshot may also predate the
-// member it is sent to (a member added after it), and raft refuses a snapshot whose
-// configuration does not include it; the applied state is always at least as new and always
-// includes it. The one made last, here or ahead of the need (prepareSnapshot), is sent again
-// while the membership has not moved since: raft resends a snapshot a member did not
-// acknowledge, and several members may join at once.
+// currentSnapshot is the snapshot a leader sends in place of the one raft chose from its
+// storage, as etcd sends its merged snapshot: the membership as applied now, with its index, term
+// and configuration. The stored snapshot may predate the member it is sent to (a member added
+// after it), and raft refuses a snapshot whose configuration does not include it; the applied
+// state is always at least as new and always includes it. The one made last is sent again while
+// the membership has not moved since: raft resends a snapshot a member did not acknowledge.
 func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	applied := n.applied.Load()
 	if s := n.snap.Load(); s.GetMetadata().GetIndex() == applied {
@@ -364,64 +362,6 @@ func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
 	}
 	n.snap.Store(s)
 	return s, nil
-}
-
-// welcome answers the greeting of member id (Greeted) on the leader's loop, if raft has no match
-// with it: a new member, just started (or any peer the moment after this member was elected).
-// Raft probing a member sends it one append and sends nothing more until the member answers;
-// a member added before it was up never received that append, so it hears nothing until it
-// answers a heartbeat, and raft sends heartbeats at its ticks: up to a heartbeat interval of
-// silence for a new member that is up and waiting. A leadership confirmation, a read index
-// nobody waits for, has raft send a heartbeat to every member at once, learners included (at
-// once if it has committed an entry of its term, else at that commit); the new member answers
-// it and is sent the log, or the snapshot prepareSnapshot starts making now. A leader with no
-// other voter confirms without asking anyone: its new members wait for the next tick, as before.
-// Greetings bring at most one round a quarter of a tick, whoever sends them: a peer that greets
-// again and again, or several in turn, cannot multiply the heartbeats by more than four.
-func (n *Node) welcome(id membership.ID) {
-	if n.lead.Load() != n.id {
-		return
-	}
-	if match, ok := n.Matches()[id]; !ok || match > 0 {
-		return
-	}
-	n.prepareSnapshot()
-	if now := time.Now(); now.Sub(n.welcomed) >= n.cfg.TickInterval/4 {
-		n.welcomed = now
-		ctx, cancel := context.WithTimeout(context.Background(), n.cfg.TickInterval)
-		defer cancel()
-		_ = n.raft.ReadIndex(ctx, binary.BigEndian.AppendUint64(nil, randomID()))
-	}
-}
-
-// prepareSnapshot makes, in the background, the snapshot currentSnapshot will send a new member
-// (welcome), which asks for one as soon as it answers the leader's first append. Made then by
-// the loop, it would hold up every message the leader sends, and the new member, on a machine
-// busy with the member's start (docs/benchmarks.md, "The snapshot made when a new member
-// starts"). It is made when the member starts, not when it is added: an added member may start
-// much later or never, and a snapshot made at each add was in vain whenever the membership moved
-// before the member asked. If it is not done in time, currentSnapshot makes its own. Only the
-// loop calls it, so the membership, its index and term agree, and one is made per applied index
-// however many members start.
-func (n *Node) prepareSnapshot() {
-	applied := n.applied.Load()
-	if n.making == applied || n.snap.Load().GetMetadata().GetIndex() == applied {
-		return
-	}
-	n.making = applied
-	c, term := n.cluster.Load(), n.appliedTerm.Load()
-	go func() {
-		s, err := snapshotOf(c, applied, term)
-		if err != nil {
-			return // currentSnapshot meets the same error, and reports it
-		}
-		for {
-			cur := n.snap.Load()
-			if cur.GetMetadata().GetIndex() >= applied || n.snap.CompareAndSwap(cur, s) {
-				return
-			}
-		}
-	}()
 }
 
 // snapshotOf is the raft snapshot of the membership c, applied up to index of term.

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"slices"
 	"testing"
 	"time"
 
@@ -23,10 +22,9 @@ func snapshotMessage(index uint64, data []byte, cs *raftpb.ConfState) *raftpb.Me
 		}}}
 }
 
-// A received snapshot's data goes beside raft: raft restores the metadata, the Ready applies the
-// membership held for it and stores the data, and raft's storage keeps none. A snapshot whose
-// data is not a membership is refused before raft sees it, and the member goes on to take the
-// next one.
+// A received snapshot is stepped as the leader sent it: the Ready applies its membership and
+// stores it, and raft's storage holds it, data and all. A snapshot whose data is not a membership
+// is refused before raft sees it, and the member goes on to take the next one.
 func TestReceivedSnapshot(t *testing.T) {
 	n, tr := startLearner(t)
 	c := n.Cluster()
@@ -83,63 +81,8 @@ func TestReceivedSnapshot(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if mem.GetMetadata().GetIndex() != 20 || len(mem.GetData()) != 0 {
-		t.Fatalf("raft's storage holds snapshot %d with %d bytes of data, want 20 without data", mem.GetMetadata().GetIndex(), len(mem.GetData()))
-	}
-	n.received.mu.Lock()
-	left := len(n.received.held)
-	n.received.mu.Unlock()
-	if left != 0 {
-		t.Fatalf("%d snapshots still held after the Ready took the one received", left)
-	}
-}
-
-// The snapshots held for raft are few, newest kept, and only the one raft hands back is taken.
-func TestHeldSnapshots(t *testing.T) {
-	data, err := storage.SnapshotData(membership.NewCluster(7, []*membership.Member{{ID: 1, Name: "a", PeerURLs: []string{"http://127.0.0.1:1"}}}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	snap := func(index, term uint64) *raftpb.Snapshot {
-		return &raftpb.Snapshot{Data: bytes.Clone(data), Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(index), Term: proto.Uint64(term),
-			ConfState: &raftpb.ConfState{Voters: []uint64{1}}}}
-	}
-	var h heldSnapshots
-	for _, i := range []uint64{30, 10, 20, 50, 40, 60} {
-		s := snap(i, 2)
-		if err := h.hold(s, 5, 0); err != nil {
-			t.Fatal(err)
-		}
-		if s.Data != nil {
-			t.Fatalf("snapshot %d still carries its data once held", i)
-		}
-	}
-	var indexes []uint64
-	for _, x := range h.held {
-		indexes = append(indexes, x.index)
-	}
-	if want := []uint64{30, 40, 50, 60}; !slices.Equal(indexes, want) {
-		t.Fatalf("held %v, want the newest %d in order %v", indexes, maxHeld, want)
-	}
-	if _, err := h.take(snap(40, 3)); err == nil {
-		t.Fatal("took snapshot 40 of term 3, which was held for term 2")
-	}
-	if _, err := h.take(snap(10, 2)); err == nil {
-		t.Fatal("took snapshot 10, which was dropped")
-	}
-	got, err := h.take(snap(40, 2))
-	if err != nil || got.index != 40 || !bytes.Equal(got.data, data) || got.cluster.Member(1) == nil {
-		t.Fatalf("take 40: %+v, %v", got, err)
-	}
-	if len(h.held) != 2 || h.held[0].index != 50 {
-		t.Fatalf("after taking 40, held %d starting at %d, want 50 and 60", len(h.held), h.held[0].index)
-	}
-	// Holding drops what the member has applied already.
-	if err := h.hold(snap(70, 2), 55, 0); err != nil {
-		t.Fatal(err)
-	}
-	if len(h.held) != 2 || h.held[0].index != 60 {
-		t.Fatalf("after applying 55, held %d starting at %d, want 60 and 70", len(h.held), h.held[0].index)
+	if mem.GetMetadata().GetIndex() != 20 || !bytes.Equal(mem.GetData(), data) {
+		t.Fatalf("raft's storage holds snapshot %d with %d bytes of data, want 20 with the %d bytes received", mem.GetMetadata().GetIndex(), len(mem.GetData()), len(data))
 	}
 }
 

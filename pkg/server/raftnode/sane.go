@@ -129,7 +129,7 @@ func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 
 // absurdSnapshot refuses a snapshot of a term after the message's, or whose configuration
 // raft cannot restore (ConfState). That the configuration is the membership the data holds is
-// checked with the data (heldSnapshots.hold).
+// checked with the data (snapshotUnfit).
 func absurdSnapshot(m *raftpb.Message) error {
 	md := m.GetSnapshot().GetMetadata()
 	if md.GetTerm() > m.GetTerm() || md.GetTerm() == 0 || md.GetIndex() == 0 {
@@ -137,6 +137,20 @@ func absurdSnapshot(m *raftpb.Message) error {
 	}
 	if len(m.GetEntries()) > 0 {
 		return fmt.Errorf("a snapshot with entries")
+	}
+	return nil
+}
+
+// snapshotUnfit refuses a snapshot whose data is not a membership, which the member could not
+// apply, or whose configuration is not the membership's: raft restores the configuration the
+// metadata names, and panics on one it cannot.
+func snapshotUnfit(s *raftpb.Snapshot) error {
+	c, err := storage.SnapshotCluster(s)
+	if err != nil {
+		return err
+	}
+	if !sameConf(s.GetMetadata().GetConfState(), storage.ConfState(c)) {
+		return fmt.Errorf("snapshot at %d: its configuration is not its membership's", s.GetMetadata().GetIndex())
 	}
 	return nil
 }

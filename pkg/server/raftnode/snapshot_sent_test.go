@@ -69,26 +69,6 @@ func TestSnapshotSentIsTheAppliedMembership(t *testing.T) {
 }
 
 // A member that starts with nothing of the log greets the leader, which makes the snapshot the
-// member will ask for then, in the background, and sends that one.
-func TestSnapshotMadeWhenANewMemberStarts(t *testing.T) {
-	n, tr, _, term := leaderAddedLearner(t)
-	applied := n.applied.Load()
-	n.Greeted(learnerID)
-	waitUntil(t, "the snapshot made ahead", func() bool { return n.snap.Load().GetMetadata().GetIndex() == applied })
-	made := n.snap.Load()
-	m := &raftpb.Message{Type: raftpb.MessageType_MsgSnap.Enum(), From: proto.Uint64(uint64(n.ID())), To: proto.Uint64(uint64(learnerID)),
-		Term: proto.Uint64(term), Snapshot: &raftpb.Snapshot{Metadata: &raftpb.SnapshotMetadata{Index: proto.Uint64(1), Term: proto.Uint64(1)}}}
-	if err := n.send([]*raftpb.Message{m}); err != nil {
-		t.Fatal(err)
-	}
-	if sent := lastSnapTo(t, tr, learnerID); sent.GetSnapshot() != made {
-		t.Fatal("the snapshot made when the member started was not the one sent")
-	}
-	c, err := storage.SnapshotCluster(made)
-	if err != nil || c.Member(learnerID) == nil {
-		t.Fatalf("the snapshot made ahead: %v, %v", c, err)
-	}
-}
 
 // lastSnapTo is the last snapshot message tr was given for member to: the loop sends its own
 // heartbeats and appends beside the test's messages.

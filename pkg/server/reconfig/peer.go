@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
@@ -157,6 +158,12 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	if err != nil {
 		return nil, err
 	}
+	// A leader that stops answering after it was last heard (paused, cut off) would keep the
+	// request until the client's deadline: the leader's answer is awaited as long as the leader
+	// needs to give one (forwardWithin), and then the outcome is unknown (ErrTimeout), as it is
+	// for any request sent and not answered.
+	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin(req))
+	defer cancel()
 	var hdr metadata.MD
 	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req), grpc.Header(&hdr))
 	if err != nil {
@@ -174,6 +181,14 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	return wire.ReportFromProto(reply), nil
 }
 
+// forwardWithin is how long a member waits for its leader's answer to a forwarded request: the
+// learner's readiness wait the request asks for, the leader's judgement (judgeWithin), and three
+// election timeouts for the change to commit and apply, which takes a round trip on a live
+// cluster. With the default election timeout that is 4 s, inside etcdctl's 5 s.
+func (c *Coordinator) forwardWithin(req Request) time.Duration {
+	return req.ReadyWait + c.judgeWithin() + 3*c.cfg.ElectionTimeout
+}
+
 func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -186,6 +201,38 @@ func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
 	}
 	c.conns[url] = conn
 	return conn, nil
+}
+
+// AwaitVoter waits, an election timeout at most, until member id has applied its own promotion,
+// as its answer to a Membership call on the peer port says. Raft's last step of a leadership
+// transfer, its invitation to campaign, goes out as soon as the target's log matches the
+// leader's, and a member that has not applied its promotion yet drops it as a learner's: the
+// transfer would then wait out an election timeout. Asked before the transfer, nothing of raft's
+// is held or altered. A member that does not answer is not waited for beyond the bound; raft's
+// transfer then decides.
+func (c *Coordinator) AwaitVoter(ctx context.Context, id membership.ID) {
+	m := c.cfg.Node.Cluster().Member(id)
+	if m == nil || m.IsLearner || len(m.PeerURLs) == 0 {
+		return
+	}
+	conn, err := c.conn(m.PeerURLs[0])
+	if err != nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
+	defer cancel()
+	for {
+		if info, err := MembershipOn(ctx, conn, m.PeerURLs[0], false); err == nil {
+			if self := info.Cluster.Member(id); self != nil && !self.IsLearner {
+				return
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(c.cfg.ElectionTimeout / 50):
+		}
+	}
 }
 
 // Close closes the connections to peers.

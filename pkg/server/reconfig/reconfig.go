@@ -3,6 +3,7 @@ package reconfig
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"sync"
 	"time"
 
@@ -39,6 +40,8 @@ type Config struct {
 	MaxLearners     int
 	// Metrics counts the changes this member decides while leader; nil for none.
 	Metrics *metrics.Metrics
+	// Logger says why a leader refused a change it could not judge in time; nil for none.
+	Logger *slog.Logger
 }
 
 // Coordinator routes and decides membership changes.
@@ -51,6 +54,9 @@ type Coordinator struct {
 
 // New returns a Coordinator.
 func New(cfg Config) *Coordinator {
+	if cfg.Logger == nil {
+		cfg.Logger = slog.New(slog.DiscardHandler)
+	}
 	return &Coordinator{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
 }
 
@@ -76,10 +82,13 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		}
 		seen := c.cfg.Node.Cluster()
 		var reply *Reply
-		if lead == c.cfg.Node.ID() {
+		switch {
+		case lead == c.cfg.Node.ID():
 			reply, err = c.decide(ctx, req)
 			c.count(req, err)
-		} else {
+		case !c.cfg.Node.HeardWithin(lead, c.cfg.ElectionTimeout):
+			err = c.awaitLeader(ctx, lead)
+		default:
 			reply, err = c.forward(ctx, lead, req)
 		}
 		if !retryable(err) {
@@ -97,6 +106,30 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		}
 		backoff = min(2*backoff, 200*time.Millisecond)
 	}
+}
+
+// awaitLeader waits, when the leader this member knows has been silent for an election timeout
+// or its connection broke, until it is heard again or another leader is known (ErrNotLeader: go
+// round again), and answers "no leader" after an election timeout: a request forwarded to a
+// leader that answers nothing would wait for the client's deadline, and whether it was applied
+// would be unknown. Nothing is sent, so a client may safely ask again.
+func (c *Coordinator) awaitLeader(ctx context.Context, lead membership.ID) error {
+	n := c.cfg.Node
+	deadline := time.NewTimer(c.cfg.ElectionTimeout)
+	defer deadline.Stop()
+	// Polled: a heartbeat heard changes nothing a member waits on.
+	poll := time.NewTicker(c.cfg.ElectionTimeout / 50)
+	defer poll.Stop()
+	for n.Leader() == lead && !n.HeardWithin(lead, c.cfg.ElectionTimeout) {
+		select {
+		case <-poll.C:
+		case <-deadline.C:
+			return raftnode.ErrNoLeader
+		case <-ctx.Done():
+			return raftnode.ErrTimeout
+		}
+	}
+	return raftnode.ErrNotLeader
 }
 
 // count records a change this member decided as leader, once its answer is known. A dry run
@@ -124,12 +157,16 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	if ctx.Err() != nil {
 		return nil, raftnode.ErrTimeout
 	}
+	// The judgement is bounded (judgeWithin): a leader that cannot decide within it refuses, so
+	// the client gets a definite answer, never its own deadline.
+	jctx, cancel := context.WithTimeout(ctx, c.judgeWithin())
+	defer cancel()
 	// Check against a membership that holds every change of earlier leaders, and propose in
 	// the same term: otherwise a change an earlier leader left in the log could be applied
 	// between the check and the proposal (two learner adds, each alone within --max-learners).
-	term, err := n.LeaderTerm(ctx)
+	term, err := n.LeaderTerm(jctx)
 	if err != nil {
-		return nil, err
+		return nil, c.undecided(ctx, jctx, err, "no entry of its own term is committed yet: it has not heard from a quorum")
 	}
 	cl := n.Cluster()
 	if ch.Kind == membership.KindAdd {
@@ -141,13 +178,15 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	}
 	err = c.check(cl, ch, reply)
 	if errors.Is(err, membership.ErrUnhealthy) {
-		err = c.recheckNewLeader(ctx, cl, ch, reply)
+		err = c.recheckNewLeader(jctx, cl, ch, reply)
 	}
 	if err != nil {
 		if statesMembership(err) {
-			if err = c.confirmRefusal(ctx, cl, ch, reply, err); retryable(err) {
+			err = c.confirmRefusal(jctx, cl, ch, reply, err)
+			if retryable(err) {
 				return nil, err
 			}
+			err = c.undecided(ctx, jctx, err, "no quorum confirmed its leadership")
 		}
 		if req.DryRun && !retryable(err) {
 			return reply, err
@@ -171,6 +210,26 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 		reply.Member = *m
 	}
 	return reply, nil
+}
+
+// judgeWithin bounds how long a leader takes to judge a change, from the moment it holds the
+// conf lock to its verdict: an election timeout, and a second at most, well inside the call
+// timeouts of etcdctl (5 s) and kubeadm (2 s). A leader that is up hears every live voter within
+// a heartbeat interval; one that has not heard from a quorum in that time cannot tell whether the
+// change would keep a quorum, and refuses it, as etcd does.
+func (c *Coordinator) judgeWithin() time.Duration {
+	return min(c.cfg.ElectionTimeout, time.Second)
+}
+
+// undecided turns a wait of the judgement that ran out (jctx ended, the client's ctx did not)
+// into etcd's refusal "unhealthy cluster", logged with why; any other error is returned as it is.
+func (c *Coordinator) undecided(ctx, jctx context.Context, err error, why string) error {
+	if jctx.Err() == nil || ctx.Err() != nil || !errors.Is(err, raftnode.ErrTimeout) {
+		return err
+	}
+	c.cfg.Logger.Warn("refused a membership change it could not judge in time",
+		"within", c.judgeWithin().String(), "reason", why, "err", membership.ErrUnhealthy.Error())
+	return membership.ErrUnhealthy
 }
 
 // statesMembership reports refusals that state a fact about the membership (a member exists or

@@ -21,9 +21,8 @@
 //     rate-limited, with the remote address and CN.
 //   - No notice is believed: a Removed notice, or a peer refusing this member as removed, only
 //     sends a claim on RemovalClaims, which the server checks with a majority of the voters;
-//     a Hello only ends the backoff of this member's sender to the peer and tells the member
-//     (Handler.Greeted), whose leader may contact a new member at once and make its snapshot
-//     ahead. Nothing here steps a raft message that its sender did not send.
+//     a Hello only ends the backoff of this member's sender to the peer. Nothing here steps a
+//     raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A peer's
 //     hello ends its sender's backoff, and the first message taken after it is tried at once,

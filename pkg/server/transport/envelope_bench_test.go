@@ -102,5 +102,5 @@ func (h *stepCounter) Step(context.Context, *raftpb.Message) error {
 }
 func (h *stepCounter) ReportUnreachable(uint64)     {}
 func (h *stepCounter) ReportSnapshot(uint64, bool)  {}
-func (h *stepCounter) Greeted(membership.ID)        {}
+func (h *stepCounter) PeerLost(membership.ID)       {}
 func (h *stepCounter) Cluster() *membership.Cluster { return h.cluster }

@@ -37,8 +37,9 @@ type Handler interface {
 	ReportUnreachable(id uint64)
 	ReportSnapshot(id uint64, ok bool)
 	Cluster() *membership.Cluster
-	// Greeted is told that peer id, vouched for, said it has just started (a Hello).
-	Greeted(id membership.ID)
+	// PeerLost is told that the connection with member id broke: the last of its streams to
+	// this member ended, or a send to it failed.
+	PeerLost(id membership.ID)
 }
 
 // Config configures a Transport.
@@ -74,6 +75,9 @@ type Transport struct {
 	mu     sync.Mutex
 	peers  map[membership.ID]*peer
 	closed bool
+	// streams counts each vouched sender's open raft streams to this member: when the last one
+	// ends, the sender is lost (Handler.PeerLost).
+	streams map[membership.ID]int
 
 	// claims wakes whoever checks this member's removal with the cluster (RemovalClaims).
 	claims  chan struct{}
@@ -84,7 +88,7 @@ type Transport struct {
 
 // New returns a transport; Attach the local member before serving or sending.
 func New(cfg Config) *Transport {
-	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, claims: make(chan struct{}, 1),
+	return &Transport{cfg: cfg, peers: map[membership.ID]*peer{}, streams: map[membership.ID]int{}, claims: make(chan struct{}, 1),
 		ignored: newIgnoredLog(cfg.Logger, ignoredInterval)}
 }
 
@@ -105,9 +109,7 @@ func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerSer
 //     proof, so a stranger's notice, a stale one, or a forced member's, is logged and ignored.
 //   - Hello tells a member that the sender has just started, so that it stops backing off from
 //     the sender: a member added while it was not running yet would otherwise wait out the
-//     backoff before its first message. The member is told too (Handler.Greeted): a leader
-//     contacts a new member at once and makes ahead the snapshot it will ask for. No message of
-//     the greeting's reaches raft.
+//     backoff before its first message. No message of the greeting's reaches raft.
 //   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
 type peerService struct {
 	pb.UnimplementedPeerServer
@@ -126,9 +128,8 @@ func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error
 }
 
 // Hello is a hint too: it ends the backoff of this member's sender to the peer, so that the
-// next message raft sends it is tried at once, and tells the member (Handler.Greeted), whose
-// leader may contact a new member at once and make ahead the snapshot it will ask for. Raft's
-// view of the peer changes only when the peer answers.
+// next message raft sends it is tried at once. Raft's view of the peer changes only when the
+// peer answers.
 func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
 	t := s.t
 	return t.serveNotice(ctx, n, func(from sender) {
@@ -141,15 +142,12 @@ func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) 
 			t.ignored.log("ignored a greeting", from, "peer", id.String(), "err", err.Error())
 			return
 		}
-		// The sender first: the member's leader may answer the greeting with a heartbeat at
-		// once, which a sender still backing off from the peer would drop.
 		t.mu.Lock()
 		p := t.peers[id]
 		t.mu.Unlock()
 		if p != nil {
 			p.wake()
 		}
-		t.h.Greeted(id)
 	})
 }
 
@@ -247,6 +245,11 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 	// checked on that first message too, and every later one must name the same sender.
 	from := senderOf(stream.Context())
 	var sender membership.ID
+	defer func() {
+		if sender != 0 {
+			t.streamEnded(sender)
+		}
+	}()
 	for {
 		env, err := stream.Recv()
 		if err != nil {
@@ -265,6 +268,7 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 				return status.Error(codes.PermissionDenied, err.Error())
 			}
 			sender = membership.ID(env.GetFrom())
+			t.streamStarted(sender)
 			t.answerSender(stream.Context(), sender)
 		} else if membership.ID(env.GetFrom()) != sender {
 			return status.Error(codes.PermissionDenied, "a raft stream carries one sender's messages")
@@ -280,6 +284,27 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 			return status.Error(codes.InvalidArgument, err.Error())
 		}
 	}
+}
+
+// streamStarted counts a vouched sender's stream, before any of its messages is stepped.
+func (t *Transport) streamStarted(id membership.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.streams[id]++
+}
+
+// streamEnded uncounts a sender's stream; the end of its last one is the end of its connection
+// to this member (its process stopped or its socket closed), and the member is told at once,
+// under t.mu, so that a stream the sender opens meanwhile is either counted first or stepped
+// after.
+func (t *Transport) streamEnded(id membership.ID) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.streams[id]--; t.streams[id] > 0 {
+		return
+	}
+	delete(t.streams, id)
+	t.h.PeerLost(id)
 }
 
 // check refuses an envelope for another cluster or member, from a removed member, or whose
@@ -416,6 +441,7 @@ func (t *Transport) report(m *raftpb.Message, ok bool) {
 	}
 	if !ok {
 		t.h.ReportUnreachable(m.GetTo())
+		t.h.PeerLost(membership.ID(m.GetTo()))
 		t.cfg.Metrics.PeerSendFailed(m.GetTo())
 	}
 }

@@ -25,7 +25,7 @@ import (
 type member struct {
 	mu      sync.Mutex
 	stepped []*raftpb.Message
-	greeted []membership.ID
+	lost    []membership.ID
 	cluster *membership.Cluster
 
 	accepted    atomic.Int32 // connections its listener accepted
@@ -40,10 +40,16 @@ func (m *member) Step(_ context.Context, msg *raftpb.Message) error {
 }
 func (m *member) ReportUnreachable(uint64)    { m.unreachable.Add(1) }
 func (m *member) ReportSnapshot(uint64, bool) {}
-func (m *member) Greeted(id membership.ID) {
+func (m *member) PeerLost(id membership.ID) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	m.greeted = append(m.greeted, id)
+	m.lost = append(m.lost, id)
+}
+
+func (m *member) lostPeers() []membership.ID {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.lost)
 }
 
 func (m *member) Cluster() *membership.Cluster {
@@ -127,6 +133,30 @@ func TestDelivers(t *testing.T) {
 	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
 	sender.Send([]*raftpb.Message{heartbeat(1, 2), heartbeat(1, 2)})
 	waitFor(t, "delivery", func() bool { return receiver.count() == 2 })
+}
+
+// A member is told at once that a peer is lost: the receiver when the peer's stream ends (its
+// process closed its side), the sender when a send to it fails; and not while the stream lives.
+func TestPeerLostWhenTheConnectionBreaks(t *testing.T) {
+	c := membership.NewCluster(7, nil)
+	_, receiver, url := serve(t, 2, 7, c)
+	sender, _, _ := serve(t, 1, 7, c)
+	sender.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}}))
+	sender.Send([]*raftpb.Message{heartbeat(1, 2)})
+	waitFor(t, "delivery", func() bool { return receiver.count() == 1 })
+	if lost := receiver.lostPeers(); len(lost) != 0 {
+		t.Fatalf("lost %v while the stream lives", lost)
+	}
+	sender.Close()
+	waitFor(t, "the receiver told of the sender's end", func() bool { return slices.Contains(receiver.lostPeers(), 1) })
+
+	gone := refusedURL(t)
+	again, againSide, _ := serve(t, 3, 7, c)
+	again.SetPeers(membership.NewCluster(7, []*membership.Member{{ID: 4, PeerURLs: []string{gone}}}))
+	again.Send([]*raftpb.Message{heartbeat(3, 4)})
+	waitFor(t, "the sender told of a failed send", func() bool {
+		return slices.Contains(againSide.lostPeers(), 4)
+	})
 }
 
 // A message from another cluster, from a removed member, for another member, or whose raft
@@ -234,9 +264,9 @@ func TestRemovedNoticeIsAClaim(t *testing.T) {
 	}
 }
 
-// A starting member's greeting wakes its peers' senders to it and tells each peer's member of
-// it, if the membership lists the sender; no message of the greeting's reaches raft. It goes over the connection the
-// sender's raft messages then take: one connection per sender.
+// A starting member's greeting wakes its peers' senders to it; no message of the greeting's
+// reaches raft. It goes over the connection the sender's raft messages then take: one
+// connection per sender.
 func TestGreet(t *testing.T) {
 	c := membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}}})
 	c.Removed = membership.NewIDSet(3)
@@ -254,14 +284,7 @@ func TestGreet(t *testing.T) {
 	if n := receiver.accepted.Load(); n != 2 {
 		t.Fatalf("the receiver accepted %d connections from the two senders; want 2: a raft message goes over the greeting's connection", n)
 	}
-	greeted := func() []membership.ID {
-		receiver.mu.Lock()
-		defer receiver.mu.Unlock()
-		return slices.Clone(receiver.greeted)
-	}
-	// The greeting goes beside the raft stream, not before it on the connection.
-	waitFor(t, "the member told of member 1's greeting", func() bool { return slices.Contains(greeted(), 1) })
-	// Answered once handled: a greeting in the name of removed member 3 is not told.
+	// Answered once handled, a greeting in the name of removed member 3 too.
 	conn, err := sender.Dial(url)
 	if err != nil {
 		t.Fatal(err)
@@ -269,9 +292,6 @@ func TestGreet(t *testing.T) {
 	defer conn.Close()
 	if err := invoke(conn, pb.PeerClient.Hello, &pb.Notice{ClusterId: 7, From: 3, To: 2}); err != nil {
 		t.Fatal(err)
-	}
-	if g := greeted(); slices.Contains(g, 3) {
-		t.Fatalf("the member was told of greetings from %v; 3 is removed", g)
 	}
 }
 

@@ -1063,23 +1063,14 @@ func (x *HistoryAnswer) GetDropped() uint64 {
 
 // MembershipSnapshot is the data of a raft snapshot: the membership as applied at the snapshot's
 // index, its history included, which is how a member that joins later holds the whole history
-// (pkg/storage). Data that starts with '{' is the JSON that versions before this message wrote.
-// The membership is required and history_events counts the events the blocks keep (each
-// block's events less its skip): data cut short at any byte is refused.
+// (pkg/storage). The membership is required.
 type MembershipSnapshot struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// history_events is how many events the history holds, and history_dropped how many older
-	// events it dropped before them to stay bounded.
-	HistoryEvents  uint64 `protobuf:"varint,1,opt,name=history_events,json=historyEvents,proto3" json:"history_events,omitempty"`
-	HistoryDropped uint64 `protobuf:"varint,2,opt,name=history_dropped,json=historyDropped,proto3" json:"history_dropped,omitempty"`
-	// history is how the first version of this message carried the events: their records as one
-	// DEFLATE stream (RFC 1951), blocks end to end, then an empty final block. Read, not written.
-	History []byte   `protobuf:"bytes,3,opt,name=history,proto3" json:"history,omitempty"`
-	Cluster *Cluster `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	// history_blocks are the events, oldest first, as the history keeps them: the member that
-	// receives them keeps each block as it came, so that dropping its oldest events at the bound
-	// never inflates more than one block, and the member that sends them compresses none again.
-	HistoryBlocks []*HistoryBlock `protobuf:"bytes,5,rep,name=history_blocks,json=historyBlocks,proto3" json:"history_blocks,omitempty"`
+	// history_dropped is how many older events the history dropped to stay bounded.
+	HistoryDropped uint64   `protobuf:"varint,2,opt,name=history_dropped,json=historyDropped,proto3" json:"history_dropped,omitempty"`
+	Cluster        *Cluster `protobuf:"bytes,4,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	// history is the events kept, oldest first.
+	History       []*Event `protobuf:"bytes,6,rep,name=history,proto3" json:"history,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1114,25 +1105,11 @@ func (*MembershipSnapshot) Descriptor() ([]byte, []int) {
 	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{14}
 }
 
-func (x *MembershipSnapshot) GetHistoryEvents() uint64 {
-	if x != nil {
-		return x.HistoryEvents
-	}
-	return 0
-}
-
 func (x *MembershipSnapshot) GetHistoryDropped() uint64 {
 	if x != nil {
 		return x.HistoryDropped
 	}
 	return 0
-}
-
-func (x *MembershipSnapshot) GetHistory() []byte {
-	if x != nil {
-		return x.History
-	}
-	return nil
 }
 
 func (x *MembershipSnapshot) GetCluster() *Cluster {
@@ -1142,77 +1119,11 @@ func (x *MembershipSnapshot) GetCluster() *Cluster {
 	return nil
 }
 
-func (x *MembershipSnapshot) GetHistoryBlocks() []*HistoryBlock {
+func (x *MembershipSnapshot) GetHistory() []*Event {
 	if x != nil {
-		return x.HistoryBlocks
+		return x.History
 	}
 	return nil
-}
-
-// HistoryBlock is a run of history events: their binary records compressed with DEFLATE and
-// ended by a sync flush, referring to nothing before them (membership.DeflatedBlock).
-type HistoryBlock struct {
-	state    protoimpl.MessageState `protogen:"open.v1"`
-	Events   uint32                 `protobuf:"varint,1,opt,name=events,proto3" json:"events,omitempty"`
-	Deflated []byte                 `protobuf:"bytes,2,opt,name=deflated,proto3" json:"deflated,omitempty"`
-	// skip is how many of the block's events, at its start, the history has dropped: the oldest
-	// block travels whole, as the history keeps it, with skip fewer than events; every other
-	// block's is 0. history_events counts the events kept, so that builds before this field,
-	// which read no skip, find the blocks' events more than it counts and refuse the snapshot.
-	Skip          uint32 `protobuf:"varint,3,opt,name=skip,proto3" json:"skip,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
-}
-
-func (x *HistoryBlock) Reset() {
-	*x = HistoryBlock{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
-	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-	ms.StoreMessageInfo(mi)
-}
-
-func (x *HistoryBlock) String() string {
-	return protoimpl.X.MessageStringOf(x)
-}
-
-func (*HistoryBlock) ProtoMessage() {}
-
-func (x *HistoryBlock) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
-	if x != nil {
-		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
-		if ms.LoadMessageInfo() == nil {
-			ms.StoreMessageInfo(mi)
-		}
-		return ms
-	}
-	return mi.MessageOf(x)
-}
-
-// Deprecated: Use HistoryBlock.ProtoReflect.Descriptor instead.
-func (*HistoryBlock) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{15}
-}
-
-func (x *HistoryBlock) GetEvents() uint32 {
-	if x != nil {
-		return x.Events
-	}
-	return 0
-}
-
-func (x *HistoryBlock) GetDeflated() []byte {
-	if x != nil {
-		return x.Deflated
-	}
-	return nil
-}
-
-func (x *HistoryBlock) GetSkip() uint32 {
-	if x != nil {
-		return x.Skip
-	}
-	return 0
 }
 
 // Proposal is what a membership change's raft entry carries: the Data of a normal entry (a
@@ -1236,7 +1147,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1248,7 +1159,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1261,7 +1172,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{16}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *Proposal) GetRequestId() uint64 {
@@ -1372,17 +1283,11 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\tmember_id\x18\x02 \x01(\x04R\bmemberId\x12\x1b\n" +
 	"\traft_term\x18\x03 \x01(\x04R\braftTerm\x12*\n" +
 	"\x06events\x18\x04 \x03(\v2\x12.clusterd.v2.EventR\x06events\x12\x18\n" +
-	"\adropped\x18\x05 \x01(\x04R\adropped\"\xf0\x01\n" +
-	"\x12MembershipSnapshot\x12%\n" +
-	"\x0ehistory_events\x18\x01 \x01(\x04R\rhistoryEvents\x12'\n" +
-	"\x0fhistory_dropped\x18\x02 \x01(\x04R\x0ehistoryDropped\x12\x18\n" +
-	"\ahistory\x18\x03 \x01(\fR\ahistory\x12.\n" +
-	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12@\n" +
-	"\x0ehistory_blocks\x18\x05 \x03(\v2\x19.clusterd.v2.HistoryBlockR\rhistoryBlocks\"V\n" +
-	"\fHistoryBlock\x12\x16\n" +
-	"\x06events\x18\x01 \x01(\rR\x06events\x12\x1a\n" +
-	"\bdeflated\x18\x02 \x01(\fR\bdeflated\x12\x12\n" +
-	"\x04skip\x18\x03 \x01(\rR\x04skip\"\x9a\x01\n" +
+	"\adropped\x18\x05 \x01(\x04R\adropped\"\xad\x01\n" +
+	"\x12MembershipSnapshot\x12'\n" +
+	"\x0fhistory_dropped\x18\x02 \x01(\x04R\x0ehistoryDropped\x12.\n" +
+	"\acluster\x18\x04 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12,\n" +
+	"\ahistory\x18\x06 \x03(\v2\x12.clusterd.v2.EventR\ahistoryJ\x04\b\x01\x10\x02J\x04\b\x03\x10\x04J\x04\b\x05\x10\x06\"\x9a\x01\n" +
 	"\bProposal\x12\x1d\n" +
 	"\n" +
 	"request_id\x18\x01 \x01(\x04R\trequestId\x12\x12\n" +
@@ -1422,7 +1327,7 @@ func file_clusterd_v2_clusterd_proto_rawDescGZIP() []byte {
 }
 
 var file_clusterd_v2_clusterd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
+var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
 var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(ChangeKind)(0),               // 0: clusterd.v2.ChangeKind
 	(*Envelope)(nil),              // 1: clusterd.v2.Envelope
@@ -1440,35 +1345,34 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(*HistoryRequest)(nil),        // 13: clusterd.v2.HistoryRequest
 	(*HistoryAnswer)(nil),         // 14: clusterd.v2.HistoryAnswer
 	(*MembershipSnapshot)(nil),    // 15: clusterd.v2.MembershipSnapshot
-	(*HistoryBlock)(nil),          // 16: clusterd.v2.HistoryBlock
-	(*Proposal)(nil),              // 17: clusterd.v2.Proposal
-	(*raftpb.Message)(nil),        // 18: raftpb.Message
-	(*Member)(nil),                // 19: clusterd.v2.Member
-	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
+	(*Proposal)(nil),              // 16: clusterd.v2.Proposal
+	(*raftpb.Message)(nil),        // 17: raftpb.Message
+	(*Member)(nil),                // 18: clusterd.v2.Member
+	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
 }
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
-	18, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
-	19, // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
-	20, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
+	17, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
+	18, // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
+	19, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
 	5,  // 3: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
 	0,  // 4: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
-	19, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
+	18, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
 	5,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
 	7,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	21, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
+	20, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
 	4,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
-	19, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
+	18, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
 	9,  // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
 	9,  // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
 	4,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
 	6,  // 14: clusterd.v2.MembershipAnswer.removal:type_name -> clusterd.v2.Event
-	20, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	19, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
 	6,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
 	4,  // 17: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
-	16, // 18: clusterd.v2.MembershipSnapshot.history_blocks:type_name -> clusterd.v2.HistoryBlock
+	6,  // 18: clusterd.v2.MembershipSnapshot.history:type_name -> clusterd.v2.Event
 	7,  // 19: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
-	20, // 20: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
+	19, // 20: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
 	1,  // 21: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
 	2,  // 22: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
 	2,  // 23: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
@@ -1502,7 +1406,7 @@ func file_clusterd_v2_clusterd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_clusterd_v2_clusterd_proto_rawDesc), len(file_clusterd_v2_clusterd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   17,
+			NumMessages:   16,
 			NumExtensions: 0,
 			NumServices:   3,
 		},

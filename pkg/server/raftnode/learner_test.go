@@ -110,11 +110,6 @@ func step(t *testing.T, n *Node, m *raftpb.Message) {
 	}
 }
 
-func invitation(term uint64) *raftpb.Message {
-	return &raftpb.Message{Type: raftpb.MessageType_MsgTimeoutNow.Enum(), From: proto.Uint64(uint64(leaderID)),
-		To: proto.Uint64(uint64(learnerID)), Term: proto.Uint64(term)}
-}
-
 // promotion is the leader's append, in term, of the entry at index 11 that promotes member 2,
 // committed by the same message.
 func promotion(t *testing.T, term uint64) *raftpb.Message {
@@ -136,45 +131,8 @@ func promotion(t *testing.T, term uint64) *raftpb.Message {
 
 func waitVoter(t *testing.T, n *Node) {
 	t.Helper()
-	waitUntil(t, "the promotion applied", n.promotable)
-}
-
-// The leader's invitation to campaign that arrives a moment before the member has applied its
-// own promotion is acted on once it has, at once, instead of being dropped by raft (which left
-// the transfer to wait out an election timeout).
-func TestInvitationBeforePromotionApplied(t *testing.T) {
-	n, tr := startLearner(t)
-	step(t, n, invitation(2))
-	if n.invitation.Load() == nil {
-		t.Fatal("the invitation to a learner was not held")
-	}
-	step(t, n, promotion(t, 2))
-	waitVoter(t, n)
-	deadline := time.Now().Add(10 * time.Second)
-	for len(tr.votes()) == 0 {
-		if time.Now().After(deadline) {
-			t.Fatal("no vote requested within 10s of the promotion")
-		}
-		time.Sleep(time.Millisecond)
-	}
-	v := tr.votes()[0]
-	if v.GetTo() != uint64(leaderID) || v.GetTerm() != 3 {
-		t.Errorf("vote request to %x in term %d, want to %x in term 3", v.GetTo(), v.GetTerm(), leaderID)
-	}
-}
-
-// An invitation from a term that has ended does not stand: the member applies its promotion
-// and does not campaign.
-func TestStaleInvitationDropped(t *testing.T) {
-	n, tr := startLearner(t)
-	step(t, n, invitation(2))
-	step(t, n, promotion(t, 3))
-	waitVoter(t, n)
-	time.Sleep(200 * time.Millisecond)
-	if v := tr.votes(); len(v) != 0 {
-		t.Fatalf("campaigned on an invitation of an earlier term: %v", v)
-	}
-	if n.invitation.Load() != nil {
-		t.Error("the stale invitation is still held")
-	}
+	waitUntil(t, "the promotion applied", func() bool {
+		m := n.Cluster().Member(n.ID())
+		return m != nil && !m.IsLearner
+	})
 }
