@@ -2,7 +2,8 @@
 # make proto  regenerate pkg/wire/clusterdpb's Go from its .proto and its generated.sum
 #             (scripts/genproto.sh; no protoc: buf and the plugins are built once, in .cache)
 # make run    build and start a local 3-member cluster (Ctrl-C stops it, data kept in ./data);
-#             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls)
+#             make run TLS=1: TLS and client certificates on both ports (data in ./data-tls);
+#             make run PORT_OFFSET=100: every port moved by 100, beside another cluster (README)
 # make test   every check and every test: what CI runs
 # make bench  the benchmarks (docs/benchmarks.md)
 # make chaos DURATION=10m   membership churn under kills, pauses and partitions, checked for
@@ -30,7 +31,7 @@ build:
 	$(BUILD) -o $(BIN)/clusterctl ./cmd/clusterctl
 
 run: build
-	scripts/run-cluster.sh $(if $(filter 1 yes true,$(TLS)),--tls)
+	PORT_OFFSET=$(or $(PORT_OFFSET),0) scripts/run-cluster.sh $(if $(filter 1 yes true,$(TLS)),--tls)
 
 check:
 	@out=$$(gofmt -l $$(git ls-files '*.go')); if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
@@ -39,8 +40,9 @@ check:
 # Each test runs once: the server, client and command packages (pkg/, cmd/) under the race
 # detector, and the rest (the end-to-end, interop, runbook and chaos tests under tests/, the test
 # kits under internal/, scripts/) without it. The rest runs one package at a time (-p 1): its
-# process tests each start clusters, and the runbook tests need the fixed ports of make run,
-# which another package's ephemeral ports could otherwise take.
+# process tests each start clusters. The runbook tests run make run's cluster and the runbooks
+# with a PORT_OFFSET whose moved ports are free, below the ephemeral range other packages' ports
+# come from (freeport.Offset).
 race:
 	$(GO) test -race -count=1 -timeout 30m ./pkg/... ./cmd/...
 

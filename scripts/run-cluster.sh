@@ -6,6 +6,11 @@
 #   infra1  client http://127.0.0.1:22379  peer http://127.0.0.1:22380
 #   infra2  client http://127.0.0.1:32379  peer http://127.0.0.1:32380
 #
+# PORT_OFFSET (default 0) is added to every port, so that a second cluster can run beside this
+# one or beside another on these ports: PORT_OFFSET=100 serves infra0 on 2479 and 2480, infra1 on
+# 22479 and 22480, infra2 on 32479 and 32480. The runbooks (docs/runbooks) take the same variable.
+# A cluster's data remembers its ports: restart it with the offset it was started with.
+#
 # DATA_DIR (default ./data) holds infraN/ and infraN.log.
 #
 # With --tls (make run TLS=1) the same members serve https:// on both ports with client
@@ -24,6 +29,14 @@ case "${1:-}" in
 	exit 2
 	;;
 esac
+off=${PORT_OFFSET:-0}
+# Every port stays between 1024 and 65535: the highest is 32380 before the offset.
+if ! [[ "$off" =~ ^-?[0-9]+$ ]] || [ "$off" -lt -1355 ] || [ "$off" -gt 33155 ]; then
+	echo "PORT_OFFSET must be a whole number from -1355 to 33155 (every port from 1024 to 65535), not \"$off\"" >&2
+	exit 2
+fi
+# p prints port $1 moved by the offset.
+p() { echo $((off + $1)); }
 scheme=http
 data=${DATA_DIR:-data}
 if [ -n "$tls" ]; then
@@ -79,7 +92,7 @@ tlsflags() {
 		"--peer-cert-file=$pki/$1.pem --peer-key-file=$pki/$1-key.pem --peer-trusted-ca-file=$pki/ca.pem --peer-client-cert-auth"
 }
 
-cluster="infra0=$scheme://127.0.0.1:2380,infra1=$scheme://127.0.0.1:22380,infra2=$scheme://127.0.0.1:32380"
+cluster="infra0=$scheme://127.0.0.1:$(p 2380),infra1=$scheme://127.0.0.1:$(p 22380),infra2=$scheme://127.0.0.1:$(p 32380)"
 pids=()
 stop() {
 	trap - INT TERM
@@ -94,16 +107,16 @@ for i in 0 1 2; do
 	port=$([ "$i" = 0 ] && echo "" || echo "$((i + 1))")
 	# shellcheck disable=SC2046 # tlsflags is a list of flags without spaces inside
 	bin/clusterd --name "infra$i" --data-dir "$data/infra$i" \
-		--listen-client-urls "$scheme://127.0.0.1:${port}2379" --advertise-client-urls "$scheme://127.0.0.1:${port}2379" \
-		--listen-peer-urls "$scheme://127.0.0.1:${port}2380" --initial-advertise-peer-urls "$scheme://127.0.0.1:${port}2380" \
+		--listen-client-urls "$scheme://127.0.0.1:$(p "${port}2379")" --advertise-client-urls "$scheme://127.0.0.1:$(p "${port}2379")" \
+		--listen-peer-urls "$scheme://127.0.0.1:$(p "${port}2380")" --initial-advertise-peer-urls "$scheme://127.0.0.1:$(p "${port}2380")" \
 		--initial-cluster "$cluster" --initial-cluster-token local-cluster $(tlsflags "infra$i") \
 		>>"$data/infra$i.log" 2>&1 &
 	pids+=($!)
 done
 
-endpoints=127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379
+endpoints=127.0.0.1:$(p 2379),127.0.0.1:$(p 22379),127.0.0.1:$(p 32379)
 if [ -n "$tls" ]; then
-	endpoints=https://127.0.0.1:2379,https://127.0.0.1:22379,https://127.0.0.1:32379
+	endpoints=https://127.0.0.1:$(p 2379),https://127.0.0.1:$(p 22379),https://127.0.0.1:$(p 32379)
 fi
 # ctl runs clusterctl against these members: over TLS with the variables printed below, so the
 # wait and the table check the very settings the user is told to export. They are not exported
@@ -134,6 +147,11 @@ for _ in $(seq 1 100); do
 done
 ctl member list -w table
 
+# moved is the line that gives the runbooks this cluster's offset, when it has one.
+moved=
+if [ "$off" != 0 ]; then
+	moved="export PORT_OFFSET=$off"
+fi
 if [ -n "$tls" ]; then
 	cat <<TXT
 
@@ -144,9 +162,10 @@ export CLUSTERCTL_ENDPOINTS=$endpoints
 export CLUSTERCTL_CACERT=$pki/ca.pem
 export CLUSTERCTL_CERT=$pki/client.pem
 export CLUSTERCTL_KEY=$pki/client-key.pem
-
+${moved:+$moved
+}
   bin/clusterctl member list -w table
-  bin/clusterctl member add infra3 --peer-urls=https://127.0.0.1:12380 --learner
+  bin/clusterctl member add infra3 --peer-urls=https://127.0.0.1:$(p 12380) --learner
   (infra3's certificate is $pki/infra3.pem, its key $pki/infra3-key.pem)
 
 etcdctl takes the same files: --cacert, --cert and --key.
@@ -156,8 +175,10 @@ else
 	cat <<TXT
 
 A 3-member cluster is running (logs: $data/infra*.log). In another shell:
-  bin/clusterctl member list -w table
-  bin/clusterctl member add infra3 --peer-urls=http://127.0.0.1:12380 --learner
+${moved:+export CLUSTERCTL_ENDPOINTS=$endpoints
+$moved
+}  bin/clusterctl member list -w table
+  bin/clusterctl member add infra3 --peer-urls=http://127.0.0.1:$(p 12380) --learner
 Ctrl-C stops it; the data stays in $data/.
 TXT
 fi

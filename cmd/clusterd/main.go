@@ -52,9 +52,6 @@ func run(args []string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "clusterd: %v\n", err)
 		return exitFailed
 	}
-	restore := startingHeap()
-	defer restore()
-	cfg.OnReady = restore
 	srv, err := server.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "clusterd: %v\n", err)

@@ -2,8 +2,11 @@
 // as real processes: Ports for a server that binds its port later, Listen for one the test runs
 // itself. Every harness that picks a port takes it here.
 //
-// Invariant: no port is handed out twice in one process, by Ports and Listen together. The
-// kernel may return a port that was just closed, and two servers of one test given the same port
-// (a member's client URL and the proxy in front of its peer port, say) make one of them answer
-// for the other, or fail to start.
+// Offset gives one offset for a fixed layout of ports (a script's PORT_OFFSET), every moved
+// port free.
+//
+// Invariant: no port is handed out twice in one process, by Ports, Listen and Offset together.
+// The kernel may return a port that was just closed, and two servers of one test given the same
+// port (a member's client URL and the proxy in front of its peer port, say) make one of them
+// answer for the other, or fail to start.
 package freeport

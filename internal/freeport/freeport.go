@@ -2,13 +2,15 @@ package freeport
 
 import (
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"sync"
 )
 
 var (
 	portsMu sync.Mutex
-	// handedOut holds every port handed out in this process, by Ports or Listen.
+	// handedOut holds every port handed out in this process, by Ports, Listen or Offset.
 	handedOut = map[int]bool{}
 )
 
@@ -76,4 +78,55 @@ func take(n int) ([]net.Listener, error) {
 		handedOut[l.Addr().(*net.TCPAddr).Port] = true
 	}
 	return taken, nil
+}
+
+// Offset returns an offset in [lo, hi], not 0, by which every one of ports, moved, was free a
+// moment ago and none was handed out before in this test binary; the moved ports are then
+// handed out. It is for a program that takes one offset for a fixed layout of ports (the
+// runbooks' PORT_OFFSET). Two offsets it returns never share a port. The candidates are tried
+// in a random order, each bound in full before the next.
+func Offset(ports []int, lo, hi int) (int, error) {
+	portsMu.Lock()
+	defer portsMu.Unlock()
+	for i, off := range rand.Perm(hi - lo + 1) {
+		if i >= maxPortAttempts {
+			break
+		}
+		off += lo
+		if off == 0 {
+			continue
+		}
+		if moved, ok := bindAll(ports, off); ok {
+			for _, p := range moved {
+				handedOut[p] = true
+			}
+			return off, nil
+		}
+	}
+	return 0, fmt.Errorf("no offset from %d to %d leaves all %d ports free", lo, hi, len(ports))
+}
+
+// bindAll reports whether every port of ports moved by off is from 1024 to 65535, not handed
+// out, and can be bound on 127.0.0.1 now; the listeners are closed before it returns.
+func bindAll(ports []int, off int) ([]int, bool) {
+	var moved []int
+	var listeners []net.Listener
+	defer func() {
+		for _, l := range listeners {
+			l.Close()
+		}
+	}()
+	for _, p := range ports {
+		p += off
+		if p < 1024 || p > 65535 || handedOut[p] {
+			return nil, false
+		}
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(p))
+		if err != nil {
+			return nil, false
+		}
+		listeners = append(listeners, l)
+		moved = append(moved, p)
+	}
+	return moved, true
 }

@@ -54,9 +54,6 @@ type Client struct {
 
 	conn *grpc.ClientConn
 	at   int // index in endpoints of the member conn is connected to
-	// clusterdAt is the endpoint that last answered with clusterd's metadata: a dry run is
-	// sent only there, since etcd would ignore the flag and make the change.
-	clusterdAt string
 }
 
 // New checks the endpoints and returns a Client. It does no I/O.
@@ -171,10 +168,7 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 			return &PeerEndpointError{Endpoint: c.dialed[c.at].Endpoint, Message: se.Message}
 		}
 		if !read && sent {
-			if se != nil && !outcomeUnknown(se) {
-				return se
-			}
-			return &OutcomeUnknownError{Endpoint: endpoint, Err: answerOr(se, err)}
+			return c.changeAnswer(se, err)
 		}
 		if se != nil && se.Code != codes.Unavailable {
 			return se
@@ -192,6 +186,16 @@ func (c *Client) call(ctx context.Context, read bool, rpc func(context.Context, 
 		c.Close()
 	}
 	return gaveUp(ctx, failed)
+}
+
+// changeAnswer is the error a change that was sent to the member connected to ends with: the
+// server's answer se (nil for none) to it, unless it leaves the change's outcome open, as a
+// transport failure err does.
+func (c *Client) changeAnswer(se *ServerError, err error) error {
+	if se != nil && !outcomeUnknown(se) {
+		return se
+	}
+	return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: answerOr(se, err)}
 }
 
 // answerOr is the server's answer when there is one, else the transport's error.

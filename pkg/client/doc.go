@@ -19,14 +19,12 @@
 //     for letter; errors.Is matches it against the Err* values by that message, which is the
 //     contract (etcd's own clients map errors by the same strings). The Err* values are the
 //     error registry's (pkg/rpcerr), the ones clusterd answers with: no message is listed here.
-//   - A dry run's verdict is the call's status, as the real change would be answered; the
-//     report beside it is only read, never taken for a verdict.
+//   - A dry run is a call of clusterd's own DryRun service, which etcd answers Unimplemented
+//     (a *DryRunUnsupportedError): a dry run can never be taken for the change itself. Its
+//     verdict is the answer, the report it was reached on and the refusal the change itself
+//     would get, which the caller gets as the error that change would end with.
 //   - Member names and the started flag come from clusterd's response metadata when present and
 //     from etcdserverpb.Member.Name otherwise, so the client works against real etcd unchanged.
-//   - A dry run is sent only to a member that has answered with clusterd's metadata on this
-//     connection: etcd ignores the dry-run flag and would make the change. Otherwise it fails
-//     with a *DryRunUnsupportedError before any change is sent. Only the dry-run methods pay for
-//     finding that out.
 //   - Endpoints follow etcdctl's rules: https:// uses TLS, http:// never, a bare host:port when
 //     TLS settings were given or Config.BareTLS is set; one client never mixes TLS and plain
 //     endpoints (New refuses such a list). A connection that TLS stopped (clienttls recognises

@@ -2,15 +2,16 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 
-	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/grpc/metadata"
-	"google.golang.org/protobuf/proto"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // QuorumReport is the voting configuration before or after a change as the leader counts it:
@@ -38,8 +39,8 @@ type DryRun struct {
 	Err error
 }
 
-// DryRunUnsupportedError reports that the member connected to did not identify itself as
-// clusterd. No change was sent: etcd would ignore the dry-run flag and make it.
+// DryRunUnsupportedError reports that the member connected to does not know clusterd's dry run:
+// it answered the call Unimplemented, so nothing was judged and nothing changed.
 type DryRunUnsupportedError struct {
 	Endpoint string
 }
@@ -48,37 +49,24 @@ func (e *DryRunUnsupportedError) Error() string {
 	return fmt.Sprintf("--dry-run needs clusterd: the member at %s is not clusterd, and etcd would make the change; no change was sent", e.Endpoint)
 }
 
-// DryRunIgnoredError reports a dry run the server answered without its report: a server that
-// does not know the dry-run flag has made the change.
-type DryRunIgnoredError struct {
-	Endpoint string
-}
-
-func (e *DryRunIgnoredError) Error() string {
-	return fmt.Sprintf("the member at %s answered the dry run without a report, so it may have made the change; check member list", e.Endpoint)
-}
-
 // MemberAddDryRun asks the server whether MemberAdd with these arguments would be accepted.
 func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []string, learner bool) (*DryRun, error) {
-	ctx = metadata.AppendToOutgoingContext(ctx, wire.MemberName, name)
-	r, err := c.dryRun(ctx, pb.Cluster_MemberAdd_FullMethodName, memberAddRequest(peerURLs, learner), &pb.MemberAddResponse{})
+	r, err := c.dryRun(ctx, membership.KindAdd, membership.Member{Name: name, PeerURLs: peerURLs, IsLearner: learner})
 	if r != nil {
 		r.ProvisionalID = true
 		r.PeerURLs = peerURLs
-		// The name travels as metadata, and the dry run's member is the one asked for.
-		r.Member.Name = name
 	}
 	return r, err
 }
 
 // MemberRemoveDryRun asks the server whether MemberRemove of id would be accepted.
 func (c *Client) MemberRemoveDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return ofExistingMember(c.dryRun(ctx, pb.Cluster_MemberRemove_FullMethodName, &pb.MemberRemoveRequest{ID: id}, &pb.MemberRemoveResponse{}))
+	return ofExistingMember(c.dryRun(ctx, membership.KindRemove, membership.Member{ID: membership.ID(id)}))
 }
 
 // MemberUpdateDryRun asks the server whether MemberUpdate of id would be accepted.
 func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []string) (*DryRun, error) {
-	r, err := ofExistingMember(c.dryRun(ctx, pb.Cluster_MemberUpdate_FullMethodName, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &pb.MemberUpdateResponse{}))
+	r, err := ofExistingMember(c.dryRun(ctx, membership.KindUpdate, membership.Member{ID: membership.ID(id), PeerURLs: peerURLs}))
 	if r != nil {
 		r.PeerURLs = peerURLs
 	}
@@ -87,7 +75,7 @@ func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []s
 
 // MemberPromoteDryRun asks the server whether MemberPromote of id would be accepted.
 func (c *Client) MemberPromoteDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return ofExistingMember(c.dryRun(ctx, pb.Cluster_MemberPromote_FullMethodName, &pb.MemberPromoteRequest{ID: id}, &pb.MemberPromoteResponse{}))
+	return ofExistingMember(c.dryRun(ctx, membership.KindPromote, membership.Member{ID: membership.ID(id)}))
 }
 
 // ofExistingMember keeps only the ID of a member the cluster does not have, for a change that is
@@ -100,47 +88,44 @@ func ofExistingMember(r *DryRun, err error) (*DryRun, error) {
 	return r, err
 }
 
-// dryRun sends a change marked as a dry run, to a member known to be clusterd. A verdict, the
+// dryRun asks clusterd's DryRun service to judge the change of kind about m. A verdict, the
 // refusal included, is a *DryRun with a nil error; the error is for a dry run that could not be
-// judged (no leader, no connection, not clusterd), which the real change would mostly meet too.
-func (c *Client) dryRun(ctx context.Context, method string, req, answer proto.Message) (*DryRun, error) {
-	if err := c.ensureClusterd(ctx); err != nil {
+// judged (no leader, no connection), which the real change would mostly meet too, and a
+// *DryRunUnsupportedError from a member that does not know the call (etcd).
+func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.Member) (*DryRun, error) {
+	var reply *cpb.ChangeReply
+	// Sent as a change is: an answer that does not come in time is what the change would meet.
+	err := c.call(ctx, false, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		reply, err = cpb.NewDryRunClient(conn).Check(ctx, wire.ChangeToProto(membership.Change{Kind: kind, Member: m}))
+		return err
+	})
+	var se *ServerError
+	if errors.As(err, &se) && se.Code == codes.Unimplemented {
+		return nil, c.dryRunUnsupported(ctx)
+	}
+	if err != nil {
 		return nil, err
 	}
-	ctx = metadata.AppendToOutgoingContext(ctx, wire.DryRun, "true")
-	// The report is all a dry run reads: the members in the answer are those of the
-	// configuration before the change, which the report holds too.
-	hdr, err := c.invoke(ctx, false, method, req, answer)
-	raw := hdr.Get(wire.DryRunReport)
-	if len(raw) == 0 {
-		if err != nil {
-			// The server answered before it could judge, so it made no change either way.
-			return nil, err
-		}
-		return nil, &DryRunIgnoredError{Endpoint: c.endpoints[c.at]}
-	}
-	rep, perr := wire.ReportFromValue(raw[0])
-	if perr != nil {
-		return nil, fmt.Errorf("cannot read the server's dry-run report: %v", perr)
-	}
+	rep, refusal := wire.VerdictFromProto(reply)
 	r := dryRunOf(rep)
-	// A refusal is the status the real change would get, sent beside the report.
-	r.Err = err
+	if refusal != nil {
+		// The error the change itself would have been answered with.
+		r.Err = c.changeAnswer(serverAnswer(refusal), refusal)
+	}
 	return r, nil
 }
 
-// ensureClusterd makes sure the member the next request goes to answered with clusterd's
-// metadata, asking it with a serializable MemberList unless an earlier answer said so already.
-func (c *Client) ensureClusterd(ctx context.Context) error {
-	if c.conn == nil || c.clusterdAt != c.endpoints[c.at] {
-		if _, _, err := c.list(ctx, false); err != nil {
-			return err
+// dryRunUnsupported is the error for a member that does not know the dry run, after a member
+// list told a peer URL given as endpoint (clusterd's peer port knows no etcd service) apart.
+func (c *Client) dryRunUnsupported(ctx context.Context) error {
+	endpoint := c.endpoints[c.at]
+	if _, _, err := c.list(ctx, false); err != nil {
+		var peer *PeerEndpointError
+		if errors.As(err, &peer) {
+			return peer
 		}
 	}
-	if c.clusterdAt != c.endpoints[c.at] {
-		return &DryRunUnsupportedError{Endpoint: c.endpoints[c.at]}
-	}
-	return nil
+	return &DryRunUnsupportedError{Endpoint: endpoint}
 }
 
 // report returns nil for a report the server did not fill in: every configuration has at
@@ -152,7 +137,7 @@ func report(q membership.QuorumReport) *QuorumReport {
 	return &q
 }
 
-// dryRunOf is the DryRun of clusterd's report (the clusterd-dry-run-bin header).
+// dryRunOf is the DryRun of clusterd's report.
 func dryRunOf(rep *wire.Report) *DryRun {
 	m := rep.Member
 	r := &DryRun{

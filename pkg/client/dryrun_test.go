@@ -10,77 +10,55 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
-// dryRunServer answers a dry run the way clusterd does, or like etcd (clusterd false), which
-// ignores the dry-run metadata and makes the change.
+// dryRunServer answers like clusterd's client port, or like etcd (clusterd false), which knows
+// no DryRun service and makes every change it is sent.
 type dryRunServer struct {
 	pb.UnimplementedClusterServer
+	cpb.UnimplementedDryRunServer
 	clusterd bool
-	// report is the clusterd-dry-run-bin header; refusal the error sent with it.
-	report  string
+	// report is the verdict's report; refusal the status the change itself would get.
+	report  *wire.Report
 	refusal error
-	// ignore answers a change like a clusterd that does not know about dry runs.
-	ignore  bool
-	changes atomic.Int32 // changes made: requests without the dry-run flag, or to etcd
+	changes atomic.Int32 // changes made (etcd)
 	dryRuns atomic.Int32
 }
 
-func (f *dryRunServer) MemberList(ctx context.Context, _ *pb.MemberListRequest) (*pb.MemberListResponse, error) {
-	if f.clusterd {
-		grpc.SetHeader(ctx, metadata.Pairs(wire.Members, membersValue(), wire.Leader, "77f41cbd71028a3a"))
-	}
+func (f *dryRunServer) MemberList(context.Context, *pb.MemberListRequest) (*pb.MemberListResponse, error) {
 	return &pb.MemberListResponse{Header: pbHeader, Members: pbMembers}, nil
 }
 
-func (f *dryRunServer) answer(ctx context.Context) error {
-	md, _ := metadata.FromIncomingContext(ctx)
-	if !f.clusterd || f.ignore || len(md.Get(wire.DryRun)) == 0 {
-		f.changes.Add(1)
-		return nil
-	}
-	f.dryRuns.Add(1)
-	grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, f.report))
-	return f.refusal
-}
-
-func (f *dryRunServer) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.MemberAddResponse, error) {
-	if err := f.answer(ctx); err != nil {
-		return nil, err
-	}
-	return &pb.MemberAddResponse{Header: pbHeader, Member: pbMembers[0], Members: pbMembers}, nil
-}
-
-func (f *dryRunServer) MemberRemove(ctx context.Context, _ *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
-	if err := f.answer(ctx); err != nil {
-		return nil, err
-	}
+func (f *dryRunServer) MemberRemove(context.Context, *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
+	f.changes.Add(1)
 	return &pb.MemberRemoveResponse{Header: pbHeader, Members: pbMembers}, nil
 }
 
+func (f *dryRunServer) Check(context.Context, *cpb.Change) (*cpb.ChangeReply, error) {
+	f.dryRuns.Add(1)
+	return wire.VerdictProto(f.report, f.refusal), nil
+}
+
 func serveDryRun(t *testing.T, f *dryRunServer) string {
-	return serveWith(t, func(s *grpc.Server) { pb.RegisterClusterServer(s, f) })
+	return serveWith(t, func(s *grpc.Server) {
+		pb.RegisterClusterServer(s, f)
+		if f.clusterd {
+			cpb.RegisterDryRunServer(s, f)
+		}
+	})
 }
 
 // A report as clusterd writes it.
-var clusterdReport = reportValue(&wire.Report{
+var clusterdReport = &wire.Report{
 	Cluster: membership.NewCluster(11064646220597656917, nil),
 	Member:  membership.Member{ID: 10870548715677122529, Name: "infra3", PeerURLs: []string{"http://127.0.0.1:42380"}, IsLearner: true},
 	Before:  membership.QuorumReport{Voters: 3, Learners: 0, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
 	After:   membership.QuorumReport{Voters: 3, Learners: 1, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
-})
-
-func reportValue(r *wire.Report) string {
-	v, err := wire.ReportValue(r)
-	if err != nil {
-		panic(err)
-	}
-	return v
 }
 
 func TestDryRunAccepted(t *testing.T) {
@@ -106,16 +84,28 @@ func TestDryRunAccepted(t *testing.T) {
 	}
 }
 
+// A refusal is the verdict's, beside its report, and is the error the change itself would get:
+// a server's answer, or an unknown outcome for a time-out, as call gives them.
 func TestDryRunRefusedKeepsReportAndError(t *testing.T) {
-	f := &dryRunServer{clusterd: true,
-		report:  reportValue(&wire.Report{Cluster: membership.NewCluster(1, nil), Member: membership.Member{ID: 5}}),
-		refusal: status.Error(codes.NotFound, ErrMemberNotFound.Message)}
-	r, err := newClient(t, serveDryRun(t, f)).MemberRemoveDryRun(context.Background(), 5)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !errors.Is(r.Err, ErrMemberNotFound) || r.Before != nil || r.After != nil || r.Member.ID != 5 {
-		t.Errorf("got %+v", r)
+	report := &wire.Report{Cluster: membership.NewCluster(1, nil), Member: membership.Member{ID: 5}}
+	for _, tt := range []struct {
+		refusal error
+		is      func(error) bool
+	}{
+		{status.Error(codes.NotFound, ErrMemberNotFound.Message), func(err error) bool { return errors.Is(err, ErrMemberNotFound) }},
+		{status.Error(codes.Unavailable, ErrTimeout.Message), func(err error) bool {
+			var unknown *OutcomeUnknownError
+			return errors.As(err, &unknown) && errors.Is(err, ErrTimeout)
+		}},
+	} {
+		f := &dryRunServer{clusterd: true, report: report, refusal: tt.refusal}
+		r, err := newClient(t, serveDryRun(t, f)).MemberRemoveDryRun(context.Background(), 5)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !tt.is(r.Err) || r.Before != nil || r.After != nil || r.Member.ID != 5 {
+			t.Errorf("%v: got %+v", tt.refusal, r)
+		}
 	}
 }
 
@@ -131,18 +121,9 @@ func TestDryRunIsNeverSentToEtcd(t *testing.T) {
 	}
 }
 
-func TestDryRunIgnoredIsReported(t *testing.T) {
-	f := &dryRunServer{clusterd: true, ignore: true}
-	_, err := newClient(t, serveDryRun(t, f)).MemberRemoveDryRun(context.Background(), 5)
-	var ignored *DryRunIgnoredError
-	if !errors.As(err, &ignored) {
-		t.Fatalf("got %v, want *DryRunIgnoredError", err)
-	}
-}
-
-// The probe goes to the member the change then goes to: with etcd first and clusterd second,
-// the dry run is refused rather than sent to either.
-func TestDryRunProbesTheMemberItSendsTo(t *testing.T) {
+// The member that does not know the call is the answer: with etcd first and clusterd second, the
+// dry run is not sent on to clusterd.
+func TestDryRunStopsAtTheMemberThatDoesNotKnowIt(t *testing.T) {
 	etcd, clusterd := &dryRunServer{}, &dryRunServer{clusterd: true, report: clusterdReport}
 	c := newClient(t, serveDryRun(t, etcd), serveDryRun(t, clusterd))
 	_, err := c.MemberRemoveDryRun(context.Background(), 5)
@@ -152,18 +133,12 @@ func TestDryRunProbesTheMemberItSendsTo(t *testing.T) {
 	}
 }
 
-// A linearizable list that already came from clusterd (resolving a name) spares the probe.
-func TestDryRunAfterListNeedsNoProbe(t *testing.T) {
-	f := &dryRunServer{clusterd: true, report: clusterdReport}
-	c := newClient(t, serveDryRun(t, f))
-	if _, err := c.ListForResolve(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if c.clusterdAt == "" {
-		t.Fatal("clusterd's list answer not recorded")
-	}
-	if _, err := c.MemberRemoveDryRun(context.Background(), 5); err != nil {
-		t.Fatal(err)
+// A peer URL given as endpoint (a port that serves no etcd service) is said to be one.
+func TestDryRunAtAPeerURL(t *testing.T) {
+	_, err := newClient(t, serveWith(t, func(*grpc.Server) {})).MemberPromoteDryRun(context.Background(), 5)
+	var peer *PeerEndpointError
+	if !errors.As(err, &peer) {
+		t.Fatalf("got %v, want *PeerEndpointError", err)
 	}
 }
 

@@ -56,14 +56,6 @@ type EndpointHealth struct {
 // Healthy reports whether the check passed.
 func (h EndpointHealth) Healthy() bool { return h.Err == nil }
 
-// Connect connects as the first request would, so that a caller that will need this client
-// soon can have the connection made meanwhile.
-func (c *Client) Connect(ctx context.Context) error { return c.connect(ctx, 0) }
-
-// Authenticates reports whether each connection authenticates (--user) before its first
-// request: a further connection costs an authentication on top of its dial.
-func (c *Client) Authenticates() bool { return c.username != "" }
-
 // Sibling is a client of the given endpoints (a member's client URLs, tried in order), with c's
 // transport security, credentials and dial timeout, that connects on first use or at Connect.
 // It is the one way a command builds a client for another endpoint than those it was given, so

@@ -12,6 +12,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // FuzzParseEndpoint: an endpoint is refused or becomes a host:port whose port is a number from
@@ -58,12 +59,14 @@ func FuzzResolveIn(f *testing.F) {
 
 // FuzzDecodeAnswers: whatever a server sends, as a message body or in clusterd's metadata,
 // decoding and converting it fails or succeeds without panicking. Seeds: etcd's own encodings of
-// every answer.
+// every answer, and clusterd's dry-run verdict.
 func FuzzDecodeAnswers(f *testing.F) {
+	c := membership.NewCluster(1, []*membership.Member{{ID: 0x96dbf27657837fe1, Name: "infra3"}, {ID: 1, Started: true}})
 	for _, m := range []proto.Message{
 		&pb.MemberListResponse{Header: pbHeader, Members: pbMembers},
 		&pb.MemberAddResponse{Header: pbHeader, Member: pbMembers[0], Members: pbMembers},
 		&pb.StatusResponse{Header: pbHeader, Version: "3.7.1", Leader: 1, RaftIndex: 2, RaftAppliedIndex: 3},
+		wire.VerdictProto(&wire.Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1}}, ErrMemberNotFound),
 	} {
 		b, err := proto.Marshal(m)
 		if err != nil {
@@ -71,10 +74,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 		}
 		f.Add(b, "")
 	}
-	c := membership.NewCluster(1, []*membership.Member{{ID: 0x96dbf27657837fe1, Name: "infra3"}, {ID: 1, Started: true}})
 	f.Add([]byte{0x0a, 0xff, 0xff, 0xff, 0xff, 0x0f}, wire.MembersValue(c))
-	report, _ := wire.ReportValue(&wire.Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1}})
-	f.Add([]byte{}, report)
 	f.Fuzz(func(t *testing.T, body []byte, md string) {
 		var add pb.MemberAddResponse
 		if proto.Unmarshal(body, &add) == nil {
@@ -84,7 +84,9 @@ func FuzzDecodeAnswers(f *testing.F) {
 		if proto.Unmarshal(body, &st) == nil {
 			statusOfAnswer(&st)
 		}
-		if rep, err := wire.ReportFromValue(md); err == nil {
+		var verdict cpb.ChangeReply
+		if proto.Unmarshal(body, &verdict) == nil {
+			rep, _ := wire.VerdictFromProto(&verdict)
 			dryRunOf(rep)
 		}
 	})

@@ -5,80 +5,36 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
+	"google.golang.org/grpc"
 )
 
 // The KV calls clusterctl's discovery commands make on an etcd cluster that serves as a
-// discovery service: a range and one create-if-absent transaction.
-
-// KeyValue is one key as etcd stores it.
-type KeyValue struct {
-	Key            string
-	Value          string
-	CreateRevision int64
-	ModRevision    int64
-}
-
-// RangeResult is the answer to a range.
-type RangeResult struct {
-	Header Header
-	KVs    []KeyValue
-}
+// discovery service, in etcd's generated types: a range, and a transaction (pkg/registry's
+// create-if-absent, which clusterd's discovery sends too).
 
 // Range reads key, or every key that starts with key when prefix is set, linearizably.
-func (c *Client) Range(ctx context.Context, key string, prefix bool) (*RangeResult, error) {
-	var end string
+func (c *Client) Range(ctx context.Context, key string, prefix bool) ([]*mvccpb.KeyValue, error) {
+	req := &pb.RangeRequest{Key: []byte(key)}
 	if prefix {
-		end = prefixEnd(key)
+		req.RangeEnd = []byte(prefixEnd(key))
 	}
-	var a pb.RangeResponse
-	req := &pb.RangeRequest{Key: []byte(key), RangeEnd: []byte(end)}
-	if _, err := c.invoke(ctx, true, pb.KV_Range_FullMethodName, req, &a); err != nil {
-		return nil, err
-	}
-	return &RangeResult{Header: headerOf(a.GetHeader()), KVs: keyValuesOf(a.GetKvs())}, nil
+	var a *pb.RangeResponse
+	err := c.call(ctx, true, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		a, err = pb.NewKVClient(conn).Range(ctx, req)
+		return err
+	})
+	return a.GetKvs(), err
 }
 
-// CreateKey writes key = value only if key does not exist, in one transaction. It returns
-// whether it wrote, and otherwise the key as it is.
-func (c *Client) CreateKey(ctx context.Context, key, value string) (created bool, existing *KeyValue, err error) {
-	var a pb.TxnResponse
-	if _, err := c.invoke(ctx, false, pb.KV_Txn_FullMethodName, createTxnRequest(key, value), &a); err != nil {
-		return false, nil, err
-	}
-	if a.GetSucceeded() || len(a.GetResponses()) == 0 {
-		return a.GetSucceeded(), nil, nil
-	}
-	kvs := keyValuesOf(a.GetResponses()[0].GetResponseRange().GetKvs())
-	if len(kvs) == 0 {
-		return false, nil, nil
-	}
-	return false, &kvs[0], nil
-}
-
-// createTxnRequest puts key = value if the key's create revision is 0 (it does not exist), and
-// otherwise reads it.
-func createTxnRequest(key, value string) *pb.TxnRequest {
-	k := []byte(key)
-	return &pb.TxnRequest{
-		Compare: []*pb.Compare{{
-			Result: pb.Compare_EQUAL, Target: pb.Compare_CREATE, Key: k,
-			TargetUnion: &pb.Compare_CreateRevision{CreateRevision: 0},
-		}},
-		Success: []*pb.RequestOp{{Request: &pb.RequestOp_RequestPut{RequestPut: &pb.PutRequest{Key: k, Value: []byte(value)}}}},
-		Failure: []*pb.RequestOp{{Request: &pb.RequestOp_RequestRange{RequestRange: &pb.RangeRequest{Key: k}}}},
-	}
-}
-
-// keyValuesOf converts the keys of a range answer.
-func keyValuesOf(kvs []*mvccpb.KeyValue) []KeyValue {
-	out := make([]KeyValue, len(kvs))
-	for i, kv := range kvs {
-		out[i] = KeyValue{
-			Key: string(kv.GetKey()), Value: string(kv.GetValue()),
-			CreateRevision: kv.GetCreateRevision(), ModRevision: kv.GetModRevision(),
-		}
-	}
-	return out
+// Txn sends the transaction req, as a change is sent: once it may have reached the server, it
+// is not sent again.
+func (c *Client) Txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
+	var a *pb.TxnResponse
+	err := c.call(ctx, false, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
+		a, err = pb.NewKVClient(conn).Txn(ctx, req)
+		return err
+	})
+	return a, err
 }
 
 // Endpoints are the client's endpoints, host:port, in order of preference.

@@ -104,7 +104,7 @@ func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
 func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, learner bool) (*AddResult, error) {
 	ctx = metadata.AppendToOutgoingContext(ctx, wire.MemberName, name)
 	var a pb.MemberAddResponse
-	hdr, err := c.invoke(ctx, false, pb.Cluster_MemberAdd_FullMethodName, memberAddRequest(peerURLs, learner), &a)
+	hdr, err := c.invoke(ctx, false, pb.Cluster_MemberAdd_FullMethodName, &pb.MemberAddRequest{PeerURLs: peerURLs, IsLearner: learner}, &a)
 	if err != nil {
 		return nil, err
 	}
@@ -164,19 +164,11 @@ func changeResult(h *pb.ResponseHeader, ms []*pb.Member, id uint64, hdr metadata
 	return ChangeResult{Header: headerOf(h), ID: id, Members: fromClusterd(membersOf(ms), hdr)}
 }
 
-// memberAddRequest is the one request an add and its dry run send.
-func memberAddRequest(peerURLs []string, learner bool) *pb.MemberAddRequest {
-	return &pb.MemberAddRequest{PeerURLs: peerURLs, IsLearner: learner}
-}
-
 // invoke sends one RPC with etcd's generated messages and returns the response header metadata.
 func (c *Client) invoke(ctx context.Context, read bool, method string, req, answer proto.Message) (hdr metadata.MD, err error) {
 	err = c.call(ctx, read, func(ctx context.Context, conn *grpc.ClientConn) error {
 		return conn.Invoke(ctx, method, req, answer, grpc.Header(&hdr))
 	})
-	if err == nil && len(hdr.Get(wire.Members)) > 0 {
-		c.clusterdAt = c.endpoints[c.at]
-	}
 	return hdr, err
 }
 

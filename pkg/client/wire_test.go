@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"go.etcd.io/etcd/api/v3/mvccpb"
 )
 
 // etcd's answers become the package's types with every field the commands read.
@@ -44,17 +43,6 @@ func TestStatusConverts(t *testing.T) {
 	want := &Status{Header: wantHeader, Version: "3.7.1", DBSize: 1 << 20, Leader: 0x77f41cbd71028a3a,
 		RaftIndex: 1200, RaftTerm: 3, RaftAppliedIndex: 1100, Errors: []string{"x"}, DBSizeInUse: 1 << 19, IsLearner: true}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("converted %+v, want %+v", got, want)
-	}
-}
-
-func TestKeyValuesConvert(t *testing.T) {
-	kvs := []*mvccpb.KeyValue{
-		{Key: []byte("/k/1"), Value: []byte("a=http://a:1"), CreateRevision: 5, ModRevision: 7, Version: 2},
-		{Key: []byte("/k/2"), Value: []byte("b=http://b:1"), CreateRevision: 6, ModRevision: 6, Version: 1},
-	}
-	want := []KeyValue{{"/k/1", "a=http://a:1", 5, 7}, {"/k/2", "b=http://b:1", 6, 6}}
-	if got := keyValuesOf(kvs); !reflect.DeepEqual(got, want) {
 		t.Errorf("converted %+v, want %+v", got, want)
 	}
 }

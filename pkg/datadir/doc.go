@@ -30,6 +30,11 @@
 //     never a panic (FuzzReadWAL, FuzzReadSnapFile).
 //   - Rank ranks the directories of one cluster only, and never chooses a removed member's, a
 //     learner's or one whose membership Check finds unsound.
+//   - Every line of Rank's steps is a whole command for a POSIX shell: a member's start line has
+//     its TLS flags on each https:// port, every clusterctl line the flags StepOptions gives, a
+//     member added back is promoted by the ID its add wrote. Where a value cannot be known (a
+//     TLS file, a password, a directory not given) the line holds a named placeholder and its
+//     step says what to put there; a password itself is never in a step.
 //   - Restore runs each of its checks once, all before it creates anything: a refused restore
 //     writes nothing, and it never writes into a directory that holds anything. The restored
 //     cluster records every ID of the old one as removed and never has the old cluster's ID.

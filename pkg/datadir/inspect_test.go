@@ -70,7 +70,7 @@ func TestReadClusterdDir(t *testing.T) {
 	if after := listing(t, dir); after != before {
 		t.Errorf("reading changed the directory:\n%s\n%s", before, after)
 	}
-	rec, err := Rank([]*DirStatus{st})
+	rec, err := Rank([]*DirStatus{st}, StepOptions{})
 	if err != nil || rec.Chosen != st || len(rec.Steps) != 4 {
 		t.Errorf("rank: %+v %v", rec, err)
 	}
@@ -158,7 +158,7 @@ func TestRank(t *testing.T) {
 			CommitTerm: term, CommitIndex: commit, Cluster: c, Check: &CheckResult{}}
 	}
 	a, b, learner := dir(1, 2, 50), dir(2, 3, 40), dir(3, 3, 90)
-	rec, err := Rank([]*DirStatus{a, b, learner})
+	rec, err := Rank([]*DirStatus{a, b, learner}, StepOptions{})
 	if err != nil || rec.Chosen != b {
 		t.Fatalf("%+v %v", rec, err)
 	}
@@ -166,16 +166,16 @@ func TestRank(t *testing.T) {
 		t.Errorf("reason %q", rec.Reason)
 	}
 	b.Tombstone = true
-	if rec, _ := Rank([]*DirStatus{a, b}); rec.Chosen != a {
+	if rec, _ := Rank([]*DirStatus{a, b}, StepOptions{}); rec.Chosen != a {
 		t.Errorf("a removed member's directory chosen: %+v", rec)
 	}
 	a.Check = &CheckResult{Problems: []Problem{{MemberID: 1, Text: "x"}}}
-	if _, err := Rank([]*DirStatus{a, b}); !errors.As(err, new(*NoRestartError)) {
+	if _, err := Rank([]*DirStatus{a, b}, StepOptions{}); !errors.As(err, new(*NoRestartError)) {
 		t.Errorf("none can be restarted from: %v", err)
 	}
 	other := dir(2, 3, 40)
 	other.ClusterID = 8
-	if _, err := Rank([]*DirStatus{dir(1, 1, 1), other}); !errors.As(err, new(*DifferentClustersError)) {
+	if _, err := Rank([]*DirStatus{dir(1, 1, 1), other}, StepOptions{}); !errors.As(err, new(*DifferentClustersError)) {
 		t.Errorf("different clusters: %v", err)
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
@@ -71,8 +70,9 @@ func ahead(a, b *DirStatus) int {
 // that can be (not a removed member's, not a learner's, with a sound membership), the one
 // whose committed log is the most advanced; of equals, the first given. It refuses directories
 // of different clusters with a *DifferentClustersError, and a set none of which can be
-// restarted from with a *NoRestartError (the Recovery still says why of each).
-func Rank(dirs []*DirStatus) (*Recovery, error) {
+// restarted from with a *NoRestartError (the Recovery still says why of each). The steps are
+// printed with how's TLS files and clusterctl flags.
+func Rank(dirs []*DirStatus, how StepOptions) (*Recovery, error) {
 	if len(dirs) == 0 {
 		return &Recovery{}, &NoRestartError{Reason: "no data directory given"}
 	}
@@ -109,81 +109,7 @@ func Rank(dirs []*DirStatus) (*Recovery, error) {
 	if len(out) > 0 {
 		reason += "; " + strings.Join(out, "; ")
 	}
-	return &Recovery{Chosen: best, Reason: reason, Steps: steps(best, dirs)}, nil
-}
-
-// steps are the commands of the recovery from chosen, with this machine's paths: the others'
-// data moved aside (never deleted), a copy of the chosen one, its start with
-// --force-new-cluster, then every other member added back one at a time (docs/runbooks/
-// majority-loss.md for clusterd, majority-loss-etcd.md for etcd).
-func steps(chosen *DirStatus, dirs []*DirStatus) []Step {
-	server := chosen.Kind // the binary: clusterd or etcd
-	self := chosen.Cluster.Members[chosen.MemberID]
-	dirOf := map[membership.ID]string{}
-	var aside []string
-	for _, d := range dirs {
-		if d == chosen {
-			continue
-		}
-		p := abs(d.Dir)
-		dirOf[d.MemberID] = p
-		aside = append(aside, fmt.Sprintf("mv %s %s", quote(p), quote(p+".aside")))
-	}
-	chosenDir := abs(chosen.Dir)
-	endpoints := strings.Join(self.ClientURLs, ",")
-	var out []Step
-	out = append(out, Step{Say: "Stop every member of the cluster that still runs, on every host."})
-	if len(aside) > 0 {
-		out = append(out, Step{Say: "Move the other data directories aside; never delete them.", Commands: aside})
-	}
-	out = append(out,
-		Step{Say: "Keep a copy of the chosen data directory.", Commands: []string{
-			fmt.Sprintf("cp -a %s %s", quote(chosenDir), quote(chosenDir+".backup"))}},
-		Step{Say: fmt.Sprintf("Start %s from it as a one-member cluster (in a terminal or unit of its own), and wait until it lists itself alone.", chosen.Name), Commands: []string{
-			fmt.Sprintf("%s --name %s --data-dir %s --force-new-cluster %s", server, quote(chosen.Name), quote(chosenDir), listenFlags(self, true)),
-			fmt.Sprintf("clusterctl --endpoints=%s member list", endpoints)}})
-	for _, m := range chosen.Cluster.List() {
-		if m.ID == chosen.MemberID {
-			continue
-		}
-		dir, ok := dirOf[m.ID]
-		if !ok {
-			dir = "<its empty data directory>"
-		}
-		// A member that never started has no name yet: its ID stands for it.
-		label := cmp.Or(m.Name, m.ID.String())
-		name := quote(label)
-		cmds := []string{
-			fmt.Sprintf("clusterctl --endpoints=%s member add %s --peer-urls=%s --learner -w env > %s", endpoints, name, strings.Join(m.PeerURLs, ","), quote(label+".env")),
-			fmt.Sprintf("(set -a; . ./%s; exec %s --data-dir %s %s)", quote(label+".env"), server, quote(dir), listenFlags(m, false)),
-		}
-		say := fmt.Sprintf("Add %s back as a learner, start it on an empty data directory from the printed environment", label)
-		if !m.IsLearner {
-			cmds = append(cmds, fmt.Sprintf("clusterctl --endpoints=%s member promote %s --wait=60s", endpoints, name))
-			say += ", and promote it"
-		}
-		if server == KindEtcd {
-			say += " (etcd refuses a change in its first seconds with exit 12: run it again)"
-		}
-		out = append(out, Step{Say: say + ".", Commands: cmds})
-	}
-	return out
-}
-
-// listenFlags are the flags a member listens and advertises with: on the URLs the membership
-// gives it (change --listen-* to listen on other addresses). The initial advertised peer URLs
-// are given only where no environment file gives them.
-func listenFlags(m *membership.Member, advertisePeers bool) string {
-	peers := strings.Join(m.PeerURLs, ",")
-	f := []string{"--listen-peer-urls " + peers}
-	if advertisePeers {
-		f = append(f, "--initial-advertise-peer-urls "+peers)
-	}
-	if len(m.ClientURLs) > 0 {
-		clients := strings.Join(m.ClientURLs, ",")
-		f = append(f, "--listen-client-urls "+clients, "--advertise-client-urls "+clients)
-	}
-	return strings.Join(f, " ")
+	return &Recovery{Chosen: best, Reason: reason, Steps: how.steps(best, dirs)}, nil
 }
 
 func abs(p string) string {

@@ -116,7 +116,7 @@ func TestRankExcludesAbsurdTerm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rec, err := Rank([]*DirStatus{st})
+	rec, err := Rank([]*DirStatus{st}, StepOptions{})
 	var none *NoRestartError
 	if !errors.As(err, &none) || rec.Chosen != nil || !strings.Contains(err.Error(), "its raft term is past 2^63") {
 		t.Fatalf("Rank: %+v, %v", rec, err)

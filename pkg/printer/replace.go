@@ -132,8 +132,7 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 		case s.Action == client.StepPromote:
 			state = "once it has started and caught up"
 		case s.Action == client.StepMove:
-			// The target is chosen at run time: the rule is what the plan can say.
-			state = "to a voter that answers and follows it while " + r.New.Name + " starts, else to " + r.New.Name
+			state = "to " + r.New.Name
 		}
 		line(fmt.Sprintf("%d. "+stepWords[s.Action], i+1, orDash(s.Who)), s.After, state)
 	}

@@ -1,7 +1,9 @@
 // Package registry is the layout of etcd's v3 discovery registry (etcd
 // server/etcdserver/api/v3discovery) and the pure rules both binaries read it by: clusterd
 // registers a member and waits on it (pkg/server/discovery), clusterctl creates a token and shows
-// it (discovery new, discovery status). It does no I/O and imports neither binary's packages.
+// it (discovery new, discovery status). It reads the keys in etcd's generated types and builds the
+// one create-if-absent transaction both binaries write with (CreateTxn); it does no I/O and
+// imports neither binary's packages.
 //
 // The layout, etcd's letter for letter, under one token:
 //

@@ -11,11 +11,12 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
@@ -294,19 +295,26 @@ func TestDryRunReportLeavesOutRemovedIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Asked of every member: the leader's own report, and those forwarded by the others.
-	dctx := metadata.AppendToOutgoingContext(ctx, wire.DryRun, "true")
 	for _, m := range ms {
-		var hdr metadata.MD
-		if _, err := m.Client(t).MemberRemove(dctx, &pb.MemberRemoveRequest{ID: added.Member.ID}, grpc.Header(&hdr)); err == nil {
-			t.Fatal("a dry run of the removal of a removed member was accepted")
-		}
-		raw := hdr.Get(wire.DryRunReport)
-		var report cpb.ChangeReply
-		if len(raw) != 1 || proto.Unmarshal([]byte(raw[0]), &report) != nil {
-			t.Fatalf("%s: report %q", m.Name, raw)
+		report, err := dryRun(t, m, membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(added.Member.ID)}})
+		if err != nil || report.GetRefusal().GetMessage() != "etcdserver: member not found" {
+			t.Fatalf("%s: a dry run of the removal of a removed member: %v, %v", m.Name, report, err)
 		}
 		if c := report.GetCluster(); len(c.GetRemoved()) != 0 || len(c.GetMembers()) == 0 {
 			t.Errorf("%s: the report's cluster is %v; want the members and no removed IDs", m.Name, c)
 		}
 	}
+}
+
+// dryRun asks m's client port for the dry run of ch.
+func dryRun(t *testing.T, m *servertest.Member, ch membership.Change) (*cpb.ChangeReply, error) {
+	t.Helper()
+	conn, err := grpc.NewClient("passthrough:///"+m.ClientAddr(), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	return cpb.NewDryRunClient(conn).Check(ctx, wire.ChangeToProto(ch))
 }

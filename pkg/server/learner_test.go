@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/pkg/wire"
@@ -217,11 +218,9 @@ func TestPromoteWaitsForTheLearner(t *testing.T) {
 		done <- answer{msg, took}
 	}()
 	// The waiting promotion holds no lock: another change is decided meanwhile.
-	ctx, cancel := ctxWithName("")
-	defer cancel()
-	dry := metadata.AppendToOutgoingContext(ctx, wire.DryRun, "true")
-	if _, err := other.Client(t).MemberAdd(dry, &pb.MemberAddRequest{PeerURLs: []string{"http://127.0.0.1:1"}, IsLearner: false}); err != nil {
-		t.Fatalf("a change while a promotion waits: %v", err)
+	dry := membership.Change{Kind: membership.KindAdd, Member: membership.Member{PeerURLs: []string{"http://127.0.0.1:1"}}}
+	if v, err := dryRun(t, other, dry); err != nil || v.GetRefusal() != nil {
+		t.Fatalf("a change while a promotion waits: %v, %v", v, err)
 	}
 	select {
 	case a := <-done:
@@ -265,13 +264,10 @@ func TestPromoteReadyWaitEnds(t *testing.T) {
 	if msg != "etcdserver: member not found" || took > 5*time.Second {
 		t.Fatalf("promote of an unknown member: %q after %v", msg, took)
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, "1m", wire.DryRun, "true")
 	start := time.Now()
-	_, err := ms[1].Client(t).MemberPromote(ctx, &pb.MemberPromoteRequest{ID: added.Member.ID})
-	if message(err) != "etcdserver: can only promote a learner member which is in sync with leader" || time.Since(start) > 5*time.Second {
-		t.Fatalf("dry run: %v after %v", err, time.Since(start))
+	v, err := dryRun(t, ms[1], membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: membership.ID(added.Member.ID)}})
+	if err != nil || v.GetRefusal().GetMessage() != "etcdserver: can only promote a learner member which is in sync with leader" || time.Since(start) > 5*time.Second {
+		t.Fatalf("dry run: %v, %v after %v", v, err, time.Since(start))
 	}
 }
 

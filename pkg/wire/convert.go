@@ -4,6 +4,8 @@ import (
 	"slices"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -150,7 +152,7 @@ func QuorumFromProto(p *pb.QuorumReport) membership.QuorumReport {
 }
 
 // Report is the outcome of a membership change as the member that decided it answers it: to a
-// member that forwarded the change (Members/Change), and as a dry run's report (DryRunReport).
+// member that forwarded the change (Members/Change), and as a dry run's report (DryRun/Check).
 type Report struct {
 	Cluster *membership.Cluster
 	Member  membership.Member // the member the change is about, ID assigned
@@ -182,4 +184,28 @@ func ReportFromProto(p *pb.ChangeReply) *Report {
 		Cluster: ClusterFromProto(p.GetCluster()), Member: MemberFromProto(p.GetMember()),
 		Before: QuorumFromProto(p.GetBefore()), After: QuorumFromProto(p.GetAfter()),
 	}
+}
+
+// DryRunCheck is the dry run's full method name, which authorization sees (docs/wire.md).
+const DryRunCheck = pb.DryRun_Check_FullMethodName
+
+// VerdictProto is a dry run's verdict on the wire, as it leaves the member that reached it: the
+// report r it was reached on and the refusal, the status the change itself would be answered
+// with (nil when it would be accepted).
+func VerdictProto(r *Report, refusal error) *pb.ChangeReply {
+	p := r.WithoutRemoved().Proto()
+	if refusal != nil {
+		st := status.Convert(refusal)
+		p.Refusal = &pb.Refusal{Code: uint32(st.Code()), Message: st.Message()}
+	}
+	return p
+}
+
+// VerdictFromProto reads what VerdictProto wrote: the report, and the refusal as a status error.
+func VerdictFromProto(p *pb.ChangeReply) (*Report, error) {
+	var refusal error
+	if rp := p.GetRefusal(); rp != nil {
+		refusal = status.Error(codes.Code(rp.GetCode()), rp.GetMessage())
+	}
+	return ReportFromProto(p), refusal
 }

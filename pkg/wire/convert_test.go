@@ -5,6 +5,8 @@ import (
 	"testing"
 	"time"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -46,20 +48,16 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	r := &Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 3, Quorum: 2, FaultTolerance: -1}, After: membership.QuorumReport{Voters: 4, Learners: 1}}
-	v, err := ReportValue(r)
-	if err != nil {
-		t.Fatal(err)
-	}
-	back, err := ReportFromValue(v)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if back.Cluster.Removed.Len() != 0 || len(back.Cluster.Members) != 2 {
-		t.Errorf("a report leaves with its members only: %+v", back.Cluster)
-	}
-	back.Cluster = r.Cluster
-	if !reflect.DeepEqual(back, r) {
-		t.Errorf("report: got %+v, want %+v", back, r)
+	refusal := status.Error(codes.FailedPrecondition, "etcdserver: unhealthy cluster")
+	for _, want := range []error{nil, refusal} {
+		back, got := VerdictFromProto(roundTrip(t, VerdictProto(r, want)))
+		if back.Cluster.Removed.Len() != 0 || len(back.Cluster.Members) != 2 {
+			t.Errorf("a verdict leaves with its members only: %+v", back.Cluster)
+		}
+		back.Cluster = r.Cluster
+		if !reflect.DeepEqual(back, r) || status.Code(got) != status.Code(want) || status.Convert(got).Message() != status.Convert(want).Message() {
+			t.Errorf("verdict: got %+v, %v; want %+v, %v", back, got, r, want)
+		}
 	}
 
 	q := HistoryRequest{Linearizable: true, Member: "a", Since: when, Limit: 5}

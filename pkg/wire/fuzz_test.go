@@ -3,6 +3,8 @@ package wire
 import (
 	"testing"
 
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -10,7 +12,7 @@ import (
 )
 
 // FuzzMessages: whatever bytes arrive as one of clusterd's own messages (a forwarded change, a
-// membership answer, a history request or answer, the -bin metadata), decoding and reading them
+// dry run's verdict, a membership answer, a history request or answer, the -bin metadata), decoding and reading them
 // into membership's values fails or succeeds without panicking, and what is read goes back on the
 // wire.
 func FuzzMessages(f *testing.F) {
@@ -19,7 +21,7 @@ func FuzzMessages(f *testing.F) {
 	for _, m := range []proto.Message{
 		ClusterToProto(c),
 		ChangeToProto(membership.Change{Kind: membership.KindAdd, Member: *c.Member(1), By: membership.Origin{Via: ViaMemberReplace}}),
-		(&Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1, Quorum: 1}}).Proto(),
+		VerdictProto(&Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1, Quorum: 1}}, status.Error(codes.NotFound, "etcdserver: member not found")),
 		HistoryRequest{Member: "a", Limit: 3}.Proto(),
 		&pb.HistoryAnswer{ClusterId: 7, Events: []*pb.Event{EventToProto(membership.Event{RaftIndex: 3, Change: "add", MemberID: 1})}},
 	} {
@@ -51,8 +53,10 @@ func FuzzMessages(f *testing.F) {
 				_ = EventToProto(ev)
 			}
 		}
-		if r, err := ReportFromValue(string(b)); err == nil {
-			_ = r.Proto()
+		var verdict pb.ChangeReply
+		if proto.Unmarshal(b, &verdict) == nil {
+			r, refusal := VerdictFromProto(&verdict)
+			_ = VerdictProto(r, refusal)
 		}
 		_, _ = MembersFromValue(string(b))
 	})

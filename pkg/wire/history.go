@@ -39,10 +39,6 @@ func HistoryRequestFromProto(p *pb.HistoryRequest) HistoryRequest {
 	}
 }
 
-// MDVia is request metadata on a membership change: the clusterctl command that makes it, one of
-// Vias, recorded in the history beside who asked. A value not in Vias is not recorded.
-const MDVia = "clusterd-via"
-
 // The commands that mark their changes. Recorded in the history: never rename.
 const (
 	ViaMemberPrune   = "member prune"

@@ -11,10 +11,11 @@ import (
 const (
 	// MemberName is MemberAdd's new member's name, stored with the member from the start.
 	MemberName = "clusterd-member-name"
-	// DryRun, "true" on a change: every check runs, nothing is proposed.
-	DryRun = "clusterd-dry-run"
 	// ReadyWait is a Go duration on MemberPromote: how long the leader may wait for the learner.
 	ReadyWait = "clusterd-ready-wait"
+	// MDVia is on a membership change: the clusterctl command that makes it, one of the Via
+	// values (history.go), recorded in the history beside who asked; any other value is not.
+	MDVia = "clusterd-via"
 )
 
 // Response header metadata on the client port, and on the peer port where a change is
@@ -25,9 +26,6 @@ const (
 	Members = "clusterd-members-bin"
 	// Leader is the leader's ID in 16 hex digits, empty without one.
 	Leader = "clusterd-leader"
-	// DryRunReport is a dry run's clusterdpb.ChangeReply beside its verdict, accepted or refused
-	// (Report): a gRPC call answers a status or a message, and a dry run's verdict is both.
-	DryRunReport = "clusterd-dry-run-bin"
 )
 
 // PeerURLs is the raft stream's metadata naming its sender's peer URLs.
@@ -54,19 +52,4 @@ func MembersFromValue(v string) ([]membership.Member, error) {
 		out[i] = MemberFromProto(m)
 	}
 	return out, nil
-}
-
-// ReportValue is the value of DryRunReport for r, as it leaves the member that decided it.
-func ReportValue(r *Report) (string, error) {
-	b, err := proto.Marshal(r.WithoutRemoved().Proto())
-	return string(b), err
-}
-
-// ReportFromValue reads a value of DryRunReport.
-func ReportFromValue(v string) (*Report, error) {
-	var p pb.ChangeReply
-	if err := proto.Unmarshal([]byte(v), &p); err != nil {
-		return nil, err
-	}
-	return ReportFromProto(&p), nil
 }

@@ -23,11 +23,6 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
-// Metadata keys of docs/wire.md.
-const (
-	mdName = "clusterd-member-name"
-)
-
 // record is one call with its times, as porcupine takes it once the run is over.
 type record struct {
 	client int
@@ -100,7 +95,7 @@ func (r *recorder) do(ctx context.Context, client int, addr string, in input, ti
 	switch in.Kind {
 	case opAdd:
 		var resp *pb.MemberAddResponse
-		resp, err = cl.MemberAdd(metadata.AppendToOutgoingContext(ctx, mdName, in.Name),
+		resp, err = cl.MemberAdd(metadata.AppendToOutgoingContext(ctx, wire.MemberName, in.Name),
 			&pb.MemberAddRequest{PeerURLs: []string{in.URL}, IsLearner: in.Learner}, hdr)
 		if err == nil {
 			out.ID = resp.GetMember().GetID()

@@ -239,7 +239,7 @@ func checkStatus(t *testing.T, kind string, st statusJSON, dirs []string, ids ma
 	}
 	steps, _ := json.Marshal(st.Steps)
 	for _, want := range []string{"mv " + behind.DataDir + " " + behind.DataDir + ".aside", "--data-dir " + st.MostAdvanced + " --force-new-cluster",
-		"member add infra2 --peer-urls=", "member promote infra2"} {
+		"member add infra2 --peer-urls=", "--id-file=infra2.id", `member promote \"$(cat infra2.id)\" --wait=60s`} {
 		if !strings.Contains(string(steps), want) {
 			t.Errorf("the steps lack %q: %s", want, steps)
 		}

@@ -4,6 +4,9 @@
 // `make run`. A runbook whose commands stop working fails here, so the docs cannot drift from
 // the code.
 //
-// The runbooks use the fixed ports of `make run`; the test refuses to start while anything
-// listens on them, so it never touches a developer's own cluster.
+// The runbooks use the ports of `make run` moved by PORT_OFFSET. The tests choose an offset
+// whose every moved port is free, below the ephemeral range, and shared with no other test of
+// the binary (freeport.Offset), and give it to the script and to every block with the
+// CLUSTERCTL_ENDPOINTS the script prints for it: they run beside a developer's own cluster on
+// the usual ports, and never touch it.
 package runbooks

@@ -6,11 +6,11 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -18,39 +18,58 @@ import (
 	"time"
 
 	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/proc"
 )
 
-// The ports scripts/run-cluster.sh and the runbooks use; all below the kernel's ephemeral range,
-// so that no outgoing connection of another test can hold one.
-var fixedPorts = []string{"2379", "2380", "22379", "22380", "32379", "32380", "12379", "12380", "12479", "12480",
-	"13079", "13080", "13179", "13180", "13279", "13280", "13379", "13380", "14479", "14480"}
+// The ports scripts/run-cluster.sh and the runbooks use before PORT_OFFSET moves them; all below
+// the kernel's ephemeral range, so that no outgoing connection of another test can hold one.
+var layoutPorts = []int{2379, 2380, 22379, 22380, 32379, 32380, 12379, 12380, 12479, 12480,
+	13079, 13080, 13179, 13180, 13279, 13280, 13379, 13380, 14479, 14480,
+	15579, 15580, 16579, 16580, 17579, 17580, 18579, 18580, 2479, 2480, 22479, 22480, 32479, 32480}
+
+// runClusterPorts are the ports of run-cluster.sh's members and of the learner it suggests.
+var runClusterPorts = []int{2379, 2380, 22379, 22380, 32379, 32380, 12379, 12380}
 
 // ephemeralStart is where Linux's default range of ports for outgoing connections begins
 // (net.ipv4.ip_local_port_range): a port at or above it can be held by any connection on the
 // machine, a member's own among them, when a runbook comes to bind it.
 const ephemeralStart = 32768
 
-// Every loopback port the runbooks and scripts/run-cluster.sh name is below the ephemeral range
-// (a runbook's member once failed to start on 42480: "address already in use").
+// portOffset chooses the PORT_OFFSET a test runs the script or the runbooks with: ports moved by
+// it are free, stay from 1024 up and below the ephemeral range, and share none with another
+// test's (freeport.Offset), so the tests run beside make run's cluster and beside other tests.
+func portOffset(t *testing.T, ports []int) int {
+	t.Helper()
+	off, err := freeport.Offset(ports, 1024-slices.Min(ports), ephemeralStart-1-slices.Max(ports))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return off
+}
+
+// Every loopback port the runbooks and scripts/run-cluster.sh name, PORT_OFFSET at 0, is below
+// the ephemeral range (a runbook's member once failed to start on 42480: "address already in
+// use"), and is in layoutPorts, which the tests keep free.
 func TestRunbookPortsBelowEphemeralRange(t *testing.T) {
 	root, files := runbooks(t)
 	files = append(files, filepath.Join(root, "scripts", "run-cluster.sh"))
-	port := regexp.MustCompile(`127\.0\.0\.1:([0-9]+)`)
+	port := regexp.MustCompile(`127\.0\.0\.1:(?:\$\(\(PORT_OFFSET \+ )?([0-9]+)`)
 	for _, f := range files {
 		b, err := os.ReadFile(f)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, m := range port.FindAllStringSubmatch(string(b), -1) {
-			if n, _ := strconv.Atoi(m[1]); n >= ephemeralStart {
+			n, _ := strconv.Atoi(m[1])
+			if n >= ephemeralStart {
 				t.Errorf("%s: 127.0.0.1:%d is in the ephemeral range (%d and above)", filepath.Base(f), n, ephemeralStart)
 			}
 		}
 	}
-	for _, p := range fixedPorts {
-		if n, _ := strconv.Atoi(p); n >= ephemeralStart {
-			t.Errorf("fixedPorts: %s is in the ephemeral range", p)
+	for _, p := range layoutPorts {
+		if p >= ephemeralStart {
+			t.Errorf("layoutPorts: %d is in the ephemeral range", p)
 		}
 	}
 }
@@ -80,22 +99,19 @@ func blocks(path string) ([]string, error) {
 	return out, sc.Err()
 }
 
-// localEndpoints are the client URLs of the cluster scripts/run-cluster.sh starts.
-const localEndpoints = "127.0.0.1:2379,127.0.0.1:22379,127.0.0.1:32379"
+// localEndpoints are the client URLs of the cluster scripts/run-cluster.sh starts with
+// PORT_OFFSET=off.
+func localEndpoints(off int) string {
+	return fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", 2379+off, 22379+off, 32379+off)
+}
 
 // workspace lays out a directory like the repository after make build: bin/ with both binaries
-// and etcd 3.7.1, scripts/run-cluster.sh. It refuses to start while something holds the ports of make run.
+// and etcd 3.7.1, scripts/run-cluster.sh.
 func workspace(t *testing.T) string {
 	t.Helper()
 	root, err := cluster.ModuleRoot()
 	if err != nil {
 		t.Fatal(err)
-	}
-	for _, p := range fixedPorts {
-		if c, err := net.DialTimeout("tcp", "127.0.0.1:"+p, 100*time.Millisecond); err == nil {
-			c.Close()
-			t.Fatalf("something listens on 127.0.0.1:%s; the runbooks need the ports of make run free", p)
-		}
 	}
 	work := t.TempDir()
 	if err := cluster.BuildOwn(filepath.Join(work, "bin")); err != nil {
@@ -123,13 +139,13 @@ func workspace(t *testing.T) string {
 	return work
 }
 
-// waitLocal waits until the local cluster lists its three members as started, and returns the
-// list.
-func waitLocal(t *testing.T, work string) string {
+// waitLocal waits until the local cluster, moved by off, lists its three members as started,
+// and returns the list.
+func waitLocal(t *testing.T, work string, off int) string {
 	t.Helper()
 	var list string
 	err := proc.Poll(30*time.Second, "the local cluster answers", func() (bool, error) {
-		cmd := exec.Command("bin/clusterctl", "--endpoints="+localEndpoints, "member", "list")
+		cmd := exec.Command("bin/clusterctl", "--endpoints="+localEndpoints(off), "member", "list")
 		cmd.Dir = work
 		out, err := cmd.CombinedOutput()
 		if err == nil && bytes.Count(out, []byte(", started, ")) == 3 {
@@ -161,6 +177,7 @@ func runbooks(t *testing.T) (root string, books []string) {
 func TestRunbooks(t *testing.T) {
 	_, books := runbooks(t)
 	work := workspace(t)
+	off := portOffset(t, layoutPorts)
 	for _, book := range books {
 		t.Run(strings.TrimSuffix(filepath.Base(book), ".md"), func(t *testing.T) {
 			bs, err := blocks(book)
@@ -170,12 +187,12 @@ func TestRunbooks(t *testing.T) {
 			if err := os.RemoveAll(filepath.Join(work, "data")); err != nil {
 				t.Fatal(err)
 			}
-			groups := &processGroups{}
+			groups := &processGroups{off: off}
 			defer groups.kill()
 			if _, err := groups.start(work, "scripts/run-cluster.sh"); err != nil {
 				t.Fatal(err)
 			}
-			waitLocal(t, work)
+			waitLocal(t, work, off)
 			for i, b := range bs {
 				out, err := groups.run(work, 3*time.Minute, b)
 				if err != nil {
@@ -190,27 +207,28 @@ func TestRunbooks(t *testing.T) {
 // again restarts the same cluster.
 func TestRunClusterCtrlCKeepsData(t *testing.T) {
 	work := workspace(t)
-	groups := &processGroups{}
+	off := portOffset(t, runClusterPorts)
+	groups := &processGroups{off: off}
 	defer groups.kill()
 	run := func() (pgid int, exited chan error) { return groups.runCluster(t, work, nil) }
 
 	pgid, exited := run()
-	waitLocal(t, work)
+	waitLocal(t, work, off)
 	// Something only the data can remember: a new cluster from the same flags would have the
 	// same member IDs, but not this learner.
-	add := exec.Command("bin/clusterctl", "--endpoints="+localEndpoints, "member", "add", "infra3", "--peer-urls=http://127.0.0.1:12380", "--learner")
+	add := exec.Command("bin/clusterctl", "--endpoints="+localEndpoints(off), "member", "add", "infra3", fmt.Sprintf("--peer-urls=http://127.0.0.1:%d", 12380+off), "--learner")
 	add.Dir = work
 	if out, err := add.CombinedOutput(); err != nil {
 		t.Fatalf("member add: %v\n%s", err, out)
 	}
-	before := waitLocal(t, work)
+	before := waitLocal(t, work, off)
 	if !strings.Contains(before, ", unstarted, ") {
 		t.Fatalf("the learner is not listed:\n%s", before)
 	}
 	interruptRunCluster(t, pgid, exited, func() string { return memberLogs(work) })
 
 	run()
-	if after := waitLocal(t, work); after != before {
+	if after := waitLocal(t, work, off); after != before {
 		t.Fatalf("the restarted cluster is not the same:\n--- before ---\n%s--- after ---\n%s", before, after)
 	}
 }
@@ -239,13 +257,23 @@ func withoutEtcdVars() []string {
 }
 
 // processGroups tracks every process group a runbook starts: a block's background members live
-// on after its bash exits, and all of them must be gone before the next runbook.
-type processGroups struct{ pgids []int }
+// on after its bash exits, and all of them must be gone before the next runbook. Every process
+// gets PORT_OFFSET=off.
+type processGroups struct {
+	off   int
+	pgids []int
+}
+
+// env is the environment of every process: this one's without ETCD_* variables, with the
+// offset.
+func (g *processGroups) env() []string {
+	return append(withoutEtcdVars(), "PORT_OFFSET="+strconv.Itoa(g.off))
+}
 
 func (g *processGroups) start(dir string, name string, args ...string) (*exec.Cmd, error) {
 	cmd := exec.Command(name, args...)
 	cmd.Dir = dir
-	cmd.Env = withoutEtcdVars()
+	cmd.Env = g.env()
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, err
@@ -263,7 +291,7 @@ func (g *processGroups) runCluster(t *testing.T, dir string, out io.Writer, args
 	t.Helper()
 	cmd := exec.Command("scripts/run-cluster.sh", args...)
 	cmd.Dir = dir
-	cmd.Env = withoutEtcdVars()
+	cmd.Env = g.env()
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	if err := cmd.Start(); err != nil {
@@ -304,7 +332,8 @@ func (g *processGroups) run(dir string, timeout time.Duration, block string) (st
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "bash", "-euo", "pipefail", "-c", block)
 	cmd.Dir = dir
-	cmd.Env = withoutEtcdVars()
+	// The shell of a reader who exported what run-cluster.sh printed for its moved ports.
+	cmd.Env = append(g.env(), "CLUSTERCTL_ENDPOINTS="+localEndpoints(g.off))
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out

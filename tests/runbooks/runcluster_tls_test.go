@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,14 +14,15 @@ import (
 	"github.com/clusterctl/clusterctl/internal/proc"
 )
 
-// make run TLS=1's promise (docs/security.md, docs/clusterd.md): three members with TLS and
-// client certificates on both ports, the member table printed as the plain run prints it, and
-// export lines that reach the cluster as they are; without the client certificate clusterctl is
-// refused at the handshake (exit 20). Ctrl-C keeps the data, and a second run reuses the
-// certificates and restarts the same cluster.
+// make run TLS=1's promise (docs/security.md, docs/clusterd.md), on ports moved by PORT_OFFSET:
+// three members with TLS and client certificates on both ports, the member table printed as the
+// plain run prints it, and export lines that reach the cluster as they are, the offset among
+// them; without the client certificate clusterctl is refused at the handshake (exit 20). Ctrl-C
+// keeps the data, and a second run reuses the certificates and restarts the same cluster.
 func TestRunClusterTLS(t *testing.T) {
 	work := workspace(t)
-	groups := &processGroups{}
+	off := portOffset(t, runClusterPorts)
+	groups := &processGroups{off: off}
 	defer groups.kill()
 	out := filepath.Join(work, "run-tls.out")
 	run := func() (pgid int, exited chan error) {
@@ -35,7 +37,7 @@ func TestRunClusterTLS(t *testing.T) {
 	pgid, exited := run()
 	env, table := waitExports(t, work, out)
 	for _, name := range []string{"infra0", "infra1", "infra2"} {
-		if !strings.Contains(table, "| "+name+" ") || !strings.Contains(table, "https://127.0.0.1:") {
+		if !strings.Contains(table, "| "+name+" ") || !strings.Contains(table, fmt.Sprintf("https://127.0.0.1:%d", 22379+off)) {
 			t.Fatalf("the printed table lacks %s or https URLs:\n%s", name, table)
 		}
 	}
@@ -45,6 +47,10 @@ func TestRunClusterTLS(t *testing.T) {
 		cmd.Env = append(withoutEtcdVars(), env...)
 		b, err := cmd.CombinedOutput()
 		return string(b), err
+	}
+	// The offset is printed for the runbooks, and the endpoints are moved by it.
+	if !slices.Contains(env, fmt.Sprintf("PORT_OFFSET=%d", off)) {
+		t.Fatalf("the printed variables lack PORT_OFFSET=%d: %s", off, env)
 	}
 	before, err := ctl(env, "member", "list")
 	if err != nil || strings.Count(before, ", started, ") != 3 {

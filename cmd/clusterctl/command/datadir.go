@@ -3,10 +3,14 @@ package command
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
+	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 var (
@@ -30,11 +34,15 @@ func newDataDirCmd(g *Globals) *cobra.Command {
 type dataDirStatusOptions struct {
 	*Globals
 	Dirs []string
+	// TLS is what the members serve TLS with, for their start lines.
+	TLS datadir.MemberTLS
+	// flags are the command's flags, for the context the printed clusterctl lines name.
+	flags *pflag.FlagSet
 }
 
 func newDataDirStatusCmd(g *Globals) *cobra.Command {
 	o := &dataDirStatusOptions{Globals: g}
-	return &cobra.Command{
+	cmd := &cobra.Command{
 		Use:   "status DIR...",
 		Short: "Show what stopped members' data directories hold, and which to restart from",
 		Long: `Read each clusterd or etcd data directory, offline and without writing to it, and print its
@@ -43,11 +51,39 @@ holds and whether its member was removed. Given several directories of one clust
 to restart from after a majority is lost (the most advanced committed log among those whose
 member is a voter, not removed, with a sound membership), why, and the recovery's commands with
 these paths filled in. Directories of different clusters are refused; a directory a running
-member holds is refused (exit 25). See docs/commands/datadir-status.md.`,
-		Example: `  clusterctl datadir status /var/lib/clusterd/infra0 /mnt/infra1 -w table`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    runE(g, o),
+member holds is refused (exit 25).
+
+Every printed line runs as printed. A data directory records no TLS files: the members' are
+given with the flags etcd and clusterd take (--cert-file, --peer-cert-file, ...; {name} in a path
+stands for each member's name), and a port on https:// without them is printed with a named
+placeholder (<PEER_CERT_FILE>, ...) and one line saying so. The clusterctl lines carry this
+command's --context, --config-file, TLS and login flags; a password never: --password-file, or
+<PASSWORD_FILE> where the password was given inline. See docs/commands/datadir-status.md.`,
+		Example: `  clusterctl datadir status /var/lib/clusterd/infra0 /mnt/infra1 -w table
+  clusterctl --cacert=/etc/kubernetes/pki/etcd/ca.crt --cert=op.crt --key=op.key datadir status /var/lib/etcd /mnt/etcd-b \
+    --cert-file=/etc/kubernetes/pki/etcd/server.crt --key-file=/etc/kubernetes/pki/etcd/server.key \
+    --trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --client-cert-auth \
+    --peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt --peer-key-file=/etc/kubernetes/pki/etcd/peer.key \
+    --peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --peer-client-cert-auth`,
+		Args: cobra.ArbitraryArgs,
+		RunE: runE(g, o),
 	}
+	addMemberTLSFlags(cmd.Flags(), &o.TLS)
+	o.flags = cmd.Flags()
+	return cmd
+}
+
+// addMemberTLSFlags defines the members' TLS flags, named as etcd and clusterd name them.
+func addMemberTLSFlags(f *pflag.FlagSet, t *datadir.MemberTLS) {
+	const name = " ({name}: each member's name)"
+	f.StringVar(&t.CertFile, "cert-file", "", "the members' client-port certificate, for their start lines"+name)
+	f.StringVar(&t.KeyFile, "key-file", "", "the private key of --cert-file"+name)
+	f.StringVar(&t.TrustedCAFile, "trusted-ca-file", "", "the CA the members verify clients with"+name)
+	f.BoolVar(&t.ClientCertAuth, "client-cert-auth", false, "the members ask clients for certificates")
+	f.StringVar(&t.PeerCertFile, "peer-cert-file", "", "the members' peer-port certificate, for their start lines"+name)
+	f.StringVar(&t.PeerKeyFile, "peer-key-file", "", "the private key of --peer-cert-file"+name)
+	f.StringVar(&t.PeerTrustedCAFile, "peer-trusted-ca-file", "", "the CA the members verify peers with"+name)
+	f.BoolVar(&t.PeerClientCertAuth, "peer-client-cert-auth", false, "the members ask peers for certificates")
 }
 
 // pathArgs checks the positional arguments of both verbs: at least one, none empty.
@@ -82,7 +118,7 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		}
 		dirs = append(dirs, st)
 	}
-	rec, rankErr := datadir.Rank(dirs)
+	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags()})
 	var different *datadir.DifferentClustersError
 	if errors.As(rankErr, &different) {
 		return rankErr
@@ -103,6 +139,81 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		return err
 	}
 	return rankErr
+}
+
+// serverTLS is --cert-file and the others with their paths made absolute: a member does not run
+// in this command's directory.
+func (o *dataDirStatusOptions) serverTLS() datadir.MemberTLS {
+	t := o.TLS
+	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.TrustedCAFile, &t.PeerCertFile, &t.PeerKeyFile, &t.PeerTrustedCAFile} {
+		if *p != "" {
+			*p = absPath(*p)
+		}
+	}
+	return t
+}
+
+// clusterctlFlags are the flags the printed clusterctl lines need to reach the cluster as this
+// command would: its context, config file, TLS files (absolute) and login. A password is never
+// printed: a password file is, or a placeholder where the password was given inline.
+func (o *dataDirStatusOptions) clusterctlFlags() []string {
+	var f []string
+	if name := contextInUse(o.flags); name != "" {
+		f = append(f, "--"+contextFlag+"="+name)
+	}
+	if c := o.flags.Lookup("config-file"); c != nil && c.Value.String() != "" {
+		f = append(f, "--config-file="+absPath(c.Value.String()))
+	} else if p := os.Getenv("CLUSTERCTL_CONFIG_FILE"); p != "" {
+		f = append(f, "--config-file="+absPath(p))
+	}
+	t := memberTLS(o.tlsFiles)
+	for _, kv := range []struct{ flag, value string }{{"cacert", t.CACert}, {"cert", t.Cert}, {"key", t.Key}} {
+		if kv.value != "" {
+			f = append(f, "--"+kv.flag+"="+kv.value)
+		}
+	}
+	if t.InsecureSkipVerify {
+		f = append(f, "--insecure-skip-tls-verify")
+	}
+	return append(f, printedLogin(o.given)...)
+}
+
+// printedLogin is the login of s as flags to print: the user's name and its password file; a
+// placeholder for a password given inline (--password, --user NAME:PASSWORD), which is never
+// printed; the name alone when the password is asked for on the terminal.
+func printedLogin(s security) []string {
+	name := s.user
+	if s.password == "" && s.passwordFile == "" {
+		name, _, _ = strings.Cut(s.user, ":")
+	}
+	switch {
+	case s.user == "":
+		return nil
+	case s.passwordFile != "":
+		return []string{"--user=" + name, "--password-file=" + absPath(s.passwordFile)}
+	case s.password != "" || strings.Contains(s.user, ":"):
+		return []string{"--user=" + name, "--password-file=" + datadir.PlaceholderPasswordFile}
+	}
+	return []string{"--user=" + name}
+}
+
+// contextInUse is the context whose settings this command took, if any: --context,
+// CLUSTERCTL_CONTEXT, else the contexts file's current one.
+func contextInUse(flags *pflag.FlagSet) string {
+	if name := chosenContext(flags); name != "" {
+		return name
+	}
+	if f, err := loadContexts(); err == nil {
+		return f.Current()
+	}
+	return ""
+}
+
+func absPath(p string) string {
+	if a, err := filepath.Abs(p); err == nil {
+		return a
+	}
+	return p
 }
 
 type dataDirCheckOptions struct {

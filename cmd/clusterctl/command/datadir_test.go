@@ -73,3 +73,43 @@ func TestDataDirInUse(t *testing.T) {
 		}
 	}
 }
+
+// The printed clusterctl lines of datadir status carry the context, the TLS files (absolute)
+// and the login of the command: a password file as given, a placeholder and the line saying so
+// for a password given inline, never the password.
+func TestDataDirStatusPrintsTheOperatorsFlags(t *testing.T) {
+	contextsHome(t, "current-context: prod\ncontexts:\n  - name: prod\n    endpoints: https://10.0.0.1:2379\n")
+	ca, err := filepath.Abs("ca.pem")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, errOut, code := runArgs("--cacert=ca.pem", "--user=root:s3cret", "datadir", "status", etcdDataDir)
+	if code != exitOK || errOut != "" {
+		t.Fatalf("exit %d\n%s%s", code, out, errOut)
+	}
+	flags := " --context=prod --cacert=" + ca + " --user=root --password-file='<PASSWORD_FILE>' member list\n"
+	if !strings.Contains(out, flags) || strings.Contains(out, "s3cret") {
+		t.Errorf("want every clusterctl line with%q and no password:\n%s", flags, out)
+	}
+	if !strings.Contains(out, "Before running: replace <PASSWORD_FILE> with a file holding the password on its first line") {
+		t.Errorf("the placeholder is not told:\n%s", out)
+	}
+}
+
+// printedLogin: the user's name and its password source, never the password.
+func TestPrintedLogin(t *testing.T) {
+	for _, tt := range []struct {
+		s    security
+		want string
+	}{
+		{security{}, ""},
+		{security{user: "root"}, "--user=root"},
+		{security{user: "root:pw"}, "--user=root --password-file=<PASSWORD_FILE>"},
+		{security{user: "a:b", password: "pw"}, "--user=a:b --password-file=<PASSWORD_FILE>"},
+		{security{user: "root", passwordFile: "/etc/pw"}, "--user=root --password-file=/etc/pw"},
+	} {
+		if got := strings.Join(printedLogin(tt.s), " "); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.s, got, tt.want)
+		}
+	}
+}

@@ -3,7 +3,8 @@ package command
 import (
 	"fmt"
 
-	"github.com/clusterctl/clusterctl/pkg/client"
+	"go.etcd.io/etcd/api/v3/mvccpb"
+
 	"github.com/clusterctl/clusterctl/pkg/registry"
 	"github.com/spf13/cobra"
 )
@@ -37,12 +38,8 @@ func (e *TokenInUseError) Error() string {
 }
 
 // readToken reads every key of token in one range and places its registrations.
-func readToken(kvs []client.KeyValue, token string, endpoints []string) (*registry.Cluster, error) {
-	in := make([]registry.KeyValue, len(kvs))
-	for i, kv := range kvs {
-		in[i] = registry.KeyValue{Key: kv.Key, Value: kv.Value, CreateRevision: kv.CreateRevision}
-	}
-	size, regs, err := registry.Read(token, endpoints, in, nil)
+func readToken(kvs []*mvccpb.KeyValue, token string, endpoints []string) (*registry.Cluster, error) {
+	size, regs, err := registry.Read(token, endpoints, kvs, nil)
 	if err != nil {
 		return nil, err
 	}

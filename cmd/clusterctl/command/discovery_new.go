@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"fmt"
-	"path/filepath"
 	"strconv"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
@@ -73,19 +72,19 @@ func (o *discoveryNewOptions) run(ctx context.Context) error {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	// Any key of the token, a registration without a size included, means someone uses it.
-	r, err := c.Range(ctx, registry.TokenPrefix(token), true)
+	kvs, err := c.Range(ctx, registry.TokenPrefix(token), true)
 	if err != nil {
 		return err
 	}
-	if len(r.KVs) > 0 {
-		return &TokenInUseError{Token: token, Keys: len(r.KVs)}
+	if len(kvs) > 0 {
+		return &TokenInUseError{Token: token, Keys: len(kvs)}
 	}
 	// Created only if absent: of two concurrent creations of one token, one is refused.
-	created, _, err := c.CreateKey(ctx, registry.SizeKey(token), strconv.Itoa(o.Size))
+	answer, err := c.Txn(ctx, registry.CreateTxn(registry.SizeKey(token), strconv.Itoa(o.Size)))
 	if err != nil {
 		return err
 	}
-	if !created {
+	if created, _ := registry.CreateAnswer(answer); !created {
 		return &TokenInUseError{Token: token, Keys: 1}
 	}
 	out := &printer.NewToken{Token: token, Size: o.Size, Endpoints: c.Endpoints()}
@@ -100,11 +99,8 @@ func (o *discoveryNewOptions) run(ctx context.Context) error {
 // directory. A path that cannot be made absolute (no working directory) is kept as given.
 func memberTLS(o clienttls.Options) *clienttls.Options {
 	for _, p := range []*string{&o.CACert, &o.Cert, &o.Key} {
-		if *p == "" {
-			continue
-		}
-		if abs, err := filepath.Abs(*p); err == nil {
-			*p = abs
+		if *p != "" {
+			*p = absPath(*p)
 		}
 	}
 	return &o

@@ -52,11 +52,11 @@ func (o *discoveryStatusOptions) run(ctx context.Context) error {
 	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	r, err := c.Range(ctx, registry.TokenPrefix(o.Token), true)
+	kvs, err := c.Range(ctx, registry.TokenPrefix(o.Token), true)
 	if err != nil {
 		return err
 	}
-	cl, err := readToken(r.KVs, o.Token, c.GivenEndpoints())
+	cl, err := readToken(kvs, o.Token, c.GivenEndpoints())
 	if err != nil {
 		return err
 	}

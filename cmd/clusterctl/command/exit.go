@@ -111,7 +111,6 @@ func exitCode(err error) int {
 		usage       *usageError
 		connect     *client.ConnectError
 		unknown     *client.OutcomeUnknownError
-		ignored     *client.DryRunIgnoredError
 		ambiguous   *client.AmbiguousNameError
 		noDryRun    *client.DryRunUnsupportedError
 		interrupted *interruptedError
@@ -155,10 +154,6 @@ func exitCode(err error) int {
 		return exitLocalWrite
 	case errors.As(err, &unknown):
 		// Before the server errors: a timed-out change wraps the server's timeout answer.
-		return exitOutcomeUnknown
-	case errors.As(err, &ignored):
-		// A server that does not know the dry-run flag made the change: what happened is to be
-		// checked, exactly as after a change that went unanswered.
 		return exitOutcomeUnknown
 	case errors.As(err, &ambiguous):
 		return exitAmbiguousName

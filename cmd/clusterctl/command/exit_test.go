@@ -47,7 +47,6 @@ func TestExitCode(t *testing.T) {
 		{"learner limit", client.ErrTooManyLearners, 17},
 		{"dry run against etcd", &client.DryRunUnsupportedError{Endpoint: "a:1"}, 18},
 		{"membership history against etcd", &client.HistoryUnsupportedError{Endpoint: "a:1", Version: "3.7.1"}, 32},
-		{"dry run ignored", &client.DryRunIgnoredError{Endpoint: "a:1"}, 14},
 		{"corrupt snapshot file", fmt.Errorf("status: %w", datadir.ErrChecksum), 19},
 		{"no snapshot file", &datadir.NoSnapshotFileError{Path: "x.db"}, 128},
 		{"data dir not empty", &datadir.NotEmptyError{Dir: "d"}, 128},

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -20,6 +21,9 @@ type memberAddOptions struct {
 	DryRun bool
 	// IfNotExists takes a member with this name and exactly these peer URLs as added.
 	IfNotExists bool
+	// IDFile is where to write the new member's ID, for a script's next command: etcd knows a
+	// member by its ID alone until it starts.
+	IDFile string
 
 	Name     string
 	PeerURLs []string
@@ -44,7 +48,12 @@ With --if-not-exists, a member with this name and exactly these peer URLs alread
 (on etcd, also one with these peer URLs that has not started, so has no name yet) is success:
 exit 0 and the same output, its environment included. A member with this name and other peer
 URLs, or with one of these peer URLs and another name, is still refused (exit 11), with what
-differs.`,
+differs.
+
+With --id-file=FILE, the new member's ID (16 hex digits and a newline) is written to FILE once it
+is added, or found with --if-not-exists, for the next command of a script: etcd knows a member by
+its ID alone until it starts, so "member promote $(cat FILE)" finds it where its name would not.
+The file is created before anything is sent: one that cannot be is refused at once.`,
 		Example: `  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner
 
   # export the environment of phase two; clusterd and etcd read ETCD_* at start-up
@@ -52,6 +61,10 @@ differs.`,
 
   # in a script that may run twice: the member already there with these URLs is success
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner --if-not-exists -w env > infra3.env
+
+  # promote it by the ID the add wrote, once it is started
+  clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner --id-file=infra3.id -w env > infra3.env
+  clusterctl member promote "$(cat infra3.id)" --wait
 
   # would adding a voter keep the cluster's quorum?
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
@@ -61,6 +74,7 @@ differs.`,
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().BoolVar(&o.Learner, "learner", false, "add the member as a learner (non-voting)")
 	cmd.Flags().BoolVar(&o.IfNotExists, "if-not-exists", false, "succeed, printing the same output, when a member with this name and exactly these peer URLs exists already")
+	cmd.Flags().StringVar(&o.IDFile, "id-file", "", "write the new member's ID to this file")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
@@ -82,6 +96,10 @@ func (o *memberAddOptions) validate(args []string) error {
 	}
 	if o.IfNotExists && o.DryRun {
 		return errors.New("--if-not-exists and --dry-run cannot be used together")
+	}
+	if o.IDFile != "" && o.DryRun {
+		// A dry run's ID is provisional: the add itself assigns another.
+		return errors.New("--id-file and --dry-run cannot be used together")
 	}
 	return checkFormat(o.Printer, printer.MemberAdd, o.DryRun)
 }
@@ -111,35 +129,50 @@ func (o *memberAddOptions) run(ctx context.Context) error {
 		r, err := c.MemberAddDryRun(ctx, o.Name, o.PeerURLs, o.Learner)
 		return o.printDryRun(printer.MemberAdd, r, err)
 	}
+	if o.IDFile != "" {
+		// Created before the add, so that a file that cannot be written refuses the command
+		// before anything changed.
+		if err := os.WriteFile(o.IDFile, nil, 0o644); err != nil {
+			return &usageError{fmt.Errorf("--id-file: %w", err)}
+		}
+	}
+	r, err := o.add(ctx, c)
+	if err != nil {
+		if o.IDFile != "" {
+			// No ID to fill it with: an empty file left behind would be read as one.
+			_ = os.Remove(o.IDFile)
+		}
+		return err
+	}
+	if o.IDFile != "" {
+		if err := os.WriteFile(o.IDFile, []byte(client.FormatID(r.ID)+"\n"), 0o644); err != nil {
+			return fmt.Errorf("member %s added, but --id-file: %w", client.FormatID(r.ID), err)
+		}
+	}
+	if err := o.Printer.MemberAdd(o.Out, r); err != nil {
+		return err
+	}
+	// In env format, whose stdout is the environment alone, the ID goes to stderr.
+	return o.Printer.MemberAddNote(o.Err, r)
+}
+
+// add adds the member or, with --if-not-exists, finds it there already.
+func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.AddResult, error) {
 	if o.IfNotExists {
 		// Looked for before the add: etcd does not refuse a second member of the same name, so
 		// its refusal cannot be what finds a conflict.
 		if found, err := o.existing(ctx, c); err != nil || found != nil {
-			if err != nil {
-				return err
-			}
-			return o.print(found)
+			return found, err
 		}
 	}
 	r, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
 	if o.IfNotExists && alreadyExists(err) {
 		// Added by someone else since the list was read.
 		if found, ferr := o.existing(ctx, c); ferr != nil || found != nil {
-			r, err = found, ferr
+			return found, ferr
 		}
 	}
-	if err != nil {
-		return err
-	}
-	return o.print(r)
-}
-
-// print prints the add's result, and in env format its ID on stderr.
-func (o *memberAddOptions) print(r *client.AddResult) error {
-	if err := o.Printer.MemberAdd(o.Out, r); err != nil {
-		return err
-	}
-	return o.Printer.MemberAddNote(o.Err, r)
+	return r, err
 }
 
 // alreadyExists reports the refusals an add meets when its member may be there already.

@@ -77,7 +77,7 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 // at most once per promoteRetryInterval: the figures cost a member list and two status calls,
 // more than an attempt, and a line every few milliseconds tells the reader nothing more. No
 // attempt starts after the deadline. Only "not in sync" is retried: it is a refusal, so nothing
-// changed and asking again is safe.
+// changed and asking again is safe. The last refusal says so of a learner that never started.
 func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration) (*client.ChangeResult, error) {
 	var nextLine time.Time // when the next progress line is due; the first is due at once
 	for attempt := 0; ; attempt++ {
@@ -88,7 +88,7 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 		}
 		next := start.Add(interval(attempt))
 		if !next.Before(deadline) {
-			return nil, err
+			return nil, g.notPromoted(ctx, c, id, err)
 		}
 		if !time.Now().Before(nextLine) {
 			g.progress(ctx, c, id)
@@ -100,6 +100,35 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 		case <-time.After(time.Until(next)):
 		}
 	}
+}
+
+// neverStartedError is the last refusal of a wait for a learner that never started: no process
+// has run it since it was added, so it could not catch up, however long the wait.
+type neverStartedError struct {
+	id  uint64
+	err error // the server's refusal: not in sync
+}
+
+func (e *neverStartedError) Error() string {
+	return fmt.Sprintf("learner %s never started, so it cannot be in sync: %v", client.FormatID(e.id), e.err)
+}
+func (e *neverStartedError) Unwrap() error { return e.err }
+
+// notPromoted is the refusal a wait ends with: err, said as a *neverStartedError when the
+// member list shows the learner never started. A list that cannot be read leaves err as it is.
+func (g *Globals) notPromoted(ctx context.Context, c *client.Client, id uint64, err error) error {
+	ctx, cancel := g.withTimeout(ctx)
+	defer cancel()
+	list, lerr := c.MemberList(ctx, false)
+	if lerr != nil {
+		return err
+	}
+	for _, m := range list.Members {
+		if m.ID == id && !m.Started {
+			return &neverStartedError{id: id, err: err}
+		}
+	}
+	return err
 }
 
 // readyWait is how long an attempt lets clusterd's leader wait for the learner: up to the next

@@ -70,8 +70,7 @@ reported on stderr:
      (member add's output; -w env prints the environment alone, -w json a line that holds it);
   2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
      behind, and promote it;
-  3. if the old member leads, move leadership away from it: while the new member starts, to an
-     established voter that answers and follows it, else after the promotion to the new member;
+  3. if the old member leads, move leadership from it to the new member;
   4. remove the old member.
 
 An old member that does not answer within 2s (or never started) is dead: it is removed first,
@@ -93,8 +92,8 @@ member and every step's state (done, doneAlready, notNeeded).
 
 With --dry-run (clusterd only), clusterd judges the add and the removal against the cluster now,
 and clusterctl prints the voters, quorum and fault tolerance after each step, in the order the run
-makes them; where the run chooses a step's target (leadership's), the plan names the rule. Against clusterd the
-same check runs before the first change, and a plan that would be refused changes nothing.`,
+makes them. Against clusterd the same check runs before the first change, and a plan that would
+be refused changes nothing.`,
 		Example: `  clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 -w env > infra3.env
   # on 10.0.0.4: (set -a; . ./infra3.env; exec clusterd --data-dir ...) (the command waits for it)
 
@@ -169,9 +168,7 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 	if err := o.add(ctx, c, r, res); err != nil {
 		return err
 	}
-	early := o.startEarlyMove(ctx, c, r, res.Added)
-	defer o.endEarlyMove(early)
-	promoted, err := o.promote(ctx, c, r, res, early)
+	promoted, err := o.promote(ctx, c, r, res)
 	if err != nil {
 		return err
 	}
@@ -181,11 +178,10 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
 		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
 	} else {
-		via, err := o.moveLeader(ctx, c, promoted, r.OldID, res, early)
-		if err != nil {
+		if err := o.moveLeader(ctx, c, promoted, r.OldID, res); err != nil {
 			return err
 		}
-		if _, err := o.remove(ctx, via, r.OldID, res); err != nil {
+		if _, err := o.remove(ctx, c, r.OldID, res); err != nil {
 			return err
 		}
 	}
@@ -272,7 +268,7 @@ func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client
 	if err := o.add(ctx, c, r, res); err != nil {
 		return err
 	}
-	if _, err := o.promote(ctx, c, r, res, noEarlyMove()); err != nil {
+	if _, err := o.promote(ctx, c, r, res); err != nil {
 		return err
 	}
 	return o.Printer.ReplaceDone(o.Out, res)
@@ -371,9 +367,8 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 }
 
 // promote waits for the new member to catch up and promotes it, unless it is a voter already.
-// It returns the promotion's answer, nil when skipped. The promotion goes to the leader the early
-// move handed over to, once the move has ended (early.leader).
-func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult, early *earlyMove) (*client.ChangeResult, error) {
+// It returns the promotion's answer, nil when skipped.
+func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	id := res.Added.ID
 	if r.New != nil && !r.New.IsLearner {
 		o.step(client.StepPromote, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
@@ -381,7 +376,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		return nil, nil
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-	promoted, err := o.promoteUntil(ctx, early.leader(c), id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
+	promoted, err := o.promoteUntil(ctx, c, id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
 	if err != nil {
 		return nil, err
 	}

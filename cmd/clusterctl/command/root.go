@@ -45,6 +45,9 @@ type Globals struct {
 	// tlsFiles are the TLS settings as given, for a verb that passes them on (discovery new
 	// -w env); the client has read the files.
 	tlsFiles clienttls.Options
+	// given is the TLS and login settings as resolved, for a verb that prints clusterctl lines
+	// (datadir status); a password is never printed.
+	given security
 	// dialTimeout is --dial-timeout, for the clients of other contexts (cluster status
 	// --all-contexts).
 	dialTimeout time.Duration
@@ -251,6 +254,7 @@ func (g *Globals) settle(v *viper.Viper) error {
 		return err
 	}
 	g.tlsFiles = security.tls
+	g.given = security
 	g.dialTimeout = dialTimeout
 	g.Client = func() (*client.Client, error) {
 		if g.built != nil {

@@ -73,6 +73,8 @@ func TestBadCommandLinesSendNothing(t *testing.T) {
 		{[]string{ep, "member", "update", "infra0"}, "Error: member peer urls not provided\n"},
 		{[]string{ep, "member", "promote"}, "Error: member ID is not provided\n"},
 		{[]string{ep, "member", "add", "infra3", "--peer-urls=http://a:1", "--dry-run", "-w", "env"}, "Error: output format \"env\" is not supported by member add --dry-run (supported: simple, json)\n"},
+		{[]string{ep, "member", "add", "infra3", "--peer-urls=http://a:1", "--dry-run", "--id-file=x.id"}, "Error: --id-file and --dry-run cannot be used together\n"},
+		{[]string{ep, "member", "add", "infra3", "--peer-urls=http://a:1", "--id-file=/nonexistent/x.id"}, "Error: --id-file: open /nonexistent/x.id: no such file or directory\n"},
 		{[]string{ep, "member", "promote", "infra3", "--dry-run", "--wait"}, "Error: --dry-run and --wait cannot be used together\n"},
 		{[]string{ep, "member", "list", "-w", "env"}, "Error: output format \"env\" is not supported by member list (supported: simple, table, json)\n"},
 		{[]string{ep, "member", "list", "-w", "yaml"}, "Error: unknown output format \"yaml\" (supported: simple, table, json, env)\n"},

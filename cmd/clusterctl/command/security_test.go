@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/metadata"
@@ -270,7 +271,7 @@ func (s *stub) check(ctx context.Context, req any, info *grpc.UnaryServerInfo, h
 		return handler(ctx, req)
 	}
 	md, _ := metadata.FromIncomingContext(ctx)
-	tok := md.Get("token")
+	tok := md.Get(rpctypes.TokenFieldNameGRPC)
 	switch {
 	case len(tok) == 0:
 		return nil, rpcerr.ErrUserEmpty.GRPCStatus().Err()

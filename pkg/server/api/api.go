@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"crypto/sha256"
-	"strings"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -51,6 +50,7 @@ func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterMaintenanceServer(g, s)
 	pb.RegisterKVServer(g, kvServer{s: s})
 	s.registerHistory(g)
+	s.registerDryRun(g)
 }
 
 // withTimeout bounds a request that waits for the cluster: by the client's deadline, or by
@@ -115,28 +115,27 @@ func toProto(m *membership.Member) *pb.Member {
 	return p
 }
 
+// change makes ch and answers the change applied, or the refusal as a status.
 func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Reply, error) {
-	ctx, cancel := s.withTimeout(ctx)
-	defer cancel()
-	ch.By = origin(ctx)
-	req := reconfig.Request{Change: ch, DryRun: strings.EqualFold(incoming(ctx, wire.DryRun), "true")}
+	req := reconfig.Request{Change: ch}
 	if ch.Kind == membership.KindPromote {
 		// A value that is not a duration asks for no wait, as a key this server did not know
 		// would; the request's own deadline bounds the wait.
 		req.ReadyWait, _ = time.ParseDuration(incoming(ctx, wire.ReadyWait))
 	}
-	reply, err := s.cfg.Coordinator.Do(ctx, req)
-	if req.DryRun && reply != nil {
-		// The report goes with the verdict, a refusal included: the refusal itself is the
-		// status, exactly as the real change would be answered.
-		if v, err := wire.ReportValue(reply); err == nil {
-			_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, v))
-		}
-	}
+	reply, err := s.do(ctx, req)
 	if err != nil {
 		return nil, rpcerr.Status(err)
 	}
 	return reply, nil
+}
+
+// do hands req to the coordinator, marked with who asked, within the request's time.
+func (s *Server) do(ctx context.Context, req reconfig.Request) (*reconfig.Reply, error) {
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	req.Change.By = origin(ctx)
+	return s.cfg.Coordinator.Do(ctx, req)
 }
 
 // checkPeerURLs refuses peer URLs that are malformed or that members cannot dial.

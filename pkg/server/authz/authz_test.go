@@ -285,6 +285,10 @@ func TestEveryEtcdMethodIsClassified(t *testing.T) {
 	if IsAdmin(wire.HistoryList) {
 		t.Error("the membership history must be open as MemberList is")
 	}
+	// A dry run needs what the change itself needs.
+	if !IsAdmin(wire.DryRunCheck) {
+		t.Error("the dry run of a membership change must be an admin operation as the change is")
+	}
 }
 
 func TestCheckSetting(t *testing.T) {

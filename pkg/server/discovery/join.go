@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"google.golang.org/grpc/codes"
@@ -217,11 +218,7 @@ func (m *member) read(ctx context.Context) (int, []registry.Registration, int64,
 	if err != nil {
 		return 0, nil, 0, m.failed(ctx, err, m.cfg.RequestTimeout)
 	}
-	var kvs []registry.KeyValue
-	for _, kv := range append(sr.Kvs, mr.Kvs...) {
-		kvs = append(kvs, registry.KeyValue{Key: string(kv.Key), Value: string(kv.Value), CreateRevision: kv.CreateRevision})
-	}
-	size, regs, err := registry.Read(m.cfg.Token, m.cfg.Endpoints, kvs, m.skipped)
+	size, regs, err := registry.Read(m.cfg.Token, m.cfg.Endpoints, append(sr.Kvs, mr.Kvs...), m.skipped)
 	return size, regs, mr.Header.Revision, err
 }
 
@@ -257,19 +254,14 @@ func (m *member) bootstrapped(ctx context.Context) (bool, error) {
 func (m *member) register(ctx context.Context) error {
 	rctx, cancel := context.WithTimeout(ctx, m.cfg.RequestTimeout)
 	defer cancel()
-	r, err := m.c.Txn(rctx).
-		If(clientv3.Compare(clientv3.CreateRevision(m.key), "=", 0)).
-		Then(clientv3.OpPut(m.key, m.value)).
-		Else(clientv3.OpGet(m.key)).
-		Commit()
+	// Over the etcd client's connection, with its credentials: the one create-if-absent
+	// transaction clusterctl's discovery new sends too.
+	r, err := pb.NewKVClient(m.c.ActiveConnection()).Txn(rctx, registry.CreateTxn(m.key, m.value))
 	if err != nil {
 		return m.failed(ctx, err, m.cfg.RequestTimeout)
 	}
-	if !r.Succeeded {
-		kvs := r.Responses[0].GetResponseRange().GetKvs()
-		if len(kvs) > 0 && string(kvs[0].Value) != m.value {
-			return &TakenError{Token: m.cfg.Token, What: "peer URLs " + strings.Join(m.urls, ","), By: string(kvs[0].Value)}
-		}
+	if _, existing := registry.CreateAnswer(r); existing != nil && string(existing.GetValue()) != m.value {
+		return &TakenError{Token: m.cfg.Token, What: "peer URLs " + strings.Join(m.urls, ","), By: string(existing.GetValue())}
 	}
 	m.lg.Info("registered this member with the discovery service", "key", m.key, "value", m.value)
 	return nil

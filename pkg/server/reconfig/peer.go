@@ -10,7 +10,6 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -85,11 +84,8 @@ func (s *membersService) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.
 		return reply.WithoutRemoved().Proto(), nil
 	}
 	if reply != nil {
-		v, perr := wire.ReportValue(reply)
-		if perr != nil {
-			return nil, rpcerr.Status(perr)
-		}
-		_ = grpc.SetHeader(ctx, metadata.Pairs(wire.DryRunReport, v))
+		// A dry run's refusal is its verdict, answered with the report it was reached on.
+		return wire.VerdictProto(reply, rpcerr.Status(err)), nil
 	}
 	return nil, rpcerr.Status(err)
 }
@@ -164,21 +160,18 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	// for any request sent and not answered.
 	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin(req))
 	defer cancel()
-	var hdr metadata.MD
-	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req), grpc.Header(&hdr))
+	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req))
 	if err != nil {
-		err = fromPeer(err)
-		report := hdr.Get(wire.DryRunReport)
-		if !req.DryRun || len(report) == 0 || retryable(err) {
-			return nil, err
-		}
-		r, perr := wire.ReportFromValue(report[0])
-		if perr != nil {
-			return nil, fmt.Errorf("reading the leader's dry-run report: %w", perr)
-		}
-		return r, err
+		return nil, fromPeer(err)
 	}
-	return wire.ReportFromProto(reply), nil
+	r, refusal := wire.VerdictFromProto(reply)
+	if refusal == nil {
+		return r, nil
+	}
+	if err = fromPeer(refusal); !req.DryRun || retryable(err) {
+		return nil, err
+	}
+	return r, err
 }
 
 // forwardWithin is how long a member waits for its leader's answer to a forwarded request: the

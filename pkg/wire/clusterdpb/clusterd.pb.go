@@ -712,13 +712,16 @@ func (x *QuorumReport) GetFaultTolerance() int64 {
 
 // ChangeReply is the outcome of a change: the membership it was judged against or made (its
 // members only), the member it is about, and the voting configuration before and after. A dry
-// run's report (metadata clusterd-dry-run-bin) is one too, beside its verdict.
+// run's verdict is one too, with the refusal when the change would be refused.
 type ChangeReply struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Cluster       *Cluster               `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
-	Member        *Member                `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
-	Before        *QuorumReport          `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
-	After         *QuorumReport          `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
+	state   protoimpl.MessageState `protogen:"open.v1"`
+	Cluster *Cluster               `protobuf:"bytes,1,opt,name=cluster,proto3" json:"cluster,omitempty"`
+	Member  *Member                `protobuf:"bytes,2,opt,name=member,proto3" json:"member,omitempty"`
+	Before  *QuorumReport          `protobuf:"bytes,3,opt,name=before,proto3" json:"before,omitempty"`
+	After   *QuorumReport          `protobuf:"bytes,4,opt,name=after,proto3" json:"after,omitempty"`
+	// refusal is, for a dry run only, the answer the change itself would get; absent when it
+	// would be accepted.
+	Refusal       *Refusal `protobuf:"bytes,5,opt,name=refusal,proto3" json:"refusal,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -781,6 +784,66 @@ func (x *ChangeReply) GetAfter() *QuorumReport {
 	return nil
 }
 
+func (x *ChangeReply) GetRefusal() *Refusal {
+	if x != nil {
+		return x.Refusal
+	}
+	return nil
+}
+
+// Refusal is a gRPC status: its code and its message, etcd's words (pkg/rpcerr).
+type Refusal struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	Code          uint32                 `protobuf:"varint,1,opt,name=code,proto3" json:"code,omitempty"`
+	Message       string                 `protobuf:"bytes,2,opt,name=message,proto3" json:"message,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Refusal) Reset() {
+	*x = Refusal{}
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[10]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Refusal) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Refusal) ProtoMessage() {}
+
+func (x *Refusal) ProtoReflect() protoreflect.Message {
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[10]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Refusal.ProtoReflect.Descriptor instead.
+func (*Refusal) Descriptor() ([]byte, []int) {
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{10}
+}
+
+func (x *Refusal) GetCode() uint32 {
+	if x != nil {
+		return x.Code
+	}
+	return 0
+}
+
+func (x *Refusal) GetMessage() string {
+	if x != nil {
+		return x.Message
+	}
+	return ""
+}
+
 type MembershipRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// without_removed asks for the members alone, without the removed IDs.
@@ -794,7 +857,7 @@ type MembershipRequest struct {
 
 func (x *MembershipRequest) Reset() {
 	*x = MembershipRequest{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[10]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[11]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -806,7 +869,7 @@ func (x *MembershipRequest) String() string {
 func (*MembershipRequest) ProtoMessage() {}
 
 func (x *MembershipRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[10]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[11]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -819,7 +882,7 @@ func (x *MembershipRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembershipRequest.ProtoReflect.Descriptor instead.
 func (*MembershipRequest) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{10}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{11}
 }
 
 func (x *MembershipRequest) GetWithoutRemoved() bool {
@@ -853,7 +916,7 @@ type MembershipAnswer struct {
 
 func (x *MembershipAnswer) Reset() {
 	*x = MembershipAnswer{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[11]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[12]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -865,7 +928,7 @@ func (x *MembershipAnswer) String() string {
 func (*MembershipAnswer) ProtoMessage() {}
 
 func (x *MembershipAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[11]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[12]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -878,7 +941,7 @@ func (x *MembershipAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembershipAnswer.ProtoReflect.Descriptor instead.
 func (*MembershipAnswer) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{11}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{12}
 }
 
 func (x *MembershipAnswer) GetCluster() *Cluster {
@@ -927,7 +990,7 @@ type HistoryRequest struct {
 
 func (x *HistoryRequest) Reset() {
 	*x = HistoryRequest{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[12]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[13]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -939,7 +1002,7 @@ func (x *HistoryRequest) String() string {
 func (*HistoryRequest) ProtoMessage() {}
 
 func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[12]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[13]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -952,7 +1015,7 @@ func (x *HistoryRequest) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryRequest.ProtoReflect.Descriptor instead.
 func (*HistoryRequest) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{12}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{13}
 }
 
 func (x *HistoryRequest) GetLinearizable() bool {
@@ -998,7 +1061,7 @@ type HistoryAnswer struct {
 
 func (x *HistoryAnswer) Reset() {
 	*x = HistoryAnswer{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[13]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[14]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1010,7 +1073,7 @@ func (x *HistoryAnswer) String() string {
 func (*HistoryAnswer) ProtoMessage() {}
 
 func (x *HistoryAnswer) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[13]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[14]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1023,7 +1086,7 @@ func (x *HistoryAnswer) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use HistoryAnswer.ProtoReflect.Descriptor instead.
 func (*HistoryAnswer) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{13}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{14}
 }
 
 func (x *HistoryAnswer) GetClusterId() uint64 {
@@ -1077,7 +1140,7 @@ type MembershipSnapshot struct {
 
 func (x *MembershipSnapshot) Reset() {
 	*x = MembershipSnapshot{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[14]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1089,7 +1152,7 @@ func (x *MembershipSnapshot) String() string {
 func (*MembershipSnapshot) ProtoMessage() {}
 
 func (x *MembershipSnapshot) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[14]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1102,7 +1165,7 @@ func (x *MembershipSnapshot) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use MembershipSnapshot.ProtoReflect.Descriptor instead.
 func (*MembershipSnapshot) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{14}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{15}
 }
 
 func (x *MembershipSnapshot) GetHistoryDropped() uint64 {
@@ -1147,7 +1210,7 @@ type Proposal struct {
 
 func (x *Proposal) Reset() {
 	*x = Proposal{}
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -1159,7 +1222,7 @@ func (x *Proposal) String() string {
 func (*Proposal) ProtoMessage() {}
 
 func (x *Proposal) ProtoReflect() protoreflect.Message {
-	mi := &file_clusterd_v2_clusterd_proto_msgTypes[15]
+	mi := &file_clusterd_v2_clusterd_proto_msgTypes[16]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -1172,7 +1235,7 @@ func (x *Proposal) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Proposal.ProtoReflect.Descriptor instead.
 func (*Proposal) Descriptor() ([]byte, []int) {
-	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{15}
+	return file_clusterd_v2_clusterd_proto_rawDescGZIP(), []int{16}
 }
 
 func (x *Proposal) GetRequestId() uint64 {
@@ -1257,12 +1320,16 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\x0estarted_voters\x18\x03 \x01(\x03R\rstartedVoters\x12)\n" +
 	"\x10connected_voters\x18\x04 \x01(\x03R\x0fconnectedVoters\x12\x16\n" +
 	"\x06quorum\x18\x05 \x01(\x03R\x06quorum\x12'\n" +
-	"\x0ffault_tolerance\x18\x06 \x01(\x03R\x0efaultTolerance\"\xce\x01\n" +
+	"\x0ffault_tolerance\x18\x06 \x01(\x03R\x0efaultTolerance\"\xfe\x01\n" +
 	"\vChangeReply\x12.\n" +
 	"\acluster\x18\x01 \x01(\v2\x14.clusterd.v2.ClusterR\acluster\x12+\n" +
 	"\x06member\x18\x02 \x01(\v2\x13.clusterd.v2.MemberR\x06member\x121\n" +
 	"\x06before\x18\x03 \x01(\v2\x19.clusterd.v2.QuorumReportR\x06before\x12/\n" +
-	"\x05after\x18\x04 \x01(\v2\x19.clusterd.v2.QuorumReportR\x05after\"[\n" +
+	"\x05after\x18\x04 \x01(\v2\x19.clusterd.v2.QuorumReportR\x05after\x12.\n" +
+	"\arefusal\x18\x05 \x01(\v2\x14.clusterd.v2.RefusalR\arefusal\"7\n" +
+	"\aRefusal\x12\x12\n" +
+	"\x04code\x18\x01 \x01(\rR\x04code\x12\x18\n" +
+	"\amessage\x18\x02 \x01(\tR\amessage\"[\n" +
 	"\x11MembershipRequest\x12'\n" +
 	"\x0fwithout_removed\x18\x01 \x01(\bR\x0ewithoutRemoved\x12\x1d\n" +
 	"\n" +
@@ -1312,7 +1379,9 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\n" +
 	"Membership\x12\x1e.clusterd.v2.MembershipRequest\x1a\x1d.clusterd.v2.MembershipAnswer2J\n" +
 	"\aHistory\x12?\n" +
-	"\x04List\x12\x1b.clusterd.v2.HistoryRequest\x1a\x1a.clusterd.v2.HistoryAnswerB6Z4github.com/clusterctl/clusterctl/pkg/wire/clusterdpbb\x06proto3"
+	"\x04List\x12\x1b.clusterd.v2.HistoryRequest\x1a\x1a.clusterd.v2.HistoryAnswer2@\n" +
+	"\x06DryRun\x126\n" +
+	"\x05Check\x12\x13.clusterd.v2.Change\x1a\x18.clusterd.v2.ChangeReplyB6Z4github.com/clusterctl/clusterctl/pkg/wire/clusterdpbb\x06proto3"
 
 var (
 	file_clusterd_v2_clusterd_proto_rawDescOnce sync.Once
@@ -1327,7 +1396,7 @@ func file_clusterd_v2_clusterd_proto_rawDescGZIP() []byte {
 }
 
 var file_clusterd_v2_clusterd_proto_enumTypes = make([]protoimpl.EnumInfo, 1)
-var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 16)
+var file_clusterd_v2_clusterd_proto_msgTypes = make([]protoimpl.MessageInfo, 17)
 var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(ChangeKind)(0),               // 0: clusterd.v2.ChangeKind
 	(*Envelope)(nil),              // 1: clusterd.v2.Envelope
@@ -1340,58 +1409,62 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(*ChangeRequest)(nil),         // 8: clusterd.v2.ChangeRequest
 	(*QuorumReport)(nil),          // 9: clusterd.v2.QuorumReport
 	(*ChangeReply)(nil),           // 10: clusterd.v2.ChangeReply
-	(*MembershipRequest)(nil),     // 11: clusterd.v2.MembershipRequest
-	(*MembershipAnswer)(nil),      // 12: clusterd.v2.MembershipAnswer
-	(*HistoryRequest)(nil),        // 13: clusterd.v2.HistoryRequest
-	(*HistoryAnswer)(nil),         // 14: clusterd.v2.HistoryAnswer
-	(*MembershipSnapshot)(nil),    // 15: clusterd.v2.MembershipSnapshot
-	(*Proposal)(nil),              // 16: clusterd.v2.Proposal
-	(*raftpb.Message)(nil),        // 17: raftpb.Message
-	(*Member)(nil),                // 18: clusterd.v2.Member
-	(*timestamppb.Timestamp)(nil), // 19: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 20: google.protobuf.Duration
+	(*Refusal)(nil),               // 11: clusterd.v2.Refusal
+	(*MembershipRequest)(nil),     // 12: clusterd.v2.MembershipRequest
+	(*MembershipAnswer)(nil),      // 13: clusterd.v2.MembershipAnswer
+	(*HistoryRequest)(nil),        // 14: clusterd.v2.HistoryRequest
+	(*HistoryAnswer)(nil),         // 15: clusterd.v2.HistoryAnswer
+	(*MembershipSnapshot)(nil),    // 16: clusterd.v2.MembershipSnapshot
+	(*Proposal)(nil),              // 17: clusterd.v2.Proposal
+	(*raftpb.Message)(nil),        // 18: raftpb.Message
+	(*Member)(nil),                // 19: clusterd.v2.Member
+	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
+	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
-	17, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
-	18, // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
-	19, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
+	18, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
+	19, // 1: clusterd.v2.Cluster.members:type_name -> clusterd.v2.Member
+	20, // 2: clusterd.v2.Event.time:type_name -> google.protobuf.Timestamp
 	5,  // 3: clusterd.v2.Event.by:type_name -> clusterd.v2.Origin
 	0,  // 4: clusterd.v2.Change.kind:type_name -> clusterd.v2.ChangeKind
-	18, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
+	19, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
 	5,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
 	7,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	20, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
+	21, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
 	4,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
-	18, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
+	19, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
 	9,  // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
 	9,  // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
-	4,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
-	6,  // 14: clusterd.v2.MembershipAnswer.removal:type_name -> clusterd.v2.Event
-	19, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
-	6,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
-	4,  // 17: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
-	6,  // 18: clusterd.v2.MembershipSnapshot.history:type_name -> clusterd.v2.Event
-	7,  // 19: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
-	19, // 20: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
-	1,  // 21: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 22: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 23: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 24: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	8,  // 25: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	11, // 26: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	13, // 27: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	3,  // 28: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 29: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 30: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 31: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	10, // 32: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	12, // 33: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	14, // 34: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	28, // [28:35] is the sub-list for method output_type
-	21, // [21:28] is the sub-list for method input_type
-	21, // [21:21] is the sub-list for extension type_name
-	21, // [21:21] is the sub-list for extension extendee
-	0,  // [0:21] is the sub-list for field type_name
+	11, // 13: clusterd.v2.ChangeReply.refusal:type_name -> clusterd.v2.Refusal
+	4,  // 14: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
+	6,  // 15: clusterd.v2.MembershipAnswer.removal:type_name -> clusterd.v2.Event
+	20, // 16: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	6,  // 17: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
+	4,  // 18: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
+	6,  // 19: clusterd.v2.MembershipSnapshot.history:type_name -> clusterd.v2.Event
+	7,  // 20: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
+	20, // 21: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
+	1,  // 22: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 23: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 24: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 25: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	8,  // 26: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	12, // 27: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	14, // 28: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	7,  // 29: clusterd.v2.DryRun.Check:input_type -> clusterd.v2.Change
+	3,  // 30: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 31: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 32: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 33: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	10, // 34: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	13, // 35: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	15, // 36: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	10, // 37: clusterd.v2.DryRun.Check:output_type -> clusterd.v2.ChangeReply
+	30, // [30:38] is the sub-list for method output_type
+	22, // [22:30] is the sub-list for method input_type
+	22, // [22:22] is the sub-list for extension type_name
+	22, // [22:22] is the sub-list for extension extendee
+	0,  // [0:22] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
@@ -1406,9 +1479,9 @@ func file_clusterd_v2_clusterd_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_clusterd_v2_clusterd_proto_rawDesc), len(file_clusterd_v2_clusterd_proto_rawDesc)),
 			NumEnums:      1,
-			NumMessages:   16,
+			NumMessages:   17,
 			NumExtensions: 0,
-			NumServices:   3,
+			NumServices:   4,
 		},
 		GoTypes:           file_clusterd_v2_clusterd_proto_goTypes,
 		DependencyIndexes: file_clusterd_v2_clusterd_proto_depIdxs,

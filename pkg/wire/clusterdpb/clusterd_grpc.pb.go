@@ -502,3 +502,117 @@ var History_ServiceDesc = grpc.ServiceDesc{
 	Streams:  []grpc.StreamDesc{},
 	Metadata: "clusterd/v2/clusterd.proto",
 }
+
+const (
+	DryRun_Check_FullMethodName = "/clusterd.v2.DryRun/Check"
+)
+
+// DryRunClient is the client API for DryRun service.
+//
+// For semantics around ctx use and closing/ending streaming RPCs, please refer to https://pkg.go.dev/google.golang.org/grpc/?tab=doc#ClientConn.NewStream.
+//
+// DryRun is on the client port: a membership change judged as the leader would judge it, every
+// check run and nothing proposed. etcd answers it Unimplemented, so that a dry run can never be
+// taken for the change itself. The answer is the verdict, a refusal included; a status other
+// than OK is for a change that could not be judged.
+type DryRunClient interface {
+	// Check judges the change; its by is the server's to fill in, from the call.
+	Check(ctx context.Context, in *Change, opts ...grpc.CallOption) (*ChangeReply, error)
+}
+
+type dryRunClient struct {
+	cc grpc.ClientConnInterface
+}
+
+func NewDryRunClient(cc grpc.ClientConnInterface) DryRunClient {
+	return &dryRunClient{cc}
+}
+
+func (c *dryRunClient) Check(ctx context.Context, in *Change, opts ...grpc.CallOption) (*ChangeReply, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(ChangeReply)
+	err := c.cc.Invoke(ctx, DryRun_Check_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// DryRunServer is the server API for DryRun service.
+// All implementations must embed UnimplementedDryRunServer
+// for forward compatibility.
+//
+// DryRun is on the client port: a membership change judged as the leader would judge it, every
+// check run and nothing proposed. etcd answers it Unimplemented, so that a dry run can never be
+// taken for the change itself. The answer is the verdict, a refusal included; a status other
+// than OK is for a change that could not be judged.
+type DryRunServer interface {
+	// Check judges the change; its by is the server's to fill in, from the call.
+	Check(context.Context, *Change) (*ChangeReply, error)
+	mustEmbedUnimplementedDryRunServer()
+}
+
+// UnimplementedDryRunServer must be embedded to have
+// forward compatible implementations.
+//
+// NOTE: this should be embedded by value instead of pointer to avoid a nil
+// pointer dereference when methods are called.
+type UnimplementedDryRunServer struct{}
+
+func (UnimplementedDryRunServer) Check(context.Context, *Change) (*ChangeReply, error) {
+	return nil, status.Error(codes.Unimplemented, "method Check not implemented")
+}
+func (UnimplementedDryRunServer) mustEmbedUnimplementedDryRunServer() {}
+func (UnimplementedDryRunServer) testEmbeddedByValue()                {}
+
+// UnsafeDryRunServer may be embedded to opt out of forward compatibility for this service.
+// Use of this interface is not recommended, as added methods to DryRunServer will
+// result in compilation errors.
+type UnsafeDryRunServer interface {
+	mustEmbedUnimplementedDryRunServer()
+}
+
+func RegisterDryRunServer(s grpc.ServiceRegistrar, srv DryRunServer) {
+	// If the following call panics, it indicates UnimplementedDryRunServer was
+	// embedded by pointer and is nil.  This will cause panics if an
+	// unimplemented method is ever invoked, so we test this at initialization
+	// time to prevent it from happening at runtime later due to I/O.
+	if t, ok := srv.(interface{ testEmbeddedByValue() }); ok {
+		t.testEmbeddedByValue()
+	}
+	s.RegisterService(&DryRun_ServiceDesc, srv)
+}
+
+func _DryRun_Check_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(Change)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(DryRunServer).Check(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: DryRun_Check_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(DryRunServer).Check(ctx, req.(*Change))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
+// DryRun_ServiceDesc is the grpc.ServiceDesc for DryRun service.
+// It's only intended for direct use with grpc.RegisterService,
+// and not to be introspected or modified (even as a copy)
+var DryRun_ServiceDesc = grpc.ServiceDesc{
+	ServiceName: "clusterd.v2.DryRun",
+	HandlerType: (*DryRunServer)(nil),
+	Methods: []grpc.MethodDesc{
+		{
+			MethodName: "Check",
+			Handler:    _DryRun_Check_Handler,
+		},
+	},
+	Streams:  []grpc.StreamDesc{},
+	Metadata: "clusterd/v2/clusterd.proto",
+}
