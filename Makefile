@@ -122,7 +122,8 @@ FUZZ_TARGETS := \
 	./pkg/server/transport:FuzzEnvelope \
 	./pkg/wire:FuzzMessages \
 	./pkg/server/api:FuzzRequests \
-	./pkg/server/raftnode:FuzzProposalOf
+	./pkg/server/raftnode:FuzzProposalOf \
+	./pkg/server/raftnode:FuzzStep
 .PHONY: fuzz
 fuzz:
 	scripts/fuzz.sh $(FUZZTIME) $(FUZZ_TARGETS)

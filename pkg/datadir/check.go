@@ -113,6 +113,7 @@ func checkSnapshot(path string) (*CheckResult, error) {
 // compared with it only when nothing was applied since the snapshot.
 func checkClusterd(path string, st *storage.State) *CheckResult {
 	r := &CheckResult{Path: path, Kind: KindClusterd}
+	r.checkTerm(st.MemberID, "the HardState", st.HardState.GetTerm())
 	snap := st.Snapshot
 	at := snap.GetMetadata().GetIndex()
 	if snap != nil {
@@ -133,6 +134,7 @@ func checkClusterd(path string, st *storage.State) *CheckResult {
 // checkEtcd checks an etcd member's backend, WAL and newest snap file.
 func checkEtcd(path string, b *etcdBackend, w *walLog, snap *raftpb.SnapshotMetadata, snapName string) *CheckResult {
 	r := &CheckResult{Path: path, Kind: KindEtcd}
+	r.checkTerm(membership.ID(w.NodeID), "the WAL's HardState", w.HardState.GetTerm())
 	checkEtcdBackend(r, b)
 	if cs, ok := w.confStateAt(b.ConsistentIndex); ok {
 		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the WAL's configuration at index %d", b.ConsistentIndex), cs)

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // Recovery is the choice among the data directories of one cluster after a majority is lost:
@@ -47,6 +49,9 @@ func excluded(s *DirStatus) string {
 		return "its own membership does not list it"
 	case m.IsLearner:
 		return "it is a learner's"
+	case s.Term > storage.MaxTerm:
+		// raft panics at its next campaign, --force-new-cluster too, until the term is reset.
+		return "its raft term is past 2^63 (run clusterctl datadir reset-term on it first)"
 	case !s.Check.Sound():
 		return "its membership is unsound (datadir check)"
 	}

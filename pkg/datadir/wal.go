@@ -60,6 +60,11 @@ type walLog struct {
 	// TornTail says the last file ended in a record that was cut short or fails its CRC: etcd
 	// drops it on its next start (a torn write), and so is it here.
 	TornTail bool
+	// tailFile and tailEnd are the last file and the offset just past its last record; crc is
+	// the CRC chained up to there: where and how the next record is written (appendWALState).
+	tailFile string
+	tailEnd  int64
+	crc      uint32
 }
 
 // WALError is an etcd WAL that cannot be read: a record that fails its CRC or does not decode
@@ -157,6 +162,7 @@ func (r *walReader) readFile(path string, last bool) error {
 		if err := r.record(buf[:size]); err != nil {
 			return r.bad(name, last, fmt.Sprintf("the record ending at offset %d: %v", off, err))
 		}
+		r.log.tailFile, r.log.tailEnd, r.log.crc = path, off, r.crc
 	}
 }
 

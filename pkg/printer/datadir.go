@@ -230,3 +230,22 @@ func toChecksJSON(r DataDirChecks) any {
 	}
 	return out
 }
+
+// TermReset is what datadir reset-term did to one directory.
+type TermReset struct {
+	Path     string
+	MemberID uint64
+	// From and To are the term before and after; LogTerm the log's highest, To's base.
+	From, To, LogTerm uint64
+	Backup            string // the copy of the file rewritten
+}
+
+// DataDirResetTerm prints one line a directory whose term was reset.
+func (p Printer) DataDirResetTerm(w io.Writer, r TermReset) error {
+	if err := p.Check(DataDirResetTerm); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s: member %016x: term %d reset to %d (the log's highest term, %d, plus 2^31); the file rewritten was copied to %s\n",
+		r.Path, r.MemberID, r.From, r.To, r.LogTerm, r.Backup)
+	return err
+}

@@ -51,6 +51,7 @@ const (
 	DataDirCheck
 	MemberPrune
 	MemberHistory
+	DataDirResetTerm
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
@@ -91,6 +92,8 @@ var kinds = map[Kind]struct {
 	// member prune prints a line a member removed (prune.go).
 	MemberPrune:   {"member prune", []Format{Simple, JSON}, []Format{Simple, JSON}},
 	MemberHistory: {"member history", []Format{Simple, Table, JSON}, nil},
+	// datadir reset-term prints one line a directory.
+	DataDirResetTerm: {"datadir reset-term", []Format{Simple}, nil},
 }
 
 // KindNamed returns the kind whose name is name (a command's path below the root, such as

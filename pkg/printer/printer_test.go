@@ -279,6 +279,8 @@ func printKind(t *testing.T, p Printer, k Kind) error {
 		return p.Prune(&b, Pruned{Member: members[1]})
 	case MemberHistory:
 		return p.MemberHistory(&b, historyResult())
+	case DataDirResetTerm:
+		return p.DataDirResetTerm(&b, TermReset{Path: "p"})
 	}
 	t.Fatalf("no result to print for kind %s: add one here", k)
 	return nil

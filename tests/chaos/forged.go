@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/tls"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -21,7 +22,8 @@ const stranger = 0xdeadbeef
 
 // forgedNotice speaks the peer protocol to every running member, straight to its peer port, as
 // a stranger would and in its peers' names: a Removed notice from a stranger and from each other
-// member, a greeting and a past term's acknowledgement in another member's name. With -tls it
+// member, a greeting and a past term's acknowledgement in another member's name, and raft
+// messages of absurd terms (forgeAbsurd). With -tls it
 // holds the test's client certificate, which the peer CA signed for no member's host. None of it
 // may remove a member: one that exits 3 (removed) during the fault while a linearizable list
 // taken afterwards still shows it fails the run.
@@ -101,6 +103,35 @@ func (f *injector) forge(ctx context.Context, url string, creds credentials.Tran
 	_ = transport.SendNotice(ctx, conn, transport.Hello, cluster, other, to)
 	ack := &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(other), To: proto.Uint64(to), Term: proto.Uint64(staleTerm)}
 	_ = transport.SendRaft(ctx, conn, nil, []*transport.Envelope{{ClusterID: cluster, From: other, To: to, Message: ack}})
+	f.forgeAbsurd(ctx, conn, cluster, to, other, staleTerm+1)
+}
+
+// forgeAbsurd sends the member raft messages of terms no cluster reaches, from a stranger and in
+// another member's name, each on a stream of its own: a heartbeat of term 2^64-1 (after which
+// raft's next campaign overflows the term and panics, on every restart too), a vote request and
+// an append past 2^63, a heartbeat 2^33 terms ahead of the term a member reported (twice the
+// step a member takes from a message, so one that moved meanwhile still refuses it). Each must
+// be refused; one taken fails the run, and a member that panicked on one is what the run's exit
+// check and restarts catch.
+func (f *injector) forgeAbsurd(ctx context.Context, conn *grpc.ClientConn, cluster, to, other, term uint64) {
+	msg := func(typ raftpb.MessageType, from, term uint64) *raftpb.Message {
+		return &raftpb.Message{Type: typ.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(term)}
+	}
+	for _, from := range []uint64{stranger, other} {
+		for _, m := range []*raftpb.Message{
+			msg(raftpb.MessageType_MsgHeartbeat, from, math.MaxUint64),
+			msg(raftpb.MessageType_MsgVote, from, 1<<63+1),
+			msg(raftpb.MessageType_MsgApp, from, 1<<63+1),
+			msg(raftpb.MessageType_MsgHeartbeat, from, term+1<<33),
+		} {
+			err := transport.SendRaft(ctx, conn, nil, []*transport.Envelope{{ClusterID: cluster, From: from, To: to, Message: m}})
+			if err == nil {
+				f.c.fail("%016x took a forged %s of term %d from %x", to, m.GetType(), m.GetTerm(), from)
+				return
+			}
+			f.c.countStat("forged notice: a raft message of an absurd term refused")
+		}
+	}
 }
 
 // stillListed reports whether a linearizable member list from any running member shows id,

@@ -21,13 +21,13 @@ var (
 func newDataDirCmd(g *Globals) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "datadir",
-		Short: "Read stopped members' data directories: which to restart from, and is their membership sound",
+		Short: "Read stopped members' data directories: which to restart from, is their state sound; reset an absurd term",
 		Example: `  clusterctl datadir status /var/lib/clusterd/infra0 /mnt/infra1
   clusterctl datadir check /var/lib/etcd backup.db`,
 		Args: noSubcommand,
 		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
 	}
-	cmd.AddCommand(newDataDirStatusCmd(g), newDataDirCheckCmd(g))
+	cmd.AddCommand(newDataDirStatusCmd(g), newDataDirCheckCmd(g), newDataDirResetTermCmd(g))
 	return cmd
 }
 
@@ -276,6 +276,53 @@ func (o *dataDirCheckOptions) run(context.Context) error {
 	}
 	if unsound != nil {
 		return unsound
+	}
+	return nil
+}
+
+type dataDirResetTermOptions struct {
+	*Globals
+	Dirs []string
+}
+
+func newDataDirResetTermCmd(g *Globals) *cobra.Command {
+	o := &dataDirResetTermOptions{Globals: g}
+	return &cobra.Command{
+		Use:   "reset-term DIR...",
+		Short: "Give a stopped member whose stored raft term is past 2^63 a term it can campaign from",
+		Long: `For each stopped clusterd or etcd member's data directory whose stored raft term is past 2^63
+(what datadir check reports, exit 31: a forged peer message put it there, and raft panics at the
+member's next election), set the term to the highest term of its log plus 2^31, with no vote. The
+log and the commit index are kept: nothing committed is lost. The file rewritten (clusterd's
+member.db, or etcd's last WAL file, to which a HardState record is appended) is first copied into
+DIR.before-reset-term.<unix time>. A directory whose term is sound is refused (exit 128), as is one
+a running member holds (exit 25). See docs/commands/datadir-reset-term.md.`,
+		Example: `  clusterctl datadir reset-term /var/lib/clusterd/infra0`,
+		Args:    cobra.ArbitraryArgs,
+		RunE:    runE(g, o),
+	}
+}
+
+func (o *dataDirResetTermOptions) validate(args []string) error {
+	var err error
+	if o.Dirs, err = pathArgs(args, errNoDataDir); err != nil {
+		return err
+	}
+	return o.Printer.Check(printer.DataDirResetTerm)
+}
+
+// run resets one directory after the other, printing each as it is done: one that cannot be
+// reset stops the command with its one line, the ones before it stay reset.
+func (o *dataDirResetTermOptions) run(context.Context) error {
+	for _, d := range o.Dirs {
+		r, err := datadir.ResetTerm(d)
+		if err != nil {
+			return err
+		}
+		if err := o.Printer.DataDirResetTerm(o.Out, printer.TermReset{Path: d, MemberID: uint64(r.MemberID),
+			From: r.From, To: r.To, LogTerm: r.LogTerm, Backup: r.Backup}); err != nil {
+			return err
+		}
 	}
 	return nil
 }

@@ -43,6 +43,9 @@ func TestDataDirCommands(t *testing.T) {
 		{[]string{"datadir", "status", missing}, exitBadArgs, "Error: " + missing + " is not a data directory: it does not exist\n"},
 		{[]string{"datadir", "status", etcdSnapshotFile}, exitBadArgs, "Error: " + etcdSnapshotFile + " is not a data directory: it is not a directory\n"},
 		{[]string{"datadir", "check", "root_test.go"}, exitCorruptSnapshot, "Error: snapshot file is corrupt or truncated: its SHA-256 does not match\n"},
+		{[]string{"datadir", "reset-term"}, exitBadArgs, "Error: no data directory given\n"},
+		{[]string{"datadir", "reset-term", "-w", "json", etcdDataDir}, exitBadArgs, "Error: output format \"json\" is not supported by datadir reset-term (supported: simple)\n"},
+		{[]string{"datadir", "reset-term", etcdDataDir}, exitBadArgs, "Error: the stored term is not past 2^63: nothing to reset\n"},
 	} {
 		out, errOut, code := runArgs(tt.args...)
 		if code != tt.code || out != "" || errOut != tt.err {
@@ -63,7 +66,7 @@ func TestDataDirInUse(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	for _, verb := range []string{"status", "check"} {
+	for _, verb := range []string{"status", "check", "reset-term"} {
 		out, errOut, code := runArgs("datadir", verb, dir)
 		if code != exitInUse || out != "" || errOut != "Error: data directory "+dir+" is in use by a running member; stop it first\n" {
 			t.Errorf("%s: exit %d\n%s%s", verb, code, out, errOut)

@@ -86,7 +86,7 @@ var serverExits = []struct {
 // argumentError reports whether err refuses what the command line asked: a snapshot file that is
 // not there or cannot be created where it was asked for, an etcd snapshot given to restore, a
 // data directory in use, a token or an --initial-cluster that does not fit, an endpoint that is a
-// peer URL. Nothing was written or changed.
+// peer URL, a sound term given to reset. Nothing was written or changed.
 func argumentError(err error) bool {
 	var (
 		noFile   *datadir.NoSnapshotFileError
@@ -102,7 +102,7 @@ func argumentError(err error) bool {
 	)
 	return errors.As(err, &noFile) || errors.As(err, &notEmpty) || errors.As(err, &clash) ||
 		errors.As(err, &noName) || errors.As(err, &mismatch) || errors.As(err, &etcd) || errors.As(err, &peer) ||
-		errors.As(err, &file) || errors.As(err, &notDir) || errors.As(err, &clusters)
+		errors.As(err, &file) || errors.As(err, &notDir) || errors.As(err, &clusters) || errors.Is(err, datadir.ErrTermSound)
 }
 
 // exitCode is the code err ends the process with.

@@ -94,6 +94,7 @@ func TestExitCode(t *testing.T) {
 		{"local write failed", &client.LocalWriteError{Path: "x.db.part", Err: syscall.ENOSPC}, 30},
 		{"data dir held by a running member", &datadir.InUseError{Dir: "d"}, 25},
 		{"not a data dir", &datadir.NotDataDirError{Dir: "d", Reason: "r"}, 128},
+		{"a sound term given to reset", datadir.ErrTermSound, 128},
 		{"data dirs of different clusters", &datadir.DifferentClustersError{A: &datadir.DirStatus{}, B: &datadir.DirStatus{}}, 128},
 		{"damaged data dir", &datadir.DamagedError{Dir: "d", Err: &datadir.WALError{File: "w", Reason: "r"}}, 1},
 		{"no data dir to restart from", &datadir.NoRestartError{Reason: "r"}, 1},

@@ -28,6 +28,7 @@ type Metrics struct {
 	peerReceivedBytes *prometheus.CounterVec
 	peerSentFailures  *prometheus.CounterVec
 	peerRoundTrip     *prometheus.HistogramVec
+	peerRefused       prometheus.Counter
 
 	backendCommit prometheus.Histogram
 
@@ -55,11 +56,12 @@ func New(opts Options) *Metrics {
 	m := &Metrics{reg: prometheus.NewRegistry()}
 	m.initEtcd()
 	m.initMembership()
+	m.peerRefused = newPeerRefused()
 	m.grpc = newGRPCMetrics()
 	m.state = newStateCollector(now)
 	m.reg.MustRegister(
 		m.leaderChanges, m.proposalsPending, m.proposalsFailed,
-		m.peerSentBytes, m.peerReceivedBytes, m.peerSentFailures, m.peerRoundTrip,
+		m.peerSentBytes, m.peerReceivedBytes, m.peerSentFailures, m.peerRoundTrip, m.peerRefused,
 		m.backendCommit,
 		m.changes, m.refusals,
 		m.grpc.server,

@@ -41,6 +41,14 @@
 //     (ErrRefused), before raft takes it. Liveness (HeardWithin) is read off those messages
 //     alone, of the current term, and ends at once when the transport reports the connection
 //     lost (PeerLost). ForceNewCluster writes before the node exists.
+//   - Nothing a peer sends makes raft panic, now or at a later campaign: Step refuses, before raft
+//     sees it, what raft could not survive or never sends to a peer (sane.go: a term past
+//     storage.MaxTerm or more than storage.MaxTermStep above this member's, a local type, an
+//     index past storage.MaxIndex, an append that does not follow its index or rewrites an entry
+//     known committed, a commit past the durable log, a snapshot whose configuration is not its
+//     membership's), counted (PeerRefused). The check and the step of one message are one
+//     (stepMu). Nothing recovers a panic at the step. A stored term past storage.MaxTerm is
+//     refused by New, naming clusterctl datadir reset-term.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask
 //     the questions they need answered (Matches, LeaderTerm, ReadIndex), not for raft.Status.
 //   - A snapshot sent to a peer is the applied membership with its own index and term, as

@@ -99,6 +99,10 @@ type Node struct {
 	snapIndex uint64 // only the loop touches it
 	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
 	snap atomic.Pointer[raftpb.Snapshot]
+	// stepMu makes the check of a peer's message and its step one (sane.go); stepCommit is the
+	// highest commit raft may hold from a message stepped.
+	stepMu     sync.Mutex
+	stepCommit atomic.Uint64
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -152,6 +156,9 @@ func (s restartStorage) InitialState() (*raftpb.HardState, *raftpb.ConfState, er
 // New rebuilds a node from its stored state.
 func New(cfg Config) (*Node, error) {
 	st := cfg.State
+	if err := absurdStoredTerm(st); err != nil {
+		return nil, err
+	}
 	mem := raft.NewMemoryStorage()
 	if st.Snapshot != nil {
 		if err := mem.ApplySnapshot(st.Snapshot); err != nil {
@@ -174,6 +181,7 @@ func New(cfg Config) (*Node, error) {
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
 	n.commit.Store(st.HardState.GetCommit())
+	n.term.Store(st.HardState.GetTerm())
 	if t, err := mem.Term(st.Applied); err == nil {
 		n.appliedTerm.Store(t)
 	}
@@ -325,21 +333,29 @@ func (n *Node) markRemoved() {
 var ErrRefused = errors.New("refused")
 
 // Step hands a message from a peer to raft, as the peer sent it. A message raft could not apply
-// is refused first (ErrRefused): a snapshot whose data is not a membership, or an append with an
-// entry that is not a proposal; raft never sees it.
+// or survive, or never sends to a peer, is refused first (ErrRefused) and counted: one of a term,
+// index or type raft cannot take (sane.go), a snapshot whose data is not a membership or whose
+// configuration is not its membership's, or an append with an entry that is not a proposal;
+// raft never sees it.
 func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
+	n.stepMu.Lock()
+	defer n.stepMu.Unlock()
+	if err := n.absurd(m); err != nil {
+		return n.refused(err)
+	}
 	switch m.GetType() {
 	case raftpb.MessageType_MsgSnap:
-		if _, err := storage.SnapshotCluster(m.GetSnapshot()); err != nil {
-			return fmt.Errorf("%w: %v", ErrRefused, err)
+		if err := snapshotUnfit(m.GetSnapshot()); err != nil {
+			return n.refused(err)
 		}
 	case raftpb.MessageType_MsgApp:
 		for _, e := range m.GetEntries() {
 			if _, err := proposalOf(e); err != nil {
-				return fmt.Errorf("%w: entry %d: %v", ErrRefused, e.GetIndex(), err)
+				return n.refused(fmt.Errorf("entry %d: %v", e.GetIndex(), err))
 			}
 		}
 	}
+	n.noteStepped(m)
 	err := n.raft.Step(ctx, m)
 	if err == nil {
 		n.hear(m)
