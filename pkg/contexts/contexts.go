@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -96,8 +97,13 @@ func (c Context) holdsPassword() bool {
 // File is the contexts file as read, to be changed and saved.
 type File struct {
 	Path string
-	// doc is the whole YAML document; its root is a mapping.
+	// raw is the file as read; doc, the whole YAML document parsed from it (its root a
+	// mapping), is made on the first change, as only a change needs it.
+	raw []byte
 	doc *yaml.Node
+	// current and list are what the file holds, decoded once on load and after each change.
+	current string
+	list    []Context
 }
 
 // UnknownContextError names a context that is not in the file, and those that are.
@@ -118,7 +124,7 @@ func (e *UnknownContextError) Error() string {
 // that is not a YAML mapping with a contexts list, and one that holds a password and is readable
 // by its group or others.
 func Load(path string) (*File, error) {
-	f := &File{Path: path, doc: &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}}
+	f := &File{Path: path}
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return f, nil
@@ -126,24 +132,13 @@ func Load(path string) (*File, error) {
 	if err != nil {
 		return nil, fmt.Errorf("contexts file %s: %w", path, err)
 	}
-	var doc yaml.Node
-	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return nil, fmt.Errorf("contexts file %s: %v", path, oneLine(err.Error()))
-	}
-	if len(doc.Content) > 0 {
-		if doc.Content[0].Kind != yaml.MappingNode {
-			return nil, fmt.Errorf("contexts file %s: not a YAML mapping", path)
-		}
-		f.doc = &doc
-	}
-	if l := f.root().lookup("contexts"); l != nil && l.Kind != yaml.SequenceNode {
-		return nil, fmt.Errorf("contexts file %s: contexts is not a list", path)
-	}
-	cs, err := f.Contexts()
-	if err != nil {
+	f.raw = b
+	if cur, list, ok := scan(b); ok {
+		f.current, f.list = cur, list
+	} else if err := f.decodeDoc(); err != nil {
 		return nil, err
 	}
-	if slices.ContainsFunc(cs, Context.holdsPassword) {
+	if slices.ContainsFunc(f.list, Context.holdsPassword) {
 		fi, err := os.Stat(path)
 		if err != nil {
 			return nil, fmt.Errorf("contexts file %s: %w", path, err)
@@ -153,6 +148,57 @@ func Load(path string) (*File, error) {
 		}
 	}
 	return f, nil
+}
+
+// decodeDoc parses raw as YAML into doc, and decodes the current context and the list from it.
+func (f *File) decodeDoc() error {
+	f.doc = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
+	var doc yaml.Node
+	if err := yaml.Unmarshal(f.raw, &doc); err != nil {
+		return fmt.Errorf("contexts file %s: %v", f.Path, oneLine(err.Error()))
+	}
+	if len(doc.Content) > 0 {
+		if doc.Content[0].Kind != yaml.MappingNode {
+			return fmt.Errorf("contexts file %s: not a YAML mapping", f.Path)
+		}
+		f.doc = &doc
+	}
+	if l := f.root().lookup("contexts"); l != nil && l.Kind != yaml.SequenceNode {
+		return fmt.Errorf("contexts file %s: contexts is not a list", f.Path)
+	}
+	return f.refresh()
+}
+
+// document parses the file's YAML document on the first change.
+func (f *File) document() error {
+	if f.doc != nil {
+		return nil
+	}
+	return f.decodeDoc()
+}
+
+// refresh decodes the current context and the list from doc.
+func (f *File) refresh() error {
+	f.current = ""
+	if n := f.root().lookup("current-context"); n != nil {
+		f.current = n.Value
+	}
+	nodes := f.contextNodes()
+	list := make([]Context, 0, len(nodes))
+	seen := make(map[string]bool, len(nodes))
+	for i, n := range nodes {
+		c, err := decode(n)
+		if err != nil {
+			return fmt.Errorf("contexts file %s: context %d: %v", f.Path, i+1, err)
+		}
+		if seen[c.Name] {
+			return fmt.Errorf("contexts file %s: context %q is there twice", f.Path, c.Name)
+		}
+		seen[c.Name] = true
+		list = append(list, c)
+	}
+	f.list = list
+	return nil
 }
 
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
@@ -186,12 +232,7 @@ func (n node) set(key string, v *yaml.Node) {
 func scalar(s string) *yaml.Node { return &yaml.Node{Kind: yaml.ScalarNode, Tag: "!!str", Value: s} }
 
 // Current is the current context's name, "" when none is set.
-func (f *File) Current() string {
-	if n := f.root().lookup("current-context"); n != nil {
-		return n.Value
-	}
-	return ""
-}
+func (f *File) Current() string { return f.current }
 
 // contextNodes are the mappings of the contexts list, in the file's order.
 func (f *File) contextNodes() []node {
@@ -206,21 +247,12 @@ func (f *File) contextNodes() []node {
 	return out
 }
 
-// Contexts are the file's contexts, in its order.
+// Contexts are the file's contexts, in its order; the error is always nil (Load checked them),
+// kept for the callers that check it.
 func (f *File) Contexts() ([]Context, error) {
-	nodes := f.contextNodes()
-	out := make([]Context, 0, len(nodes))
-	seen := make(map[string]bool, len(nodes))
-	for i, n := range nodes {
-		c, err := decode(n)
-		if err != nil {
-			return nil, fmt.Errorf("contexts file %s: context %d: %v", f.Path, i+1, err)
-		}
-		if seen[c.Name] {
-			return nil, fmt.Errorf("contexts file %s: context %q is there twice", f.Path, c.Name)
-		}
-		seen[c.Name] = true
-		out = append(out, c)
+	out := make([]Context, len(f.list))
+	for i, c := range f.list {
+		out[i] = Context{Name: c.Name, Settings: maps.Clone(c.Settings)}
 	}
 	return out, nil
 }
@@ -257,20 +289,18 @@ func decode(n node) (Context, error) {
 
 // Names are the contexts' names, in the file's order.
 func (f *File) Names() []string {
-	cs, _ := f.Contexts()
-	out := make([]string, len(cs))
-	for i, c := range cs {
+	out := make([]string, len(f.list))
+	for i, c := range f.list {
 		out[i] = c.Name
 	}
 	return out
 }
 
-// Get is the context called name, or an *UnknownContextError. Only that context is decoded:
-// Load checked them all.
+// Get is the context called name, or an *UnknownContextError.
 func (f *File) Get(name string) (Context, error) {
-	for _, n := range f.contextNodes() {
-		if v := n.lookup("name"); v != nil && v.Value == name {
-			return decode(n)
+	for _, c := range f.list {
+		if c.Name == name {
+			return Context{Name: c.Name, Settings: maps.Clone(c.Settings)}, nil
 		}
 	}
 	return Context{}, &UnknownContextError{Name: name, Path: f.Path, Known: f.Names()}
@@ -279,7 +309,10 @@ func (f *File) Get(name string) (Context, error) {
 // Set creates the context called name, or updates it: the keys of settings get their values
 // (a string, or a list of strings), every other key stays as it was. It reports whether the
 // context is new.
-func (f *File) Set(name string, settings map[string]any) (created bool) {
+func (f *File) Set(name string, settings map[string]any) (created bool, err error) {
+	if err := f.document(); err != nil {
+		return false, err
+	}
 	var ctx node
 	for _, n := range f.contextNodes() {
 		if v := n.lookup("name"); v != nil && v.Value == name {
@@ -309,7 +342,7 @@ func (f *File) Set(name string, settings map[string]any) (created bool) {
 			ctx.set(k, seq)
 		}
 	}
-	return created
+	return created, f.refresh()
 }
 
 // Use makes name the current context; it must exist.
@@ -317,13 +350,19 @@ func (f *File) Use(name string) error {
 	if _, err := f.Get(name); err != nil {
 		return err
 	}
+	if err := f.document(); err != nil {
+		return err
+	}
 	f.root().set("current-context", scalar(name))
-	return nil
+	return f.refresh()
 }
 
 // Delete removes the context called name, and the current context when it was that one.
 func (f *File) Delete(name string) error {
 	if _, err := f.Get(name); err != nil {
+		return err
+	}
+	if err := f.document(); err != nil {
 		return err
 	}
 	l := f.root().lookup("contexts")
@@ -340,12 +379,15 @@ func (f *File) Delete(name string) error {
 			}
 		}
 	}
-	return nil
+	return f.refresh()
 }
 
 // Save writes the file atomically with mode 0600, creating its directory (0700) when needed;
 // its error is the file system's, unwrapped.
 func (f *File) Save() error {
+	if err := f.document(); err != nil {
+		return err
+	}
 	b, err := f.encode(f.doc)
 	if err != nil {
 		return err
@@ -372,6 +414,9 @@ func (f *File) encode(doc *yaml.Node) ([]byte, error) {
 // Masked is the file as YAML with every password replaced by "REDACTED", in a context's
 // password or after the colon of its user; the file itself is unchanged.
 func (f *File) Masked() ([]byte, error) {
+	if err := f.document(); err != nil {
+		return nil, err
+	}
 	b, err := f.encode(f.doc)
 	if err != nil {
 		return nil, err

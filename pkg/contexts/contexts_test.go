@@ -59,10 +59,10 @@ func TestSetKeepsWhatItDoesNotKnow(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if f.Set("prod", map[string]any{"command-timeout": "9s"}) {
+	if created, err := f.Set("prod", map[string]any{"command-timeout": "9s"}); created || err != nil {
 		t.Error("prod reported as created")
 	}
-	if !f.Set("new", map[string]any{"endpoints": []string{"h:1"}, "user": "root"}) {
+	if created, err := f.Set("new", map[string]any{"endpoints": []string{"h:1"}, "user": "root"}); !created || err != nil {
 		t.Error("new not reported as created")
 	}
 	if err := f.Save(); err != nil {

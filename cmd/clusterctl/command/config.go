@@ -176,7 +176,10 @@ func (o *setContextOptions) given() map[string]any {
 func (o *setContextOptions) run(context.Context) error {
 	var created bool
 	f, err := o.edit(func(f *contexts.File) error {
-		created = f.Set(o.Name, o.given())
+		var err error
+		if created, err = f.Set(o.Name, o.given()); err != nil {
+			return err
+		}
 		c, err := f.Get(o.Name)
 		if err != nil {
 			return err
