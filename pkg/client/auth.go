@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"sync"
+	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/v3rpc/rpctypes"
@@ -53,21 +54,65 @@ func (c *Client) attempt(ctx context.Context, method string, rpc func(context.Co
 	return true, rpc(c.withToken(ctx), c.conn)
 }
 
-// authenticate asks the connected member for a token.
+// loginPatience is how long a login may take before the connected member is asked whether it
+// knows a leader: a login answers within it on a cluster with one, and on etcd a login is a raft
+// entry, which without a leader waits for the whole deadline.
+const loginPatience = 200 * time.Millisecond
+
+// authenticate asks the connected member for a token. A login not answered within loginPatience
+// is bounded by the member's own status, which needs no token and no leader: once it has named
+// no leader for an election's length (waitLeader), the login is given up with ErrNoLeader, as a
+// read without a leader ends, rather than waited for until the deadline.
 func (c *Client) authenticate(ctx context.Context) error {
-	var a pb.AuthenticateResponse
-	err := c.conn.Invoke(ctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
-	if se := serverAnswer(err); se != nil && (rpctypes.Error(se) == rpctypes.ErrAuthNotEnabled || se.Code == codes.Unimplemented) {
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	type answer struct {
+		resp *pb.AuthenticateResponse
+		err  error
+	}
+	done := make(chan answer, 1)
+	go func() {
+		var a pb.AuthenticateResponse
+		err := c.conn.Invoke(lctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
+		done <- answer{&a, err}
+	}()
+	var got answer
+	select {
+	case got = <-done:
+	case <-time.After(loginPatience):
+		leader := make(chan error, 1)
+		go func() { leader <- waitLeader(lctx, c.connStatus) }()
+		select {
+		case got = <-done:
+		case err := <-leader:
+			if !errors.Is(err, ErrNoLeader) || ctx.Err() != nil {
+				got = <-done
+				break
+			}
+			return ErrNoLeader
+		}
+	}
+	if se := serverAnswer(got.err); se != nil && (rpctypes.Error(se) == rpctypes.ErrAuthNotEnabled || se.Code == codes.Unimplemented) {
 		// No auth on this server (clusterd has no Auth service), so no token, as in etcd's
 		// clients: its TLS settings decide.
 		c.authed, c.token = true, ""
 		return nil
 	}
-	if err != nil {
-		return err
+	if got.err != nil {
+		return got.err
 	}
-	c.authed, c.token = true, a.GetToken()
+	c.authed, c.token = true, got.resp.GetToken()
 	return nil
+}
+
+// connStatus asks the connected member, and no other, for its status: safe beside another call
+// on the same connection, as call's reconnections are not.
+func (c *Client) connStatus(ctx context.Context) (*Status, error) {
+	var st pb.StatusResponse
+	if err := c.conn.Invoke(ctx, pb.Maintenance_Status_FullMethodName, &pb.StatusRequest{}, &st); err != nil {
+		return nil, err
+	}
+	return statusOfAnswer(&st), nil
 }
 
 // withToken adds the auth token, if any, to the request's metadata under etcd's key.

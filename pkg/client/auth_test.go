@@ -363,6 +363,33 @@ func TestHealthWithoutLeader(t *testing.T) {
 	}
 }
 
+// TestChangeWithoutLeaderEndsAtOnce: a change needs a token, and a login needs a leader; when
+// the member's status names none for an election's length, the login is given up with
+// ErrNoLeader, as a read without a leader ends, long before the deadline. A login that answers
+// slowly where a leader is known is waited for.
+func TestChangeWithoutLeaderEndsAtOnce(t *testing.T) {
+	a := newAuthServer()
+	a.leaderless = true
+	f := &fakeServer{}
+	f.noLeader.Store(true)
+	c := secureClient(t, clienttls.Options{}, "root", "secret", serveSecure(t, nil, f, a))
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := c.MemberRemove(ctx, 1)
+	if took := time.Since(start); !errors.Is(err, ErrNoLeader) || took >= loginPatience+2*electionGrace {
+		t.Errorf("a removal without a leader: %v after %s, want %v within %s", err, took, ErrNoLeader, loginPatience+2*electionGrace)
+	}
+
+	f.noLeader.Store(false)
+	ctx, cancel = context.WithTimeout(context.Background(), 2*electionGrace)
+	defer cancel()
+	start = time.Now()
+	if _, err := c.MemberRemove(ctx, 1); errors.Is(err, ErrNoLeader) || time.Since(start) < 2*electionGrace-electionPoll {
+		t.Errorf("a removal whose login is slow with a leader known: %v after %s, want the login waited for to the deadline", err, time.Since(start))
+	}
+}
+
 // TestCheckLogin: after reads that needed no token, a wrong password is still reported where a
 // leader could answer the login, and the login is skipped without a wait where none could.
 func TestCheckLogin(t *testing.T) {

@@ -95,7 +95,13 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 // ListForResolve is the read a name is resolved against before a change: linearizable, so it
 // is the membership the change will be decided on, and without MemberList's extra request for
 // the leader when the answer does not say who leads (real etcd's), since resolving needs none.
+// A linearizable read waits for a leader until the deadline, so the member's status (no token,
+// no leader needed) is asked first: a member that names no leader for an election's length ends
+// the change with ErrNoLeader, as a read without a leader ends, which no change could outlive.
 func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
+	if err := c.knowsLeader(ctx); err != nil {
+		return nil, err
+	}
 	r, _, err := c.list(ctx, true)
 	return r, err
 }

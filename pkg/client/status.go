@@ -30,10 +30,13 @@ const (
 // knowsLeader asks the connected member for its status until it names a leader: nil then, and
 // ErrNoLeader once it has named none for electionGrace (or ctx ended first), so that a member
 // caught between two leaders is not called leaderless.
-func (c *Client) knowsLeader(ctx context.Context) error {
+func (c *Client) knowsLeader(ctx context.Context) error { return waitLeader(ctx, c.status) }
+
+// waitLeader is knowsLeader's wait, asking status.
+func waitLeader(ctx context.Context, status func(context.Context) (*Status, error)) error {
 	deadline := time.Now().Add(electionGrace)
 	for {
-		st, err := c.status(ctx)
+		st, err := status(ctx)
 		switch {
 		case err != nil:
 			return err

@@ -15,7 +15,8 @@ import (
 // of three members are killed with SIGKILL; with a password login (by flags, and by a context
 // holding user and password-file), cluster status and endpoint status answer at once and
 // endpoint health after an election's length (1 s), well within their 5 s, with the survivor's
-// row: a status needs no token, and a login, which needs a leader, is never waited for.
+// row: a status needs no token, and a login, which needs a leader, is never waited for. Every
+// membership change ends with exit 15, no leader, within about a second (changesWithoutLeader).
 func TestReadsWithLoginAfterMajorityLoss(t *testing.T) {
 	needBinaries(t)
 	for _, server := range []string{etcd.Etcd, filepath.Join(binDir, "clusterd")} {
@@ -74,6 +75,11 @@ func readsWithLoginAfterMajorityLoss(t *testing.T, server string) {
 		logins["a wrong password"] = wrong
 	}
 
+	// A learner never started, for the promotion after the loss; etcd refuses a change in its
+	// first seconds (exit 12).
+	if r := logins["flags"].until(func(r result) bool { return r.code == 12 }, "member", "add", "learner1", "--learner", "--peer-urls=https://127.0.0.1:9"); r.code != 0 {
+		t.Fatalf("member add learner1: %v", r)
+	}
 	for _, name := range []string{"infra1", "infra2"} {
 		if err := c.Kill(name); err != nil {
 			t.Fatal(err)
@@ -106,6 +112,31 @@ func readsWithLoginAfterMajorityLoss(t *testing.T, server string) {
 			if took > 2*time.Second {
 				t.Errorf("%s (login by %s) took %s: it waited for a login", strings.Join(tc.args, " "), how, took)
 			}
+		}
+		changesWithoutLeader(t, how, ctl)
+	}
+}
+
+// changesWithoutLeader: every membership change with ctl's login, on a cluster that lost its
+// majority, ends as a read does, exit 15 "no leader", well within the command's 5 s: the login
+// a change needs is given up once the member's status names no leader for an election's length.
+func changesWithoutLeader(t *testing.T, how string, ctl cli) {
+	t.Helper()
+	for _, args := range [][]string{
+		{"member", "add", "infra3", "--peer-urls=https://127.0.0.1:8"},
+		{"member", "remove", "infra2"},
+		{"member", "update", "infra2", "--peer-urls=https://127.0.0.1:7"},
+		{"member", "promote", "learner1"},
+	} {
+		start := time.Now()
+		r := ctl.run(args...)
+		took := time.Since(start)
+		t.Logf("%s (login by %s): exit %d in %s", strings.Join(args, " "), how, r.code, took.Round(time.Millisecond))
+		if r.code != 15 || r.stderr != "Error: etcdserver: no leader\n" {
+			t.Errorf("%s (login by %s): %v; want exit 15, no leader", strings.Join(args, " "), how, r)
+		}
+		if took > 3*time.Second {
+			t.Errorf("%s (login by %s) took %s: it waited for a login", strings.Join(args, " "), how, took)
 		}
 	}
 }
