@@ -38,6 +38,9 @@
 //     it (sharedLogin). An "invalid auth token" answer, which etcd gives before
 //     doing anything, is met with one new Authenticate and one resend, for changes too. Failing
 //     to authenticate counts as a read that was not sent. The password is never put in an error.
+//   - Nothing waits for a leader that is not there: a login not answered within loginPatience,
+//     and the linearizable list that resolves a name before a change, are bounded by the
+//     member's status, ErrNoLeader once it has named no leader for electionGrace.
 //   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a
 //     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
 //     named appears only whole, checksum-verified and synced; on any failure it does not exist.
