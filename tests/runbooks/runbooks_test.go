@@ -106,7 +106,7 @@ func localEndpoints(off int) string {
 }
 
 // workspace lays out a directory like the repository after make build: bin/ with both binaries
-// and etcd 3.7.1, scripts/run-cluster.sh.
+// and etcd 3.7.1's etcd and etcdctl, scripts/run-cluster.sh.
 func workspace(t *testing.T) string {
 	t.Helper()
 	root, err := cluster.ModuleRoot()
@@ -123,8 +123,10 @@ func workspace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(etcd.Etcd, filepath.Join(work, "bin", "etcd")); err != nil {
-		t.Fatal(err)
+	for bin, path := range map[string]string{"etcd": etcd.Etcd, "etcdctl": etcd.Etcdctl} {
+		if err := os.Symlink(path, filepath.Join(work, "bin", bin)); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := os.MkdirAll(filepath.Join(work, "scripts"), 0o755); err != nil {
 		t.Fatal(err)
@@ -260,14 +262,17 @@ func withoutEtcdVars() []string {
 // on after its bash exits, and all of them must be gone before the next runbook. Every process
 // gets PORT_OFFSET=off.
 type processGroups struct {
-	off   int
+	off int
+	// extra are variables every process gets besides: those a runbook documents for a cluster
+	// with TLS and auth.
+	extra []string
 	pgids []int
 }
 
 // env is the environment of every process: this one's without ETCD_* variables, with the
-// offset.
+// offset and the extra variables.
 func (g *processGroups) env() []string {
-	return append(withoutEtcdVars(), "PORT_OFFSET="+strconv.Itoa(g.off))
+	return append(append(withoutEtcdVars(), "PORT_OFFSET="+strconv.Itoa(g.off)), g.extra...)
 }
 
 func (g *processGroups) start(dir string, name string, args ...string) (*exec.Cmd, error) {
