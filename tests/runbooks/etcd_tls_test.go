@@ -13,25 +13,34 @@ import (
 	"github.com/clusterctl/clusterctl/internal/testpki"
 )
 
-// outageRunbooks are the runbooks of an outage on etcd, run on etcd 3.7.1 with TLS and auth.
-var outageRunbooks = []string{"machine-died", "majority-loss-etcd", "replace-member"}
-
-// rootPassword is root's password on those clusters, in the password file the runbooks read.
+// rootPassword is root's password on the clusters below, in the password file the runbooks read.
 const rootPassword = "s3cret-rootpw"
 
 // The runbooks of an outage, block by block as written, on etcd 3.7.1 set up as kubeadm sets it
 // up: its own CA, client certificates on both ports, auth on with a root password, the operator
 // reaching it with a client certificate whose CN is no user and a password file. Nothing in a
-// block is edited: the variables the runbooks document carry the TLS flags and the login. The
-// keys written before each runbook are there after it (majority-loss-etcd checks its own).
+// block is edited: the variables the runbooks document carry the TLS flags and the login, the
+// operator's TLS files and login either as CLUSTERCTL_* variables or in a context named by
+// CLUSTERCTL_CONTEXT (majority-loss-etcd, which turns auth on in its own cluster from the
+// variables, by variables only). The keys written before each runbook are there after it
+// (majority-loss-etcd writes and checks its own).
 func TestRunbooksOnTLSEtcdWithAuth(t *testing.T) {
 	root, _ := runbooks(t)
 	work := workspace(t)
 	off := portOffset(t, layoutPorts)
-	env := kubeadmLike(t)
-	for _, name := range outageRunbooks {
-		t.Run(name, func(t *testing.T) {
-			bs, err := blocks(filepath.Join(root, "docs", "runbooks", name+".md"))
+	k := kubeadmLike(t)
+	for _, tc := range []struct {
+		book, how string
+		login     []string
+	}{
+		{"machine-died", "variables", k.variables()},
+		{"majority-loss-etcd", "variables", k.variables()},
+		{"replace-member", "variables", k.variables()},
+		{"machine-died", "context", k.context(t)},
+		{"replace-member", "context", k.context(t)},
+	} {
+		t.Run(tc.book+"_by_"+tc.how, func(t *testing.T) {
+			bs, err := blocks(filepath.Join(root, "docs", "runbooks", tc.book+".md"))
 			if err != nil || len(bs) == 0 {
 				t.Fatalf("no sh blocks: %v", err)
 			}
@@ -41,10 +50,11 @@ func TestRunbooksOnTLSEtcdWithAuth(t *testing.T) {
 			if err := os.MkdirAll(filepath.Join(work, "data"), 0o700); err != nil {
 				t.Fatal(err)
 			}
-			groups := &processGroups{off: off, extra: env}
+			groups := &processGroups{off: off, extra: append(k.members(), tc.login...)}
 			defer groups.kill()
-			etcdctl := etcdctlAs(work, env, fmt.Sprintf("https://127.0.0.1:%d", 2379+off))
-			if name != "majority-loss-etcd" {
+			etcdctl := k.etcdctl(work, fmt.Sprintf("https://127.0.0.1:%d", 2379+off))
+			own := tc.book == "majority-loss-etcd"
+			if !own {
 				startLikeMakeRun(t, groups, work)
 				enableAuth(t, etcdctl)
 				for i := range 5 {
@@ -56,10 +66,10 @@ func TestRunbooksOnTLSEtcdWithAuth(t *testing.T) {
 			for i, b := range bs {
 				out, err := groups.run(work, 3*time.Minute, b)
 				if err != nil {
-					t.Fatalf("block %d of %s failed: %v\n--- block ---\n%s--- output ---\n%s%s", i+1, name, err, b, out, memberLogs(work))
+					t.Fatalf("block %d of %s failed: %v\n--- block ---\n%s--- output ---\n%s%s", i+1, tc.book, err, b, out, memberLogs(work))
 				}
 			}
-			if name != "majority-loss-etcd" {
+			if !own {
 				if out, err := etcdctl("get", "k", "--prefix", "--keys-only"); err != nil || strings.Count(out, "k") != 5 {
 					t.Fatalf("the keys written before the runbook: %v\n%s", err, out)
 				}
@@ -68,42 +78,74 @@ func TestRunbooksOnTLSEtcdWithAuth(t *testing.T) {
 	}
 }
 
-// kubeadmLike makes a CA, a server and a peer certificate for 127.0.0.1, the operator's client
-// certificate (CN operator, no user) and root's password file, and returns the variables the
-// runbooks document for such a cluster.
-func kubeadmLike(t *testing.T) []string {
-	t.Helper()
-	dir := t.TempDir()
-	ca := testpki.Must[*testpki.CA](t)(testpki.NewCA(dir, "ca", testpki.ECDSAP256))
-	server := testpki.Must[*testpki.Pair](t)(ca.Server("member"))
-	peer := testpki.Must[*testpki.Pair](t)(ca.Peer("member"))
-	op := testpki.Must[*testpki.Pair](t)(ca.Client("operator"))
-	pw := filepath.Join(dir, "root.password")
-	if err := os.WriteFile(pw, []byte(rootPassword+"\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	memberTLS := strings.Join([]string{
-		"--cert-file=" + server.CertFile, "--key-file=" + server.KeyFile, "--trusted-ca-file=" + ca.CertFile, "--client-cert-auth",
-		"--peer-cert-file=" + peer.CertFile, "--peer-key-file=" + peer.KeyFile, "--peer-trusted-ca-file=" + ca.CertFile, "--peer-client-cert-auth",
-	}, " ")
-	return []string{
-		"SCHEME=https", "MEMBER_TLS=" + memberTLS, "MEMBER_BIN=bin/etcd",
-		"CLUSTERCTL_CACERT=" + ca.CertFile, "CLUSTERCTL_CERT=" + op.CertFile, "CLUSTERCTL_KEY=" + op.KeyFile,
-		"CLUSTERCTL_USER=root", "CLUSTERCTL_PASSWORD_FILE=" + pw,
-	}
+// kubeadm is a cluster's PKI as kubeadm lays it out: a CA, one server and one peer certificate
+// for 127.0.0.1 that every member uses, and the operator's client certificate (CN operator, no
+// user) with root's password file.
+type kubeadm struct {
+	server, peer      *testpki.Pair
+	caFile, op, opKey string
+	passwordFile      string
 }
 
-// etcdctlAs runs bin/etcdctl in work against endpoint with the operator's TLS files from env,
-// as root with its password once auth is on (before, etcd ignores the user).
-func etcdctlAs(work string, env []string, endpoint string) func(args ...string) (string, error) {
-	vars := map[string]string{}
-	for _, kv := range env {
-		k, v, _ := strings.Cut(kv, "=")
-		vars[k] = v
+func kubeadmLike(t *testing.T) *kubeadm {
+	t.Helper()
+	k, dir := &kubeadm{}, t.TempDir()
+	ca := testpki.Must[*testpki.CA](t)(testpki.NewCA(dir, "ca", testpki.ECDSAP256))
+	k.caFile = ca.CertFile
+	k.server = testpki.Must[*testpki.Pair](t)(ca.Server("member"))
+	k.peer = testpki.Must[*testpki.Pair](t)(ca.Peer("member"))
+	op := testpki.Must[*testpki.Pair](t)(ca.Client("operator"))
+	k.op, k.opKey = op.CertFile, op.KeyFile
+	k.passwordFile = filepath.Join(dir, "root.password")
+	if err := os.WriteFile(k.passwordFile, []byte(rootPassword+"\n"), 0o600); err != nil {
+		t.Fatal(err)
 	}
+	return k
+}
+
+// members are the variables the runbooks document for starting a member of this cluster.
+func (k *kubeadm) members() []string {
+	return []string{"SCHEME=https", "MEMBER_BIN=bin/etcd", "MEMBER_TLS=" + strings.Join([]string{
+		"--cert-file=" + k.server.CertFile, "--key-file=" + k.server.KeyFile, "--trusted-ca-file=" + k.caFile, "--client-cert-auth",
+		"--peer-cert-file=" + k.peer.CertFile, "--peer-key-file=" + k.peer.KeyFile, "--peer-trusted-ca-file=" + k.caFile, "--peer-client-cert-auth",
+	}, " ")}
+}
+
+// login is the operator's TLS files and login, by the global flags' names.
+func (k *kubeadm) login() [][2]string {
+	return [][2]string{{"cacert", k.caFile}, {"cert", k.op}, {"key", k.opKey}, {"user", "root"}, {"password-file", k.passwordFile}}
+}
+
+// variables are the operator's TLS files and login as CLUSTERCTL_* variables.
+func (k *kubeadm) variables() []string {
+	var out []string
+	for _, kv := range k.login() {
+		out = append(out, "CLUSTERCTL_"+strings.ToUpper(strings.ReplaceAll(kv[0], "-", "_"))+"="+kv[1])
+	}
+	return out
+}
+
+// context writes the operator's TLS files and login as the context "prod" of a contexts file,
+// and returns the variables that name it.
+func (k *kubeadm) context(t *testing.T) []string {
+	t.Helper()
+	var b strings.Builder
+	b.WriteString("contexts:\n  - name: prod\n")
+	for _, kv := range k.login() {
+		fmt.Fprintf(&b, "    %s: %s\n", kv[0], kv[1])
+	}
+	config := filepath.Join(t.TempDir(), "config.yaml")
+	if err := os.WriteFile(config, []byte(b.String()), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return []string{"CLUSTERCTL_CONTEXT=prod", "CLUSTERCTL_CONFIG=" + config}
+}
+
+// etcdctl runs bin/etcdctl in work against endpoint with the operator's TLS files, as root with
+// its password (before auth is on, etcd ignores the user).
+func (k *kubeadm) etcdctl(work, endpoint string) func(args ...string) (string, error) {
 	return func(args ...string) (string, error) {
-		flags := []string{"--endpoints=" + endpoint, "--cacert=" + vars["CLUSTERCTL_CACERT"], "--cert=" + vars["CLUSTERCTL_CERT"],
-			"--key=" + vars["CLUSTERCTL_KEY"], "--user=root:" + rootPassword}
+		flags := []string{"--endpoints=" + endpoint, "--cacert=" + k.caFile, "--cert=" + k.op, "--key=" + k.opKey, "--user=root:" + rootPassword}
 		cmd := exec.Command("bin/etcdctl", append(flags, args...)...)
 		cmd.Dir = work
 		cmd.Env = withoutEtcdVars()
