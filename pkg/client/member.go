@@ -2,6 +2,7 @@ package client
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strconv"
 	"time"
@@ -98,8 +99,9 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 // A linearizable read waits for a leader until the deadline, so the member's status (no token,
 // no leader needed) is asked first: a member that names no leader for an election's length ends
 // the change with ErrNoLeader, as a read without a leader ends, which no change could outlive.
+// Any other outcome of the status is left to the list to meet and report.
 func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
-	if err := c.knowsLeader(ctx); err != nil {
+	if err := c.knowsLeader(ctx); errors.Is(err, ErrNoLeader) {
 		return nil, err
 	}
 	r, _, err := c.list(ctx, true)
