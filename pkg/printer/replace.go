@@ -99,8 +99,15 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 		return client.FormatID(m.ID)
 	}
 	old := id(r.Old) + " " + orDash(r.Old.Name)
-	if r.OldGone {
+	switch l := r.OldLiveness; {
+	case r.OldGone:
 		old += " (gone)"
+	case l != nil && l.Gone():
+		old += " (dead: " + l.Evidence(r.LeaderName) + ")"
+	case l != nil && l.Alive():
+		old += " (alive: " + l.Evidence(r.LeaderName) + ")"
+	case l != nil:
+		old += " (taken as alive, not every source could judge: " + l.Evidence(r.LeaderName) + ")"
 	}
 	fmt.Fprintf(&b, "Dry run of member replace: nothing was changed\n")
 	fmt.Fprintf(&b, "%-18s%s\n", "old member:", old)

@@ -80,6 +80,10 @@ type deadMember struct {
 	m      client.Member
 	reason string
 	seen   time.Duration
+	// ev is what every source said at the last question, evidence the same in words; neither
+	// for an unstarted member.
+	ev       client.Liveness
+	evidence string
 }
 
 func (o *memberPruneOptions) run(ctx context.Context) error {
@@ -93,11 +97,14 @@ func (o *memberPruneOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dead, answering, list, err := o.watch(ctx, c, list)
+	w, err := o.watch(ctx, c, list)
 	if err != nil {
 		return err
 	}
-	return o.prune(ctx, c, list, dead, answering)
+	if err := o.keep(w); err != nil {
+		return err
+	}
+	return o.prune(ctx, c, w.latest, w.dead, w.alive)
 }
 
 // list reads the members from a linearizable member list: a removal needs a leader anyway.
@@ -107,13 +114,27 @@ func (o *memberPruneOptions) list(ctx context.Context, c *client.Client) (*clien
 	return c.MemberList(ctx, true)
 }
 
-// watch asks every started member for its status, once a second, until each has answered once
-// or --unreachable-for has passed, and watches the unstarted members for --unstarted-for. It
-// returns the dead members in the order they are removed (learners first, then voters), the IDs
-// of the members that answered, and the member list read last.
-func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) ([]deadMember, map[uint64]bool, *client.ListResult, error) {
+// watched is what member prune's watch found.
+type watched struct {
+	// dead are the members to remove, in order (learners first, then voters); alive the IDs of
+	// the members some source found alive; latest the member list read last.
+	dead   []deadMember
+	alive  map[uint64]bool
+	latest *client.ListResult
+	// kept are the started members kept, each with its evidence, in the list's order; undecided
+	// those kept because not every source could speak.
+	kept      []deadMember
+	undecided map[uint64]bool
+}
+
+// watch asks every source about every started member (client.Liveness: its own client URLs,
+// the given endpoints, the leader's view), once a second, until each has been found alive once
+// or --unreachable-for has passed, and watches the unstarted members for --unstarted-for. A
+// started member is dead only when, at the last question, every source agreed it is gone.
+func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) (*watched, error) {
 	start := time.Now()
-	answered := map[uint64]bool{}
+	w := &watched{alive: map[uint64]bool{}, undecided: map[uint64]bool{}}
+	last := map[uint64]client.Liveness{}
 	unstarted := map[uint64]bool{}
 	for _, m := range list.Members {
 		if !m.Started && o.UnstartedFor > 0 {
@@ -126,7 +147,7 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 	}
 	said := map[uint64]bool{}
 	for {
-		pending := o.ask(ctx, c, list.Members, answered)
+		pending := o.ask(ctx, c, list, w.alive, last)
 		for _, m := range pending {
 			if !said[m.ID] {
 				fmt.Fprintf(o.Err, "%s (%s) does not answer: watching it for up to %s\n", orID(m), client.FormatID(m.ID), o.UnreachableFor)
@@ -139,7 +160,7 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(pruneEvery):
 		}
 	}
@@ -147,16 +168,23 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 	// The list again: a member may have started, been removed or been added meanwhile.
 	latest, err := o.list(ctx, c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
+	w.latest = latest
+	leader := leaderNameOf(list)
 	var learners, voters []deadMember
 	for _, m := range latest.Members {
 		var d *deadMember
+		ev, asked := last[m.ID]
+		wasStarted := slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started })
 		switch {
-		case m.Started && !answered[m.ID] && seen >= o.UnreachableFor && slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started }):
-			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen}
+		case m.Started && asked && !w.alive[m.ID] && ev.Gone() && seen >= o.UnreachableFor && wasStarted:
+			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen, evidence: ev.Evidence(leader)}
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
+		case m.Started && asked:
+			w.undecided[m.ID] = !w.alive[m.ID]
+			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(leader)})
 		}
 		switch {
 		case d == nil:
@@ -166,38 +194,66 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 			voters = append(voters, *d)
 		}
 	}
-	return append(learners, voters...), answered, latest, nil
+	w.dead = append(learners, voters...)
+	return w, nil
 }
 
-// ask asks every started member not yet heard from for its status, all at once, and returns
-// those that did not answer.
-func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, members []client.Member, answered map[uint64]bool) []client.Member {
+// leaderNameOf names the leader list marks, "" when it marks none.
+func leaderNameOf(list *client.ListResult) string {
+	for _, m := range list.Members {
+		if m.IsLeader {
+			return orID(m)
+		}
+	}
+	return ""
+}
+
+// ask gathers every source's word about each started member not yet found alive, all at once;
+// it marks those found alive and returns the others, whose evidence it keeps in last.
+func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, list *client.ListResult, alive map[uint64]bool, last map[uint64]client.Liveness) []client.Member {
 	var pending []client.Member
-	for _, m := range members {
-		if m.Started && !answered[m.ID] {
+	for _, m := range list.Members {
+		if m.Started && !alive[m.ID] {
 			pending = append(pending, m)
 		}
 	}
-	alive := make([]bool, len(pending))
-	done := make(chan struct{})
-	for i, m := range pending {
-		go func() {
-			alive[i] = c.Answers(ctx, m, answerWithin)
-			done <- struct{}{}
-		}()
+	if len(pending) == 0 {
+		return nil
 	}
-	for range pending {
-		<-done
-	}
+	evidence := c.Liveness(ctx, list, pending, answerWithin)
 	var still []client.Member
-	for i, m := range pending {
-		if alive[i] {
-			answered[m.ID] = true
+	for _, m := range pending {
+		ev := *evidence[m.ID]
+		last[m.ID] = ev
+		if ev.Alive() {
+			alive[m.ID] = true
 		} else {
 			still = append(still, m)
 		}
 	}
 	return still
+}
+
+// keep says what the run keeps: with --dry-run, every started member kept and its evidence, on
+// stdout; otherwise one line on stderr for each member the client cannot reach on its client
+// URLs but the cluster can, or that not every source could judge.
+func (o *memberPruneOptions) keep(w *watched) error {
+	for _, k := range w.kept {
+		if o.DryRun {
+			line := printer.Pruned{ClusterID: w.latest.Header.ClusterID, Member: k.m, Reason: k.reason, Evidence: k.evidence, DryRun: true}
+			if err := o.Printer.Prune(o.Out, line); err != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case w.undecided[k.m.ID]:
+			fmt.Fprintf(o.Err, "kept %s (%s): not every source could judge it: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)
+		case !k.ev.OwnURL:
+			fmt.Fprintf(o.Err, "kept %s (%s): the cluster reaches it where this command cannot: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)
+		}
+	}
+	return nil
 }
 
 // prune removes the dead members one at a time, each only if the voters that answer still form a
@@ -214,7 +270,7 @@ func (o *memberPruneOptions) prune(ctx context.Context, c *client.Client, list *
 				continue
 			}
 		}
-		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, DryRun: o.DryRun}
+		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, Evidence: d.evidence, DryRun: o.DryRun}
 		if !o.DryRun {
 			removed, err := o.removeWaiting(ctx, c, d.m.ID, orID(d.m))
 			if errors.Is(err, client.ErrMemberNotFound) {

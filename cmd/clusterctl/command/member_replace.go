@@ -225,9 +225,14 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 // them, and a live member taken for dead would be removed before its replacement is added.
 const answerWithin = 2 * time.Second
 
-// settle asks the old member whether it answers, and so decides the order: a dead one is removed
-// first. In a rebuild an old member that answers is the new one, promoted, unless its peer URLs
-// differ: then it is a member still running under the name asked for, which is refused (exit 11).
+// settle asks every source whether the old member is alive (client.Liveness, as member prune
+// does), and so decides the order: one that every source agrees is gone is removed first; one
+// that any source finds alive, or that not every source can judge, is replaced add first, where
+// a step that would break quorum is refused. In a rebuild, an old member alive with the new
+// member's peer URLs is the new one, promoted, only when clusterd's history says member replace
+// added it; otherwise it is the old member still running, which is refused (exit 11), as is one
+// still running with other peer URLs: rebuilt under its own ID on an empty data directory, a
+// member would not start.
 func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *client.Replacement) error {
 	if r.Removed != nil {
 		o.order = deadOrder
@@ -239,14 +244,28 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	alive := c.Answers(ctx, *r.Old, answerWithin)
+	ev := *c.Liveness(ctx, r.List, []client.Member{*r.Old}, answerWithin)[r.OldID]
+	r.OldLiveness = &ev
+	alive := !ev.Gone()
+	stillRunning := fmt.Errorf("member %s (%s) is alive (%s): stop it before replacing it by a member of the same name (%w)",
+		o.OldRef, client.FormatID(r.OldID), ev.Evidence(leaderNameOf(r.List)), client.ErrMemberNameExists)
+	if alive && r.SamePeerURLs(o.PeerURLs) {
+		replaced, err := c.AddedByReplace(ctx, r.OldID)
+		if err != nil && !errors.As(err, new(*client.HistoryUnsupportedError)) {
+			return err
+		}
+		if !replaced {
+			return stillRunning
+		}
+	}
 	r.Settle(alive, o.PeerURLs)
 	switch {
 	case r.RemoveFirst:
 		o.order = deadOrder
-		fmt.Fprintf(o.Err, "%s (%s) does not answer: it is removed first, then %s is added and promoted\n", o.OldRef, client.FormatID(r.OldID), o.Name)
+		fmt.Fprintf(o.Err, "%s (%s) is dead (%s): it is removed first, then %s is added and promoted\n",
+			o.OldRef, client.FormatID(r.OldID), ev.Evidence(leaderNameOf(r.List)), o.Name)
 	case r.Rebuild && r.Old != nil:
-		return fmt.Errorf("member %s (%s) still answers: stop it before replacing it by a member of the same name (%w)", o.OldRef, client.FormatID(r.OldID), client.ErrMemberNameExists)
+		return stillRunning
 	}
 	return nil
 }
