@@ -35,9 +35,12 @@ func newMemberPruneCmd(g *Globals) *cobra.Command {
 		Short: "Remove members that are dead: not answering, or added and never started",
 		Long: `Remove the members that are dead, one at a time, one line each:
 
-  - voters and learners that have started and do not answer their status on any client URL
-    for --unreachable-for (30s when not given), as this command sees them: it asks each member
-    once a second; one that answers once is kept;
+  - voters and learners that have started and that every source finds gone for
+    --unreachable-for (30s when not given): once a second the command asks each member on its
+    client URLs, every endpoint given (an answer naming the member), and the leader's view of its
+    peers (etcd_network_active_peers on the leader's /metrics); a member any source finds alive
+    once is kept, and one the client cannot reach but the cluster can is kept with a line on
+    stderr;
   - with --unstarted-for, members added and still not started after that long, as this command
     sees them (without it, unstarted members are kept: a member being added is unstarted too).
 
@@ -47,9 +50,9 @@ of the voters left, and never the last voter. A member that would fail that chec
 the command exits 12 after removing the others. Against etcd, a removal refused for etcd's
 5-second window after a start or an election is asked again for up to 10s.
 
-With --dry-run, the command watches as it would, lists what it would remove and why, and removes
-nothing; it works against etcd too (the decision is the command's, from member lists and status
-calls).`,
+With --dry-run, the command watches as it would, lists what it would remove and what it would
+keep, each with its evidence, and removes nothing; it works against etcd too (the decision is the
+command's, from member lists, status calls and the leader's /metrics).`,
 		Example: `  clusterctl member prune --dry-run
   clusterctl member prune --unreachable-for=2m
   clusterctl member prune --unstarted-for=10m`,

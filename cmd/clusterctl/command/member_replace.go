@@ -74,10 +74,13 @@ reported on stderr:
      established voter that answers and follows it, else after the promotion to the new member;
   4. remove the old member.
 
-An old member that does not answer within 2s (or never started) is dead: it is removed first,
-then the new member is added, waited for and promoted (three steps), the order real etcd accepts
-while a voter is down. The new member may then have the old one's name and peer URLs (a machine
-rebuilt under its old identity). Against etcd, a step refused for etcd's 5-second window after a
+An old member is dead when every source agrees, as member prune judges: no answer within 2s on
+its client URLs nor as itself on an endpoint given, and the leader's view of its peers
+(etcd_network_active_peers on the leader's /metrics) does not count it. A dead one is removed
+first, then the new member is added, waited for and promoted (three steps), the order real etcd
+accepts while a voter is down. The new member may then have the old one's name and peer URLs (a
+machine rebuilt under its old identity, added under a new ID); an old member alive under the new
+member's name is refused (exit 11): stop it first. Against etcd, a step refused for etcd's 5-second window after a
 start or an election ("unhealthy cluster") is asked again for up to 10s.
 
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
