@@ -43,18 +43,17 @@ func (l Liveness) Alive() bool {
 // is neither Alive nor Gone.
 func (l Liveness) Gone() bool { return !l.Alive() && l.leaderKnows() }
 
-// leader is the leader whose view l holds, 0 for none or a nil l.
-func (l *Liveness) leader() uint64 {
-	if l == nil {
-		return 0
-	}
-	return l.Leader
-}
-
 func (l Liveness) leaderKnows() bool { return l.Leader != 0 && l.LeaderErr == nil }
 
-// Evidence says in words what each source said, for a dry run and a warning.
-func (l Liveness) Evidence(leaderName string) string {
+// Evidence says in words what each source said, for a dry run and a warning; members, the
+// membership, names the leader.
+func (l Liveness) Evidence(members []Member) string {
+	leaderName := FormatID(l.Leader)
+	for _, m := range members {
+		if m.ID == l.Leader && m.Name != "" {
+			leaderName = m.Name
+		}
+	}
 	var out []string
 	if l.OwnURL {
 		out = append(out, "answers on its client URL")

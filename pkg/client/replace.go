@@ -219,9 +219,9 @@ type ReplacePlan struct {
 	// OldLiveness is every source's word on the old member, as the run judges it; nil once it
 	// is gone.
 	OldLiveness *Liveness
-	// LeaderName names the leader whose view OldLiveness holds.
-	LeaderName string
-	New        Member
+	// Members is the membership the plan was made from.
+	Members []Member
+	New     Member
 	// Now is nil when it was not counted (every step but the promotion done already).
 	Now   *QuorumReport
 	Steps []PlanStep
@@ -279,12 +279,7 @@ func (c *Client) judgeReplacement(ctx context.Context, r *Replacement, name stri
 // reconfiguration check.
 func PlanReplace(f ReplaceFacts) (*ReplacePlan, error) {
 	r := f.R
-	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil, OldLiveness: r.OldLiveness}
-	for _, m := range r.List.Members {
-		if m.ID == r.OldLiveness.leader() {
-			p.LeaderName = m.Name
-		}
-	}
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil, OldLiveness: r.OldLiveness, Members: r.List.Members}
 	p.Old = Member{Name: r.OldRef}
 	switch {
 	case r.Old != nil:

@@ -103,11 +103,11 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 	case r.OldGone:
 		old += " (gone)"
 	case l != nil && l.Gone():
-		old += " (dead: " + l.Evidence(r.LeaderName) + ")"
+		old += " (dead: " + l.Evidence(r.Members) + ")"
 	case l != nil && l.Alive():
-		old += " (alive: " + l.Evidence(r.LeaderName) + ")"
+		old += " (alive: " + l.Evidence(r.Members) + ")"
 	case l != nil:
-		old += " (taken as alive, not every source could judge: " + l.Evidence(r.LeaderName) + ")"
+		old += " (taken as alive, not every source could judge: " + l.Evidence(r.Members) + ")"
 	}
 	fmt.Fprintf(&b, "Dry run of member replace: nothing was changed\n")
 	fmt.Fprintf(&b, "%-18s%s\n", "old member:", old)

@@ -104,10 +104,11 @@ func (o *memberPruneOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	if err := o.keep(w); err != nil {
-		return err
+	err = o.prune(ctx, c, w.latest, w.dead, w.alive)
+	if kerr := o.keep(w); kerr != nil {
+		return kerr
 	}
-	return o.prune(ctx, c, w.latest, w.dead, w.alive)
+	return err
 }
 
 // list reads the members from a linearizable member list: a removal needs a leader anyway.
@@ -174,7 +175,6 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		return nil, err
 	}
 	w.latest = latest
-	leader := leaderNameOf(list)
 	var learners, voters []deadMember
 	for _, m := range latest.Members {
 		var d *deadMember
@@ -182,12 +182,12 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		wasStarted := slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started })
 		switch {
 		case m.Started && asked && !w.alive[m.ID] && ev.Gone() && seen >= o.UnreachableFor && wasStarted:
-			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen, evidence: ev.Evidence(leader)}
+			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen, evidence: ev.Evidence(latest.Members)}
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
 		case m.Started && asked:
 			w.undecided[m.ID] = !w.alive[m.ID]
-			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(leader)})
+			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(latest.Members)})
 		}
 		switch {
 		case d == nil:
@@ -199,16 +199,6 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 	}
 	w.dead = append(learners, voters...)
 	return w, nil
-}
-
-// leaderNameOf names the leader list marks, "" when it marks none.
-func leaderNameOf(list *client.ListResult) string {
-	for _, m := range list.Members {
-		if m.IsLeader {
-			return orID(m)
-		}
-	}
-	return ""
 }
 
 // ask gathers every source's word about each started member not yet found alive, all at once;

@@ -251,7 +251,7 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 	r.OldLiveness = &ev
 	alive := !ev.Gone()
 	stillRunning := fmt.Errorf("member %s (%s) is alive (%s): stop it before replacing it by a member of the same name (%w)",
-		o.OldRef, client.FormatID(r.OldID), ev.Evidence(leaderNameOf(r.List)), client.ErrMemberNameExists)
+		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
 	if alive && r.SamePeerURLs(o.PeerURLs) {
 		replaced, err := c.AddedByReplace(ctx, r.OldID)
 		if err != nil && !errors.As(err, new(*client.HistoryUnsupportedError)) {
@@ -266,7 +266,7 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 	case r.RemoveFirst:
 		o.order = deadOrder
 		fmt.Fprintf(o.Err, "%s (%s) is dead (%s): it is removed first, then %s is added and promoted\n",
-			o.OldRef, client.FormatID(r.OldID), ev.Evidence(leaderNameOf(r.List)), o.Name)
+			o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), o.Name)
 	case r.Rebuild && r.Old != nil:
 		return stillRunning
 	}
