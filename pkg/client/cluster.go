@@ -3,6 +3,8 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
+	"strings"
 	"time"
 )
 
@@ -29,6 +31,9 @@ type ClusterStatus struct {
 	// Leader is the member that says it leads in the highest term among the answers, 0 when
 	// none does; LeaderTerm is that term.
 	Leader, LeaderTerm uint64
+	// Split is set when the answers, the members' and the given endpoints', prove two groups
+	// apart or more: then the rest is one group's view, and no verdict on the whole.
+	Split *SplitError
 }
 
 // Quorum counts the voters (started or not), the learners, the started voters, the voters that
@@ -54,10 +59,11 @@ func (s *ClusterStatus) Quorum() QuorumReport {
 	return QuorumReport{}.Plus(voters, learners, started, live)
 }
 
-// Healthy reports whether every voter answered and the cluster has a leader.
+// Healthy reports whether every voter answered, the cluster has a leader, and no answer proves
+// a second group apart from it.
 func (s *ClusterStatus) Healthy() bool {
 	q := s.Quorum()
-	return s.Leader != 0 && q.ConnectedVoters == q.Voters
+	return s.Leader != 0 && q.ConnectedVoters == q.Voters && s.Split == nil
 }
 
 // ErrNoClientURL is the status of a member that has no client URL to ask: added, not started.
@@ -67,6 +73,9 @@ var ErrNoClientURL = errors.New("no client URLs: not started yet")
 // without a leader) and asks every member for its status through its first client URL, all at
 // once, each on its own connection (Sibling: c's TLS, credentials and timeouts), each within
 // timeout. Only the list failing is an error: a member that does not answer is its row's Err.
+// The given endpoints that are no member's first client URL are asked too, at the same time, so
+// that a group of members the list does not know (two clusters under one ID) is seen: the
+// answers of both are judged by Split.
 func (c *Client) ClusterStatus(ctx context.Context, timeout time.Duration) (*ClusterStatus, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	list, _, err := c.list(lctx, false)
@@ -86,11 +95,29 @@ func (c *Client) ClusterStatus(ctx context.Context, timeout time.Duration) (*Clu
 		}
 		eps, asked = append(eps, m.ClientURLs[0]), append(asked, i)
 	}
-	for j, st := range c.StatusOfEach(ctx, eps, timeout) {
+	n := len(eps)
+	for _, e := range c.GivenEndpoints() {
+		if !slices.ContainsFunc(eps[:n], func(u string) bool { return sameEndpoint(u, e) }) {
+			eps = append(eps, e)
+		}
+	}
+	sts := c.StatusOfEach(ctx, eps, timeout)
+	for j, st := range sts[:n] {
 		out.Members[asked[j]].Status, out.Members[asked[j]].Err = st.Status, st.Err
 	}
 	out.settleLeader()
+	out.Split = c.Split(ctx, sts, timeout)
 	return out, nil
+}
+
+// sameEndpoint reports whether a and b reach the same address (a client URL and an endpoint as
+// given, with or without a scheme).
+func sameEndpoint(a, b string) bool {
+	strip := func(e string) string {
+		e = strings.TrimPrefix(strings.TrimPrefix(e, "https://"), "http://")
+		return strings.TrimSuffix(e, "/")
+	}
+	return strip(a) == strip(b)
 }
 
 // settleLeader finds the leader among the answers and each member's distance to it.

@@ -42,6 +42,7 @@ const (
 	exitUnsound          = 31
 	exitNoHistory        = 32
 	exitDegraded         = 33
+	exitSplit            = 34
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -129,6 +130,7 @@ func exitCode(err error) int {
 		dirInUse    *datadir.InUseError
 		unsound     *datadir.UnsoundError
 		noHistory   *client.HistoryUnsupportedError
+		split       *client.SplitError
 	)
 	switch {
 	case err == nil:
@@ -171,6 +173,10 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &split):
+		// cluster status, endpoint status, member list: answers from two groups apart; what
+		// answered was printed.
+		return exitSplit
 	case errors.As(err, &degraded):
 		// cluster status: a voter did not answer or there is no leader; everything was printed.
 		return exitDegraded

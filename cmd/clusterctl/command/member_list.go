@@ -19,7 +19,11 @@ func newMemberListCmd(g *Globals) *cobra.Command {
 		Use:   "list",
 		Short: "List the members of the cluster",
 		Long: `List the members of the cluster: ID, started or unstarted, name, peer URLs, client URLs,
-whether the member is a learner, and (table and json) whether it leads.`,
+whether the member is a learner, and (table and json) whether it leads. With several endpoints,
+each is also asked for its status: answers that prove two groups of members apart, each deciding
+on its own (different cluster IDs, two leaders in one term, or each group holding an answering
+member the other's membership lacks), are a split: the list printed is one group's, every group
+is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl member list -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 member list --consistency=s -w json | jq -r '.members[].name'`,
 		Args: cobra.ArbitraryArgs,
@@ -58,5 +62,16 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	return o.Printer.MemberList(o.Out, r)
+	if err := o.Printer.MemberList(o.Out, r); err != nil {
+		return err
+	}
+	// With several endpoints, each is asked for its status (after the list: c is not for
+	// concurrent use, and its token is then shared), so that members that answer as another
+	// group (a split) are not folded into the list unnoticed.
+	if eps := c.GivenEndpoints(); len(eps) > 1 {
+		if split := c.Split(ctx, c.StatusOfEach(ctx, eps, o.CommandTimeout), o.CommandTimeout); split != nil {
+			return split
+		}
+	}
+	return nil
 }
