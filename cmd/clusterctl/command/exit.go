@@ -43,6 +43,7 @@ const (
 	exitNoHistory        = 32
 	exitDegraded         = 33
 	exitSplit            = 34
+	exitNotServing       = 35
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -131,6 +132,7 @@ func exitCode(err error) int {
 		unsound     *datadir.UnsoundError
 		noHistory   *client.HistoryUnsupportedError
 		split       *client.SplitError
+		notServing  *notServingError
 	)
 	switch {
 	case err == nil:
@@ -173,6 +175,9 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &notServing):
+		// member replace: promoted, not serving within --wait-timeout.
+		return exitNotServing
 	case errors.As(err, &split):
 		// cluster status, endpoint status, member list: answers from two groups apart; what
 		// answered was printed.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -392,24 +393,107 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 	return o.Printer.ReplaceAdd(o.Out, res)
 }
 
-// promote waits for the new member to catch up and promotes it, unless it is a voter already.
-// It returns the promotion's answer, nil when skipped. The promotion goes to the leader the early
-// move handed over to, once the move has ended (early.leader).
+// promote waits for the new member to catch up and promotes it, unless it is a voter already,
+// then waits for it to serve (waitServes); --wait-timeout bounds both. It returns the
+// promotion's answer, nil when skipped. The promotion goes to the leader the early move handed
+// over to, once the move has ended (early.leader).
 func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult, early *earlyMove) (*client.ChangeResult, error) {
 	id := res.Added.ID
+	deadline := time.Now().Add(o.WaitTimeout)
 	if r.New != nil && !r.New.IsLearner {
 		o.step(client.StepPromote, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
 		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
-		return nil, nil
+		return nil, o.waitServes(ctx, c, id, deadline)
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-	promoted, err := o.promoteUntil(ctx, early.leader(c), id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
+	promoted, err := o.promoteUntil(ctx, early.leader(c), id, deadline, replaceRetryAfter, o.progress)
 	if err != nil {
 		return nil, err
 	}
 	o.step(client.StepPromote, "promoted %s (%s)", o.Name, client.FormatID(id))
 	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
-	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
+	if err := o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted); err != nil {
+		return nil, err
+	}
+	return promoted, o.waitServes(ctx, c, id, deadline)
+}
+
+// progress says on stderr where the new member stands while the promotion waits for it, in
+// words that name no error: a failure to read the figures is part of the wait (the member not
+// started, its client URL not answering yet), and only the promotion's end is a verdict.
+func (o *memberReplaceOptions) progress(ctx context.Context, c *client.Client, id uint64) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	p, err := c.FetchLearnerProgress(ctx, id)
+	var silent *client.LearnerSilentError
+	switch {
+	case errors.Is(err, client.ErrNoClientURL):
+		fmt.Fprintf(o.Err, "%s not started yet: waiting for its process\n", o.Name)
+	case errors.As(err, &silent):
+		fmt.Fprintf(o.Err, "%s starting: its client URL does not answer yet\n", o.Name)
+	case err != nil:
+		fmt.Fprintf(o.Err, "%s: waiting (its progress cannot be read now: %v)\n", o.Name, err)
+	case p.Behind() > 0:
+		fmt.Fprintf(o.Err, "%s catching up: %s of %s entries\n", o.Name, thousands(p.LearnerApplied), thousands(p.LeaderIndex))
+	default:
+		fmt.Fprintf(o.Err, "%s started and caught up (%s entries), promoting\n", o.Name, thousands(p.LeaderIndex))
+	}
+}
+
+// thousands writes n with a comma every three digits, as a person reads a count.
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// servesEvery is how often waitServes asks again: the new member serves within moments of its
+// promotion, once it has applied it.
+const servesEvery = 50 * time.Millisecond
+
+// waitServes returns once the new member serves (client.Serves: a started voter that answers a
+// linearizable read through its own client URL), so that the command returns only then, and a
+// live old member is removed only then; a *notServingError once deadline has passed. One line
+// says what it waits for, another once it serves.
+func (o *memberReplaceOptions) waitServes(ctx context.Context, c *client.Client, id uint64, deadline time.Time) error {
+	said := false
+	for {
+		actx, cancel := o.withTimeout(ctx)
+		err := c.Serves(actx, id)
+		cancel()
+		if err == nil {
+			fmt.Fprintf(o.Err, "%s serves: a started voter, a linearizable read through its own client URL answered\n", o.Name)
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(o.Err, "%s promoted, waiting for it to serve a linearizable read through its own client URL\n", o.Name)
+			said = true
+		}
+		if !time.Now().Add(servesEvery).Before(deadline) {
+			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: ctx.Err()}
+		case <-time.After(servesEvery):
+		}
+	}
+}
+
+// notServingError is member replace's new member, promoted, not serving when --wait-timeout ran
+// out: the old member, if alive, is not removed yet, and the same command line run again waits
+// again.
+type notServingError struct {
+	name string
+	id   uint64
+	wait time.Duration
+	err  error
+}
+
+func (e *notServingError) Error() string {
+	return fmt.Sprintf("%s (%s) does not serve after %s: %v; run the command again to wait again", e.name, client.FormatID(e.id), e.wait, e.err)
 }
 
 // gone reports whether a linearizable member list, from another member if the one asked stops,

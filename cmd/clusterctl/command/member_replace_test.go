@@ -111,7 +111,7 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 		!strings.Contains(stderr, "\nleadership moved from "+old+" to ") || !strings.Contains(stderr, " while r1 started\nError: ") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
-	lines := strings.Count(stderr, " not in sync yet: ")
+	lines := strings.Count(stderr, "r1 not started yet: waiting for its process\n")
 	// At most one per promoteRetryInterval of the wait, the first after the first attempt.
 	if maxLines := int(took / promoteRetryInterval); lines < 1 || lines > maxLines {
 		t.Errorf("%d progress lines in %v, want 1 to %d:\n%s", lines, took, maxLines, stderr)
