@@ -69,8 +69,9 @@ reported on stderr:
 
   1. add the new member as a learner, and print the environment its process starts with
      (member add's output; -w env prints the environment alone, -w json a line that holds it);
-  2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
-     behind, and promote it;
+  2. wait, up to --wait-timeout, for the new member to start and catch up, printing what happens,
+     promote it, and wait until it serves: a started voter that answers a linearizable read
+     through its own client URL (exit 35 if it does not in time);
   3. if the old member leads, move leadership away from it: while the new member starts, to an
      established voter that answers and follows it, else after the promotion to the new member;
   4. remove the old member.
@@ -111,7 +112,7 @@ same check runs before the first change, and a plan that would be refused change
 		RunE:              runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
-	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start and catch up")
+	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start, catch up and, once promoted, serve")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
