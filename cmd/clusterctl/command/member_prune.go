@@ -38,9 +38,9 @@ func newMemberPruneCmd(g *Globals) *cobra.Command {
   - voters and learners that have started and that every source finds gone for
     --unreachable-for (30s when not given): once a second the command asks each member on its
     client URLs, every endpoint given (an answer naming the member), and the leader's view of its
-    peers (etcd_network_active_peers on the leader's /metrics); a member any source finds alive
-    once is kept, and one the client cannot reach but the cluster can is kept with a line on
-    stderr;
+    peers (etcd_network_active_peers on the leader's /metrics); a member that answers once is
+    kept, any other is judged by the last question, and one the client cannot reach but the
+    cluster can is kept with a line on stderr;
   - with --unstarted-for, members added and still not started after that long, as this command
     sees them (without it, unstarted members are kept: a member being added is unstarted too).
 
@@ -132,9 +132,10 @@ type watched struct {
 }
 
 // watch asks every source about every started member (client.Liveness: its own client URLs,
-// the given endpoints, the leader's view), once a second, until each has been found alive once
-// or --unreachable-for has passed, and watches the unstarted members for --unstarted-for. A
-// started member is dead only when, at the last question, every source agreed it is gone.
+// the given endpoints, the leader's view), once a second, until each has answered once or
+// --unreachable-for has passed, and watches the unstarted members for --unstarted-for. A member
+// that answered is kept; any other is judged by the last question: dead only when every source
+// agreed it is gone, kept when the leader still hears it or its view could not be read.
 func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) (*watched, error) {
 	start := time.Now()
 	w := &watched{alive: map[uint64]bool{}, undecided: map[uint64]bool{}}
@@ -186,7 +187,7 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
 		case m.Started && asked:
-			w.undecided[m.ID] = !w.alive[m.ID]
+			w.undecided[m.ID] = !w.alive[m.ID] && !ev.Alive()
 			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(latest.Members)})
 		}
 		switch {
@@ -201,8 +202,9 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 	return w, nil
 }
 
-// ask gathers every source's word about each started member not yet found alive, all at once;
-// it marks those found alive and returns the others, whose evidence it keeps in last.
+// ask gathers every source's word about each started member that has not answered yet, all at
+// once; it marks those that answered (on their client URLs, or as themselves on an endpoint) and
+// returns the others, whose evidence it keeps in last.
 func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, list *client.ListResult, alive map[uint64]bool, last map[uint64]client.Liveness) []client.Member {
 	var pending []client.Member
 	for _, m := range list.Members {
@@ -218,7 +220,10 @@ func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, list *cl
 	for _, m := range pending {
 		ev := *evidence[m.ID]
 		last[m.ID] = ev
-		if ev.Alive() {
+		// An answer from the member itself proves it runs; the leader's view lags by up to an
+		// election timeout (a member killed a moment ago is still counted), so a member alive
+		// by it alone is asked again until the window ends, and judged by the last question.
+		if ev.OwnURL || ev.Endpoint != "" || ev.Leads {
 			alive[m.ID] = true
 		} else {
 			still = append(still, m)
