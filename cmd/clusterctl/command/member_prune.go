@@ -121,7 +121,8 @@ func (o *memberPruneOptions) list(ctx context.Context, c *client.Client) (*clien
 // watched is what member prune's watch found.
 type watched struct {
 	// dead are the members to remove, in order (learners first, then voters); alive the IDs of
-	// the members some source found alive; latest the member list read last.
+	// the members that answered, or that some source found alive at the last question; latest
+	// the member list read last.
 	dead   []deadMember
 	alive  map[uint64]bool
 	latest *client.ListResult
@@ -176,19 +177,32 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		return nil, err
 	}
 	w.latest = latest
+	for id, ev := range last {
+		// A live voter for the quorum check, whichever source says so.
+		w.alive[id] = w.alive[id] || ev.Alive()
+	}
+	o.judge(w, list, last, unstarted, seen)
+	return w, nil
+}
+
+// judge sorts the members of w.latest that list (the first list) had: dead started members,
+// those every source agreed at the last question (last) are gone, after seen has reached
+// --unreachable-for; dead unstarted ones, still unstarted after --unstarted-for; kept, every
+// other started member asked, with its evidence.
+func (o *memberPruneOptions) judge(w *watched, list *client.ListResult, last map[uint64]client.Liveness, unstarted map[uint64]bool, seen time.Duration) {
 	var learners, voters []deadMember
-	for _, m := range latest.Members {
+	for _, m := range w.latest.Members {
 		var d *deadMember
 		ev, asked := last[m.ID]
 		wasStarted := slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started })
 		switch {
 		case m.Started && asked && !w.alive[m.ID] && ev.Gone() && seen >= o.UnreachableFor && wasStarted:
-			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen, evidence: ev.Evidence(latest.Members)}
+			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen, evidence: ev.Evidence(w.latest.Members)}
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
 		case m.Started && asked:
-			w.undecided[m.ID] = !w.alive[m.ID] && !ev.Alive()
-			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(latest.Members)})
+			w.undecided[m.ID] = !w.alive[m.ID]
+			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(w.latest.Members)})
 		}
 		switch {
 		case d == nil:
@@ -199,7 +213,6 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		}
 	}
 	w.dead = append(learners, voters...)
-	return w, nil
 }
 
 // ask gathers every source's word about each started member that has not answered yet, all at
