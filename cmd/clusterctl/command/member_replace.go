@@ -244,11 +244,11 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 		fmt.Fprintf(o.Err, "%s (%s) was removed first by member replace at raft index %d and nothing was added since: %s is added and promoted\n",
 			o.OldRef, client.FormatID(uint64(r.Removed.MemberID)), r.Removed.RaftIndex, o.Name)
 	}
-	if r.Old == nil {
-		return nil
-	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
+	if r.Old == nil {
+		return o.checkRebuiltLearner(ctx, c, r)
+	}
 	ev := *c.Liveness(ctx, r.List, []client.Member{*r.Old}, answerWithin)[r.OldID]
 	r.OldLiveness = &ev
 	alive := !ev.Gone()
@@ -271,6 +271,28 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 			o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), o.Name)
 	case r.Rebuild && r.Old != nil:
 		return stillRunning
+	}
+	return nil
+}
+
+// checkRebuiltLearner refuses, in a rebuild, a started learner under the old name and the new
+// peer URLs that clusterd's history says member replace did not add: it is the member to
+// rebuild, running, not this replacement's new member, and going on would print the
+// environment of an ID that has its data. On etcd, which keeps no history, it is taken as the new
+// member, as before.
+func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *client.Client, r *client.Replacement) error {
+	if !r.Rebuild || r.New == nil || !r.New.IsLearner || !r.New.Started {
+		return nil
+	}
+	replaced, err := c.AddedByReplace(ctx, r.New.ID)
+	switch {
+	case errors.As(err, new(*client.HistoryUnsupportedError)):
+		return nil
+	case err != nil:
+		return err
+	case !replaced:
+		return fmt.Errorf("member %s (%s) is a started learner that member replace did not add: stop it before replacing it by a member of the same name (%w)",
+			o.OldRef, client.FormatID(r.New.ID), client.ErrMemberNameExists)
 	}
 	return nil
 }
