@@ -395,9 +395,16 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 // output either way (in json, the line with the environment).
 func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	if r.New != nil {
-		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		res.Added = client.AddedResult(r.List, *r.New, o.Name)
 		res.Record(client.PlanStep{Action: client.StepAdd, Done: true}, nil)
+		if r.Rebuild && r.New.Started && !r.New.IsLearner {
+			// A rebuilt member that runs as a voter has its data: its environment, printed
+			// again, could only start its ID on an empty data directory, which it does not
+			// survive.
+			o.step(client.StepAdd, "%s (%s) is in the cluster already and has started: add skipped, its environment not printed again", o.Name, client.FormatID(r.New.ID))
+			return nil
+		}
+		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		return o.Printer.ReplaceAdd(o.Out, res)
 	}
 	var added *client.AddResult
