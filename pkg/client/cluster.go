@@ -105,8 +105,8 @@ func (c *Client) ClusterStatus(ctx context.Context, timeout time.Duration) (*Clu
 	for j, st := range sts[:n] {
 		out.Members[asked[j]].Status, out.Members[asked[j]].Err = st.Status, st.Err
 	}
-	out.settleLeader()
 	out.Split = c.Split(ctx, sts, timeout)
+	out.settleLeader()
 	return out, nil
 }
 
@@ -126,6 +126,11 @@ func (s *ClusterStatus) settleLeader() {
 	for i, m := range s.Members {
 		sts[i] = m.Status
 	}
+	if s.Split != nil {
+		// Only the group of the member that listed the members is this view's: the other
+		// group's leader, whatever its term, is not this list's.
+		sts = sameGroup(sts, s.Header.MemberID)
+	}
 	leader := LeaderOf(sts)
 	if leader == nil {
 		return
@@ -142,6 +147,23 @@ func (s *ClusterStatus) settleLeader() {
 			m.Behind = leader.RaftIndex - m.Status.RaftIndex
 		}
 	}
+}
+
+// sameGroup is the answers that follow the leader member lister follows; all of them when lister
+// did not answer or follows none.
+func sameGroup(sts []*Status, lister uint64) []*Status {
+	i := slices.IndexFunc(sts, func(st *Status) bool { return st != nil && st.Header.MemberID == lister })
+	if i < 0 || sts[i].Leader == 0 {
+		return sts
+	}
+	lead := sts[i].Leader
+	out := make([]*Status, len(sts))
+	for j, st := range sts {
+		if st != nil && st.Leader == lead && st.Header.ClusterID == sts[i].Header.ClusterID {
+			out[j] = st
+		}
+	}
+	return out
 }
 
 // LeaderOf is the answer of the member that says it leads, in the highest term among the
