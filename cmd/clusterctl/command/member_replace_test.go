@@ -300,3 +300,11 @@ func TestUntilHealthy(t *testing.T) {
 		t.Errorf("untilHealthy of another refusal: %v after %d calls; want it at once", err, calls)
 	}
 }
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 1204: "1,204", 5000000: "5,000,000", 123456789: "123,456,789"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
+	}
+}
