@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 
+	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/spf13/cobra"
 )
@@ -58,6 +59,24 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
+	// With several endpoints, each is asked for its status too, so that members that answer as
+	// another group (a split) are not folded into the list unnoticed. Without a user the
+	// statuses go at the same time as the list, on connections of their own; with one, after
+	// it, so that they share its token (c is not for concurrent use).
+	eps := c.GivenEndpoints()
+	var sts []client.EndpointStatus
+	done := make(chan struct{})
+	switch {
+	case len(eps) < 2:
+		close(done)
+	case !c.Authenticates():
+		go func() {
+			defer close(done)
+			if others, err := c.Sibling(eps...); err == nil {
+				sts = others.StatusOfEach(ctx, eps, o.CommandTimeout)
+			}
+		}()
+	}
 	r, err := c.MemberList(ctx, o.Consistency == "l")
 	if err != nil {
 		return err
@@ -65,13 +84,13 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	if err := o.Printer.MemberList(o.Out, r); err != nil {
 		return err
 	}
-	// With several endpoints, each is asked for its status (after the list: c is not for
-	// concurrent use, and its token is then shared), so that members that answer as another
-	// group (a split) are not folded into the list unnoticed.
-	if eps := c.GivenEndpoints(); len(eps) > 1 {
-		if split := c.Split(ctx, c.StatusOfEach(ctx, eps, o.CommandTimeout), o.CommandTimeout); split != nil {
-			return split
-		}
+	if len(eps) > 1 && c.Authenticates() {
+		sts = c.StatusOfEach(ctx, eps, o.CommandTimeout)
+	} else {
+		<-done
+	}
+	if split := c.Split(ctx, sts, o.CommandTimeout); split != nil {
+		return split
 	}
 	return nil
 }
