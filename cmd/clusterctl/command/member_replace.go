@@ -82,8 +82,8 @@ its client URLs nor as itself on an endpoint given, and the leader's view of its
 first, then the new member is added, waited for and promoted (three steps), the order real etcd
 accepts while a voter is down. The new member may then have the old one's name and peer URLs (a
 machine rebuilt under its old identity, added under a new ID); an old member alive under the new
-member's name is refused (exit 11): stop it first. Against etcd, a step refused for etcd's 5-second window after a
-start or an election ("unhealthy cluster") is asked again for up to 10s.
+member's name is refused (exit 11): stop it first. Against etcd, a step refused for etcd's
+5-second window after a start or an election ("unhealthy cluster") is asked again for up to 10s.
 
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
 with the new name and exactly these peer URLs is taken as added (its environment is printed
