@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"strings"
 	"time"
 )
 
@@ -111,13 +110,11 @@ func (c *Client) ClusterStatus(ctx context.Context, timeout time.Duration) (*Clu
 }
 
 // sameEndpoint reports whether a and b reach the same address (a client URL and an endpoint as
-// given, with or without a scheme).
+// given, with or without a scheme), as parseEndpoint reads them.
 func sameEndpoint(a, b string) bool {
-	strip := func(e string) string {
-		e = strings.TrimPrefix(strings.TrimPrefix(e, "https://"), "http://")
-		return strings.TrimSuffix(e, "/")
-	}
-	return strip(a) == strip(b)
+	x, _, errA := parseEndpoint(a, false)
+	y, _, errB := parseEndpoint(b, false)
+	return errA == nil && errB == nil && x == y
 }
 
 // settleLeader finds the leader among the answers and each member's distance to it.
