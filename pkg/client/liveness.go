@@ -105,7 +105,7 @@ func (c *Client) Liveness(ctx context.Context, list *ListResult, members []Membe
 			own <- func() { out[m.ID].OwnURL = alive }
 		}()
 	}
-	view, leader, err := c.leaderView(ctx, list, LeaderOf(sts), within)
+	view, leader, err := c.leaderView(ctx, list, leaderNamed(sts), within)
 	for range members {
 		(<-own)()
 	}
@@ -116,14 +116,25 @@ func (c *Client) Liveness(ctx context.Context, list *ListResult, members []Membe
 	return out
 }
 
-// leaderView reads the leader's etcd_network_active_peers: the leader is the one the given
-// endpoints' answers name (lead), else the one list marks. It returns the peers the leader counts
-// as live, the leader's ID (0 when none is known) and why its view could not be read.
-func (c *Client) leaderView(ctx context.Context, list *ListResult, lead *Status, within time.Duration) (map[uint64]bool, uint64, error) {
-	var leader uint64
-	if lead != nil {
-		leader = lead.Header.MemberID
+// leaderNamed is the leader the answers name: the member that says it leads in the highest term
+// (LeaderOf), else the leader a follower names in the highest term; 0 when none does.
+func leaderNamed(sts []*Status) uint64 {
+	if lead := LeaderOf(sts); lead != nil {
+		return lead.Header.MemberID
 	}
+	var leader, term uint64
+	for _, st := range sts {
+		if st != nil && st.Leader != 0 && st.RaftTerm >= term {
+			leader, term = st.Leader, st.RaftTerm
+		}
+	}
+	return leader
+}
+
+// leaderView reads the leader's etcd_network_active_peers: the leader is the one the given
+// endpoints' answers name (leader), else the one list marks. It returns the peers the leader
+// counts as live, the leader's ID (0 when none is known) and why its view could not be read.
+func (c *Client) leaderView(ctx context.Context, list *ListResult, leader uint64, within time.Duration) (map[uint64]bool, uint64, error) {
 	for _, m := range list.Members {
 		if leader == 0 && m.IsLeader {
 			leader = m.ID
