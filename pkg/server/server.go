@@ -185,8 +185,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 
 	m.health = health.NewServer()
 	peer := func(opts ...grpc.ServerOption) *grpc.Server {
-		srv := grpc.NewServer(append(append(transport.ServerWindow(),
-			grpc.MaxRecvMsgSize(transport.MaxMessageSize)), opts...)...)
+		srv := grpc.NewServer(append(transport.PeerServerOptions(), opts...)...)
 		m.tr.Register(srv)
 		m.coord.Register(srv)
 		return srv

@@ -247,6 +247,8 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 	// One sender a stream, naming its URLs once, at the stream's start: its first message is
 	// enough to make sure it can be answered, and the rest stay off t.mu. Its identity is
 	// checked on that first message too, and every later one must name the same sender.
+	// Every wait for an envelope is bounded (streamLimit): a stream that carries nothing is
+	// closed, a stranger's soonest.
 	from := senderOf(stream.Context())
 	var sender membership.ID
 	defer func() {
@@ -254,11 +256,17 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 			t.streamEnded(sender)
 		}
 	}()
+	in := newInbox(stream)
+	defer in.stop()
 	for {
-		env, err := stream.Recv()
+		env, err := in.next(t.streamLimit(sender))
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return stream.SendAndClose(&pb.Ack{})
+			}
+			if errors.Is(err, errStreamIdle) {
+				t.ignored.log("closed a raft stream that carried no message in time", from, "peer", sender.String())
+				return status.Error(codes.DeadlineExceeded, err.Error())
 			}
 			return err
 		}
