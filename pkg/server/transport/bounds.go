@@ -1,6 +1,7 @@
 package transport
 
 import (
+	"context"
 	"errors"
 	"time"
 
@@ -65,6 +66,7 @@ var errStreamIdle = errors.New("the raft stream carried no message in time")
 // ends, which it does when receive returns.
 type inbox struct {
 	c     chan received
+	done  <-chan struct{} // the stream's end
 	timer *time.Timer
 }
 
@@ -74,13 +76,13 @@ type received struct {
 }
 
 func newInbox(stream pb.Peer_RaftServer) *inbox {
-	in := &inbox{c: make(chan received), timer: time.NewTimer(ConnectTimeout)}
+	in := &inbox{c: make(chan received), done: stream.Context().Done(), timer: time.NewTimer(ConnectTimeout)}
 	go func() {
 		for {
 			env, err := stream.Recv()
 			select {
 			case in.c <- received{env, err}:
-			case <-stream.Context().Done():
+			case <-in.done:
 				return
 			}
 			if err != nil {
@@ -91,12 +93,15 @@ func newInbox(stream pb.Peer_RaftServer) *inbox {
 	return in
 }
 
-// next is the stream's next envelope, or errStreamIdle when none comes within limit.
+// next is the stream's next envelope, or errStreamIdle when none comes within limit, or
+// context.Canceled once the stream has ended (its sender went away).
 func (in *inbox) next(limit time.Duration) (*pb.Envelope, error) {
 	in.timer.Reset(limit)
 	select {
 	case r := <-in.c:
 		return r.env, r.err
+	case <-in.done:
+		return nil, context.Canceled
 	case <-in.timer.C:
 		return nil, errStreamIdle
 	}
