@@ -127,6 +127,35 @@ func TestPeerIdentitySeparateCAs(t *testing.T) {
 	}
 }
 
+// With --peer-cert-allowed-hostname the handshake takes only certificates valid for one of the
+// names, and such a certificate speaks for any sender at a URL with a host, even one it does not
+// cover (here a certificate for localhost alone, at 127.0.0.1); never for one at a unix socket.
+func TestPeerIdentityAllowedHostname(t *testing.T) {
+	c, ca := tlsCluster(t, 3, "--peer-cert-allowed-hostname=localhost")
+	target := c.Members()[0]
+	cid, to := ids(t, target)
+	named := peerCreds(t, ca, issue(t, ca.Peer, "named", testpki.Hosts("localhost")))
+	sock, dialedSock := listenCounting(t, "unix", filepath.Join(shortDir(t), "s.sock"))
+	const stranger = 0x5eed
+
+	err := strangerSays(t, target, peerCreds(t, ca, issue(t, ca.Peer, "ip", testpki.Hosts("127.0.0.1"))), cid, stranger, to, 1, "https://127.0.0.1:1")
+	if err == nil || status.Code(err) == codes.PermissionDenied {
+		t.Fatalf("a certificate without an allowed host name: %v, want a refused handshake", err)
+	}
+	waitLog(t, target, "matches no host name of --peer-cert-allowed-hostname=localhost")
+	before := term(t, target)
+	if err := strangerSays(t, target, named, cid, stranger, to, before-1, "https://127.0.0.1:1"); err != nil {
+		t.Fatalf("a certificate for an allowed host name, at a host it does not cover: %v", err)
+	}
+	err = strangerSays(t, target, named, cid, stranger+1, to, before+1000, "unixs://"+sock)
+	if status.Code(err) != codes.PermissionDenied {
+		t.Fatalf("a certificate for an allowed host name, at a unix socket: %v, want PermissionDenied", err)
+	}
+	if n := dialedSock.Load(); n != 0 {
+		t.Fatalf("the member dialed the socket a stranger named %d times", n)
+	}
+}
+
 // peerCreds are a stranger's credentials on a peer port served with a certificate ca signed.
 func peerCreds(t *testing.T, ca *testpki.CA, p *testpki.Pair) credentials.TransportCredentials {
 	t.Helper()
