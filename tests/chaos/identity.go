@@ -7,13 +7,13 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"sync/atomic"
 	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
@@ -48,13 +48,13 @@ func (f *injector) forgedIdentity(ctx context.Context, sn snapshot) bool {
 	if err != nil {
 		return false
 	}
-	sock, dialed, closeSock, err := countingSocket()
+	sock, closeSock, err := countingSocket()
 	if err != nil {
 		f.c.countStat("forged identity: no unix socket to offer: " + err.Error())
 		return false
 	}
 	defer closeSock()
-	forgeries, err := f.forgeries(sock)
+	forgeries, err := f.forgeries(sock.Addr())
 	if err != nil {
 		f.c.countStat("forged identity: no certificates: " + err.Error())
 		return false
@@ -79,7 +79,7 @@ func (f *injector) forgedIdentity(ctx context.Context, sn snapshot) bool {
 	}
 	// A member answers a heartbeat at once: within an election timeout, any dial has come.
 	sleep(ctx, 2*f.c.cfg.election)
-	if n := dialed.Load(); n > 0 {
+	if n := sock.Count(); n > 0 {
 		f.c.fail("forged identity: members dialed the unix socket a stranger named %d times", n)
 	}
 	return true
@@ -158,27 +158,16 @@ func issueTLS(ca *testpki.CA, cn string, opts ...testpki.Option) (tls.Certificat
 
 // countingSocket listens on a unix socket in a directory of its own (short enough for a socket's
 // path), and counts the connections it accepts.
-func countingSocket() (path string, dialed *atomic.Int32, closeSock func(), err error) {
+func countingSocket() (*freeport.Counter, func(), error) {
 	dir, err := os.MkdirTemp("", "chaos-sock")
 	if err != nil {
-		return "", nil, nil, err
+		return nil, nil, err
 	}
-	path = filepath.Join(dir, "s.sock")
-	l, err := net.Listen("unix", path)
+	l, err := net.Listen("unix", filepath.Join(dir, "s.sock"))
 	if err != nil {
 		os.RemoveAll(dir)
-		return "", nil, nil, err
+		return nil, nil, err
 	}
-	dialed = new(atomic.Int32)
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			dialed.Add(1)
-			c.Close()
-		}
-	}()
-	return path, dialed, func() { l.Close(); os.RemoveAll(dir) }, nil
+	c := freeport.Counting(l)
+	return c, func() { c.Close(); os.RemoveAll(dir) }, nil
 }

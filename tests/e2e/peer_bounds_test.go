@@ -32,14 +32,7 @@ import (
 // that goes quiet after IdleTimeout, and a connection without a call after about IdleTimeout (and
 // gRPC's 5 s of graceful close). Each is measured from its start, all at once.
 func TestPeerPortBounds(t *testing.T) {
-	c := newCluster(t, t.TempDir(), nil)
-	if _, err := c.Bootstrap(1, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitStarted(tlsWait, "infra0"); err != nil {
-		t.Fatal(err)
-	}
-	m := c.Members()[0]
+	m := plainMember(t)
 	cid, to := ids(t, m)
 	addr := strings.TrimPrefix(m.PeerURL, "http://")
 	const slack = 3 * time.Second
@@ -130,14 +123,7 @@ func raftStream(t *testing.T, m *cluster.Member, env *transport.Envelope) error 
 // before it sends, by the member when a client sends it anyway (etcd's words), and at start in
 // one line.
 func TestURLLengthBound(t *testing.T) {
-	c := newCluster(t, t.TempDir(), nil)
-	if _, err := c.Bootstrap(1, nil); err != nil {
-		t.Fatal(err)
-	}
-	if err := c.WaitStarted(tlsWait, "infra0"); err != nil {
-		t.Fatal(err)
-	}
-	m := c.Members()[0]
+	m := plainMember(t)
 	long := "http://" + strings.Repeat("a", 60) + "." + strings.Repeat("b", membership.MaxURLLen) + ":2380"
 	want := fmt.Sprintf("URL is %d bytes long; at most %d are allowed: %s...", len(long), membership.MaxURLLen, long[:64])
 
@@ -161,4 +147,17 @@ func TestURLLengthBound(t *testing.T) {
 	if code := cmd.ProcessState.ExitCode(); code != 1 || strings.Count(string(b), "\n") != 1 || !strings.Contains(string(b), want) {
 		t.Fatalf("clusterd with a long advertised client URL: exit %d (%v)\n%s", code, err, b)
 	}
+}
+
+// plainMember starts a one-member cluster on plain http and returns its member once started.
+func plainMember(t *testing.T) *cluster.Member {
+	t.Helper()
+	c := newCluster(t, t.TempDir(), nil)
+	if _, err := c.Bootstrap(1, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.WaitStarted(tlsWait, "infra0"); err != nil {
+		t.Fatal(err)
+	}
+	return c.Members()[0]
 }

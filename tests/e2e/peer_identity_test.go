@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/freeport"
 	"github.com/clusterctl/clusterctl/internal/proc"
 	"github.com/clusterctl/clusterctl/internal/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
@@ -35,9 +35,9 @@ func TestPeerIdentitySharedCA(t *testing.T) {
 	creds := func(p *testpki.Pair) credentials.TransportCredentials { return peerCreds(t, ca, p) }
 	noHost := creds(issue(t, ca.Peer, "nohost", testpki.Hosts()))
 	loopback := creds(issue(t, ca.Peer, "loopback"))
-	sock, dialedSock := listenCounting(t, "unix", filepath.Join(shortDir(t), "s.sock"))
-	tcp, dialedTCP := listenCounting(t, "tcp", "127.0.0.1:0")
-	unixURL, tcpURL := "unixs://"+sock, "https://"+tcp
+	sock := listenCounting(t, filepath.Join(shortDir(t), "s.sock"))
+	tcp := listenCounting(t, "")
+	unixURL, tcpURL := "unixs://"+sock.Addr(), "https://"+tcp.Addr()
 	const stranger = 0x5eed
 
 	// clusterctl's own certificate (client use only) does not get through the handshake.
@@ -63,7 +63,7 @@ func TestPeerIdentitySharedCA(t *testing.T) {
 		t.Fatalf("a stranger at a host its certificate covers: %v", err)
 	}
 	if err := proc.Poll(tlsWait, "the member answers the stranger at its covered URL", func() (bool, error) {
-		return dialedTCP.Load() > 0, nil
+		return tcp.Count() > 0, nil
 	}); err != nil {
 		t.Fatal(err)
 	}
@@ -71,7 +71,7 @@ func TestPeerIdentitySharedCA(t *testing.T) {
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("a stranger naming only a unix socket: %v, want PermissionDenied", err)
 	}
-	if n := dialedSock.Load(); n != 0 {
+	if n := sock.Count(); n != 0 {
 		t.Fatalf("the member dialed the socket a stranger named %d times", n)
 	}
 	if after := term(t, target); after >= before+1000 {
@@ -100,29 +100,29 @@ func TestPeerIdentitySeparateCAs(t *testing.T) {
 	}
 	target := c.Members()[0]
 	cid, to := ids(t, target)
-	sock, dialedSock := listenCounting(t, "unix", filepath.Join(shortDir(t), "s.sock"))
+	sock := listenCounting(t, filepath.Join(shortDir(t), "s.sock"))
 	const stranger = 0x5eed
 
-	err := strangerSays(t, target, peerCreds(t, peerCA, issue(t, clientCA.Client, "root")), cid, stranger, to, 1, "unixs://"+sock)
+	err := strangerSays(t, target, peerCreds(t, peerCA, issue(t, clientCA.Client, "root")), cid, stranger, to, 1, "unixs://"+sock.Addr())
 	if err == nil || status.Code(err) == codes.PermissionDenied {
 		t.Fatalf("a client certificate of the client CA on the peer port: %v, want a refused handshake", err)
 	}
 	// (Go's client does not even send a certificate the server's CA list does not name.)
 	waitLog(t, target, `msg="rejected connection" port=peer`)
-	err = strangerSays(t, target, peerCreds(t, peerCA, issue(t, peerCA.Peer, "other", testpki.Hosts())), cid, stranger, to, 1, "unixs://"+sock)
+	err = strangerSays(t, target, peerCreds(t, peerCA, issue(t, peerCA.Peer, "other", testpki.Hosts())), cid, stranger, to, 1, "unixs://"+sock.Addr())
 	if err == nil || status.Code(err) == codes.PermissionDenied {
 		t.Fatalf("a peer certificate with a CN not allowed: %v, want a refused handshake", err)
 	}
 	before := term(t, target)
 	for _, cert := range []*testpki.Pair{issue(t, peerCA.Peer, "peer", testpki.Hosts()), issue(t, peerCA.Client, "peer")} {
-		if err := strangerSays(t, target, peerCreds(t, peerCA, cert), cid, stranger, to, before-1, "unixs://"+sock); err != nil {
+		if err := strangerSays(t, target, peerCreds(t, peerCA, cert), cid, stranger, to, before-1, "unixs://"+sock.Addr()); err != nil {
 			t.Fatalf("a certificate with the allowed CN (%s): %v", cert.CertFile, err)
 		}
 	}
 	// The stale heartbeat is answered (raft tells an old leader of the newer term): had the
 	// member a peer for the stranger, it would dial it now.
 	waitLog(t, target, "not answering a sender the membership does not list")
-	if n := dialedSock.Load(); n != 0 {
+	if n := sock.Count(); n != 0 {
 		t.Fatalf("the member dialed the socket a stranger named %d times", n)
 	}
 }
@@ -135,7 +135,7 @@ func TestPeerIdentityAllowedHostname(t *testing.T) {
 	target := c.Members()[0]
 	cid, to := ids(t, target)
 	named := peerCreds(t, ca, issue(t, ca.Peer, "named", testpki.Hosts("localhost")))
-	sock, dialedSock := listenCounting(t, "unix", filepath.Join(shortDir(t), "s.sock"))
+	sock := listenCounting(t, filepath.Join(shortDir(t), "s.sock"))
 	const stranger = 0x5eed
 
 	err := strangerSays(t, target, peerCreds(t, ca, issue(t, ca.Peer, "ip", testpki.Hosts("127.0.0.1"))), cid, stranger, to, 1, "https://127.0.0.1:1")
@@ -147,11 +147,11 @@ func TestPeerIdentityAllowedHostname(t *testing.T) {
 	if err := strangerSays(t, target, named, cid, stranger, to, before-1, "https://127.0.0.1:1"); err != nil {
 		t.Fatalf("a certificate for an allowed host name, at a host it does not cover: %v", err)
 	}
-	err = strangerSays(t, target, named, cid, stranger+1, to, before+1000, "unixs://"+sock)
+	err = strangerSays(t, target, named, cid, stranger+1, to, before+1000, "unixs://"+sock.Addr())
 	if status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("a certificate for an allowed host name, at a unix socket: %v, want PermissionDenied", err)
 	}
-	if n := dialedSock.Load(); n != 0 {
+	if n := sock.Count(); n != 0 {
 		t.Fatalf("the member dialed the socket a stranger named %d times", n)
 	}
 }
@@ -200,26 +200,23 @@ func term(t *testing.T, m *cluster.Member) uint64 {
 	return st.GetRaftTerm()
 }
 
-// listenCounting listens on addr and counts the connections it accepts, closing each.
-func listenCounting(t *testing.T, network, addr string) (string, *atomic.Int32) {
+// listenCounting counts the connections made to a unix socket at path, or (path "") to a port of
+// 127.0.0.1, until the test ends.
+func listenCounting(t *testing.T, path string) *freeport.Counter {
 	t.Helper()
-	l, err := net.Listen(network, addr)
+	var l net.Listener
+	var err error
+	if path == "" {
+		l, err = freeport.Listen()
+	} else {
+		l, err = net.Listen("unix", path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { l.Close() })
-	var n atomic.Int32
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			n.Add(1)
-			c.Close()
-		}
-	}()
-	return l.Addr().String(), &n
+	c := freeport.Counting(l)
+	t.Cleanup(func() { c.Close() })
+	return c
 }
 
 // shortDir is a directory short enough for a unix socket's path (t.TempDir's may not be).
