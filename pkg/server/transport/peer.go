@@ -216,8 +216,11 @@ func (p *peer) run() {
 	}
 }
 
+// streamIdle is how long a sender keeps a stream open with nothing to send.
+const streamIdle = time.Minute
+
 // stream sends first and everything queued after it on one stream, until the queue stays
-// empty for a while or sending fails.
+// empty for streamIdle or sending fails.
 func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -233,14 +236,14 @@ func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
 	// or its shutdown): watch for it, so that a refusal is seen at once and not at the next send.
 	ended := make(chan error, 1)
 	go func() { ended <- s.RecvMsg(&pb.Ack{}) }()
-	idle := time.NewTimer(time.Minute)
+	idle := time.NewTimer(streamIdle)
 	defer idle.Stop()
 	m := first
 	for {
 		if err := p.send(s, m, ended); err != nil {
 			return err
 		}
-		idle.Reset(time.Minute)
+		idle.Reset(streamIdle)
 		select {
 		case m = <-p.q:
 		case err := <-ended:

@@ -441,3 +441,26 @@ func TestAnswersASenderItDoesNotKnowYet(t *testing.T) {
 		t.Fatal("the removed sender still has a peer")
 	}
 }
+
+// A sender the membership does not list that names only a unix socket is not dialed back: its
+// messages are taken (a plain peer network, as etcd's), but no peer is opened at the path.
+func TestStrangerSocketIsNotDialed(t *testing.T) {
+	receiver, member, url := serve(t, 2, 7, membership.NewCluster(7, nil))
+	conn, err := Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	envs := []*Envelope{{ClusterID: 7, From: 5, To: 2, Message: heartbeat(5, 2)}}
+	if err := SendRaft(context.Background(), conn, []string{"unix:///var/run/docker.sock"}, envs); err != nil {
+		t.Fatal(err)
+	}
+	if member.count() != 1 {
+		t.Fatalf("stepped %d messages, want 1", member.count())
+	}
+	receiver.mu.Lock()
+	defer receiver.mu.Unlock()
+	if p := receiver.peers[5]; p != nil {
+		t.Fatal("a peer was opened for the stranger at the socket it named")
+	}
+}
