@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/logtest"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 func x509Pool(t *testing.T, certPEM []byte) *x509.CertPool {

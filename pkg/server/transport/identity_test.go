@@ -7,7 +7,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // A certificate speaks for a member whose peer URL host it covers (IP or DNS name), or for any

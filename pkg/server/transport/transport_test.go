@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/internal/logtest"
+	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
