@@ -23,14 +23,13 @@
 //     as the sender says. Every refusal is logged, rate-limited, with the remote address and CN.
 //   - No notice is believed: a Removed notice, or a peer refusing this member as removed, only
 //     sends a claim on RemovalClaims, which the server checks with a majority of the voters;
-//     a Hello only ends the backoff of this member's sender to the peer. Nothing here steps a
-//     raft message that its sender did not send.
+//     a Hello only has this member's sender to the peer dial afresh a connection that is not up.
+//     Nothing here steps a raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
-//     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A peer's
-//     hello ends its sender's backoff, and the first message taken after it is tried at once,
-//     not dropped: the sender is woken before its member hears of the greeting, so the
-//     member's first answer is tried. A removed peer's sender, as it stops, tries once to send
-//     what is still queued for the peer, and reports nothing of it.
+//     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A sender
+//     has one retry policy, grpc's reconnect backoff on its connection (dial.go): it never waits
+//     itself, and each message's fate is reported once. A removed peer's sender, as it stops,
+//     tries once to send what is still queued for the peer, and reports nothing of it.
 //   - A peer's address book grows from the applied membership, and from a sender the membership
 //     does not list yet, at the peer URLs its stream names (metadata clusterd-peer-urls) that
 //     this member may dial (dialable: never a unix socket, and over TLS only a URL the sender's

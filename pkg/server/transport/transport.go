@@ -111,9 +111,10 @@ func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerSer
 //     applies that commit, so the member would otherwise find out only when it next campaigns.
 //     The member then asks the cluster (RemovalClaims); only a majority of its voters' word is
 //     proof, so a stranger's notice, a stale one, or a forced member's, is logged and ignored.
-//   - Hello tells a member that the sender has just started, so that it stops backing off from
-//     the sender: a member added while it was not running yet would otherwise wait out the
-//     backoff before its first message. No message of the greeting's reaches raft.
+//   - Hello tells a member that the sender has just started, so that its sender to the peer
+//     dials afresh a connection that is not up: a member added while it was not running yet
+//     would otherwise wait out grpc's backoff before its first message. No message of the
+//     greeting's reaches raft.
 //   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
 type peerService struct {
 	pb.UnimplementedPeerServer
@@ -131,9 +132,9 @@ func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error
 	})
 }
 
-// Hello is a hint too: it ends the backoff of this member's sender to the peer, so that the
-// next message raft sends it is tried at once. Raft's view of the peer changes only when the
-// peer answers.
+// Hello is a hint too: this member's sender to the peer dials afresh a connection that is not
+// up, so that the next message raft sends it is tried at once. Raft's view of the peer changes
+// only when the peer answers.
 func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
 	t := s.t
 	return t.serveNotice(ctx, n, func(from sender) {
