@@ -9,8 +9,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
