@@ -17,7 +17,7 @@ BIN := bin
 # golang.org/x/net/trace, which neither binary uses; the debug pages it registers at start-up
 # kept net/http's server and the templates' execution in both binaries: a quarter of clusterctl's
 # size, and about a tenth of a short clusterctl run. tests/bench builds with these flags and tags,
-# the other tests with these tags (internal/cluster.BuildTags).
+# the other tests with these tags (internal/testkit/cluster.BuildTags).
 TAGS := grpcnotrace
 # VERSION is what `clusterctl version` and `clusterd --version` print (pkg/version); a plain
 # `go build` prints the VCS revision instead.

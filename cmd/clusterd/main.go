@@ -141,6 +141,7 @@ func defineTLSFlags(fs *pflag.FlagSet) {
 	fs.Bool("peer-client-cert-auth", false, "peer port: require a peer certificate signed by --peer-trusted-ca-file")
 	fs.String("peer-cert-allowed-cn", "", "peer port: comma-separated CNs a peer certificate must have")
 	fs.String("peer-cert-allowed-hostname", "", "peer port: comma-separated host names a peer certificate must be valid for")
+	fs.Bool(servertls.ClientOnlyFlag[2:], false, "clusterd's own, not etcd's: accept on the peer port a certificate for client use only (no serverAuth extended key usage)")
 	fs.Bool("peer-auto-tls", false, "peer port: serve TLS with a self-signed certificate when --peer-cert-file is not given")
 	fs.Uint("self-signed-cert-validity", 1, "validity in years of the --auto-tls and --peer-auto-tls certificates")
 	fs.String("tls-min-version", "", "minimum TLS version: TLS1.2 (the default) or TLS1.3")
@@ -307,7 +308,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 	}
 	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
 		append([]string{"strict-reconfig-check", "force-new-cluster", "force-new-cluster-bypass-live-check", "enable-pprof",
-			"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls"}, discoveryBools...)...)
+			"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls", servertls.ClientOnlyFlag[2:]}, discoveryBools...)...)
 	if err != nil {
 		return server.Config{}, err
 	}
@@ -363,6 +364,7 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 				AutoTLS:          bools["peer-auto-tls"],
 				AllowedCNs:       list(v.GetString("peer-cert-allowed-cn")),
 				AllowedHostnames: list(v.GetString("peer-cert-allowed-hostname")),
+				AllowClientOnly:  bools[servertls.ClientOnlyFlag[2:]],
 			},
 			SelfSignedCertValidity: uint(nums["self-signed-cert-validity"]),
 			TLSMinVersion:          v.GetString("tls-min-version"),

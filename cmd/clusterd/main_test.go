@@ -49,6 +49,7 @@ func TestParseLeavesEtcdctlAlone(t *testing.T) {
 func TestParseTLS(t *testing.T) {
 	t.Setenv("ETCD_PEER_CLIENT_CERT_AUTH", "true")
 	t.Setenv("ETCD_PEER_CERT_ALLOWED_CN", "m1, m2")
+	t.Setenv("ETCD_PEER_CERT_ALLOW_CLIENT_ONLY", "true")
 	cfg, err := parse([]string{"--cert-file=c", "--key-file=k", "--trusted-ca-file=ca", "--client-cert-auth",
 		"--peer-cert-file=pc", "--cipher-suites=A,B", "--admin-cert-allowed-cn=admin"}, io.Discard)
 	if err != nil {
@@ -56,7 +57,7 @@ func TestParseTLS(t *testing.T) {
 	}
 	c, p := cfg.TLS.Client, cfg.TLS.Peer
 	if c.CertFile != "c" || c.KeyFile != "k" || c.TrustedCAFile != "ca" || !c.ClientCertAuth || p.CertFile != "pc" ||
-		!p.ClientCertAuth || strings.Join(p.AllowedCNs, "|") != "m1|m2" || len(cfg.TLS.CipherSuites) != 2 ||
+		!p.ClientCertAuth || strings.Join(p.AllowedCNs, "|") != "m1|m2" || !p.AllowClientOnly || len(cfg.TLS.CipherSuites) != 2 ||
 		cfg.TLS.SelfSignedCertValidity != 1 || strings.Join(cfg.AdminAllowedCNs, "|") != "admin" {
 		t.Errorf("settings: %+v admin %v", cfg.TLS, cfg.AdminAllowedCNs)
 	}

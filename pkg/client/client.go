@@ -40,9 +40,12 @@ type Config struct {
 
 // Client is a connection to one member of a cluster, made on first use.
 type Client struct {
-	endpoints   []string // host:port, in order of preference
-	dialed      []clienttls.Dialed
-	creds       credentials.TransportCredentials
+	endpoints []string // host:port, in order of preference
+	dialed    []clienttls.Dialed
+	creds     credentials.TransportCredentials
+	// tls is the configuration creds were made of, nil for plain endpoints: the HTTP requests a
+	// member serves beside gRPC (/metrics) go with the same settings.
+	tls         *tls.Config
 	dialTimeout time.Duration
 
 	username, password string
@@ -87,7 +90,7 @@ func New(cfg Config) (*Client, error) {
 		if t == nil {
 			t = &tls.Config{MinVersion: tls.VersionTLS12}
 		}
-		c.creds = credentials.NewTLS(t)
+		c.creds, c.tls = credentials.NewTLS(t), t
 	}
 	return c, nil
 }

@@ -3,6 +3,7 @@ package client
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 )
 
@@ -29,6 +30,9 @@ type ClusterStatus struct {
 	// Leader is the member that says it leads in the highest term among the answers, 0 when
 	// none does; LeaderTerm is that term.
 	Leader, LeaderTerm uint64
+	// Split is set when the answers, the members' and the given endpoints', prove two groups
+	// apart or more: then the rest is one group's view, and no verdict on the whole.
+	Split *SplitError
 }
 
 // Quorum counts the voters (started or not), the learners, the started voters, the voters that
@@ -54,10 +58,11 @@ func (s *ClusterStatus) Quorum() QuorumReport {
 	return QuorumReport{}.Plus(voters, learners, started, live)
 }
 
-// Healthy reports whether every voter answered and the cluster has a leader.
+// Healthy reports whether every voter answered, the cluster has a leader, and no answer proves
+// a second group apart from it.
 func (s *ClusterStatus) Healthy() bool {
 	q := s.Quorum()
-	return s.Leader != 0 && q.ConnectedVoters == q.Voters
+	return s.Leader != 0 && q.ConnectedVoters == q.Voters && s.Split == nil
 }
 
 // ErrNoClientURL is the status of a member that has no client URL to ask: added, not started.
@@ -67,6 +72,9 @@ var ErrNoClientURL = errors.New("no client URLs: not started yet")
 // without a leader) and asks every member for its status through its first client URL, all at
 // once, each on its own connection (Sibling: c's TLS, credentials and timeouts), each within
 // timeout. Only the list failing is an error: a member that does not answer is its row's Err.
+// The given endpoints that are no member's first client URL are asked too, at the same time, so
+// that a group of members the list does not know (two clusters under one ID) is seen: the
+// answers of both are judged by Split.
 func (c *Client) ClusterStatus(ctx context.Context, timeout time.Duration) (*ClusterStatus, error) {
 	lctx, cancel := context.WithTimeout(ctx, timeout)
 	list, _, err := c.list(lctx, false)
@@ -86,11 +94,27 @@ func (c *Client) ClusterStatus(ctx context.Context, timeout time.Duration) (*Clu
 		}
 		eps, asked = append(eps, m.ClientURLs[0]), append(asked, i)
 	}
-	for j, st := range c.StatusOfEach(ctx, eps, timeout) {
+	n := len(eps)
+	for _, e := range c.GivenEndpoints() {
+		if !slices.ContainsFunc(eps[:n], func(u string) bool { return sameEndpoint(u, e) }) {
+			eps = append(eps, e)
+		}
+	}
+	sts := c.StatusOfEach(ctx, eps, timeout)
+	for j, st := range sts[:n] {
 		out.Members[asked[j]].Status, out.Members[asked[j]].Err = st.Status, st.Err
 	}
+	out.Split = c.Split(ctx, sts, timeout)
 	out.settleLeader()
 	return out, nil
+}
+
+// sameEndpoint reports whether a and b reach the same address (a client URL and an endpoint as
+// given, with or without a scheme), as parseEndpoint reads them.
+func sameEndpoint(a, b string) bool {
+	x, _, errA := parseEndpoint(a, false)
+	y, _, errB := parseEndpoint(b, false)
+	return errA == nil && errB == nil && x == y
 }
 
 // settleLeader finds the leader among the answers and each member's distance to it.
@@ -98,6 +122,11 @@ func (s *ClusterStatus) settleLeader() {
 	sts := make([]*Status, len(s.Members))
 	for i, m := range s.Members {
 		sts[i] = m.Status
+	}
+	if s.Split != nil {
+		// Only the group of the member that listed the members is this view's: the other
+		// group's leader, whatever its term, is not this list's.
+		sts = sameGroup(sts, s.Header.MemberID)
 	}
 	leader := LeaderOf(sts)
 	if leader == nil {
@@ -115,6 +144,23 @@ func (s *ClusterStatus) settleLeader() {
 			m.Behind = leader.RaftIndex - m.Status.RaftIndex
 		}
 	}
+}
+
+// sameGroup is the answers that follow the leader member lister follows; all of them when lister
+// did not answer or follows none.
+func sameGroup(sts []*Status, lister uint64) []*Status {
+	i := slices.IndexFunc(sts, func(st *Status) bool { return st != nil && st.Header.MemberID == lister })
+	if i < 0 || sts[i].Leader == 0 {
+		return sts
+	}
+	lead := sts[i].Leader
+	out := make([]*Status, len(sts))
+	for j, st := range sts {
+		if st != nil && st.Leader == lead && st.Header.ClusterID == sts[i].Header.ClusterID {
+			out[j] = st
+		}
+	}
+	return out
 }
 
 // LeaderOf is the answer of the member that says it leads, in the highest term among the

@@ -52,6 +52,15 @@
 //     endpoint is built, so every member is reached with the TLS settings, client certificate,
 //     credentials and dial timeout the caller gave; a member that does not answer is its row's
 //     error, never the call's.
+//   - Whether a member is alive is judged in one place, Liveness, for member prune and member
+//     replace alike: the member's own client URLs, every given endpoint (an answer naming the
+//     member), and the leader's etcd_network_active_peers read over HTTP on its client URL
+//     with the client's TLS settings (the same tls.Config as its gRPC, client certificate
+//     included). A member is Gone only when every source agrees and the leader's view was read;
+//     a view that cannot be read never counts as "not live".
+//   - Answers from several members are never folded into one cluster when they prove two groups
+//     apart (SplitOf: different cluster IDs, two leaders in one term, or each group holding an
+//     answering member the other's membership lacks); a SplitError names every group.
 //
 // A Client is not safe for concurrent use. Calls made at once each go through a client of their
 // own (At for the same endpoint, Sibling for another), which carries the same TLS settings,

@@ -70,6 +70,7 @@ func (c *Client) Sibling(endpoints ...string) (*Client, error) {
 	// not applied it yet answers "invalid auth token", and the sibling authenticates itself).
 	one := &Client{
 		creds:       c.creds,
+		tls:         c.tls,
 		dialTimeout: c.dialTimeout,
 		username:    c.username,
 		password:    c.password,

@@ -106,6 +106,16 @@ type Replacement struct {
 	// Removed is the old member's removal by an earlier run that removed it first and stopped
 	// before the add (RemovedFirst), when neither member is there; nil otherwise.
 	Removed *membership.Event
+	// OldLiveness is every source's word on the old member, as the run judged it; nil when not
+	// asked (no old member).
+	OldLiveness *Liveness
+}
+
+// SamePeerURLs reports whether the old member of a rebuild has exactly peerURLs: then only its
+// liveness and history tell the old member from the new one, promoted.
+func (r *Replacement) SamePeerURLs(peerURLs []string) bool {
+	return r.Rebuild && r.Old != nil && r.New == nil && !r.Old.IsLearner &&
+		slices.Equal(canonicalURLs(r.Old.PeerURLs), canonicalURLs(peerURLs))
 }
 
 // FindReplacement reads from list where the replacement of the member oldRef names by name
@@ -165,7 +175,7 @@ func (r *Replacement) Settle(alive bool, peerURLs []string) {
 	if r.Old == nil {
 		return
 	}
-	if r.Rebuild && r.New == nil && alive && slices.Equal(canonicalURLs(r.Old.PeerURLs), canonicalURLs(peerURLs)) {
+	if alive && r.SamePeerURLs(peerURLs) {
 		r.New, r.Old, r.OldID = r.Old, nil, 0
 		return
 	}
@@ -206,6 +216,11 @@ type ReplacePlan struct {
 	OldRef  string
 	Old     Member
 	OldGone bool
+	// OldLiveness is every source's word on the old member, as the run judges it; nil once it
+	// is gone.
+	OldLiveness *Liveness
+	// Members is the membership the plan was made from.
+	Members []Member
 	New     Member
 	// Now is nil when it was not counted (every step but the promotion done already).
 	Now   *QuorumReport
@@ -264,7 +279,7 @@ func (c *Client) judgeReplacement(ctx context.Context, r *Replacement, name stri
 // reconfiguration check.
 func PlanReplace(f ReplaceFacts) (*ReplacePlan, error) {
 	r := f.R
-	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil}
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil, OldLiveness: r.OldLiveness, Members: r.List.Members}
 	p.Old = Member{Name: r.OldRef}
 	switch {
 	case r.Old != nil:

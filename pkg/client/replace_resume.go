@@ -71,3 +71,20 @@ func (c *Client) RemovedFirst(ctx context.Context, oldRef string) (*membership.E
 func Resumed(list *ListResult, oldRef string, removal *membership.Event) *Replacement {
 	return &Replacement{List: list, OldRef: oldRef, RemoveFirst: true, Removed: removal}
 }
+
+// AddedByReplace reports whether clusterd's membership history (linearizable) says member id was
+// added by member replace: then a member of a rebuild that is alive with the new member's name
+// and peer URLs is the replacement's new member, promoted, and not the old member still running.
+// On etcd, which keeps no history, it returns false and a *HistoryUnsupportedError.
+func (c *Client) AddedByReplace(ctx context.Context, id uint64) (bool, error) {
+	h, err := c.MemberHistory(ctx, HistoryQuery{Linearizable: true, Member: FormatID(id)})
+	if err != nil {
+		return false, err
+	}
+	for _, e := range h.Events {
+		if uint64(e.MemberID) == id && strings.HasPrefix(e.Change, membership.KindAdd.String()) {
+			return e.By.Via == wire.ViaMemberReplace, nil
+		}
+	}
+	return false, nil
+}

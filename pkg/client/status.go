@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -57,7 +58,7 @@ func waitLeader(ctx context.Context, status func(context.Context) (*Status, erro
 // credentials.
 func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
 	if len(m.ClientURLs) == 0 {
-		return nil, errors.New("no client URLs: not started yet")
+		return nil, ErrNoClientURL
 	}
 	other, err := c.Sibling(m.ClientURLs...)
 	if err != nil {
@@ -91,6 +92,13 @@ func (p LearnerProgress) Percent() float64 {
 	return 100 * float64(min(p.LearnerApplied, p.LeaderIndex)) / float64(p.LeaderIndex)
 }
 
+// LearnerSilentError is a learner that gave no status: not started yet (ErrNoClientURL), or not
+// answering on its client URL yet.
+type LearnerSilentError struct{ Err error }
+
+func (e *LearnerSilentError) Error() string { return "status of learner: " + e.Err.Error() }
+func (e *LearnerSilentError) Unwrap() error { return e.Err }
+
 // FetchLearnerProgress asks the leader and the learner id for their raft indexes, three
 // requests in all. The figures are those a promotion is judged by: the server promotes a learner
 // once it has nearly caught up.
@@ -121,7 +129,7 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 	}
 	sst, err := c.statusOf(ctx, *learner)
 	if err != nil {
-		return nil, fmt.Errorf("status of learner: %w", err)
+		return nil, &LearnerSilentError{Err: err}
 	}
 	return &LearnerProgress{LeaderID: leader.ID, LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
 }
@@ -143,4 +151,34 @@ func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bo
 		}
 	}
 	return false
+}
+
+// Serves reports whether member id serves: a started voter in a linearizable member list, which
+// answers a linearizable read through its own first client URL (the read etcdctl's endpoint
+// health makes: checkHealth), with c's TLS settings and credentials. nil when both hold, else
+// what is missing.
+func (c *Client) Serves(ctx context.Context, id uint64) error {
+	list, err := c.ListForResolve(ctx)
+	if err != nil {
+		return err
+	}
+	i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == id })
+	switch {
+	case i < 0:
+		return ErrMemberNotFound
+	case list.Members[i].IsLearner:
+		return errors.New("still a learner")
+	case !list.Members[i].Started || len(list.Members[i].ClientURLs) == 0:
+		return errors.New("not started yet")
+	}
+	url := list.Members[i].ClientURLs[0]
+	one, err := c.Sibling(url)
+	if err != nil {
+		return err
+	}
+	defer one.Close()
+	if err := one.checkHealth(ctx); err != nil {
+		return fmt.Errorf("a linearizable read on %s: %w", url, err)
+	}
+	return nil
 }

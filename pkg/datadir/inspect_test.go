@@ -11,7 +11,7 @@ import (
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/clusterctl/clusterctl/internal/treecopy"
+	"github.com/clusterctl/clusterctl/internal/testkit/treecopy"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )

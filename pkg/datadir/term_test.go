@@ -11,7 +11,7 @@ import (
 	"go.etcd.io/raft/v3/raftpb"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/internal/treecopy"
+	"github.com/clusterctl/clusterctl/internal/testkit/treecopy"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 

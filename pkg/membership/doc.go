@@ -24,9 +24,9 @@
 //     Removed, a History never changes once made: recording copies its events. Its bound (the
 //     newest N) is a member's own setting; the count of dropped events says how many it no
 //     longer holds.
-//   - Member, Cluster (without its history) and Change are stored as JSON (bbolt, the raft log
-//     of builds before clusterd.v2.Proposal) and Kind by number: a JSON tag is never renamed and
-//     a Kind never renumbered. An Event has one encoding, clusterd.v2.Event (pkg/wire).
+//   - Member and Cluster (without its history) are stored as JSON in bbolt, and Kind by number:
+//     a JSON tag is never renamed and a Kind never renumbered. A Change travels in raft entries
+//     as clusterd.v2.Proposal, and an Event has one encoding, clusterd.v2.Event (pkg/wire).
 //
 // Checks that depend on the running cluster (which members are started and connected, whether a
 // learner has caught up, the learner limit of the local configuration) are proposal-time checks:

@@ -12,8 +12,7 @@ import (
 const DefaultMaxHistory = 10000
 
 // Origin is who asked for a change: it travels with the Change in the raft entry, so every
-// member records the same. Stored as clusterd.v2.Origin (pkg/wire); the JSON tags are how the
-// raft entries of builds before clusterd.v2.Proposal carried it: never rename a tag.
+// member records the same. Stored as clusterd.v2.Origin (pkg/wire).
 type Origin struct {
 	// CN is the common name of the client certificate the client port verified; empty without
 	// client certificate authentication.
@@ -33,7 +32,7 @@ const (
 	OriginForceNewCluster = "force-new-cluster"
 )
 
-// IsZero reports an unknown origin: a change from an older version's log.
+// IsZero reports an unknown origin.
 func (o Origin) IsZero() bool { return o == Origin{} }
 
 // String is the origin as people and scripts read it (docs/output.md): space-separated

@@ -22,7 +22,7 @@ import (
 var schemes = []string{"http", "https", "unix", "unixs"}
 
 // ValidateURL returns the contract's message (etcd's words) for the first thing wrong with one
-// URL: its scheme, then its host:port, then any path ("/" included), then a query or fragment,
+// URL: its length (MaxURLLen), its scheme, then its host:port, then any path ("/" included), then a query or fragment,
 // which a member would silently drop when it dials and so would make two spellings of one
 // address; then an empty host, and a port that is not a number from 1 to 65535 written without
 // leading zeros (":02380" would be a second spelling of ":2380").
@@ -39,6 +39,9 @@ func ValidateURL(s string) error {
 //
 // URLs are stored as given; the canonical form is only what they are compared by.
 func CanonicalURL(s string) (string, error) {
+	if err := checkURLLen(s); err != nil {
+		return "", err
+	}
 	u, err := url.Parse(s)
 	if err != nil || !slices.Contains(schemes, u.Scheme) {
 		return "", fmt.Errorf("URL scheme must be http, https, unix, or unixs: %s", s)
@@ -183,13 +186,33 @@ func ValidatePeerURLs(urls []string) error {
 // it bounds what one request can make every member store, send and compare.
 const MaxURLs = 64
 
-// ValidateClientURLs checks the client URLs a member publishes: at most MaxURLs of them. (Each
-// one's form is its flags' business, checked at the member's start.)
+// ValidateClientURLs checks the client URLs a member publishes: at most MaxURLs of them, each at
+// most MaxURLLen bytes long. (Each one's form is its flags' business, checked at the member's
+// start.)
 func ValidateClientURLs(urls []string) error {
 	if len(urls) > MaxURLs {
 		return fmt.Errorf("%d client URLs, more than a member may have (%d)", len(urls), MaxURLs)
 	}
+	for _, s := range urls {
+		if err := checkURLLen(s); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// MaxURLLen is the longest member URL, in bytes. etcd has no limit; the longest URL a member can
+// listen on is far shorter (a DNS name is at most 253 bytes, a unix socket's path 107, three
+// times that escaped), and the bound keeps what one request makes every member store, send in
+// every raft stream's metadata and log, small: MaxURLs of them are 32 KiB.
+const MaxURLLen = 512
+
+// checkURLLen refuses a URL longer than MaxURLLen in one line that quotes only its beginning.
+func checkURLLen(s string) error {
+	if len(s) <= MaxURLLen {
+		return nil
+	}
+	return fmt.Errorf("URL is %d bytes long; at most %d are allowed: %s...", len(s), MaxURLLen, strings.ToValidUTF8(s[:64], ""))
 }
 
 // SplitURLs splits a comma-separated list of URLs as flags and ETCD_* variables give it,

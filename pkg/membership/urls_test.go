@@ -30,6 +30,11 @@ func TestValidateURL(t *testing.T) {
 		{"http://127.0.0.1:1?", "URL must not contain a query or fragment: http://127.0.0.1:1?"},
 		{"http://127.0.0.1:1#f", "URL must not contain a query or fragment: http://127.0.0.1:1#f"},
 		{"unix:///tmp/s?q=1", "URL must not contain a query or fragment: unix:///tmp/s?q=1"},
+		// At the limit, and one byte past it: the refusal quotes the beginning only.
+		{longURL(MaxURLLen), ""},
+		{longURL(MaxURLLen + 1), "URL is 513 bytes long; at most 512 are allowed: " + longURL(MaxURLLen)[:64] + "..."},
+		// What is not UTF-8 in the part quoted is left out of the line.
+		{"unix:///" + strings.Repeat("\xff", 600), "URL is 608 bytes long; at most 512 are allowed: unix:///..."},
 	}
 	for _, tt := range tests {
 		got := ""
@@ -100,6 +105,20 @@ func TestValidateClientURLs(t *testing.T) {
 	if err == nil || err.Error() != "65 client URLs, more than a member may have (64)" {
 		t.Fatalf("publish of 65 client URLs: %v", err)
 	}
+	err = c.Validate(Change{Kind: KindPublish, Member: Member{ID: 1, ClientURLs: []string{longURL(MaxURLLen + 1)}}})
+	if err == nil || !strings.HasPrefix(err.Error(), "URL is 513 bytes long; at most 512 are allowed: ") {
+		t.Fatalf("publish of a client URL of 513 bytes: %v", err)
+	}
+}
+
+// longURL is a valid http URL of n bytes (n at least 20), with a DNS name of dotted labels.
+func longURL(n int) string {
+	const head, tail = "http://", ":2380"
+	host := []byte(strings.Repeat("a", n-len(head)-len(tail)))
+	for i := 63; i < len(host)-1; i += 64 {
+		host[i] = '.'
+	}
+	return head + string(host) + tail
 }
 
 // The conflict check is linear: a change of many URLs beside a member of many URLs is refused or

@@ -209,6 +209,37 @@ type clusterJSON struct {
 	Leader         string             `json:"leader"`
 	RaftTerm       uint64             `json:"raftTerm"`
 	Healthy        bool               `json:"healthy"`
+	// Split lists every group when the answers prove two apart or more; absent otherwise.
+	Split []splitGroupJSON `json:"split,omitempty"`
+}
+
+// splitGroupJSON is one group of a split: never rename a field.
+type splitGroupJSON struct {
+	ClusterID  string   `json:"cluster_id"`
+	Leader     string   `json:"leader"`
+	RaftTerm   uint64   `json:"raftTerm"`
+	Members    []string `json:"members"`
+	Membership []string `json:"membership"`
+}
+
+// toSplitJSON is the groups of a split, nil without one.
+func toSplitJSON(e *client.SplitError) []splitGroupJSON {
+	if e == nil {
+		return nil
+	}
+	ids := func(in []uint64) []string {
+		out := make([]string, len(in))
+		for i, id := range in {
+			out[i] = client.FormatID(id)
+		}
+		return out
+	}
+	out := make([]splitGroupJSON, len(e.Groups))
+	for i, g := range e.Groups {
+		out[i] = splitGroupJSON{ClusterID: client.FormatID(g.ClusterID), Leader: client.FormatID(g.Leader), RaftTerm: g.Term,
+			Members: ids(g.Members), Membership: ids(g.Membership)}
+	}
+	return out
 }
 
 type contextJSON struct {
@@ -229,6 +260,7 @@ func toClusterJSON(s *client.ClusterStatus) clusterJSON {
 		Header: toJSONHeader(s.Header), Members: make([]memberStatusJSON, len(s.Members)),
 		Voters: q.Voters, Learners: q.Learners, StartedVoters: q.StartedVoters, LiveVoters: q.ConnectedVoters,
 		Quorum: q.Quorum, FaultTolerance: q.FaultTolerance, RaftTerm: s.LeaderTerm, Healthy: s.Healthy(),
+		Split: toSplitJSON(s.Split),
 	}
 	if s.Leader != 0 {
 		j.Leader = client.FormatID(s.Leader)

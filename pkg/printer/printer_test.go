@@ -62,7 +62,13 @@ func TestGolden(t *testing.T) {
 			return p.MemberChange(b, MemberPromote, changeResult())
 		}},
 		{"member_prune", MemberPrune, func(p Printer, b *bytes.Buffer) error {
-			if err := p.Prune(b, Pruned{ClusterID: header.ClusterID, Member: members[1], Reason: PruneUnreachable, For: 10 * time.Second}); err != nil {
+			if err := p.Prune(b, Pruned{ClusterID: header.ClusterID, Member: members[1], Reason: PruneUnreachable, For: 10 * time.Second,
+				Evidence: "no answer on its client URLs, leader infra0 does not hear it"}); err != nil {
+				return err
+			}
+			// a dry run keeps a member the leader hears, and says why
+			if err := p.Prune(b, Pruned{ClusterID: header.ClusterID, Member: members[2], Reason: PruneLive, DryRun: true,
+				Evidence: "no answer on its client URLs, answers as itself on 10.0.0.3:2379, leader infra0 hears it"}); err != nil {
 				return err
 			}
 			// etcd: an unstarted member has no name

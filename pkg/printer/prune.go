@@ -13,6 +13,8 @@ import (
 const (
 	PruneUnreachable = "unreachable"
 	PruneUnstarted   = "unstarted"
+	// PruneLive is a started member a dry run keeps, printed with its evidence.
+	PruneLive = "live"
 )
 
 // Pruned is one member member prune removed, or with --dry-run would remove.
@@ -22,11 +24,13 @@ type Pruned struct {
 	// Reason is PruneUnreachable or PruneUnstarted; For is how long the command saw it so.
 	Reason string
 	For    time.Duration
-	DryRun bool
+	// Evidence is what each source said of a started member (client.Liveness.Evidence).
+	Evidence string
+	DryRun   bool
 }
 
-// Prune prints one line for one member member prune removed (or would remove): in simple, what
-// and why; in json, one object a line.
+// Prune prints one line for one member member prune removed (or would remove), or, in a dry
+// run, keeps: in simple, what and why; in json, one object a line.
 func (p Printer) Prune(w io.Writer, r Pruned) error {
 	if err := checkFormat(p, MemberPrune, r.DryRun); err != nil {
 		return err
@@ -34,20 +38,28 @@ func (p Printer) Prune(w io.Writer, r Pruned) error {
 	if p.format == JSON {
 		return writeJSON(w, prunedJSON{
 			DryRun: r.DryRun, ClusterID: client.FormatID(r.ClusterID), Member: toJSONMember(r.Member),
-			Reason: r.Reason, For: r.For.String(),
+			Reason: r.Reason, For: r.For.String(), Evidence: r.Evidence,
 		})
 	}
 	verb := "pruned"
-	if r.DryRun {
+	switch {
+	case r.Reason == PruneLive:
+		verb = "would keep"
+	case r.DryRun:
 		verb = "would prune"
 	}
 	role := "voter"
 	if r.Member.IsLearner {
 		role = "learner"
 	}
-	why := fmt.Sprintf("no answer for %s", r.For)
-	if r.Reason == PruneUnstarted {
+	var why string
+	switch r.Reason {
+	case PruneUnstarted:
 		why = fmt.Sprintf("not started after %s, peer URLs %s", r.For, strings.Join(r.Member.PeerURLs, ","))
+	case PruneLive:
+		why = r.Evidence
+	default:
+		why = fmt.Sprintf("no answer for %s: %s", r.For, r.Evidence)
 	}
 	_, err := fmt.Fprintf(w, "%s %s (%s): %s, %s\n", verb, orDash(r.Member.Name), client.FormatID(r.Member.ID), role, why)
 	return err
@@ -68,4 +80,7 @@ type prunedJSON struct {
 	Member    memberJSON `json:"member"`
 	Reason    string     `json:"reason"`
 	For       string     `json:"for"`
+	// Evidence is what each source said of a started member, in words; absent for an unstarted
+	// one.
+	Evidence string `json:"evidence,omitempty"`
 }

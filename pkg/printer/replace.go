@@ -99,8 +99,11 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 		return client.FormatID(m.ID)
 	}
 	old := id(r.Old) + " " + orDash(r.Old.Name)
-	if r.OldGone {
+	switch {
+	case r.OldGone:
 		old += " (gone)"
+	case r.OldLiveness != nil:
+		old += " (" + oldLiveness(r) + ")"
 	}
 	fmt.Fprintf(&b, "Dry run of member replace: nothing was changed\n")
 	fmt.Fprintf(&b, "%-18s%s\n", "old member:", old)
@@ -172,18 +175,20 @@ type replacePlanStepJSON struct {
 }
 
 type replacePlanJSON struct {
-	DryRun    bool                  `json:"dryRun"`
-	Change    string                `json:"change"`
-	ClusterID string                `json:"cluster_id"`
-	OldRef    string                `json:"oldRef"`
-	Old       *memberJSON           `json:"old"`
-	Name      string                `json:"name"`
-	PeerURLs  []string              `json:"peerURLs"`
-	New       *memberJSON           `json:"new"`
-	Before    *quorumJSON           `json:"before"`
-	Steps     []replacePlanStepJSON `json:"steps"`
-	Accepted  bool                  `json:"accepted"`
-	Refusal   string                `json:"refusal"`
+	DryRun    bool        `json:"dryRun"`
+	Change    string      `json:"change"`
+	ClusterID string      `json:"cluster_id"`
+	OldRef    string      `json:"oldRef"`
+	Old       *memberJSON `json:"old"`
+	// OldLive is how the run judges the old member (oldLiveness); absent once it is gone.
+	OldLive  string                `json:"oldLiveness,omitempty"`
+	Name     string                `json:"name"`
+	PeerURLs []string              `json:"peerURLs"`
+	New      *memberJSON           `json:"new"`
+	Before   *quorumJSON           `json:"before"`
+	Steps    []replacePlanStepJSON `json:"steps"`
+	Accepted bool                  `json:"accepted"`
+	Refusal  string                `json:"refusal"`
 }
 
 // stepState is a step's state in the JSON: doneAlready for one an earlier run made, notNeeded
@@ -235,12 +240,28 @@ func toReplaceJSON(event string, r *ReplaceResult) replaceJSON {
 	return j
 }
 
+// oldLiveness is how the run judges the old member, with the evidence: "dead: ...", "alive:
+// ...", or taken as alive when not every source could judge; "" when it was not asked.
+func oldLiveness(r *client.ReplacePlan) string {
+	l := r.OldLiveness
+	switch {
+	case l == nil || r.OldGone:
+		return ""
+	case l.Gone():
+		return "dead: " + l.Evidence(r.Members)
+	case l.Alive():
+		return "alive: " + l.Evidence(r.Members)
+	}
+	return "taken as alive, not every source could judge: " + l.Evidence(r.Members)
+}
+
 func toReplacePlanJSON(r *client.ReplacePlan) replacePlanJSON {
 	j := replacePlanJSON{
 		DryRun:    true,
 		Change:    "replace",
 		ClusterID: client.FormatID(r.ClusterID),
 		OldRef:    r.OldRef,
+		OldLive:   oldLiveness(r),
 		Name:      r.New.Name,
 		PeerURLs:  nonNil(r.New.PeerURLs),
 		Before:    toQuorumJSON(r.Now),

@@ -75,7 +75,8 @@ func TestReplaceGolden(t *testing.T) {
 	plans := map[string]*client.ReplacePlan{
 		"member_replace_dry_run": {
 			ClusterID: 0x773b2a2c09f37d50, OldRef: "infra1", Old: client.Member{ID: 0x96dbf27657837fe1, Name: "infra1", IsLeader: true},
-			New: client.Member{Name: "infra3", PeerURLs: []string{"http://10.0.0.4:2380"}}, Now: &now,
+			OldLiveness: &client.Liveness{OwnURL: true, Endpoint: "10.0.0.1:2379", Leader: 0x96dbf27657837fe1, Leads: true},
+			New:         client.Member{Name: "infra3", PeerURLs: []string{"http://10.0.0.4:2380"}}, Now: &now,
 			Steps: []client.PlanStep{
 				{Action: client.StepAdd, Who: "infra3", After: &added},
 				{Action: client.StepPromote, Who: "infra3", After: &promoted},
@@ -99,7 +100,10 @@ func TestReplaceGolden(t *testing.T) {
 	refused = refused.Plus(0, 0, 0, 0)
 	plans["member_replace_dry_run_refused"] = &client.ReplacePlan{
 		ClusterID: 0x773b2a2c09f37d50, OldRef: "infra1", Old: client.Member{ID: 0x96dbf27657837fe1, Name: "infra1"},
-		New: client.Member{Name: "infra3", PeerURLs: []string{"http://10.0.0.4:2380"}}, Now: &now,
+		// its advertised client URL wrong: only the leader hears it
+		OldLiveness: &client.Liveness{Leader: 0xcdafbcc8ff50545c, LeaderSees: true},
+		Members:     []client.Member{{ID: 0xcdafbcc8ff50545c, Name: "infra0"}},
+		New:         client.Member{Name: "infra3", PeerURLs: []string{"http://10.0.0.4:2380"}}, Now: &now,
 		Steps: []client.PlanStep{
 			{Action: client.StepAdd, Who: "infra3", After: &added},
 			{Action: client.StepPromote, Who: "infra3", After: &promoted},

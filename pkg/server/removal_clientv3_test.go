@@ -14,7 +14,7 @@ import (
 	clientv3 "go.etcd.io/etcd/client/v3"
 	"go.uber.org/zap"
 
-	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 )
 
 // TestLeaderRemovalGapClientv3 is the series issue 14 measures: etcd's own client, round-robin

@@ -162,7 +162,8 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
 	m.obs = newObserver(sdnotify.FromEnv(), s.cfg.OnReady, m.log)
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
-		PeerCreds: s.peerCreds, Metrics: m.obs.metrics, PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs})
+		PeerCreds: s.peerCreds, Metrics: m.obs.metrics,
+		PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs, PeerAllowedHostnames: s.cfg.TLS.Peer.AllowedHostnames})
 	m.tr.SetPeers(hints)
 	m.hints = hints
 	node, err := raftnode.New(raftnode.Config{
@@ -184,8 +185,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 
 	m.health = health.NewServer()
 	peer := func(opts ...grpc.ServerOption) *grpc.Server {
-		srv := grpc.NewServer(append(append(transport.ServerWindow(),
-			grpc.MaxRecvMsgSize(transport.MaxMessageSize)), opts...)...)
+		srv := grpc.NewServer(append(transport.PeerServerOptions(), opts...)...)
 		m.tr.Register(srv)
 		m.coord.Register(srv)
 		return srv

@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/h2probe"
-	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/h2probe"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 

@@ -14,7 +14,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // options are the command line; the defaults are what `make bench` runs and what

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // measure runs every measurement in an order that needs no member to be restarted: the figures

@@ -13,7 +13,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // replaceTimeout bounds one replacement, either CLI's: the new member starts and catches up with

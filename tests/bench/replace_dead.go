@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // deadReplaceRuns times the replacement of a dead member (a follower killed with SIGKILL just

@@ -8,7 +8,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/crashpoint"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 )
 
 // writePath are the crash points a running member reaches on its own while clients change the
@@ -24,7 +24,7 @@ var writePath = []string{
 // not by then is killed like any other, and the report says so.
 const armedWithin = 8 * time.Second
 
-// crashLine is what an armed member writes to stderr as it kills itself (internal/crashpoint).
+// crashLine is what an armed member writes to stderr as it kills itself (pkg/crashpoint).
 func crashLine(point string) string { return "crashpoint: " + point + " hit " }
 
 // heldMember is a member a fault holds, with what it reported before the fault.

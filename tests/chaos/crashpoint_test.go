@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	harness "github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/crashpoint"
+	harness "github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 )
 
 // The released binaries carry no crash point that could be armed: without the crashpoints tag
@@ -33,18 +33,18 @@ func TestReleaseHasNoCrashPoints(t *testing.T) {
 			t.Fatalf("go list: %v", err)
 		}
 		for _, l := range strings.Split(string(out), "\n") {
-			if rest, ok := strings.CutPrefix(l, "github.com/clusterctl/clusterctl/internal/crashpoint: "); ok {
+			if rest, ok := strings.CutPrefix(l, "github.com/clusterctl/clusterctl/pkg/crashpoint: "); ok {
 				return strings.Fields(strings.Trim(rest, "[]"))
 			}
 		}
-		t.Fatalf("the binaries do not link internal/crashpoint with -tags=%s: its calls are gone", tags)
+		t.Fatalf("the binaries do not link pkg/crashpoint with -tags=%s: its calls are gone", tags)
 		return nil
 	}
 	if got := files(harness.BuildTags); slices.Contains(got, "armed.go") || !slices.Contains(got, "disarmed.go") {
-		t.Errorf("make build's tags compile internal/crashpoint from %v", got)
+		t.Errorf("make build's tags compile pkg/crashpoint from %v", got)
 	}
 	if got := files(harness.BuildTags + ",crashpoints"); !slices.Contains(got, "armed.go") || slices.Contains(got, "disarmed.go") {
-		t.Errorf("the crashpoints tag compiles internal/crashpoint from %v", got)
+		t.Errorf("the crashpoints tag compiles pkg/crashpoint from %v", got)
 	}
 
 	release, tagged := t.TempDir(), t.TempDir()

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	harness "github.com/clusterctl/clusterctl/internal/cluster"
+	harness "github.com/clusterctl/clusterctl/internal/testkit/cluster"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 )

@@ -48,7 +48,7 @@ var faultKinds = []struct {
 	{"kill leader", 2}, {"kill follower", 2}, {"pause leader", 2}, {"pause follower", 2},
 	{"isolate leader", 2}, {"split", 2}, {"drop peer traffic", 2}, {"delay peer traffic", 2},
 	{"remove leader", 2}, {"restart all", 1}, {"crash point", 2}, {"snapshot catch-up", 1}, {"full disk", 1}, {"rotate certs", 1},
-	{"forged notice", 2},
+	{"forged notice", 2}, {"forged identity", 1},
 }
 
 // faultSet reads -faults: "all", or kinds with - for spaces, separated by commas. It returns
@@ -251,6 +251,8 @@ func (f *injector) inject(ctx context.Context, kind string) bool {
 		return f.rotateCerts(ctx, sn)
 	case "forged notice":
 		return f.forgedNotice(ctx, sn)
+	case "forged identity":
+		return f.forgedIdentity(ctx, sn)
 	}
 	panic("unknown fault " + kind)
 }

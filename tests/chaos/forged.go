@@ -23,8 +23,10 @@ const stranger = 0xdeadbeef
 // forgedNotice speaks the peer protocol to every running member, straight to its peer port, as
 // a stranger would and in its peers' names: a Removed notice from a stranger and from each other
 // member, a greeting and a past term's acknowledgement in another member's name, and raft
-// messages of absurd terms (forgeAbsurd). With -tls it
-// holds the test's client certificate, which the peer CA signed for no member's host. None of it
+// messages of absurd terms (forgeAbsurd). With -tls it holds a member's peer certificate, which
+// covers 127.0.0.1, every member's host: what a stolen member certificate allows, past the
+// handshake and the identity checks to raft's own (a client certificate is refused at the
+// handshake, and a stranger's identity forgeries are the forged-identity fault's). None of it
 // may remove a member: one that exits 3 (removed) during the fault while a linearizable list
 // taken afterwards still shows it fails the run.
 func (f *injector) forgedNotice(ctx context.Context, sn snapshot) bool {
@@ -43,7 +45,11 @@ func (f *injector) forgedNotice(ctx context.Context, sn snapshot) bool {
 	scheme, creds := "http", credentials.TransportCredentials(nil)
 	if p := f.c.pki; p != nil {
 		scheme = "https"
-		creds = credentials.NewTLS(&tls.Config{RootCAs: p.ca.Pool(), Certificates: []tls.Certificate{p.client}})
+		cert, err := p.peer[0].TLS()
+		if err != nil {
+			return false
+		}
+		creds = credentials.NewTLS(&tls.Config{RootCAs: p.ca.Pool(), Certificates: []tls.Certificate{cert}})
 	}
 	var ids []uint64
 	var targets []target

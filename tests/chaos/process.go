@@ -12,12 +12,12 @@ import (
 	"syscall"
 	"time"
 
-	harness "github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/freeport"
+	harness "github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
 )
 
 // buildClusterd compiles cmd/clusterd once for the run, with the crash points armable
-// (internal/crashpoint): the released binaries have none.
+// (pkg/crashpoint): the released binaries have none.
 func buildClusterd(dir string, race bool) (string, error) {
 	if err := buildTagged(dir, race, "github.com/clusterctl/clusterctl/cmd/clusterd"); err != nil {
 		return "", err

@@ -5,7 +5,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
 )
 
 // TestSourcesOfAConnection: the proxy finds the process that dialed it, here this test's own,

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	harness "github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/crashpoint"
+	harness "github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 )
 
 // member replace of a dead member, killed between the old member's removal and the new one's

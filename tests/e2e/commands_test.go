@@ -13,10 +13,10 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/internal/proc"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // The harness commands of the scripts. Every command that waits takes an optional first argument

@@ -2,7 +2,7 @@
 // 127.0.0.1 and drive them with the real clusterctl, checking stdout, stderr and exit codes.
 //
 // Two script sets share one harness (the commands in commands_test.go, built on
-// internal/cluster):
+// internal/testkit/cluster):
 //
 //   - testdata/*.txtar run against clusterd and clusterctl, built once per `go test` run from
 //     ./cmd into a temporary directory that is put first on the scripts' PATH.

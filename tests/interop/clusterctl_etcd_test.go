@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // TestClusterctlManagesEtcd drives a real etcd 3.7.1 cluster with clusterctl through the seeds'

@@ -16,8 +16,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/treecopy"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/treecopy"
 )
 
 // statusJSON is datadir status -w json, as a script reads it.

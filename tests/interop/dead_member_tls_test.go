@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/proc"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // TestDeadMemberOnSecuredEtcd is the failure path on etcd 3.7.1 set up as kubeadm sets it up
@@ -73,9 +73,19 @@ func TestDeadMemberOnSecuredEtcd(t *testing.T) {
 		fmt.Sprintf("step 1 of 3: removed infra1 (%016x)\n", oldID),
 		fmt.Sprintf("step 2 of 3: added infra1 (%016x) as learner\n", newID),
 		fmt.Sprintf("step 3 of 3: promoted infra1 (%016x)\n", newID),
+		"infra1 serves: a started voter, a linearizable read through its own client URL answered\n",
 	} {
 		if !strings.Contains(r.stderr, want) {
 			t.Errorf("member replace: stderr lacks %q:\n%s", want, r.stderr)
+		}
+	}
+	// It returned once the new member serves: the cluster is whole at once, not seconds later.
+	if st := ctl.run("cluster", "status"); st.code != 0 {
+		t.Errorf("cluster status right after member replace: %v", st)
+	}
+	for _, bad := range []string{"not in sync yet", "no answer within", "Error"} {
+		if strings.Contains(r.stderr, bad) {
+			t.Errorf("member replace said %q before it succeeded:\n%s", bad, r.stderr)
 		}
 	}
 	if strings.Contains(r.stderr, "unknown authority") || strings.Contains(r.stderr, "user name is empty") {
@@ -92,7 +102,8 @@ func TestDeadMemberOnSecuredEtcd(t *testing.T) {
 		t.Fatal(err)
 	}
 	dry := ctl.run("member", "prune", "--unreachable-for=2s", "--dry-run")
-	if dry.code != 0 || !strings.HasPrefix(dry.stdout, fmt.Sprintf("would prune infra2 (%016x): voter, no answer for ", id2)) || strings.Count(dry.stdout, "\n") != 1 {
+	// the two live members kept, each with its evidence, after the verdict
+	if dry.code != 0 || !strings.HasPrefix(dry.stdout, fmt.Sprintf("would prune infra2 (%016x): voter, no answer for ", id2)) || strings.Count(dry.stdout, "\nwould keep ") != 2 {
 		t.Errorf("member prune --dry-run: %v", dry)
 	}
 	p := ctl.run("member", "prune", "--unreachable-for=2s")

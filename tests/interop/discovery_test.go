@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/internal/proc"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/discovery"
 )
 

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 )
 
 // TestDiscoveryOverTLS: clusterctl creates a token over TLS and prints the members' TLS lines;

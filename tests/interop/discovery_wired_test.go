@@ -13,9 +13,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 )
 
 func clusterdCluster(t *testing.T) *cluster.Cluster {

@@ -8,5 +8,5 @@
 //     error lines, the same exit codes, the same JSON fields.
 //
 // etcd and etcdctl are built by scripts/build-etcd.sh (cached between runs); members are started
-// through internal/cluster, the same code the end-to-end scripts use.
+// through internal/testkit/cluster, the same code the end-to-end scripts use.
 package interop

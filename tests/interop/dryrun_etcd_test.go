@@ -5,7 +5,7 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // A dry run is clusterd's: real etcd 3.7.1 answers clusterd's DryRun call Unimplemented, so every

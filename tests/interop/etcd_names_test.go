@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // TestClusterctlEtcdNamesAndIDs pins what etcd 3.7.1 leaves to clusterctl: etcd accepts a second

@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // TestEtcdctlManagesClusterd runs one etcdctl 3.7.1 scenario against real etcd and against

@@ -3,7 +3,7 @@ package interop
 import (
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // TestEtcdctlManagesClusterdTLS is TestEtcdctlManagesClusterd on clusters with TLS and

@@ -10,8 +10,8 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // TestEtcdctlHealthAgainstClusterd: etcdctl's endpoint health (a linearizable read of the key

@@ -5,8 +5,8 @@ import (
 	"regexp"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // Membership history is clusterd's: against real etcd 3.7.1, plain and with TLS client

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // endpoint status and health, move-leader and version, against clusterd and against real etcd

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // TestReadsWithLoginAfterMajorityLoss: on TLS etcd 3.7.1 with auth on and on TLS clusterd, two

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 )
 
 // TestClusterctlReplacesEtcdMember replaces an etcd 3.7.1 member that dies while member replace
@@ -123,7 +123,9 @@ func TestClusterctlReplacesEtcdMember(t *testing.T) {
 		t.Fatalf("member replace of a dead etcd member: %v", dead)
 	}
 	for _, want := range []string{
-		fmt.Sprintf("infra2 (%016x) does not answer: it is removed first, then infra4 is added and promoted\n", oldID2),
+		// etcd's leader, by its etcd_network_active_peers, is one source
+		fmt.Sprintf("infra2 (%016x) is dead (no answer on its client URLs, leader ", oldID2),
+		" does not hear it): it is removed first, then infra4 is added and promoted\n",
 		fmt.Sprintf("step 1 of 3: removed infra2 (%016x)\n", oldID2),
 		fmt.Sprintf("step 2 of 3: added infra4 (%016x) as learner\n", newID4),
 		fmt.Sprintf("step 3 of 3: promoted infra4 (%016x)\n", newID4),

@@ -7,7 +7,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // etcd's TestRejectUnhealthyAdd and TestRejectUnhealthyRemove on real processes, etcd 3.7.1 and

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // A plain client URL serves etcd's HTTP endpoints beside gRPC, as etcd's does: /metrics (clean

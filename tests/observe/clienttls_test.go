@@ -19,9 +19,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/servertest"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // An https:// client URL serves etcd's HTTP endpoints beside gRPC, as etcd's does, behind the

@@ -4,7 +4,7 @@ import (
 	"os"
 	"testing"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 var (

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 )
 
 // notifySocket is a socket in systemd's place: it collects what a member sends to

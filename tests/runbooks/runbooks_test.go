@@ -17,9 +17,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/cluster"
-	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 )
 
 // The ports scripts/run-cluster.sh and the runbooks use before PORT_OFFSET moves them; all below

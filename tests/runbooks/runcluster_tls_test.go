@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 )
 
 // make run TLS=1's promise (docs/security.md, docs/clusterd.md), on ports moved by PORT_OFFSET:

@@ -48,8 +48,14 @@ endpoint that answers, also without a leader, then each is asked for its status 
 client URL, all at once, with the TLS settings and credentials given; the whole is bounded by
 --command-timeout.
 
+The given endpoints are asked too: answers that prove two groups of members apart, each deciding
+on its own (after a force-new-cluster, old members restarted on their old data elect their own
+leader under the same cluster ID), are a split: every group is named on the Error: line (and under
+"split" in json), healthy is false, and the exit status is 34. Proof is different cluster IDs, two
+leaders in one term, or each group holding an answering member the other's membership lacks.
+
 Exit 0 when every voter answered and the cluster has a leader; 33 otherwise (degraded), with
-everything printed.
+everything printed; 34 for a split.
 
 With --all-contexts (or --contexts a,b) every cluster of the contexts file is asked at once,
 each with its context's settings alone (--dial-timeout and --command-timeout apply where a
@@ -122,6 +128,9 @@ func (o *clusterStatusOptions) run(ctx context.Context) error {
 	if err := o.Printer.ClusterStatus(o.Out, st); err != nil {
 		return err
 	}
+	if st.Split != nil {
+		return st.Split
+	}
 	if why := degraded(st); why != "" {
 		return &DegradedError{Clusters: 1, Degraded: []string{why}}
 	}
@@ -136,6 +145,9 @@ func degraded(st *client.ClusterStatus) string {
 	}
 	if st.Leader == 0 {
 		why = append(why, "no leader")
+	}
+	if st.Split != nil {
+		why = append(why, st.Split.Error())
 	}
 	if len(why) == 0 {
 		return ""

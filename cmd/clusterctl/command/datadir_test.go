@@ -8,7 +8,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
-	"github.com/clusterctl/clusterctl/internal/treecopy"
+	"github.com/clusterctl/clusterctl/internal/testkit/treecopy"
 )
 
 // The real etcd 3.7.1 data directory and snapshot files pkg/datadir's tests read.

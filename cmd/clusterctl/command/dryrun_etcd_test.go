@@ -8,7 +8,7 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
 
-	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
 )
 
 // etcdCluster answers like etcd: no clusterd metadata, and every change is made, dry-run

@@ -85,7 +85,10 @@ func newEndpointStatusCmd(g *Globals) *cobra.Command {
 		Long: `Show, for each endpoint, etcdctl's endpoint status columns (endpoint, member ID, version, DB
 size, is leader, is learner, raft term, raft index, raft applied index, errors), the member's
 name, and how many entries its raft index trails the leader's in the same round of calls. An
-endpoint that does not answer is a row with its error; the exit status is then 29.`,
+endpoint that does not answer is a row with its error; the exit status is then 29. Answers that
+prove two groups of members apart, each deciding on its own (different cluster IDs, two leaders
+in one term, or each group holding an answering member the other's membership lacks), are a
+split: every group is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl endpoint status --cluster -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 endpoint status -w json | jq '.[] | {name, behindLeader}'`,
 		Args: cobra.ArbitraryArgs,
@@ -140,6 +143,10 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 	rows := statusRows(sts, names, byID)
 	if err := o.Printer.EndpointStatus(o.Out, rows); err != nil {
 		return err
+	}
+	// Before the endpoints that did not answer: answers of two groups apart say more.
+	if split := c.Split(ctx, sts, o.CommandTimeout); split != nil {
+		return split
 	}
 	failed := 0
 	for _, r := range rows {

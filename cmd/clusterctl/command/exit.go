@@ -42,6 +42,8 @@ const (
 	exitUnsound          = 31
 	exitNoHistory        = 32
 	exitDegraded         = 33
+	exitSplit            = 34
+	exitNotServing       = 35
 	exitBadArgs          = 128
 	// exitSignalBase + the signal's number: 130 for SIGINT, 143 for SIGTERM.
 	exitSignalBase = 128
@@ -128,6 +130,8 @@ func exitCode(err error) int {
 		dirInUse    *datadir.InUseError
 		unsound     *datadir.UnsoundError
 		noHistory   *client.HistoryUnsupportedError
+		split       *client.SplitError
+		notServing  *notServingError
 	)
 	switch {
 	case err == nil:
@@ -166,6 +170,13 @@ func exitCode(err error) int {
 		return exitNotFound
 	case errors.As(err, &noDryRun):
 		return exitNoDryRun
+	case errors.As(err, &notServing):
+		// member replace: promoted, not serving within --wait-timeout.
+		return exitNotServing
+	case errors.As(err, &split):
+		// cluster status, endpoint status, member list: answers from two groups apart; what
+		// answered was printed.
+		return exitSplit
 	case errors.As(err, &degraded):
 		// cluster status: a voter did not answer or there is no leader; everything was printed.
 		return exitDegraded

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
@@ -71,6 +72,8 @@ func TestExitCode(t *testing.T) {
 		{"endpoints did not answer", &endpointsError{failed: 1, total: 3}, 29},
 		{"cluster degraded", &DegradedError{Clusters: 1, Degraded: []string{"cluster 1: no leader"}}, 33},
 		{"clusters degraded", &DegradedError{Clusters: 3, Degraded: []string{"a: did not answer"}}, 33},
+		{"new member not serving", &notServingError{name: "m4", id: 4, wait: time.Minute, err: errors.New("still a learner")}, 35},
+		{"split", &client.SplitError{Why: "two leaders in term 3", Groups: []client.Group{{Leader: 1}, {Leader: 2}}}, 34},
 		{"contexts file unwritable", &client.LocalWriteError{Path: "c.yaml", Err: syscall.ENOSPC}, 30},
 		{"no current context", &noCurrentContextError{path: "c.yaml"}, 10},
 		{"unknown context", &usageError{&contexts.UnknownContextError{Name: "x", Path: "c.yaml"}}, 128},

@@ -65,7 +65,7 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 		if o.Wait == 0 {
 			return c.MemberPromote(cctx, id, 0)
 		}
-		return o.promoteUntil(ctx, c, id, deadline, func(int) time.Duration { return promoteRetryInterval })
+		return o.promoteUntil(ctx, c, id, deadline, func(int) time.Duration { return promoteRetryInterval }, o.progress)
 	}, (*client.Client).MemberPromoteDryRun)
 }
 
@@ -78,7 +78,8 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 // more than an attempt, and a line every few milliseconds tells the reader nothing more. No
 // attempt starts after the deadline. Only "not in sync" is retried: it is a refusal, so nothing
 // changed and asking again is safe. The last refusal says so of a learner that never started.
-func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration) (*client.ChangeResult, error) {
+func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration,
+	progress func(context.Context, *client.Client, uint64)) (*client.ChangeResult, error) {
 	var nextLine time.Time // when the next progress line is due; the first is due at once
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
@@ -91,7 +92,7 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 			return nil, g.notPromoted(ctx, c, id, err)
 		}
 		if !time.Now().Before(nextLine) {
-			g.progress(ctx, c, id)
+			progress(ctx, c, id)
 			nextLine = time.Now().Add(promoteRetryInterval)
 		}
 		select {

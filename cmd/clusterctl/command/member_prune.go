@@ -35,9 +35,12 @@ func newMemberPruneCmd(g *Globals) *cobra.Command {
 		Short: "Remove members that are dead: not answering, or added and never started",
 		Long: `Remove the members that are dead, one at a time, one line each:
 
-  - voters and learners that have started and do not answer their status on any client URL
-    for --unreachable-for (30s when not given), as this command sees them: it asks each member
-    once a second; one that answers once is kept;
+  - voters and learners that have started and that every source finds gone for
+    --unreachable-for (30s when not given): once a second the command asks each member on its
+    client URLs, every endpoint given (an answer naming the member), and the leader's view of its
+    peers (etcd_network_active_peers on the leader's /metrics); a member that answers once is
+    kept, any other is judged by the last question, and one the client cannot reach but the
+    cluster can is kept with a line on stderr;
   - with --unstarted-for, members added and still not started after that long, as this command
     sees them (without it, unstarted members are kept: a member being added is unstarted too).
 
@@ -47,9 +50,9 @@ of the voters left, and never the last voter. A member that would fail that chec
 the command exits 12 after removing the others. Against etcd, a removal refused for etcd's
 5-second window after a start or an election is asked again for up to 10s.
 
-With --dry-run, the command watches as it would, lists what it would remove and why, and removes
-nothing; it works against etcd too (the decision is the command's, from member lists and status
-calls).`,
+With --dry-run, the command watches as it would, lists what it would remove and what it would
+keep, each with its evidence, and removes nothing; it works against etcd too (the decision is the
+command's, from member lists, status calls and the leader's /metrics).`,
 		Example: `  clusterctl member prune --dry-run
   clusterctl member prune --unreachable-for=2m
   clusterctl member prune --unstarted-for=10m`,
@@ -80,6 +83,10 @@ type deadMember struct {
 	m      client.Member
 	reason string
 	seen   time.Duration
+	// ev is what every source said at the last question, evidence the same in words; neither
+	// for an unstarted member.
+	ev       client.Liveness
+	evidence string
 }
 
 func (o *memberPruneOptions) run(ctx context.Context) error {
@@ -93,11 +100,15 @@ func (o *memberPruneOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dead, answering, list, err := o.watch(ctx, c, list)
+	w, err := o.watch(ctx, c, list)
 	if err != nil {
 		return err
 	}
-	return o.prune(ctx, c, list, dead, answering)
+	err = o.prune(ctx, c, w.latest, w.dead, w.alive)
+	if kerr := o.keep(w); kerr != nil {
+		return kerr
+	}
+	return err
 }
 
 // list reads the members from a linearizable member list: a removal needs a leader anyway.
@@ -107,13 +118,29 @@ func (o *memberPruneOptions) list(ctx context.Context, c *client.Client) (*clien
 	return c.MemberList(ctx, true)
 }
 
-// watch asks every started member for its status, once a second, until each has answered once
-// or --unreachable-for has passed, and watches the unstarted members for --unstarted-for. It
-// returns the dead members in the order they are removed (learners first, then voters), the IDs
-// of the members that answered, and the member list read last.
-func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) ([]deadMember, map[uint64]bool, *client.ListResult, error) {
+// watched is what member prune's watch found.
+type watched struct {
+	// dead are the members to remove, in order (learners first, then voters); alive the IDs of
+	// the members that answered, or that some source found alive at the last question; latest
+	// the member list read last.
+	dead   []deadMember
+	alive  map[uint64]bool
+	latest *client.ListResult
+	// kept are the started members kept, each with its evidence, in the list's order; undecided
+	// those kept because not every source could speak.
+	kept      []deadMember
+	undecided map[uint64]bool
+}
+
+// watch asks every source about every started member (client.Liveness: its own client URLs,
+// the given endpoints, the leader's view), once a second, until each has answered once or
+// --unreachable-for has passed, and watches the unstarted members for --unstarted-for. A member
+// that answered is kept; any other is judged by the last question: dead only when every source
+// agreed it is gone, kept when the leader still hears it or its view could not be read.
+func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) (*watched, error) {
 	start := time.Now()
-	answered := map[uint64]bool{}
+	w := &watched{alive: map[uint64]bool{}, undecided: map[uint64]bool{}}
+	last := map[uint64]client.Liveness{}
 	unstarted := map[uint64]bool{}
 	for _, m := range list.Members {
 		if !m.Started && o.UnstartedFor > 0 {
@@ -126,7 +153,7 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 	}
 	said := map[uint64]bool{}
 	for {
-		pending := o.ask(ctx, c, list.Members, answered)
+		pending := o.ask(ctx, c, list, w.alive, last)
 		for _, m := range pending {
 			if !said[m.ID] {
 				fmt.Fprintf(o.Err, "%s (%s) does not answer: watching it for up to %s\n", orID(m), client.FormatID(m.ID), o.UnreachableFor)
@@ -139,7 +166,7 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 		}
 		select {
 		case <-ctx.Done():
-			return nil, nil, nil, ctx.Err()
+			return nil, ctx.Err()
 		case <-time.After(pruneEvery):
 		}
 	}
@@ -147,16 +174,35 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 	// The list again: a member may have started, been removed or been added meanwhile.
 	latest, err := o.list(ctx, c)
 	if err != nil {
-		return nil, nil, nil, err
+		return nil, err
 	}
+	w.latest = latest
+	for id, ev := range last {
+		// A live voter for the quorum check, whichever source says so.
+		w.alive[id] = w.alive[id] || ev.Alive()
+	}
+	o.judge(w, list, last, unstarted, seen)
+	return w, nil
+}
+
+// judge sorts the members of w.latest that list (the first list) had: dead started members,
+// those every source agreed at the last question (last) are gone, after seen has reached
+// --unreachable-for; dead unstarted ones, still unstarted after --unstarted-for; kept, every
+// other started member asked, with its evidence.
+func (o *memberPruneOptions) judge(w *watched, list *client.ListResult, last map[uint64]client.Liveness, unstarted map[uint64]bool, seen time.Duration) {
 	var learners, voters []deadMember
-	for _, m := range latest.Members {
+	for _, m := range w.latest.Members {
 		var d *deadMember
+		ev, asked := last[m.ID]
+		wasStarted := slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started })
 		switch {
-		case m.Started && !answered[m.ID] && seen >= o.UnreachableFor && slices.ContainsFunc(list.Members, func(x client.Member) bool { return x.ID == m.ID && x.Started }):
-			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen}
+		case m.Started && asked && !w.alive[m.ID] && ev.Gone() && seen >= o.UnreachableFor && wasStarted:
+			d = &deadMember{m: m, reason: printer.PruneUnreachable, seen: seen, evidence: ev.Evidence(w.latest.Members)}
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
+		case m.Started && asked:
+			w.undecided[m.ID] = !w.alive[m.ID]
+			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(w.latest.Members)})
 		}
 		switch {
 		case d == nil:
@@ -166,38 +212,59 @@ func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *
 			voters = append(voters, *d)
 		}
 	}
-	return append(learners, voters...), answered, latest, nil
+	w.dead = append(learners, voters...)
 }
 
-// ask asks every started member not yet heard from for its status, all at once, and returns
-// those that did not answer.
-func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, members []client.Member, answered map[uint64]bool) []client.Member {
+// ask gathers every source's word about each started member that has not answered yet, all at
+// once; it marks those that answered (on their client URLs, or as themselves on an endpoint) and
+// returns the others, whose evidence it keeps in last.
+func (o *memberPruneOptions) ask(ctx context.Context, c *client.Client, list *client.ListResult, alive map[uint64]bool, last map[uint64]client.Liveness) []client.Member {
 	var pending []client.Member
-	for _, m := range members {
-		if m.Started && !answered[m.ID] {
+	for _, m := range list.Members {
+		if m.Started && !alive[m.ID] {
 			pending = append(pending, m)
 		}
 	}
-	alive := make([]bool, len(pending))
-	done := make(chan struct{})
-	for i, m := range pending {
-		go func() {
-			alive[i] = c.Answers(ctx, m, answerWithin)
-			done <- struct{}{}
-		}()
+	if len(pending) == 0 {
+		return nil
 	}
-	for range pending {
-		<-done
-	}
+	evidence := c.Liveness(ctx, list, pending, answerWithin)
 	var still []client.Member
-	for i, m := range pending {
-		if alive[i] {
-			answered[m.ID] = true
+	for _, m := range pending {
+		ev := *evidence[m.ID]
+		last[m.ID] = ev
+		// An answer from the member itself proves it runs; the leader's view lags by up to an
+		// election timeout (a member killed a moment ago is still counted), so a member alive
+		// by it alone is asked again until the window ends, and judged by the last question.
+		if ev.OwnURL || ev.Endpoint != "" || ev.Leads {
+			alive[m.ID] = true
 		} else {
 			still = append(still, m)
 		}
 	}
 	return still
+}
+
+// keep says what the run keeps: with --dry-run, every started member kept and its evidence, on
+// stdout; otherwise one line on stderr for each member the client cannot reach on its client
+// URLs but the cluster can, or that not every source could judge.
+func (o *memberPruneOptions) keep(w *watched) error {
+	for _, k := range w.kept {
+		if o.DryRun {
+			line := printer.Pruned{ClusterID: w.latest.Header.ClusterID, Member: k.m, Reason: k.reason, Evidence: k.evidence, DryRun: true}
+			if err := o.Printer.Prune(o.Out, line); err != nil {
+				return err
+			}
+			continue
+		}
+		switch {
+		case w.undecided[k.m.ID]:
+			fmt.Fprintf(o.Err, "kept %s (%s): not every source could judge it: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)
+		case !k.ev.OwnURL:
+			fmt.Fprintf(o.Err, "kept %s (%s): the cluster reaches it where this command cannot: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)
+		}
+	}
+	return nil
 }
 
 // prune removes the dead members one at a time, each only if the voters that answer still form a
@@ -214,7 +281,7 @@ func (o *memberPruneOptions) prune(ctx context.Context, c *client.Client, list *
 				continue
 			}
 		}
-		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, DryRun: o.DryRun}
+		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, Evidence: d.evidence, DryRun: o.DryRun}
 		if !o.DryRun {
 			removed, err := o.removeWaiting(ctx, c, d.m.ID, orID(d.m))
 			if errors.Is(err, client.ErrMemberNotFound) {

@@ -5,11 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
@@ -68,16 +69,20 @@ reported on stderr:
 
   1. add the new member as a learner, and print the environment its process starts with
      (member add's output; -w env prints the environment alone, -w json a line that holds it);
-  2. wait, up to --wait-timeout, for the new member to start and catch up, printing how far it is
-     behind, and promote it;
+  2. wait, up to --wait-timeout, for the new member to start and catch up, printing what happens,
+     promote it, and wait until it serves: a started voter that answers a linearizable read
+     through its own client URL (exit 35 if it does not in time);
   3. if the old member leads, move leadership from it to the new member;
   4. remove the old member.
 
-An old member that does not answer within 2s (or never started) is dead: it is removed first,
-then the new member is added, waited for and promoted (three steps), the order real etcd accepts
-while a voter is down. The new member may then have the old one's name and peer URLs (a machine
-rebuilt under its old identity). Against etcd, a step refused for etcd's 5-second window after a
-start or an election ("unhealthy cluster") is asked again for up to 10s.
+An old member is dead when every source agrees, as member prune judges: no answer within 2s on
+its client URLs nor as itself on an endpoint given, and the leader's view of its peers
+(etcd_network_active_peers on the leader's /metrics) does not count it. A dead one is removed
+first, then the new member is added, waited for and promoted (three steps), the order real etcd
+accepts while a voter is down. The new member may then have the old one's name and peer URLs (a
+machine rebuilt under its old identity, added under a new ID); an old member alive under the new
+member's name is refused (exit 11): stop it first. Against etcd, a step refused for etcd's
+5-second window after a start or an election ("unhealthy cluster") is asked again for up to 10s.
 
 Interrupted anywhere, the same command line run again finds what is done and goes on: a member
 with the new name and exactly these peer URLs is taken as added (its environment is printed
@@ -106,7 +111,7 @@ be refused changes nothing.`,
 		RunE:              runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
-	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start and catch up")
+	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start, catch up and, once promoted, serve")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
 	return cmd
 }
@@ -221,28 +226,69 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 // them, and a live member taken for dead would be removed before its replacement is added.
 const answerWithin = 2 * time.Second
 
-// settle asks the old member whether it answers, and so decides the order: a dead one is removed
-// first. In a rebuild an old member that answers is the new one, promoted, unless its peer URLs
-// differ: then it is a member still running under the name asked for, which is refused (exit 11).
+// settle asks every source whether the old member is alive (client.Liveness, as member prune
+// does), and so decides the order: one that every source agrees is gone is removed first; one
+// that any source finds alive, or that not every source can judge, is replaced add first, where
+// a step that would break quorum is refused. In a rebuild, an old member alive with the new
+// member's peer URLs is the new one, promoted, only when clusterd's history says member replace
+// added it; otherwise it is the old member still running, which is refused (exit 11), as is one
+// still running with other peer URLs: rebuilt under its own ID on an empty data directory, a
+// member would not start.
 func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *client.Replacement) error {
 	if r.Removed != nil {
 		o.order = deadOrder
 		fmt.Fprintf(o.Err, "%s (%s) was removed first by member replace at raft index %d and nothing was added since: %s is added and promoted\n",
 			o.OldRef, client.FormatID(uint64(r.Removed.MemberID)), r.Removed.RaftIndex, o.Name)
 	}
-	if r.Old == nil {
-		return nil
-	}
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
-	alive := c.Answers(ctx, *r.Old, answerWithin)
+	if r.Old == nil {
+		return o.checkRebuiltLearner(ctx, c, r)
+	}
+	ev := *c.Liveness(ctx, r.List, []client.Member{*r.Old}, answerWithin)[r.OldID]
+	r.OldLiveness = &ev
+	alive := !ev.Gone()
+	stillRunning := fmt.Errorf("member %s (%s) is alive (%s): stop it before replacing it by a member of the same name (%w)",
+		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
+	if alive && r.SamePeerURLs(o.PeerURLs) {
+		replaced, err := c.AddedByReplace(ctx, r.OldID)
+		if err != nil && !errors.As(err, new(*client.HistoryUnsupportedError)) {
+			return err
+		}
+		if !replaced {
+			return stillRunning
+		}
+	}
 	r.Settle(alive, o.PeerURLs)
 	switch {
 	case r.RemoveFirst:
 		o.order = deadOrder
-		fmt.Fprintf(o.Err, "%s (%s) does not answer: it is removed first, then %s is added and promoted\n", o.OldRef, client.FormatID(r.OldID), o.Name)
+		fmt.Fprintf(o.Err, "%s (%s) is dead (%s): it is removed first, then %s is added and promoted\n",
+			o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), o.Name)
 	case r.Rebuild && r.Old != nil:
-		return fmt.Errorf("member %s (%s) still answers: stop it before replacing it by a member of the same name (%w)", o.OldRef, client.FormatID(r.OldID), client.ErrMemberNameExists)
+		return stillRunning
+	}
+	return nil
+}
+
+// checkRebuiltLearner refuses, in a rebuild, a started learner under the old name and the new
+// peer URLs that clusterd's history says member replace did not add: it is the member to
+// rebuild, running, not this replacement's new member, and going on would print the
+// environment of an ID that has its data. On etcd, which keeps no history, it is taken as the new
+// member, as before.
+func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *client.Client, r *client.Replacement) error {
+	if !r.Rebuild || r.New == nil || !r.New.IsLearner || !r.New.Started {
+		return nil
+	}
+	replaced, err := c.AddedByReplace(ctx, r.New.ID)
+	switch {
+	case errors.As(err, new(*client.HistoryUnsupportedError)):
+		return nil
+	case err != nil:
+		return err
+	case !replaced:
+		return fmt.Errorf("member %s (%s) is a started learner that member replace did not add: stop it before replacing it by a member of the same name (%w)",
+			o.OldRef, client.FormatID(r.New.ID), client.ErrMemberNameExists)
 	}
 	return nil
 }
@@ -345,9 +391,16 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 // output either way (in json, the line with the environment).
 func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	if r.New != nil {
-		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		res.Added = client.AddedResult(r.List, *r.New, o.Name)
 		res.Record(client.PlanStep{Action: client.StepAdd, Done: true}, nil)
+		if r.Rebuild && r.New.Started && !r.New.IsLearner {
+			// A rebuilt member that runs as a voter has its data: its environment, printed
+			// again, could only start its ID on an empty data directory, which it does not
+			// survive.
+			o.step(client.StepAdd, "%s (%s) is in the cluster already and has started: add skipped, its environment not printed again", o.Name, client.FormatID(r.New.ID))
+			return nil
+		}
+		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		return o.Printer.ReplaceAdd(o.Out, res)
 	}
 	var added *client.AddResult
@@ -366,23 +419,106 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 	return o.Printer.ReplaceAdd(o.Out, res)
 }
 
-// promote waits for the new member to catch up and promotes it, unless it is a voter already.
-// It returns the promotion's answer, nil when skipped.
+// promote waits for the new member to catch up and promotes it, unless it is a voter already,
+// then waits for it to serve (waitServes); --wait-timeout bounds both. It returns the
+// promotion's answer, nil when skipped.
 func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	id := res.Added.ID
+	deadline := time.Now().Add(o.WaitTimeout)
 	if r.New != nil && !r.New.IsLearner {
 		o.step(client.StepPromote, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
 		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
-		return nil, nil
+		return nil, o.waitServes(ctx, c, id, deadline)
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-	promoted, err := o.promoteUntil(ctx, c, id, time.Now().Add(o.WaitTimeout), replaceRetryAfter)
+	promoted, err := o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter, o.progress)
 	if err != nil {
 		return nil, err
 	}
 	o.step(client.StepPromote, "promoted %s (%s)", o.Name, client.FormatID(id))
 	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
-	return promoted, o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted)
+	if err := o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted); err != nil {
+		return nil, err
+	}
+	return promoted, o.waitServes(ctx, c, id, deadline)
+}
+
+// progress says on stderr where the new member stands while the promotion waits for it, in
+// words that name no error: a failure to read the figures is part of the wait (the member not
+// started, its client URL not answering yet), and only the promotion's end is a verdict.
+func (o *memberReplaceOptions) progress(ctx context.Context, c *client.Client, id uint64) {
+	ctx, cancel := o.withTimeout(ctx)
+	defer cancel()
+	p, err := c.FetchLearnerProgress(ctx, id)
+	var silent *client.LearnerSilentError
+	switch {
+	case errors.Is(err, client.ErrNoClientURL):
+		fmt.Fprintf(o.Err, "%s not started yet: waiting for its process\n", o.Name)
+	case errors.As(err, &silent):
+		fmt.Fprintf(o.Err, "%s starting: its client URL does not answer yet\n", o.Name)
+	case err != nil:
+		fmt.Fprintf(o.Err, "%s: waiting (its progress cannot be read now: %v)\n", o.Name, err)
+	case p.Behind() > 0:
+		fmt.Fprintf(o.Err, "%s catching up: %s of %s entries\n", o.Name, thousands(p.LearnerApplied), thousands(p.LeaderIndex))
+	default:
+		fmt.Fprintf(o.Err, "%s started and caught up (%s entries), promoting\n", o.Name, thousands(p.LeaderIndex))
+	}
+}
+
+// thousands writes n with a comma every three digits, as a person reads a count.
+func thousands(n uint64) string {
+	s := strconv.FormatUint(n, 10)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// servesEvery is how often waitServes asks again: the new member serves within moments of its
+// promotion, once it has applied it.
+const servesEvery = 50 * time.Millisecond
+
+// waitServes returns once the new member serves (client.Serves: a started voter that answers a
+// linearizable read through its own client URL), so that the command returns only then, and a
+// live old member is removed only then; a *notServingError once deadline has passed. One line
+// says what it waits for, another once it serves.
+func (o *memberReplaceOptions) waitServes(ctx context.Context, c *client.Client, id uint64, deadline time.Time) error {
+	said := false
+	for {
+		actx, cancel := o.withTimeout(ctx)
+		err := c.Serves(actx, id)
+		cancel()
+		if err == nil {
+			fmt.Fprintf(o.Err, "%s serves: a started voter, a linearizable read through its own client URL answered\n", o.Name)
+			return nil
+		}
+		if !said {
+			fmt.Fprintf(o.Err, "%s promoted, waiting for it to serve a linearizable read through its own client URL\n", o.Name)
+			said = true
+		}
+		if !time.Now().Add(servesEvery).Before(deadline) {
+			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: ctx.Err()}
+		case <-time.After(servesEvery):
+		}
+	}
+}
+
+// notServingError is member replace's new member, promoted, not serving when --wait-timeout ran
+// out: the old member, if alive, is not removed yet, and the same command line run again waits
+// again.
+type notServingError struct {
+	name string
+	id   uint64
+	wait time.Duration
+	err  error
+}
+
+func (e *notServingError) Error() string {
+	return fmt.Sprintf("%s (%s) does not serve after %s: %v; run the command again to wait again", e.name, client.FormatID(e.id), e.wait, e.err)
 }
 
 // gone reports whether a linearizable member list, from another member if the one asked stops,

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/server"
@@ -108,7 +108,7 @@ func TestReplaceWaitsForLearner(t *testing.T) {
 	if !strings.Contains(stderr, "step 1 of 4: added r1") || strings.Contains(stderr, "step 2") {
 		t.Errorf("stderr:\n%s", stderr)
 	}
-	lines := strings.Count(stderr, " not in sync yet: ")
+	lines := strings.Count(stderr, "r1 not started yet: waiting for its process\n")
 	// At most one per promoteRetryInterval of the wait, the first after the first attempt.
 	if maxLines := int(took / promoteRetryInterval); lines < 1 || lines > maxLines {
 		t.Errorf("%d progress lines in %v, want 1 to %d:\n%s", lines, took, maxLines, stderr)
@@ -207,5 +207,13 @@ func TestUntilHealthy(t *testing.T) {
 	})
 	if !errors.Is(err, client.ErrNotEnoughStartedMembers) || calls != 1 {
 		t.Errorf("untilHealthy of another refusal: %v after %d calls; want it at once", err, calls)
+	}
+}
+
+func TestThousands(t *testing.T) {
+	for n, want := range map[uint64]string{0: "0", 999: "999", 1000: "1,000", 1204: "1,204", 5000000: "5,000,000", 123456789: "123,456,789"} {
+		if got := thousands(n); got != want {
+			t.Errorf("thousands(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

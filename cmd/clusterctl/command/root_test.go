@@ -10,8 +10,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 )
 
 func TestMain(m *testing.M) {

@@ -14,7 +14,7 @@ import (
 	"google.golang.org/grpc/encoding"
 	"google.golang.org/grpc/status"
 
-	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 

@@ -83,6 +83,7 @@ var etcdContract = []struct {
 	{"etcd_network_peer_received_bytes_total", dto.MetricType_COUNTER, "The total number of bytes received from peers.", []string{"From"}},
 	{"etcd_network_peer_sent_failures_total", dto.MetricType_COUNTER, "The total number of send failures from peers.", []string{"To"}},
 	{"etcd_network_peer_round_trip_time_seconds", dto.MetricType_HISTOGRAM, "Round-Trip-Time histogram between peers", []string{"To"}},
+	{"etcd_network_active_peers", dto.MetricType_GAUGE, "The current number of active peer connections.", []string{"Local", "Remote"}},
 	{"etcd_disk_backend_commit_duration_seconds", dto.MetricType_HISTOGRAM, "The latency distributions of commit called by backend.", nil},
 }
 
@@ -113,7 +114,7 @@ func TestScrapeHasEtcdsMetricsAsEtcdDefinesThem(t *testing.T) {
 	exercise(m)
 	m.ReadStateFrom(func() State {
 		return State{ID: 1, Leader: 1, Members: []Member{{ID: 1}, {ID: 3, Learner: true}},
-			Match: map[uint64]uint64{1: 5, 3: 5}}
+			Match: map[uint64]uint64{1: 5, 3: 5}, Active: map[uint64]bool{3: true}}
 	})
 	_, fams := scrape(t, m)
 	for _, want := range etcdContract {

@@ -26,6 +26,11 @@ type State struct {
 	// Match is raft's match index of every member, this one included, from raft.Status's
 	// Progress: only the leader tracks it, so nil on any other member.
 	Match map[uint64]uint64
+	// Active says, for every other member, whether this member counts it as live now: by the
+	// liveness rule of the strict reconfiguration check (docs/design.md), not by a connection
+	// merely open. It is etcd's etcd_network_active_peers, which member prune reads on the
+	// leader.
+	Active map[uint64]bool
 }
 
 // Member is one member of the applied membership, as far as the metrics need it.
@@ -52,6 +57,7 @@ type stateCollector struct {
 	hasLeader, isLeader, isLearner, serverID *prometheus.Desc
 	committed, applied                       *prometheus.Desc
 	members, learnerLag, unstarted           *prometheus.Desc
+	activePeers                              *prometheus.Desc
 
 	// unstartedSince is when a scrape first saw each member that is unstarted now. The
 	// membership does not store when a member was added, so the clock starts at the first
@@ -83,6 +89,8 @@ func newStateCollector(now func() time.Time) *stateCollector {
 			"The total number of consensus proposals committed.", nil, nil),
 		applied: prometheus.NewDesc("etcd_server_proposals_applied_total",
 			"The total number of consensus proposals applied.", nil, nil),
+		activePeers: prometheus.NewDesc("etcd_network_active_peers",
+			"The current number of active peer connections.", []string{"Local", "Remote"}, nil),
 		members: prometheus.NewDesc("clusterd_membership_members",
 			"The number of members in this member's applied membership, by role (voter or learner) and state (started or unstarted).",
 			[]string{"role", "state"}, nil),
@@ -97,7 +105,7 @@ func newStateCollector(now func() time.Time) *stateCollector {
 
 func (c *stateCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{c.hasLeader, c.isLeader, c.isLearner, c.serverID,
-		c.committed, c.applied, c.members, c.learnerLag, c.unstarted} {
+		c.committed, c.applied, c.activePeers, c.members, c.learnerLag, c.unstarted} {
 		ch <- d
 	}
 }
@@ -118,6 +126,12 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(c.committed, prometheus.CounterValue, float64(s.Committed))
 	ch <- prometheus.MustNewConstMetric(c.applied, prometheus.CounterValue, float64(s.Applied))
+	for id, live := range s.Active {
+		if s.ID == 0 {
+			break // no Local label to give
+		}
+		gauge(c.activePeers, boolValue(live), idLabel(s.ID), idLabel(id))
+	}
 
 	// All four role and state pairs, zeros included: an alert on unstarted learners must see
 	// a 0 rather than no series.

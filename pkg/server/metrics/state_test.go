@@ -28,7 +28,8 @@ func TestStateGaugesReadAtScrape(t *testing.T) {
 			{ID: 0x1, Started: true}, {ID: 0x2, Started: true}, {ID: 0x3},
 			{ID: 0x4, Learner: true, Started: true}, {ID: 0x5, Learner: true},
 		},
-		Match: map[uint64]uint64{0x1: 42, 0x2: 42, 0x3: 0, 0x4: 40, 0x5: 0},
+		Match:  map[uint64]uint64{0x1: 42, 0x2: 42, 0x3: 0, 0x4: 40, 0x5: 0},
+		Active: map[uint64]bool{0x2: true, 0x3: false, 0x4: true, 0x5: false},
 	}
 	m.ReadStateFrom(func() State { return s })
 	_, fams = scrape(t, m)
@@ -49,6 +50,10 @@ func TestStateGaugesReadAtScrape(t *testing.T) {
 	}
 	wantValue(t, fams, 0, "clusterd_membership_member_unstarted_seconds", "0000000000000003")
 	wantValue(t, fams, 0, "clusterd_membership_member_unstarted_seconds", "0000000000000005")
+	// Every other member, live or not, under etcd's labels: Local is this member.
+	wantValue(t, fams, 1, "etcd_network_active_peers", "0000000000000001", "0000000000000002")
+	wantValue(t, fams, 0, "etcd_network_active_peers", "0000000000000001", "0000000000000003")
+	wantValue(t, fams, 1, "etcd_network_active_peers", "0000000000000001", "0000000000000004")
 
 	// Ten minutes on, 0x3 has started and 0x5 has not; a follower's view: no lag reported.
 	clock = clock.Add(10 * time.Minute)
@@ -78,6 +83,12 @@ func TestStateGaugesReadAtScrape(t *testing.T) {
 	s = State{ID: 0x4, Leader: 0x1, Learner: true}
 	_, fams = scrape(t, m)
 	wantValue(t, fams, 1, "etcd_server_is_learner")
+
+	// A joining member that does not know its ID: no Local to name, no series.
+	s = State{Active: map[uint64]bool{0x1: true}}
+	if _, fams = scrape(t, m); fams["etcd_network_active_peers"] != nil {
+		t.Error("active peers reported without an ID")
+	}
 }
 
 // TestLearnerAheadOfLeaderMatch: raft's match of a follower can pass the leader's own for a

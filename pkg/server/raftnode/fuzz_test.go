@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"encoding/json"
 	"testing"
 	"time"
 
@@ -18,10 +17,8 @@ func FuzzProposalOf(f *testing.F) {
 	p := proposal{RequestID: 7, Term: 2, Change: membership.Change{Kind: membership.KindAdd,
 		Member: membership.Member{ID: 5, Name: "a", PeerURLs: []string{"http://127.0.0.1:2380"}}}, Time: time.Unix(1e9, 5)}
 	add, _ := p.encode()
-	earlier, _ := json.Marshal(p) // as versions before clusterd.v2.Proposal wrote it
 	rm, _ := removalEntry(9, 3, 2, time.Time{})
 	f.Add(int32(raftpb.EntryType_EntryNormal), add)
-	f.Add(int32(raftpb.EntryType_EntryNormal), earlier)
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte{})
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte(`{"change":{"kind":99}}`))
 	f.Add(int32(raftpb.EntryType_EntryNormal), []byte(`null`))

@@ -2,7 +2,6 @@ package raftnode
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"path/filepath"
 	"sync"
@@ -115,7 +114,7 @@ func step(t *testing.T, n *Node, m *raftpb.Message) {
 func promotion(t *testing.T, term uint64) *raftpb.Message {
 	t.Helper()
 	ch := membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: learnerID}}
-	ctx, err := json.Marshal(proposal{RequestID: 1, Term: term, Change: ch})
+	ctx, err := proposal{RequestID: 1, Term: term, Change: ch}.encode()
 	if err != nil {
 		t.Fatal(err)
 	}

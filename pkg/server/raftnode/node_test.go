@@ -12,7 +12,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/clusterctl/clusterctl/internal/servertest"
+	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"

@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
@@ -15,18 +14,17 @@ import (
 )
 
 // proposal is what a membership change entry carries: in the Data of a normal entry, in the
-// Context of a conf change, as a clusterd.v2.Proposal (encode). Entries of earlier versions
-// carry it as JSON, which decodeProposal reads by these tags: never rename one.
+// Context of a conf change, as a clusterd.v2.Proposal (encode).
 type proposal struct {
-	RequestID uint64 `json:"requestID"`
+	RequestID uint64
 	// Term is the leader term in which the change was checked; zero for changes that no leader
 	// checked (a forced removal). A change appended in another term is not applied: the
 	// membership it was checked against may have moved on since (see Propose).
-	Term   uint64            `json:"term,omitempty"`
-	Change membership.Change `json:"change"`
+	Term   uint64
+	Change membership.Change
 	// Time is when the leader proposed the change, by its clock: every member records this one
-	// in the history. Absent in entries of older versions.
-	Time time.Time `json:"time,omitzero"`
+	// in the history.
+	Time time.Time
 }
 
 // changeOf returns the membership change applying the entry attempts, if any: the rules the
@@ -94,21 +92,14 @@ func (p proposal) encode() ([]byte, error) {
 	return proto.Marshal(&pb.Proposal{RequestId: p.RequestID, Term: p.Term, Change: wire.ChangeToProto(p.Change), Time: wire.TimeToProto(p.Time)})
 }
 
-// decodeProposal reads what encode wrote, and the JSON of earlier versions, which always
-// starts with '{' (a Proposal never does: its first byte is a field's tag).
+// decodeProposal reads what encode wrote.
 func decodeProposal(data []byte) (*proposal, error) {
 	p := &proposal{}
-	if len(data) > 0 && data[0] == '{' {
-		if err := json.Unmarshal(data, p); err != nil {
-			return nil, err
-		}
-		return p, nil
-	}
 	m := &pb.Proposal{}
 	if err := proto.Unmarshal(data, m); err != nil {
 		return nil, err
 	}
-	// A missing change reads as the zero change, which no rule accepts, as JSON's "{}" did.
+	// A missing change reads as the zero change, which no rule accepts.
 	p.RequestID, p.Term, p.Change, p.Time = m.GetRequestId(), m.GetTerm(), wire.ChangeFromProto(m.GetChange()), wire.TimeFromProto(m.GetTime())
 	return p, nil
 }

@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -13,12 +12,15 @@ import (
 
 // ForceNewCluster replays the committed log by the Ready loop's rules: a removal checked in one
 // term and appended in another is never applied, so it must not count when deciding whom to
-// remove. The entry is written by hand, as it is stored in the log.
+// remove.
 func TestChangeOfSkipsStaleProposal(t *testing.T) {
 	victim := membership.ID(7)
+	ctx, err := proposal{RequestID: 7, Term: 2, Change: membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: victim}}}.encode()
+	if err != nil {
+		t.Fatal(err)
+	}
 	cc, err := proto.Marshal(&raftpb.ConfChange{Type: raftpb.ConfChangeType_ConfChangeRemoveNode.Enum(),
-		NodeId:  proto.Uint64(uint64(victim)),
-		Context: fmt.Appendf(nil, `{"requestID":7,"term":2,"change":{"kind":2,"member":{"id":%d,"name":"","peerURLs":null}}}`, victim)})
+		NodeId: proto.Uint64(uint64(victim)), Context: ctx})
 	if err != nil {
 		t.Fatal(err)
 	}

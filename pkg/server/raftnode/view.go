@@ -17,12 +17,17 @@ func (n *Node) MetricsState() metrics.State {
 		ID: n.id, Leader: n.lead.Load(),
 		Committed: n.commit.Load(), Applied: n.Applied(),
 		Members: make([]metrics.Member, 0, len(c.Members)),
+		Active:  make(map[uint64]bool, len(c.Members)),
 	}
 	for id, m := range c.Members {
 		s.Members = append(s.Members, metrics.Member{ID: uint64(id), Learner: m.IsLearner, Started: m.Started})
 		if uint64(id) == n.id {
 			s.Learner = m.IsLearner
+			continue
 		}
+		// The strict check's own rule, so that what member prune reads on the leader is what
+		// the leader would judge a change by.
+		s.Active[uint64(id)] = n.HeardWithin(id, n.electionTimeout())
 	}
 	if s.Leader == n.id {
 		s.Match = map[uint64]uint64{}

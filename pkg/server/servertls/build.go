@@ -79,7 +79,7 @@ func Build(s Settings) (*Configs, error) {
 			return nil, settingErr(p.flag("cert-file"), "%v", err)
 		}
 		srv.GetCertificate = func(*tls.ClientHelloInfo) (*tls.Certificate, error) { return pair.get() }
-		srv.VerifyPeerCertificate = allowed(p)
+		srv.VerifyPeerCertificate = both(allowed(p), serverUse(p))
 		if p.name == "client" {
 			out.Client = srv
 			continue
@@ -98,7 +98,8 @@ func Build(s Settings) (*Configs, error) {
 }
 
 // NotAllowedError refuses a verified certificate that --peer-cert-allowed-cn or
-// --peer-cert-allowed-hostname does not allow.
+// --peer-cert-allowed-hostname does not allow, or (Flag ClientOnlyFlag) a client certificate on
+// the peer port.
 type NotAllowedError struct {
 	Cert    *x509.Certificate
 	Flag    string
@@ -106,6 +107,9 @@ type NotAllowedError struct {
 }
 
 func (e *NotAllowedError) Error() string {
+	if e.Flag == ClientOnlyFlag {
+		return fmt.Sprintf("certificate CN %q is for client use only (no serverAuth extended key usage), which the peer port refuses without %s", e.Cert.Subject.CommonName, ClientOnlyFlag)
+	}
 	if strings.HasSuffix(e.Flag, "-cn") {
 		return fmt.Sprintf("certificate CN %q is not allowed by %s=%s", e.Cert.Subject.CommonName, e.Flag, strings.Join(e.Allowed, ","))
 	}
@@ -148,6 +152,48 @@ func allowed(p port) func([][]byte, [][]*x509.Certificate) error {
 			}
 		}
 		return &NotAllowedError{Cert: leaf, Flag: p.flag("cert-allowed-hostname"), Allowed: hosts}
+	}
+}
+
+// ClientOnlyFlag is the setting that lets a client certificate (one whose extended key usage
+// does not include serverAuth) connect to the peer port.
+const ClientOnlyFlag = "--peer-cert-allow-client-only"
+
+// serverUse refuses, on the peer port's serving side, a verified certificate that is for client
+// use only, unless --peer-cert-allow-client-only: a member's peer certificate serves as well as
+// dials (etcd's and kubeadm's are for server and client use), while a certificate for clusterctl
+// or etcdctl, from a CA shared by both ports, is for client use alone and must not speak raft.
+// A certificate without the extension is for any use, as crypto/x509 takes it.
+func serverUse(p port) func([][]byte, [][]*x509.Certificate) error {
+	if p.name != "peer" || p.AllowClientOnly {
+		return nil
+	}
+	return func(_ [][]byte, chains [][]*x509.Certificate) error {
+		if len(chains) == 0 || len(chains[0]) == 0 {
+			return nil // nothing verified (no peer CA): nothing binds a certificate to a member
+		}
+		leaf := chains[0][0]
+		if len(leaf.ExtKeyUsage) == 0 && len(leaf.UnknownExtKeyUsage) == 0 ||
+			slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageServerAuth) || slices.Contains(leaf.ExtKeyUsage, x509.ExtKeyUsageAny) {
+			return nil
+		}
+		return &NotAllowedError{Cert: leaf, Flag: ClientOnlyFlag}
+	}
+}
+
+// both runs a and then b, either of which may be nil.
+func both(a, b func([][]byte, [][]*x509.Certificate) error) func([][]byte, [][]*x509.Certificate) error {
+	if a == nil {
+		return b
+	}
+	if b == nil {
+		return a
+	}
+	return func(raw [][]byte, chains [][]*x509.Certificate) error {
+		if err := a(raw, chains); err != nil {
+			return err
+		}
+		return b(raw, chains)
 	}
 }
 

@@ -20,7 +20,9 @@
 //     one warning per distinct failure; TLSInfo's would fail every handshake and log each.
 //   - The --peer-cert-allowed-cn/-hostname check on the leaf, in both directions: its error
 //     names the certificate and the flag, where TLSInfo's says only "client certificate
-//     authentication failed". Verification itself is crypto/tls's (VerifiedChains is filled in,
+//     authentication failed". On the peer port's serving side, a verified certificate for client
+//     use only (no serverAuth extended key usage) is refused too, unless
+//     --peer-cert-allow-client-only (ClientOnlyFlag): etcd takes it as a peer. Verification itself is crypto/tls's (VerifiedChains is filled in,
 //     which the admin authorization relies on).
 //   - Auto TLS: cert.pem and key.pem under <data-dir>/fixtures/{client,peer}, as etcd, reused on
 //     restart; a P-256 key, not transport.SelfCert's P-521, which makes every handshake dearer,

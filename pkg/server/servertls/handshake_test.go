@@ -15,8 +15,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/logtest"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 func x509Pool(t *testing.T, certPEM []byte) *x509.CertPool {
@@ -138,7 +138,9 @@ func TestPeerServerRefusesWhatItMust(t *testing.T) {
 		addr, results := serve(t, build(t, s).PeerServer)
 		return server{addr, results}
 	}
-	byCN, byHost, open := start(cns), start(hosts), start(f.peerSettings())
+	clientOnly := f.peerSettings()
+	clientOnly.Peer.AllowClientOnly = true
+	byCN, byHost, open, lax := start(cns), start(hosts), start(f.peerSettings()), start(clientOnly)
 
 	var verr *tls.CertificateVerificationError
 	var nerr *NotAllowedError
@@ -167,6 +169,16 @@ func TestPeerServerRefusesWhatItMust(t *testing.T) {
 		{"server certificate as client", open, must(t)(f.ca.Server("m1")), func(err error) bool {
 			return errors.As(err, &verr) && strings.Contains(err.Error(), "incompatible key usage")
 		}},
+		// A client certificate of the CA (clusterctl's, where one CA serves both ports) is
+		// refused on the peer port, with a CN the allow list takes too, unless the flag says.
+		{"client certificate", open, must(t)(f.ca.Client("m1")), func(err error) bool {
+			return errors.As(err, &nerr) && nerr.Flag == ClientOnlyFlag && err.Error() ==
+				`certificate CN "m1" is for client use only (no serverAuth extended key usage), which the peer port refuses without --peer-cert-allow-client-only`
+		}},
+		{"client certificate with an allowed CN", byCN, must(t)(f.ca.Client("m2")), func(err error) bool {
+			return errors.As(err, &nerr) && nerr.Flag == ClientOnlyFlag
+		}},
+		{"client certificate with " + ClientOnlyFlag, lax, must(t)(f.ca.Client("m1")), nil},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, cerr := dial(c.srv.addr, clientCfg(f, c.client))

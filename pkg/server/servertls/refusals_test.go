@@ -17,7 +17,7 @@ import (
 	"google.golang.org/grpc/health"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
-	"github.com/clusterctl/clusterctl/internal/logtest"
+	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
 )
 
 // grpcServer serves the health service on 127.0.0.1 with creds.

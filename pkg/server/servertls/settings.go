@@ -23,6 +23,9 @@ type Side struct {
 	// --peer-cert-allowed-cn and --peer-cert-allowed-hostname.
 	AllowedCNs       []string
 	AllowedHostnames []string
+	// AllowClientOnly exists on the peer port only: --peer-cert-allow-client-only lets a
+	// certificate without the serverAuth extended key usage connect to it.
+	AllowClientOnly bool
 	// ListenURLs are --listen-client-urls (--listen-peer-urls): TLS is served on the https://
 	// and unixs:// ones.
 	ListenURLs []string
@@ -91,7 +94,7 @@ func (s *Settings) Validate() error {
 			return err
 		}
 	}
-	if len(s.Client.AllowedCNs) > 0 || len(s.Client.AllowedHostnames) > 0 {
+	if len(s.Client.AllowedCNs) > 0 || len(s.Client.AllowedHostnames) > 0 || s.Client.AllowClientOnly {
 		// No flag sets these: only the wiring could, by mistake.
 		return settingErr("--peer-cert-allowed-cn", "applies to the peer port only, not to the client port")
 	}
@@ -117,6 +120,8 @@ func (p port) validate() error {
 		return settingErr(p.flag("cert-allowed-cn"), "needs %s: a CN is checked only on a certificate that CA verified", p.flag("trusted-ca-file"))
 	case len(p.AllowedHostnames) > 0 && p.TrustedCAFile == "":
 		return settingErr(p.flag("cert-allowed-hostname"), "needs %s: a host name is checked only on a certificate that CA verified", p.flag("trusted-ca-file"))
+	case p.AllowClientOnly && p.TrustedCAFile == "":
+		return settingErr(ClientOnlyFlag, "needs %s: without a CA no peer certificate is verified, nor refused", p.flag("trusted-ca-file"))
 	case p.prefix != "" && p.selfCert() && p.TrustedCAFile != "":
 		return settingErr(p.flag("auto-tls"), "makes a self-signed certificate that %s cannot verify: give %s and %s instead", p.flag("trusted-ca-file"), p.flag("cert-file"), p.flag("key-file"))
 	}
@@ -153,6 +158,8 @@ func (p port) firstTLSFlag() string {
 		return p.flag("cert-allowed-cn")
 	case len(p.AllowedHostnames) > 0:
 		return p.flag("cert-allowed-hostname")
+	case p.AllowClientOnly:
+		return ClientOnlyFlag
 	}
 	return ""
 }

@@ -46,6 +46,10 @@ func TestValidateNamesTheFlag(t *testing.T) {
 		{"allowed host without CA", func(s *Settings) {
 			s.Peer.TrustedCAFile, s.Peer.ClientCertAuth, s.Peer.AllowedCNs, s.Peer.AllowedHostnames = "", false, nil, []string{"m1"}
 		}, "--peer-cert-allowed-hostname needs --peer-trusted-ca-file"},
+		{"client-only without CA", func(s *Settings) {
+			s.Peer.TrustedCAFile, s.Peer.ClientCertAuth, s.Peer.AllowedCNs, s.Peer.AllowClientOnly = "", false, nil, true
+		}, "--peer-cert-allow-client-only needs --peer-trusted-ca-file"},
+		{"client-only on the client port", func(s *Settings) { s.Client.AllowClientOnly = true }, "--peer-cert-allowed-cn applies to the peer port only"},
 		{"cn and hostname", func(s *Settings) { s.Peer.AllowedHostnames = []string{"m1"} }, "--peer-cert-allowed-cn and --peer-cert-allowed-hostname are mutually exclusive"},
 		{"https without cert", func(s *Settings) { s.Client = Side{ListenURLs: https} }, "--listen-client-urls https://127.0.0.1:2379 needs --cert-file and --key-file, or --auto-tls"},
 		{"unixs without cert", func(s *Settings) { s.Peer = Side{ListenURLs: []string{"unixs://m1:2380"}} }, "--listen-peer-urls unixs://m1:2380 needs"},

@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/url"
 	"slices"
+	"strings"
 	"time"
 
 	"google.golang.org/grpc/credentials"
@@ -50,43 +51,61 @@ func (s sender) cn() string {
 }
 
 // errNotVouched refuses a message whose connection's certificate does not speak for its sender.
-var errNotVouched = errors.New("the connection's certificate covers none of the sender's peer URL hosts, and its CN is not in --peer-cert-allowed-cn")
+var errNotVouched = errors.New("the connection's certificate speaks for none of the sender's peer URLs: it covers none of their hosts (a unix socket URL has none), and neither --peer-cert-allowed-cn nor --peer-cert-allowed-hostname names it")
 
 // vouch checks that a call over from's connection may speak for member id, whose peer URLs are
-// urls. Over peer TLS with a client certificate, the certificate must cover the host of one of
-// those URLs (an IP or DNS SAN, as a client checks a server), or its CN be in
-// --peer-cert-allowed-cn. Without a certificate (a plain peer URL, or TLS without client
-// certificates) nothing binds the connection to a member: the call is taken as the sender says,
-// as etcd does; docs/security.md says what that allows. A member whose URLs name no host (unix
-// sockets, on this machine only) is vouched for by any certificate the peer CA signed.
+// urls: one of them must be one the connection's certificate speaks for (speaksFor). Without a
+// certificate (a plain peer URL, or TLS without client certificates) nothing binds the
+// connection to a member: the call is taken as the sender says, as etcd does; docs/security.md
+// says what that allows.
 func (t *Transport) vouch(from sender, id membership.ID, urls []string) error {
-	if from.leaf == nil || slices.Contains(t.cfg.PeerAllowedCNs, from.leaf.Subject.CommonName) {
-		return nil
-	}
-	if len(urls) == 0 {
-		// A sender that names no URL of its own is no member a certificate could speak for.
-		return fmt.Errorf("member %s: %w", id, errNotVouched)
-	}
-	hosts := 0
-	for _, u := range urls {
-		p, err := url.Parse(u)
-		if err != nil || p.Hostname() == "" {
-			continue
-		}
-		hosts++
-		if from.leaf.VerifyHostname(p.Hostname()) == nil {
-			return nil
-		}
-	}
-	if hosts == 0 {
+	if from.leaf == nil || slices.ContainsFunc(urls, func(u string) bool { return t.speaksFor(from.leaf, u) }) {
 		return nil
 	}
 	return fmt.Errorf("member %s: %w", id, errNotVouched)
 }
 
+// speaksFor reports whether a verified peer certificate speaks for peer URL u:
+//   - with a CN in --peer-cert-allowed-cn, for any URL;
+//   - with --peer-cert-allowed-hostname, which the handshake checked the certificate against,
+//     for any URL with a host;
+//   - else for a URL whose host it covers (an IP or DNS SAN, as a client checks a server).
+//
+// A unix socket URL names no host, which no SAN can cover: only an allowed CN speaks for it.
+func (t *Transport) speaksFor(leaf *x509.Certificate, u string) bool {
+	if slices.Contains(t.cfg.PeerAllowedCNs, leaf.Subject.CommonName) {
+		return true
+	}
+	host := hostOf(u)
+	if host == "" {
+		return false
+	}
+	return len(t.cfg.PeerAllowedHostnames) > 0 || leaf.VerifyHostname(host) == nil
+}
+
+// hostOf is the host a peer URL is dialed at; "" for a unix socket, or a URL that does not parse.
+func hostOf(u string) string {
+	p, err := url.Parse(u)
+	if err != nil || strings.HasPrefix(p.Scheme, "unix") {
+		return ""
+	}
+	return p.Hostname()
+}
+
+// dialable are the peer URLs a stream names at which this member may dial back a sender its
+// membership does not list (answerSender): never a unix socket, whose path is whatever the
+// sender chose on this member's own machine, and over peer TLS with a client certificate only
+// the URLs that certificate speaks for. A plain sender is dialed where it says, as etcd dials
+// a request's X-PeerURLs.
+func (t *Transport) dialable(from sender, urls []string) []string {
+	return slices.DeleteFunc(slices.Clone(urls), func(u string) bool {
+		return hostOf(u) == "" || from.leaf != nil && !t.speaksFor(from.leaf, u)
+	})
+}
+
 // Vouched checks that a call on the peer port comes from a member, where TLS can tell: with a
-// client certificate, it must cover the host of a peer URL of a member of the applied membership,
-// or have a CN in --peer-cert-allowed-cn. A forwarded membership change is such a call: without
+// client certificate, it must speak for a peer URL of a member of the applied membership
+// (speaksFor). A forwarded membership change is such a call: without
 // the check, any certificate the peer CA signed could change the membership, whatever
 // --admin-cert-allowed-cn allows on the client port.
 func (t *Transport) Vouched(ctx context.Context) error {

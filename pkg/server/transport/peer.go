@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/internal/crashpoint"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
@@ -28,7 +28,7 @@ type peer struct {
 	id    membership.ID
 	q     chan *raftpb.Message
 	stop  chan struct{}
-	woken chan struct{} // the peer said hello: stop backing off
+	woken atomic.Bool   // the peer said hello: a connection that is not up is dialed afresh
 	hello chan struct{} // greet the peer (Transport.Greet)
 	once  sync.Once
 
@@ -47,7 +47,7 @@ type peer struct {
 const queueSize = 4096
 
 func newPeer(t *Transport, id membership.ID, urls []string) *peer {
-	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), woken: make(chan struct{}, 1), hello: make(chan struct{}, 1), urls: urls}
+	return &peer{t: t, id: id, q: make(chan *raftpb.Message, queueSize), stop: make(chan struct{}), hello: make(chan struct{}, 1), urls: urls}
 }
 
 func (p *peer) setURLs(urls []string) {
@@ -82,225 +82,215 @@ func (p *peer) retire() {
 	p.close()
 }
 
-func (p *peer) wake() {
-	select {
-	case p.woken <- struct{}{}:
-	default:
-	}
-}
+// wake is the peer's hello: it has just started, so a connection still backing off from the
+// port nobody listened on is dialed afresh at the next message.
+func (p *peer) wake() { p.woken.Store(true) }
 
-// run keeps a stream open to the peer while there is something to send, reconnecting with a
-// short backoff; messages that arrive while it cannot send are dropped and reported (to raft,
-// while the peer is a member).
+// streamIdle is how long a sender keeps a stream open with nothing to send.
+const streamIdle = time.Minute
+
+// run sends what raft queues for the peer, in order, over one stream kept open while there is
+// something to send. It has one retry policy, grpc's reconnect backoff on the connection
+// (dial.go): it never waits itself. A message that cannot be sent now is dropped and reported
+// (to raft, while the peer is a member), and raft sends again.
 func (p *peer) run() {
-	var conn *grpc.ClientConn
-	connGen := -1
-	defer func() {
-		if conn != nil {
-			conn.Close()
+	s := &outbox{p: p}
+	defer s.closeConn()
+	idle := time.NewTimer(streamIdle)
+	defer idle.Stop()
+	stopped := func() {
+		if p.removed.Load() {
+			s.flush()
 		}
-	}()
-	backoff := 50 * time.Millisecond
-	var logged string
-	next := 0 // which of the peer's URLs to dial: the next one after a failure
-	// connect makes sure conn is a connection to the peer's current URLs.
-	connect := func() error {
-		urls, gen := p.address()
-		if gen == connGen && conn != nil {
-			return nil
-		}
-		if conn != nil {
-			conn.Close()
-			conn = nil
-		}
-		var err error
-		if conn, err = p.t.Dial(urls[next%len(urls)]); err != nil {
-			return err
-		}
-		connGen = gen
-		return nil
+		s.endStream()
 	}
-	// woke: the peer has just started. A connection that is not up was made to its old process,
-	// or is backing off from a port nobody listened on: the next message dials afresh. (Not
-	// ResetConnectBackoff: grpc reads its subconnections unlocked there, a race with a
-	// connection that is being made.)
-	woke := func() {
-		backoff = 50 * time.Millisecond
-		if conn != nil && conn.GetState() != connectivity.Ready {
-			conn.Close()
-			conn = nil
-		}
-	}
-	// last sends a removed peer what raft queued for it while it was a member, m first if
-	// pause kept it, in one try as the sender stops (stream flushes the rest).
-	last := func(m *raftpb.Message) {
-		if !p.removed.Load() {
-			return
-		}
-		if m == nil && len(p.q) > 0 {
-			m = <-p.q // only this goroutine takes from the queue
-		}
-		if m != nil && connect() == nil {
-			_ = p.stream(conn, m)
-		}
-	}
-	var first *raftpb.Message // what to send next: taken from the queue, or kept by pause
 	for {
-		if first == nil {
-			select {
-			case <-p.stop:
-				last(nil)
-				return
-			case <-p.woken:
-				woke()
-				continue
-			case <-p.hello:
-				var c *grpc.ClientConn
-				if connect() == nil {
-					c = conn
-				}
-				n := p.t.notice(p.id)
-				urls, _ := p.address()
-				go p.t.hello(c, n, urls)
-				continue
-			case first = <-p.q:
-			}
-		}
-		m := first
-		first = nil
-		if err := connect(); err != nil {
-			p.report(m, false)
-			continue
-		}
-		err := p.stream(conn, m)
-		if err == nil {
-			backoff = 50 * time.Millisecond
-			continue
-		}
-		if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
-			// A hint, as a Removed notice is: the peer may be stale, or forced into a new
-			// cluster. The member asks the cluster, and goes on trying meanwhile.
-			p.t.claimRemoved()
-		}
-		if conn != nil {
-			conn.Close()
-			conn = nil
-		}
-		next++
-		if msg := err.Error(); msg != logged {
-			// One line per kind of failure, not one per retry.
-			if OlderProtocol(err) {
-				p.t.cfg.Logger.Warn(olderProtocolLine(p.id), "err", msg)
-			} else {
-				p.t.cfg.Logger.Warn("cannot send to peer", "peer", p.id.String(), "err", msg)
-			}
-			logged = msg
-		}
-		// What pause keeps is tried first. A removed peer is tried once more (last) and no
-		// more: a dead peer is not dialed once per queued message.
-		var hello bool
-		if hello, first = p.pause(backoff); hello {
-			woke()
-		} else {
-			backoff = min(2*backoff, maxBackoff)
-		}
-		if p.removed.Load() { // retire sets it before it closes stop
-			last(first)
-			return
-		}
+		// The stop first: a removed or closing peer is not tried once for each queued message.
 		select {
-		case <-p.stop: // the transport is closing
+		case <-p.stop:
+			stopped()
 			return
 		default:
 		}
+		select {
+		case <-p.stop:
+			stopped()
+			return
+		case <-p.hello:
+			s.greet()
+		case err := <-s.ended:
+			// The receiver ended the stream: a refusal, or its shutdown.
+			s.failed(err)
+		case <-idle.C:
+			s.endStream()
+		case m := <-p.q:
+			s.send(m)
+			idle.Reset(streamIdle)
+		}
 	}
 }
 
-// stream sends first and everything queued after it on one stream, until the queue stays
-// empty for a while or sending fails.
-func (p *peer) stream(conn *grpc.ClientConn, first *raftpb.Message) error {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	if self := p.t.h.Cluster().Member(p.t.cfg.LocalID); self != nil && len(self.PeerURLs) > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, wire.PeerURLs, strings.Join(self.PeerURLs, ","))
+// outbox is the state of a peer's run loop: its connection and stream. Only run's goroutine
+// uses it.
+type outbox struct {
+	p       *peer
+	conn    *grpc.ClientConn
+	connGen int
+	next    int // which of the peer's URLs to dial: the next one after a failure
+	stream  pb.Peer_RaftClient
+	cancel  context.CancelFunc
+	ended   chan error // the stream's end as the receiver says it; nil without a stream
+	logged  string     // the last failure logged: one line per kind, not one per message
+}
+
+// connect makes sure s.conn is a connection to the peer's current URLs: dialed afresh when they
+// changed, and after a hello when the connection is not up.
+func (s *outbox) connect() error {
+	urls, gen := s.p.address()
+	if s.conn != nil && (gen != s.connGen || s.p.woken.Swap(false) && s.conn.GetState() != connectivity.Ready) {
+		s.closeConn()
 	}
-	s, err := pb.NewPeerClient(conn).Raft(ctx)
+	if s.conn != nil {
+		return nil
+	}
+	conn, err := s.p.t.Dial(urls[s.next%len(urls)])
 	if err != nil {
-		p.report(first, false)
 		return err
 	}
-	// The receiver answers only by ending the stream, with a status that says why (a refusal,
-	// or its shutdown): watch for it, so that a refusal is seen at once and not at the next send.
+	s.conn, s.connGen = conn, gen
+	return nil
+}
+
+// open makes sure a stream is open, naming this member's peer URLs so that a peer that does not
+// know it yet can answer (answerSender). The receiver answers only by ending the stream, with a
+// status that says why: ended delivers it, so that a refusal is seen at once.
+func (s *outbox) open() error {
+	if s.stream != nil {
+		return nil
+	}
+	if err := s.connect(); err != nil {
+		return err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	if self := s.p.t.h.Cluster().Member(s.p.t.cfg.LocalID); self != nil && len(self.PeerURLs) > 0 {
+		ctx = metadata.AppendToOutgoingContext(ctx, wire.PeerURLs, strings.Join(self.PeerURLs, ","))
+	}
+	stream, err := pb.NewPeerClient(s.conn).Raft(ctx)
+	if err != nil {
+		cancel()
+		return err
+	}
 	ended := make(chan error, 1)
-	go func() { ended <- s.RecvMsg(&pb.Ack{}) }()
-	idle := time.NewTimer(time.Minute)
-	defer idle.Stop()
-	m := first
-	for {
-		if err := p.send(s, m, ended); err != nil {
-			return err
+	go func() { ended <- stream.RecvMsg(&pb.Ack{}) }()
+	s.stream, s.cancel, s.ended = stream, cancel, ended
+	return nil
+}
+
+// send sends m and reports how it went; a failure ends the stream.
+func (s *outbox) send(m *raftpb.Message) {
+	if err := s.open(); err != nil {
+		s.p.report(m, false)
+		s.failed(err)
+		return
+	}
+	env := &pb.Envelope{ClusterId: uint64(s.p.t.cfg.ClusterID), From: uint64(s.p.t.cfg.LocalID), To: uint64(s.p.id), Message: m}
+	crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
+	err := s.stream.Send(env)
+	s.p.report(m, err == nil)
+	if err == nil {
+		if !s.p.removed.Load() {
+			s.p.t.cfg.Metrics.PeerSent(uint64(s.p.id), proto.Size(env))
 		}
-		idle.Reset(time.Minute)
-		select {
-		case m = <-p.q:
-		case err := <-ended:
-			if err == nil || errors.Is(err, io.EOF) {
-				err = errors.New("peer ended the stream")
-			}
-			return err
-		case <-idle.C:
-			s.CloseSend()
-			return nil
-		case <-p.stop:
-			if p.removed.Load() {
-				return p.flush(s, ended)
-			}
-			s.CloseSend()
-			return nil
+		return
+	}
+	if errors.Is(err, io.EOF) {
+		// The receiver ended the stream; its status says why.
+		err = <-s.ended
+	}
+	s.failed(err)
+}
+
+// failed handles a stream that failed or was ended by the receiver: the stream goes, a refusal
+// as removed is a claim to check (RemovalClaims), a peer of several URLs is tried at the next
+// one, and each kind of failure is logged once.
+func (s *outbox) failed(err error) {
+	s.endStream()
+	if err == nil || errors.Is(err, io.EOF) {
+		err = errors.New("peer ended the stream")
+	}
+	if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
+		// A hint, as a Removed notice is: the peer may be stale, or forced into a new cluster.
+		s.p.t.claimRemoved()
+	}
+	if urls, _ := s.p.address(); len(urls) > 1 {
+		s.closeConn()
+		s.next++
+	}
+	if msg := err.Error(); msg != s.logged {
+		if OlderProtocol(err) {
+			s.p.t.cfg.Logger.Warn(olderProtocolLine(s.p.id), "err", msg)
+		} else {
+			s.p.t.cfg.Logger.Warn("cannot send to peer", "peer", s.p.id.String(), "err", msg)
 		}
+		s.logged = msg
 	}
 }
 
-// send sends m on s, and reports how it went; ended is the end of the stream, which says why
-// the receiver refused it.
-func (p *peer) send(s pb.Peer_RaftClient, m *raftpb.Message, ended <-chan error) error {
-	env := &pb.Envelope{ClusterId: uint64(p.t.cfg.ClusterID), From: uint64(p.t.cfg.LocalID), To: uint64(p.id), Message: m}
-	crashpoint.HitIf(m.GetType() == raftpb.MessageType_MsgSnap, crashpoint.SnapshotSendBefore)
-	err := s.Send(env)
-	p.report(m, err == nil)
-	if err == nil && !p.removed.Load() {
-		p.t.cfg.Metrics.PeerSent(uint64(p.id), proto.Size(env))
+// greet sends the peer this member's hello over the connection its messages take (or one of its
+// own when that cannot be had), without waiting for the answer.
+func (s *outbox) greet() {
+	var conn *grpc.ClientConn
+	if s.connect() == nil {
+		conn = s.conn
 	}
-	if errors.Is(err, io.EOF) {
-		err = <-ended
+	urls, _ := s.p.address()
+	go s.p.t.hello(conn, s.p.t.notice(s.p.id), urls)
+}
+
+// endStream closes the stream, if one is open.
+func (s *outbox) endStream() {
+	if s.stream == nil {
+		return
 	}
-	return err
+	s.stream.CloseSend()
+	s.cancel()
+	s.stream, s.cancel, s.ended = nil, nil, nil
+}
+
+func (s *outbox) closeConn() {
+	s.endStream()
+	if s.conn != nil {
+		s.conn.Close()
+		s.conn = nil
+	}
 }
 
 // flushWait bounds how long a removed peer's sender waits for the peer to take what was flushed
 // to it: as long as a notice's answer (invoke).
 const flushWait = time.Second
 
-// flush sends a removed peer what raft queued for it while it was a member, ends the stream and
-// waits, flushWait at most, until the peer has taken it (a stream cancelled at once would drop
-// what is still in flight). What the leader queued holds the commit of the peer's own removal:
-// with it, the peer applies its removal and stops at once, instead of learning it from a refusal
-// or a Removed notice and confirming it with the cluster's voters first, while its clients wait.
-// Delivering a member's messages after its removal is only a delay, which the network may always
-// add.
-func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
+// flush sends a removed peer, in one try, what raft queued for it while it was a member, ends
+// the stream and waits, flushWait at most, until the peer has taken it (a stream cancelled at
+// once would drop what is still in flight). What the leader queued holds the commit of the
+// peer's own removal: with it, the peer applies its removal and stops at once, instead of
+// learning it from a refusal or a Removed notice and confirming it with the cluster's voters
+// first, while its clients wait. Nothing of it is reported: raft no longer tracks the peer.
+func (s *outbox) flush() {
 	// Only this goroutine takes from the queue, and nothing is queued for a removed peer.
-	for len(p.q) > 0 {
-		if err := p.send(s, <-p.q, ended); err != nil {
-			return err
+	if len(s.p.q) == 0 || s.open() != nil {
+		return
+	}
+	for len(s.p.q) > 0 {
+		env := &pb.Envelope{ClusterId: uint64(s.p.t.cfg.ClusterID), From: uint64(s.p.t.cfg.LocalID), To: uint64(s.p.id), Message: <-s.p.q}
+		if s.stream.Send(env) != nil {
+			return
 		}
 	}
-	s.CloseSend()
+	s.stream.CloseSend()
 	select {
-	case <-ended:
+	case <-s.ended:
 	case <-time.After(flushWait):
 	}
-	return nil
 }
 
 // report tells raft how sending m went, and counts a failure, while the peer is a member: raft
@@ -308,38 +298,5 @@ func (p *peer) flush(s pb.Peer_RaftClient, ended <-chan error) error {
 func (p *peer) report(m *raftpb.Message, ok bool) {
 	if !p.removed.Load() {
 		p.t.report(m, ok)
-	}
-}
-
-// pause waits, dropping and reporting whatever is queued meanwhile, until d passes, the peer
-// says hello or the sender stops. A message it takes once the peer has said hello, or once the
-// peer is removed, is not dropped but returned (keep), to be tried first: the transport wakes
-// the sender before its member may answer the greeting (Hello), so the first answer, often a
-// heartbeat a new member waits for, finds the hello pending whichever case the select picks; and
-// what is still queued for a removed peer goes in the sender's last try (run's last). A message
-// taken before then is dropped, the commit of the peer's own removal too: the peer was not
-// reachable, and learns of its removal as a stopped member does.
-func (p *peer) pause(d time.Duration) (hello bool, keep *raftpb.Message) {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	for {
-		select {
-		case m := <-p.q:
-			select {
-			case <-p.woken:
-				return true, m
-			default:
-			}
-			if p.removed.Load() { // set before stop is closed (retire)
-				return false, m
-			}
-			p.report(m, false)
-		case <-t.C:
-			return false, nil
-		case <-p.woken:
-			return true, nil
-		case <-p.stop:
-			return false, nil
-		}
 	}
 }

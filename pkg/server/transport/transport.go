@@ -16,7 +16,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/internal/crashpoint"
+	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
@@ -60,6 +60,10 @@ type Config struct {
 	// CNs may speak for any member; any other speaks only for the members whose peer URL hosts
 	// it covers (identity.go).
 	PeerAllowedCNs []string
+	// PeerAllowedHostnames is --peer-cert-allowed-hostname: when set, the handshake took only a
+	// certificate valid for one of these names, and such a certificate may speak for any member
+	// at a peer URL with a host (not for a unix socket's).
+	PeerAllowedHostnames []string
 }
 
 // Dial opens a connection to a peer URL with this member's peer credentials.
@@ -107,9 +111,10 @@ func (t *Transport) Register(s *grpc.Server) { pb.RegisterPeerServer(s, &peerSer
 //     applies that commit, so the member would otherwise find out only when it next campaigns.
 //     The member then asks the cluster (RemovalClaims); only a majority of its voters' word is
 //     proof, so a stranger's notice, a stale one, or a forced member's, is logged and ignored.
-//   - Hello tells a member that the sender has just started, so that it stops backing off from
-//     the sender: a member added while it was not running yet would otherwise wait out the
-//     backoff before its first message. No message of the greeting's reaches raft.
+//   - Hello tells a member that the sender has just started, so that its sender to the peer
+//     dials afresh a connection that is not up: a member added while it was not running yet
+//     would otherwise wait out grpc's backoff before its first message. No message of the
+//     greeting's reaches raft.
 //   - Probe is answered at once, touching nothing: its time is the round trip (probe.go).
 type peerService struct {
 	pb.UnimplementedPeerServer
@@ -127,9 +132,9 @@ func (s *peerService) Removed(ctx context.Context, n *pb.Notice) (*pb.Ack, error
 	})
 }
 
-// Hello is a hint too: it ends the backoff of this member's sender to the peer, so that the
-// next message raft sends it is tried at once. Raft's view of the peer changes only when the
-// peer answers.
+// Hello is a hint too: this member's sender to the peer dials afresh a connection that is not
+// up, so that the next message raft sends it is tried at once. Raft's view of the peer changes
+// only when the peer answers.
 func (s *peerService) Hello(ctx context.Context, n *pb.Notice) (*pb.Ack, error) {
 	t := s.t
 	return t.serveNotice(ctx, n, func(from sender) {
@@ -243,6 +248,8 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 	// One sender a stream, naming its URLs once, at the stream's start: its first message is
 	// enough to make sure it can be answered, and the rest stay off t.mu. Its identity is
 	// checked on that first message too, and every later one must name the same sender.
+	// Every wait for an envelope is bounded (streamLimit): a stream that carries nothing is
+	// closed, a stranger's soonest.
 	from := senderOf(stream.Context())
 	var sender membership.ID
 	defer func() {
@@ -250,11 +257,17 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 			t.streamEnded(sender)
 		}
 	}()
+	in := newInbox(stream)
+	defer in.stop()
 	for {
-		env, err := stream.Recv()
+		env, err := in.next(t.streamLimit(sender))
 		if err != nil {
 			if errors.Is(err, io.EOF) {
 				return stream.SendAndClose(&pb.Ack{})
+			}
+			if errors.Is(err, errStreamIdle) {
+				t.ignored.log("closed a raft stream that carried no message in time", from, "peer", sender.String())
+				return status.Error(codes.DeadlineExceeded, err.Error())
 			}
 			return err
 		}
@@ -269,7 +282,7 @@ func (t *Transport) receive(stream pb.Peer_RaftServer) error {
 			}
 			sender = membership.ID(env.GetFrom())
 			t.streamStarted(sender)
-			t.answerSender(stream.Context(), sender)
+			t.answerSender(stream.Context(), from, sender)
 		} else if membership.ID(env.GetFrom()) != sender {
 			return status.Error(codes.PermissionDenied, "a raft stream carries one sender's messages")
 		}
@@ -385,8 +398,10 @@ func (t *Transport) startProbe(p *peer) {
 // where this member's log ends: this member would wait for ever for entries it cannot ask for.
 // Every stream names its sender's peer URLs (wire.PeerURLs), and an unknown sender is added at
 // them as a remote, as etcd adds one from a request's X-PeerURLs: no prober until the membership lists it, and
-// then taken over by it (SetPeers), or closed with the sender's removal.
-func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
+// then taken over by it (SetPeers), or closed with the sender's removal. Only at the URLs this
+// member may dial (dialable): a URL a stranger names is never a unix socket's, and over peer TLS
+// one its certificate speaks for.
+func (t *Transport) answerSender(ctx context.Context, from sender, id membership.ID) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	p := t.peers[id]
@@ -398,6 +413,10 @@ func (t *Transport) answerSender(ctx context.Context, id membership.ID) {
 	}
 	urls := streamPeerURLs(ctx)
 	if err := membership.ValidatePeerURLs(urls); err != nil {
+		return
+	}
+	if urls = t.dialable(from, urls); len(urls) == 0 {
+		t.ignored.log("not answering a sender the membership does not list: its stream names no peer URL this member may dial", from, "peer", id.String())
 		return
 	}
 	if p != nil {

@@ -15,7 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/internal/logtest"
+	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
@@ -295,67 +295,8 @@ func TestGreet(t *testing.T) {
 	}
 }
 
-// A sender backing off from a peer that has just said hello drops nothing queued after the
-// hello: there the member's answer to the greeting, often the heartbeat a new member waits for.
-// The hello and the message are both pending when the pause looks, as when the sender was busy
-// dropping an earlier message; each round gives Go's select its choice again.
-func TestPauseKeepsWhatFollowsAHello(t *testing.T) {
-	h := &member{cluster: membership.NewCluster(7, nil)}
-	tr := New(Config{LocalID: 1, ClusterID: 7})
-	tr.Attach(h)
-	p := newPeer(tr, 2, []string{"http://127.0.0.1:1"})
-	for range 64 {
-		p.wake()
-		hb := heartbeat(1, 2)
-		p.enqueue(hb)
-		hello, keep := p.pause(time.Hour)
-		if !hello {
-			t.Fatal("pause ended without the hello")
-		}
-		if keep == nil {
-			select {
-			case keep = <-p.q: // the hello was taken first, and the message left queued
-			default:
-			}
-		}
-		if keep != hb {
-			t.Fatalf("pause kept %v; want the heartbeat queued after the hello", keep)
-		}
-	}
-	if n := h.unreachable.Load(); n != 0 {
-		t.Fatalf("%d messages reported undelivered; want none", n)
-	}
-}
-
-// A removed peer's sender stopping in its backoff pause drops nothing queued for the peer: what
-// the leader queued before the removal (the commit of the removal itself) is flushed to it. Each
-// round gives the select the choice between the queue and the stop again.
-func TestPauseKeepsWhatARemovedPeerIsOwed(t *testing.T) {
-	h := &member{}
-	tr := New(Config{LocalID: 1, ClusterID: 7})
-	tr.Attach(h)
-	p := newPeer(tr, 2, []string{"http://127.0.0.1:1"})
-	p.retire()
-	for range 64 {
-		hb := heartbeat(1, 2)
-		p.enqueue(hb)
-		if hello, keep := p.pause(time.Hour); hello || keep != hb && len(p.q) != 1 {
-			t.Fatalf("pause of a retired peer returned hello=%v, kept %v, %d queued; want the heartbeat kept or still queued", hello, keep, len(p.q))
-		}
-		select {
-		case <-p.q:
-		default:
-		}
-	}
-	if n := h.unreachable.Load(); n != 0 {
-		t.Fatalf("%d messages reported undelivered; want none", n)
-	}
-}
-
-// A removed peer that cannot be reached costs its stopping sender one more try at most, not one
-// a queued message: of what was queued, the sender takes the message it was trying and the one
-// of its last try. Each round gives the sender's selects their choices again; the port refuses,
-// so a try fails at once.
+// A removed peer that cannot be reached costs its stopping sender one try at most, not one a
+// queued message. The port refuses, so a try fails at once.
 func TestRemovedUnreachablePeerIsTriedOnce(t *testing.T) {
 	url := refusedURL(t)
 	tr := New(Config{LocalID: 1, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
@@ -377,8 +318,8 @@ func TestRemovedUnreachablePeerIsTriedOnce(t *testing.T) {
 		case <-time.After(20 * time.Second):
 			t.Fatal("the sender of a removed, unreachable peer still runs 20s after the removal")
 		}
-		if taken := queued - len(p.q); taken > 2 {
-			t.Fatalf("the sender took %d of the %d messages queued for a removed, unreachable peer; want 2 at most", taken, queued)
+		if taken := queued - len(p.q); taken > 1 {
+			t.Fatalf("the sender took %d of the %d messages queued for a removed, unreachable peer; want 1 at most", taken, queued)
 		}
 	}
 }
@@ -439,5 +380,28 @@ func TestAnswersASenderItDoesNotKnowYet(t *testing.T) {
 	receiver.SetPeers(gone)
 	if p := peer(); p != nil {
 		t.Fatal("the removed sender still has a peer")
+	}
+}
+
+// A sender the membership does not list that names only a unix socket is not dialed back: its
+// messages are taken (a plain peer network, as etcd's), but no peer is opened at the path.
+func TestStrangerSocketIsNotDialed(t *testing.T) {
+	receiver, member, url := serve(t, 2, 7, membership.NewCluster(7, nil))
+	conn, err := Dial(url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	envs := []*Envelope{{ClusterID: 7, From: 5, To: 2, Message: heartbeat(5, 2)}}
+	if err := SendRaft(context.Background(), conn, []string{"unix:///var/run/docker.sock"}, envs); err != nil {
+		t.Fatal(err)
+	}
+	if member.count() != 1 {
+		t.Fatalf("stepped %d messages, want 1", member.count())
+	}
+	receiver.mu.Lock()
+	defer receiver.mu.Unlock()
+	if p := receiver.peers[5]; p != nil {
+		t.Fatal("a peer was opened for the stranger at the socket it named")
 	}
 }

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/h2probe"
+	"github.com/clusterctl/clusterctl/internal/testkit/h2probe"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 

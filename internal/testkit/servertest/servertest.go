@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/clusterctl/clusterctl/internal/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
 	"github.com/clusterctl/clusterctl/pkg/server"
 )
 

@@ -1,7 +1,7 @@
 // Package proc starts, signals and reaps the server processes of the end-to-end and interop tests.
 //
 // The testscript harness (tests/e2e), the interop tests (tests/interop) and the bench
-// (tests/bench) all start members through it, by way of internal/cluster.
+// (tests/bench) all start members through it, by way of internal/testkit/cluster.
 //
 // Invariants:
 //   - Every wait is bounded by a deadline; nothing here sleeps for a fixed time to let a

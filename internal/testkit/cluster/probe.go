@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
-	"github.com/clusterctl/clusterctl/internal/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 )
 
 // probeTimeout bounds one RPC of a probe. A member that is up answers on loopback in

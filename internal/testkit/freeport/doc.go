@@ -1,6 +1,6 @@
 // Package freeport hands out TCP ports on 127.0.0.1 for tests that start servers, in process or
 // as real processes: Ports for a server that binds its port later, Listen for one the test runs
-// itself. Every harness that picks a port takes it here.
+// itself. Every harness that picks a port takes it here. Counting counts who dials a listener.
 //
 // Offset gives one offset for a fixed layout of ports (a script's PORT_OFFSET), every moved
 // port free.

@@ -19,9 +19,9 @@ import (
 
 	"google.golang.org/grpc/credentials"
 
-	"github.com/clusterctl/clusterctl/internal/freeport"
-	"github.com/clusterctl/clusterctl/internal/proc"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // Config says what a Cluster starts and where.

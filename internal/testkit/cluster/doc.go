@@ -1,7 +1,7 @@
 // Package cluster runs a set of etcd-style members on 127.0.0.1 as real processes for the
 // end-to-end and interop tests and the bench (tests/bench): clusterd, or real etcd, since clusterd
 // takes etcd's flags and the same code starts either. It is the one harness for processes; the
-// one for members inside a test binary is internal/servertest.
+// one for members inside a test binary is internal/testkit/servertest.
 //
 // A member has a name, a client address, a peer URL and a data dir, allocated once and kept for
 // the life of the cluster, so a member restarted after kill -9 comes back on the same ports and
