@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/clusterctl/clusterctl/internal/proc"
-	"github.com/clusterctl/clusterctl/internal/testpki"
+	"github.com/clusterctl/clusterctl/internal/testkit/proc"
+	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 )
 
 // rootPassword is root's password on the clusters below, in the password file the runbooks read.
