@@ -252,10 +252,15 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
 	if alive && r.SamePeerURLs(o.PeerURLs) {
 		replaced, err := c.AddedByReplace(ctx, r.OldID)
-		if err != nil && !errors.As(err, new(*client.HistoryUnsupportedError)) {
+		switch {
+		case errors.As(err, new(*client.HistoryUnsupportedError)):
+			// etcd keeps no history: a finished rebuild and the old member still running look
+			// alike. Either way nothing is to be done, and no environment is printed.
+			return fmt.Errorf("member %s (%s) is alive (%s) under this name and these peer URLs: nothing to do if member replace rebuilt it already (etcd keeps no history to tell); if not, stop it before replacing it by a member of the same name (%w)",
+				o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
+		case err != nil:
 			return err
-		}
-		if !replaced {
+		case !replaced:
 			return stillRunning
 		}
 	}
