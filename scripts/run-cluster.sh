@@ -162,11 +162,14 @@ export CLUSTERCTL_ENDPOINTS=$endpoints
 export CLUSTERCTL_CACERT=$pki/ca.pem
 export CLUSTERCTL_CERT=$pki/client.pem
 export CLUSTERCTL_KEY=$pki/client-key.pem
+export SCHEME=https
+export MEMBER_TLS="$(tlsflags infra3)"
 ${moved:+$moved
 }
   bin/clusterctl member list -w table
   bin/clusterctl member add infra3 --peer-urls=https://127.0.0.1:$(p 12380) --learner
-  (infra3's certificate is $pki/infra3.pem, its key $pki/infra3-key.pem)
+  (infra3's certificate is $pki/infra3.pem, its key $pki/infra3-key.pem; SCHEME and
+  MEMBER_TLS are what the runbooks in docs/runbooks start a member with)
 
 etcdctl takes the same files: --cacert, --cert and --key.
 Ctrl-C stops it; the data stays in $data/.
