@@ -118,7 +118,7 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		}
 		dirs = append(dirs, st)
 	}
-	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags()})
+	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags(o.flags)})
 	var different *datadir.DifferentClustersError
 	if errors.As(rankErr, &different) {
 		return rankErr
@@ -153,20 +153,20 @@ func (o *dataDirStatusOptions) serverTLS() datadir.MemberTLS {
 	return t
 }
 
-// clusterctlFlags are the flags the printed clusterctl lines need to reach the cluster as this
-// command would: its context, config file, TLS files (absolute) and login. A password is never
-// printed: a password file is, or a placeholder where the password was given inline.
-func (o *dataDirStatusOptions) clusterctlFlags() []string {
+// clusterctlFlags are the flags the printed clusterctl lines need to reach the cluster as the
+// command of flags would: its context, config file, TLS files (absolute) and login. A password is
+// never printed: a password file is, or a placeholder where the password was given inline.
+func (g *Globals) clusterctlFlags(flags *pflag.FlagSet) []string {
 	var f []string
-	if name := contextInUse(o.flags); name != "" {
+	if name := contextInUse(flags); name != "" {
 		f = append(f, "--"+contextFlag+"="+name)
 	}
-	if c := o.flags.Lookup("config-file"); c != nil && c.Value.String() != "" {
+	if c := flags.Lookup("config-file"); c != nil && c.Value.String() != "" {
 		f = append(f, "--config-file="+absPath(c.Value.String()))
 	} else if p := os.Getenv("CLUSTERCTL_CONFIG_FILE"); p != "" {
 		f = append(f, "--config-file="+absPath(p))
 	}
-	t := memberTLS(o.tlsFiles)
+	t := memberTLS(g.tlsFiles)
 	for _, kv := range []struct{ flag, value string }{{"cacert", t.CACert}, {"cert", t.Cert}, {"key", t.Key}} {
 		if kv.value != "" {
 			f = append(f, "--"+kv.flag+"="+kv.value)
@@ -175,7 +175,7 @@ func (o *dataDirStatusOptions) clusterctlFlags() []string {
 	if t.InsecureSkipVerify {
 		f = append(f, "--insecure-skip-tls-verify")
 	}
-	return append(f, printedLogin(o.given)...)
+	return append(f, printedLogin(g.given)...)
 }
 
 // printedLogin is the login of s as flags to print: the user's name and its password file; a

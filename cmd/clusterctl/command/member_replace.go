@@ -14,6 +14,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/printer"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // replaceRetry is how far apart member replace starts two promotions of a new member that is not
@@ -45,6 +46,8 @@ type memberReplaceOptions struct {
 	OldRef   string
 	Name     string
 	PeerURLs []string
+	// flags are the command's flags, for the ones a printed next step carries.
+	flags *pflag.FlagSet
 
 	// order is the steps in the order this run makes them: liveOrder, or deadOrder once the old
 	// member is found dead.
@@ -113,6 +116,7 @@ be refused changes nothing.`,
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start, catch up and, once promoted, serve")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
+	o.flags = cmd.Flags()
 	return cmd
 }
 
@@ -213,8 +217,9 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 		// of a stopped run is named, not taken.
 		nf := (*client.NotFoundError)(nil)
 		if errors.As(herr, new(*client.HistoryUnsupportedError)) && errors.As(err, &nf) && len(nf.Unstarted) == 0 {
-			return nil, fmt.Errorf("%w, nor %q: if member replace removed %s first and stopped before the add, run member add %s --learner --peer-urls=%s, then this command again",
-				err, o.Name, o.OldRef, o.Name, strings.Join(o.PeerURLs, ","))
+			next := append([]string{"clusterctl", "--endpoints=" + strings.Join(c.GivenEndpoints(), ",")}, o.clusterctlFlags(o.flags)...)
+			return nil, fmt.Errorf("%w, nor %q: if member replace removed %s first and stopped before the add, run %s member add %s --learner --peer-urls=%s, then this command again",
+				err, o.Name, o.OldRef, strings.Join(next, " "), o.Name, strings.Join(o.PeerURLs, ","))
 		}
 	}
 	return r, err
