@@ -2,7 +2,6 @@ package server_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -21,6 +20,8 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/storage"
+	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // A cluster that lost its majority restarts from one survivor's data, grows back one member
@@ -171,14 +172,15 @@ func TestForceNewClusterSkipsStaleRemoval(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The proposal's encoding is stored in the log: this is what raftnode writes for a removal
-	// checked in term 2; the entry holding it was appended in term 3.
-	change, err := json.Marshal(membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: victim}})
+	// The proposal as stored in the log: what raftnode writes for a removal checked in term 2;
+	// the entry holding it was appended in term 3.
+	prop, err := proto.Marshal(&cpb.Proposal{RequestId: 7, Term: 2,
+		Change: wire.ChangeToProto(membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: victim}})})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cc, err := proto.Marshal(&raftpb.ConfChange{Type: raftpb.ConfChangeType_ConfChangeRemoveNode.Enum(),
-		NodeId: proto.Uint64(uint64(victim)), Context: fmt.Appendf(nil, `{"requestID":7,"term":2,"change":%s}`, change)})
+		NodeId: proto.Uint64(uint64(victim)), Context: prop})
 	if err != nil {
 		t.Fatal(err)
 	}
