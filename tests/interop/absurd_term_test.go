@@ -160,7 +160,8 @@ func grepLines(s, sub string) []string {
 }
 
 // etcd 3.7.1 dies for good from one forged heartbeat of term 2^64-1, POSTed by a stranger to one
-// member's plain peer port: every member panics and stores the term. datadir check names the
+// member's plain peer port: that member panics and stores the term, and so, mostly, do the
+// others it reached before it died. datadir check names the
 // term in each directory (exit 31); datadir reset-term brings each back, with the learner added
 // before (an acknowledged membership change) still there.
 func TestAbsurdTermEtcdRecovery(t *testing.T) {
@@ -183,22 +184,31 @@ func TestAbsurdTermEtcdRecovery(t *testing.T) {
 		t.Fatal(err)
 	}
 	postRaft(t, target.PeerURL, st.GetHeader().GetClusterId(), absurdHeartbeat(mustID(t, c, "infra0")))
-	for _, n := range cluster.BootstrapNames(3) {
-		if _, err := c.WaitExit(n, waitTimeout); err != nil {
-			t.Fatalf("%s did not die of the forged term: %v", n, err)
-		}
+	if _, err := c.WaitExit("infra0", waitTimeout); err != nil {
+		t.Fatalf("infra0 did not die of the forged term: %v", err)
 	}
+	// The term spreads with the dead member's last messages, so the others die of it within
+	// seconds, or, when it died before it sent any, go on without it: whichever, each is stopped
+	// now, and every directory that holds the term is recovered.
 	var dirs []string
 	for _, n := range cluster.BootstrapNames(3) {
+		if _, err := c.WaitExit(n, 10*time.Second); err != nil {
+			if err := c.Kill(n); err != nil {
+				t.Fatal(err)
+			}
+		}
 		m, _ := c.Member(n)
-		dirs = append(dirs, m.DataDir)
 		r := runCLI(t, ctl, "datadir", "check", m.DataDir)
-		if r.code != 31 || !strings.Contains(r.stdout, "holds term 18446744073709551615") ||
-			!strings.Contains(r.stdout, "clusterctl datadir reset-term "+m.DataDir) {
+		switch {
+		case r.code == 31 && strings.Contains(r.stdout, "holds term 18446744073709551615") &&
+			strings.Contains(r.stdout, "clusterctl datadir reset-term "+m.DataDir):
+			dirs = append(dirs, m.DataDir)
+		case r.code == 0 && n != "infra0":
+		default:
 			t.Fatalf("check of %s: %v", n, r)
 		}
 	}
-	if r := runCLI(t, ctl, append([]string{"datadir", "reset-term"}, dirs...)...); r.code != 0 || strings.Count(r.stdout, "reset to") != 3 {
+	if r := runCLI(t, ctl, append([]string{"datadir", "reset-term"}, dirs...)...); r.code != 0 || strings.Count(r.stdout, "reset to") != len(dirs) {
 		t.Fatalf("reset-term: %v", r)
 	}
 	for _, n := range cluster.BootstrapNames(3) {
