@@ -110,12 +110,14 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 
 // awaitLeader waits, when the leader this member knows has been silent for an election timeout
 // or its connection broke, until it is heard again or another leader is known (ErrNotLeader: go
-// round again), and answers "no leader" after an election timeout: a request forwarded to a
+// round again), and answers "no leader" after three election timeouts: a request forwarded to a
 // leader that answers nothing would wait for the client's deadline, and whether it was applied
 // would be unknown. Nothing is sent, so a client may safely ask again.
 func (c *Coordinator) awaitLeader(ctx context.Context, lead membership.ID) error {
 	n := c.cfg.Node
-	deadline := time.NewTimer(c.cfg.ElectionTimeout)
+	// Raft's randomized election timeout is up to two election timeouts, and a campaign takes a
+	// round trip more: three is enough for the others to elect a leader if a quorum is up.
+	deadline := time.NewTimer(3 * c.cfg.ElectionTimeout)
 	defer deadline.Stop()
 	// Polled: a heartbeat heard changes nothing a member waits on.
 	poll := time.NewTicker(c.cfg.ElectionTimeout / 50)
