@@ -103,6 +103,9 @@ type Node struct {
 	// highest commit raft may hold from a message stepped.
 	stepMu     sync.Mutex
 	stepCommit atomic.Uint64
+	// checked is the membership of the last snapshot Step let through, decoded by its check:
+	// the loop applies it when raft hands the same data back, rather than decoding it again.
+	checked atomic.Pointer[checkedSnapshot]
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -345,9 +348,11 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	}
 	switch m.GetType() {
 	case raftpb.MessageType_MsgSnap:
-		if err := snapshotUnfit(m.GetSnapshot()); err != nil {
+		c, err := snapshotFit(m.GetSnapshot())
+		if err != nil {
 			return n.refused(err)
 		}
+		n.checked.Store(&checkedSnapshot{data: m.GetSnapshot().GetData(), cluster: c})
 	case raftpb.MessageType_MsgApp:
 		for _, e := range m.GetEntries() {
 			if _, err := proposalOf(e); err != nil {
