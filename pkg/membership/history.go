@@ -8,8 +8,10 @@ import (
 )
 
 // DefaultMaxHistory is how many changes a member keeps in its history unless told otherwise
-// (clusterd's --max-history).
-const DefaultMaxHistory = 10000
+// (clusterd's --max-history): years of a cluster's changes at a replacement a day. A member that
+// joins receives the whole history in its first snapshot, and each change copies it, so the
+// bound is also what a join and a change pay for (about 100 bytes an event).
+const DefaultMaxHistory = 1000
 
 // Origin is who asked for a change: it travels with the Change in the raft entry, so every
 // member records the same. Stored as clusterd.v2.Origin (pkg/wire).

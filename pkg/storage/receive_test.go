@@ -29,7 +29,7 @@ func longHistory(tb testing.TB, n int) *membership.Cluster {
 			By: membership.Origin{Address: "127.0.0.1:53122"}}
 		var err error
 		st := membership.Stamp{Index: uint64(100 + i), Term: 2, Time: at.Add(time.Duration(i) * 1713 * time.Microsecond)}
-		if c, err = c.ApplyRecorded(ch, st, membership.DefaultMaxHistory); err != nil {
+		if c, err = c.ApplyRecorded(ch, st, max(n, 1)); err != nil {
 			tb.Fatal(err)
 		}
 	}
