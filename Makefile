@@ -40,7 +40,8 @@ check:
 # Each test runs once: the server, client and command packages (pkg/, cmd/) under the race
 # detector, and the rest (the end-to-end, interop, runbook and chaos tests under tests/, the test
 # kits under internal/, scripts/) without it. The rest runs one package at a time (-p 1): its
-# process tests each start clusters. The runbook tests run make run's cluster and the runbooks
+# process tests each start clusters; inside a package they run side by side as go test's
+# -parallel allows (one per core), each with ports and directories of its own. The runbook tests run make run's cluster and the runbooks
 # with a PORT_OFFSET whose moved ports are free, below the ephemeral range other packages' ports
 # come from (freeport.Offset).
 race:

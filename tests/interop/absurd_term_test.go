@@ -35,6 +35,7 @@ func absurdHeartbeat(to uint64) *raftpb.Message {
 // counted in clusterd_network_peer_refused_messages_total, and leaves every member serving and
 // able to restart.
 func TestAbsurdTermRefusedByClusterd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, filepath.Join(binDir, "clusterd"))
 	target, _ := c.Member("infra0")
@@ -165,6 +166,7 @@ func grepLines(s, sub string) []string {
 // term in each directory (exit 31); datadir reset-term brings each back, with the learner added
 // before (an acknowledged membership change) still there.
 func TestAbsurdTermEtcdRecovery(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

@@ -15,6 +15,7 @@ import (
 // walk-through: list, add a learner, start it from the printed environment, promote it, update
 // its peer URLs, remove it.
 func TestClusterctlManagesEtcd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")
@@ -118,6 +119,7 @@ func TestClusterctlManagesEtcd(t *testing.T) {
 // mark exactly one member, the one etcd itself names as leader (etcdctl endpoint status), whichever
 // member clusterctl asks: every endpoint, or one follower alone.
 func TestClusterctlListTableMarksEtcdLeader(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

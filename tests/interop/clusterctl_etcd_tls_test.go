@@ -181,6 +181,7 @@ func (c cli) until(retry func(result) bool, args ...string) result {
 // from the printed environment plus its TLS flags, promote --wait, update, remove, snapshot save.
 // Then with etcd's auth enabled: root succeeds, others get their exit codes.
 func TestClusterctlManagesTLSEtcd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	p := newKubeadmPKI(t)
 	c, ms := startTLSEtcd(t, p)

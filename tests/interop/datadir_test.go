@@ -149,6 +149,7 @@ func treeState(t *testing.T, dir string) map[string]string {
 // recovery's commands with these paths; check passes every directory and snapshot file; and
 // neither writes a byte into a directory.
 func TestDataDirStatusAndCheck(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	ctl := filepath.Join(binDir, "clusterctl")
 	// A copy of one directory of each cluster, kept past the subtests.
@@ -284,6 +285,7 @@ func doctorEtcd(t *testing.T, dir string, f func(members, removed *bolt.Bucket) 
 // states two etcd bugs left behind, and datadir check names the member and both sides of each
 // (exit 31); status leaves such a directory out of the ranking.
 func TestDataDirCheckFindsEtcdDefects(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c, ids, _ := stoppedAtDifferentPoints(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

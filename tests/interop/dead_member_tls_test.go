@@ -18,6 +18,7 @@ import (
 // (removed first, added, started from the printed environment, promoted); then another member
 // is killed and member prune removes it.
 func TestDeadMemberOnSecuredEtcd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	ca, err := testpki.NewCA(t.TempDir(), "ca", testpki.RSA2048)
 	if err != nil {

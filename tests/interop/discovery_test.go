@@ -184,6 +184,7 @@ func (w testWriter) Write(b []byte) (int, error) {
 // register at once, one that stopped while it waited and started again, one too many, a reused
 // token, and a member whose data was lost.
 func TestDiscoveryThroughEtcd(t *testing.T) {
+	t.Parallel()
 	d := startDiscoveryService(t, "http")
 	token := d.newToken(t, 3)
 	cfg := discoveryConfig(d.addr, token)
@@ -250,6 +251,7 @@ func TestDiscoveryThroughEtcd(t *testing.T) {
 // TestDiscoveryRefusesATakenName: a member whose name another member registered is refused
 // before it writes anything.
 func TestDiscoveryRefusesATakenName(t *testing.T) {
+	t.Parallel()
 	d := startDiscoveryService(t, "http")
 	cfg := discoveryConfig(d.addr, d.newToken(t, 3))
 	ctx, cancel := context.WithCancel(context.Background())
@@ -274,6 +276,7 @@ func TestDiscoveryRefusesATakenName(t *testing.T) {
 
 // TestDiscoveryServiceDown: one line, quickly, and nothing else.
 func TestDiscoveryServiceDown(t *testing.T) {
+	t.Parallel()
 	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
@@ -297,6 +300,7 @@ func TestDiscoveryServiceDown(t *testing.T) {
 // clusterctl created, and clusterctl discovery status shows them; over plain http and over TLS
 // with client certificates, the members given etcd's own --discovery-* TLS flags.
 func TestEtcdBootstrapsWithClusterctlToken(t *testing.T) {
+	t.Parallel()
 	for _, scheme := range discoverySchemes {
 		t.Run(scheme, func(t *testing.T) { etcdBootstrapsWithClusterctlToken(t, scheme) })
 	}

@@ -18,6 +18,7 @@ import (
 // printed lines alone, form one cluster; discovery status shows them. A token reused exits 11, an
 // unknown one 10, and a clusterctl without --cacert exits 20.
 func TestDiscoveryOverTLS(t *testing.T) {
+	t.Parallel()
 	d := startDiscoveryService(t, "https")
 	ctl := d.ctl(t)
 	r := ctl.run("discovery", "new", "--size=3", "-w", "env")
@@ -119,6 +120,7 @@ func sameMembers(t *testing.T, c *cluster.Cluster) {
 // token and a clusterd member registers with --discovery-user and --discovery-password; a wrong
 // password is refused in one line by both, the password printed by neither.
 func TestDiscoveryOverTLSWithAuth(t *testing.T) {
+	t.Parallel()
 	d := startDiscoveryService(t, "https")
 	d.enableAuth(t)
 
@@ -165,6 +167,7 @@ func TestDiscoveryOverTLSWithAuth(t *testing.T) {
 // discovery status works for it, discovery new and clusterd's registration do not. Granted what
 // the line says, the refused member starts.
 func TestDiscoveryRefusesANonRootUser(t *testing.T) {
+	t.Parallel()
 	for _, scheme := range discoverySchemes {
 		t.Run(scheme, func(t *testing.T) {
 			d := startDiscoveryService(t, scheme)

@@ -95,6 +95,7 @@ func nothingWritten(t *testing.T, c *cluster.Cluster, name string) {
 // again from its own registration; a fourth is refused with one line that says to add it with
 // member add, and doing so works.
 func TestClusterdBootstrapsThroughDiscovery(t *testing.T) {
+	t.Parallel()
 	for _, scheme := range discoverySchemes {
 		t.Run(scheme, func(t *testing.T) {
 			d := startDiscoveryService(t, scheme)
@@ -149,6 +150,7 @@ func TestClusterdBootstrapsThroughDiscovery(t *testing.T) {
 // the token was made: the member is refused with one line within about the dial timeout (2 s by
 // default), and writes nothing.
 func TestClusterdDiscoveryServiceDown(t *testing.T) {
+	t.Parallel()
 	for _, scheme := range discoverySchemes {
 		t.Run(scheme, func(t *testing.T) {
 			d := startDiscoveryService(t, scheme)
@@ -177,6 +179,7 @@ func TestClusterdDiscoveryServiceDown(t *testing.T) {
 // TestClusterdDiscoveryRefusals: a token with --initial-cluster is one line and exit 1, before
 // anything is asked of the discovery service.
 func TestClusterdDiscoveryRefusals(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	ports, err := freeport.Ports(1)
 	if err != nil {

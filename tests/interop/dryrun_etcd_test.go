@@ -11,6 +11,7 @@ import (
 // A dry run is clusterd's: real etcd 3.7.1 answers clusterd's DryRun call Unimplemented, so every
 // --dry-run against it exits 18 in one line, prints nothing on stdout and changes nothing.
 func TestDryRunAgainstEtcd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

@@ -17,6 +17,7 @@ import (
 // so snapshot save reads them from the member's status; a peer URL given for an endpoint is
 // recognised by etcd's peer /version.
 func TestClusterctlEtcdNamesAndIDs(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

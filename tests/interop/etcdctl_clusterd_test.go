@@ -17,6 +17,7 @@ import (
 // member order, JSON numbers). What remains must be equal: the lines etcdctl prints, its error
 // lines and its exit codes, and the fields of its JSON.
 func TestEtcdctlManagesClusterd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	compareEtcdctl(t, nil)
 }

@@ -12,6 +12,7 @@ import (
 // adds a learner, starts it from its printed environment plus its TLS flags (a join over mutual
 // TLS), promotes, updates and removes it, and prints the same against clusterd as against etcd.
 func TestEtcdctlManagesClusterdTLS(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	compareEtcdctl(t, func(t *testing.T) *testpki.CA {
 		ca, err := testpki.NewCA(t.TempDir(), "ca", testpki.RSA2048)

@@ -19,6 +19,7 @@ import (
 // endpoint status shows etcd's default quota rather than 0 B; any other KV call is refused with
 // one line saying what clusterd is. With a voter majority down, health fails as etcd's does.
 func TestEtcdctlHealthAgainstClusterd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	for _, tc := range []struct {
 		name string

@@ -13,6 +13,7 @@ import (
 // certificates, member history says so in one line and exits 32, with nothing on stdout, in
 // every format and consistency.
 func TestHistoryAgainstEtcd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	ctl := filepath.Join(binDir, "clusterctl")
 	want := regexp.MustCompile(`\AError: membership history is clusterd's: the member at \S+ \(version 3\.7\.1\) keeps none\n\z`)

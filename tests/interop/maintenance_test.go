@@ -15,6 +15,7 @@ import (
 // alike; then with one member killed, each endpoint command prints a row for it and exits with
 // its documented code.
 func TestMaintenanceCommands(t *testing.T) {
+	t.Parallel()
 	for _, tt := range []struct{ name, server, version string }{
 		{"clusterd", "", "3.7.1-clusterd"},
 		{"etcd", "etcd", "3.7.1"},
@@ -159,6 +160,7 @@ func maintenanceScenario(t *testing.T, c *cluster.Cluster, serverVersion string)
 
 // etcdctl move-leader works against clusterd, with etcd's refusal when sent to a follower.
 func TestEtcdctlMoveLeaderOnClusterd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, filepath.Join(binDir, "clusterd"))
 	leader, leaderID, err := c.WaitLeader(waitTimeout)

@@ -18,6 +18,7 @@ import (
 // row: a status needs no token, and a login, which needs a leader, is never waited for. Every
 // membership change ends with exit 15, no leader, within about a second (changesWithoutLeader).
 func TestReadsWithLoginAfterMajorityLoss(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	for _, server := range []string{etcd.Etcd, filepath.Join(binDir, "clusterd")} {
 		t.Run(filepath.Base(server), func(t *testing.T) { readsWithLoginAfterMajorityLoss(t, server) })

@@ -25,6 +25,7 @@ import (
 // added back by the IDs the adds wrote. At the end the cluster has its three voters again and
 // the keys written before the loss. No line holds the password.
 func TestPrintedRecoveryStepsRunAsPrinted(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	for _, server := range []struct{ name, bin string }{{"etcd", etcd.Etcd}, {"clusterd", filepath.Join(binDir, "clusterd")}} {
 		t.Run(server.name, func(t *testing.T) {

@@ -17,6 +17,7 @@ import (
 // the command's TLS settings and credentials, never a certificate or authentication error from
 // a status call made without them. The learner then starts and the wait ends in its promotion.
 func TestPromoteWaitProgressOverTLS(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	for _, server := range []struct{ name, bin string }{{"etcd", etcd.Etcd}, {"clusterd", filepath.Join(binDir, "clusterd")}} {
 		t.Run(server.name, func(t *testing.T) {

@@ -28,6 +28,7 @@ import (
 // member already dead when the command starts is therefore removed first, which the end of the
 // test pins.
 func TestClusterctlReplacesEtcdMember(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")
@@ -179,6 +180,7 @@ func startReplace(t *testing.T, c *cluster.Cluster, ctl string, args []string) (
 // TestClusterctlReplacesEtcdLeader replaces etcd 3.7.1's leader: the new member, started from the
 // printed environment, is promoted, leadership moves to it, and the old leader is removed.
 func TestClusterctlReplacesEtcdLeader(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

@@ -15,6 +15,7 @@ import (
 // The documented next step then finishes it: member add of the new member as a learner, started
 // from the environment printed, and the command run again, which finds it added and promotes it.
 func TestReplaceStoppedAfterRemovalOnEtcd(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	c := startCluster(t, etcd.Etcd)
 	ctl := filepath.Join(binDir, "clusterctl")

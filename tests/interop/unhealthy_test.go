@@ -16,6 +16,7 @@ import (
 // are refused with "unhealthy cluster" (etcdctl exit 1, clusterctl exit 12), the membership
 // unchanged; the stopped member's removal is accepted.
 func TestRejectUnhealthyRightAfterAStop(t *testing.T) {
+	t.Parallel()
 	needBinaries(t)
 	for _, server := range []struct{ name, bin string }{{"etcd", etcd.Etcd}, {"clusterd", filepath.Join(binDir, "clusterd")}} {
 		for _, sig := range []syscall.Signal{syscall.SIGTERM, syscall.SIGKILL} {

@@ -25,9 +25,8 @@ const rootPassword = "s3cret-rootpw"
 // variables, by variables only). The keys written before each runbook are there after it
 // (majority-loss-etcd writes and checks its own).
 func TestRunbooksOnTLSEtcdWithAuth(t *testing.T) {
+	t.Parallel()
 	root, _ := runbooks(t)
-	work := workspace(t)
-	off := portOffset(t, layoutPorts)
 	k := kubeadmLike(t)
 	for _, tc := range []struct {
 		book, how string
@@ -40,13 +39,13 @@ func TestRunbooksOnTLSEtcdWithAuth(t *testing.T) {
 		{"replace-member", "context", k.context(t)},
 	} {
 		t.Run(tc.book+"_by_"+tc.how, func(t *testing.T) {
+			t.Parallel()
 			bs, err := blocks(filepath.Join(root, "docs", "runbooks", tc.book+".md"))
 			if err != nil || len(bs) == 0 {
 				t.Fatalf("no sh blocks: %v", err)
 			}
-			if err := os.RemoveAll(filepath.Join(work, "data")); err != nil {
-				t.Fatal(err)
-			}
+			work := workspace(t)
+			off := portOffset(t, layoutPorts)
 			if err := os.MkdirAll(filepath.Join(work, "data"), 0o700); err != nil {
 				t.Fatal(err)
 			}

@@ -105,6 +105,15 @@ func localEndpoints(off int) string {
 	return fmt.Sprintf("127.0.0.1:%d,127.0.0.1:%d,127.0.0.1:%d", 2379+off, 22379+off, 32379+off)
 }
 
+var (
+	binDir   string // clusterd and clusterctl, built once for every workspace
+	buildErr error
+)
+
+func TestMain(m *testing.M) {
+	os.Exit(cluster.MainWithOwn(m, func(dir string, err error) { binDir, buildErr = dir, err }))
+}
+
 // workspace lays out a directory like the repository after make build: bin/ with both binaries
 // and etcd 3.7.1's etcd and etcdctl, scripts/run-cluster.sh.
 func workspace(t *testing.T) string {
@@ -113,8 +122,11 @@ func workspace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if buildErr != nil {
+		t.Fatalf("building clusterd and clusterctl: %v", buildErr)
+	}
 	work := t.TempDir()
-	if err := cluster.BuildOwn(filepath.Join(work, "bin")); err != nil {
+	if err := os.Mkdir(filepath.Join(work, "bin"), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	// The discovery runbook runs a real etcd as the discovery service, from bin/etcd as its
@@ -123,7 +135,9 @@ func workspace(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for bin, path := range map[string]string{"etcd": etcd.Etcd, "etcdctl": etcd.Etcdctl} {
+	bins := map[string]string{"etcd": etcd.Etcd, "etcdctl": etcd.Etcdctl,
+		"clusterd": filepath.Join(binDir, "clusterd"), "clusterctl": filepath.Join(binDir, "clusterctl")}
+	for bin, path := range bins {
 		if err := os.Symlink(path, filepath.Join(work, "bin", bin)); err != nil {
 			t.Fatal(err)
 		}
@@ -176,19 +190,22 @@ func runbooks(t *testing.T) (root string, books []string) {
 	return root, books
 }
 
+// Each runbook runs in a workspace and at a PORT_OFFSET of its own, beside the others, but for
+// those that find members by pgrep: they match every local cluster's members, so they run first,
+// alone (the other tests of this package, which start members too, run after this one).
 func TestRunbooks(t *testing.T) {
 	_, books := runbooks(t)
-	work := workspace(t)
-	off := portOffset(t, layoutPorts)
 	for _, book := range books {
 		t.Run(strings.TrimSuffix(filepath.Base(book), ".md"), func(t *testing.T) {
 			bs, err := blocks(book)
 			if err != nil || len(bs) == 0 {
 				t.Fatalf("no sh blocks: %v", err)
 			}
-			if err := os.RemoveAll(filepath.Join(work, "data")); err != nil {
-				t.Fatal(err)
+			if !strings.Contains(strings.Join(bs, "\n"), "pgrep") {
+				t.Parallel()
 			}
+			work := workspace(t)
+			off := portOffset(t, layoutPorts)
 			groups := &processGroups{off: off}
 			defer groups.kill()
 			if _, err := groups.start(work, "scripts/run-cluster.sh"); err != nil {
@@ -208,6 +225,7 @@ func TestRunbooks(t *testing.T) {
 // make run's promise (README): Ctrl-C stops the members and keeps their data, and running it
 // again restarts the same cluster.
 func TestRunClusterCtrlCKeepsData(t *testing.T) {
+	t.Parallel()
 	work := workspace(t)
 	off := portOffset(t, runClusterPorts)
 	groups := &processGroups{off: off}

@@ -20,6 +20,7 @@ import (
 // them; without the client certificate clusterctl is refused at the handshake (exit 20). Ctrl-C
 // keeps the data, and a second run reuses the certificates and restarts the same cluster.
 func TestRunClusterTLS(t *testing.T) {
+	t.Parallel()
 	work := workspace(t)
 	off := portOffset(t, runClusterPorts)
 	groups := &processGroups{off: off}
