@@ -269,7 +269,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
 	wg.Go(func() {
-		watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log)
+		watchRemoval(runCtx, m, s.peerCreds, s.cfg.ElectionTimeout)
 	})
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),

@@ -29,6 +29,7 @@ type Metrics struct {
 	peerSentFailures  *prometheus.CounterVec
 	peerRoundTrip     *prometheus.HistogramVec
 	peerRefused       prometheus.Counter
+	forcedOut         prometheus.Gauge
 
 	backendCommit prometheus.Histogram
 
@@ -57,13 +58,14 @@ func New(opts Options) *Metrics {
 	m.initEtcd()
 	m.initMembership()
 	m.peerRefused = newPeerRefused()
+	m.forcedOut = newForcedOut()
 	m.grpc = newGRPCMetrics()
 	m.state = newStateCollector(now)
 	m.reg.MustRegister(
 		m.leaderChanges, m.proposalsPending, m.proposalsFailed,
 		m.peerSentBytes, m.peerReceivedBytes, m.peerSentFailures, m.peerRoundTrip, m.peerRefused,
 		m.backendCommit,
-		m.changes, m.refusals,
+		m.changes, m.refusals, m.forcedOut,
 		m.grpc.server,
 		m.state,
 		// etcd registers on Prometheus's default registry, which carries these two.

@@ -161,13 +161,19 @@ func (s *peerService) Probe(ctx context.Context, n *pb.Notice) (*pb.Ack, error) 
 }
 
 // serveNotice hands handle a notice meant for this member of this cluster; a notice for another
-// cluster or member is refused, and logged (rate-limited) with who sent it.
+// cluster or member is refused, and logged (rate-limited) with who sent it. A notice from a
+// member this one has removed is refused as its raft messages are, so that the sender's prober
+// hears it (a hint, RemovalClaims) even when raft has nothing for this member: the follower of
+// an old majority that another member forced into a new cluster without it.
 func (t *Transport) serveNotice(ctx context.Context, n *pb.Notice, handle func(sender)) (*pb.Ack, error) {
 	from := senderOf(ctx)
 	if n.GetClusterId() != uint64(t.cfg.ClusterID) || n.GetTo() != uint64(t.cfg.LocalID) {
 		t.ignored.log("refused a notice for another cluster or member", from,
 			"peer", membership.ID(n.GetFrom()).String(), "cluster", membership.ID(n.GetClusterId()).String(), "to", membership.ID(n.GetTo()).String())
 		return nil, rpcerr.Status(ErrClusterIDMismatch)
+	}
+	if t.h.Cluster().IsRemoved(membership.ID(n.GetFrom())) {
+		return nil, rpcerr.Status(membership.ErrIDRemoved)
 	}
 	handle(from)
 	return &pb.Ack{}, nil
