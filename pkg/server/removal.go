@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -76,6 +77,7 @@ func watchRemoval(ctx context.Context, m *running, creds credentials.TransportCr
 		}
 		forcedOut = len(v.forced) > 0
 		m.obs.metrics.ForcedOut(forcedOut)
+		m.noteForcedOut(v.forced)
 		if claimed {
 			claimGap = min(2*claimGap, time.Minute)
 		}
@@ -84,6 +86,29 @@ func watchRemoval(ctx context.Context, m *running, creds credentials.TransportCr
 			logUnconfirmed(log, v, known)
 		}
 	}
+}
+
+// noteForcedOut keeps the forced removals a check found for Status's errors (conditions), one
+// line each voter.
+func (m *running) noteForcedOut(forced []forcedRemoval) {
+	if len(forced) == 0 {
+		m.forcedOut.Store(nil)
+		return
+	}
+	var lines []string
+	for _, f := range forced {
+		lines = append(lines, fmt.Sprintf("clusterd: voter %s says --force-new-cluster removed this member at index %d: two clusters may answer under one cluster ID", f.peer, f.removal.RaftIndex))
+	}
+	m.forcedOut.Store(&lines)
+}
+
+// conditions are this member's own findings for Status's errors: the forced removals the last
+// removal check found. The slice is never changed once stored.
+func (m *running) conditions() []string {
+	if lines := m.forcedOut.Load(); lines != nil {
+		return *lines
+	}
+	return nil
 }
 
 // logUnconfirmed says that a claim of this member's removal was not confirmed: for each voter
