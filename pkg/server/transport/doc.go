@@ -24,9 +24,9 @@
 //   - A notice from a member this one has removed is refused as removed, as its raft messages
 //     are: a removed member's prober hears it even when raft has nothing to send.
 //   - No notice is believed: a Removed notice, or a peer refusing this member as removed (its
-//     raft stream or its probe), only sends a claim on RemovalClaims, which the server checks
-//     with a majority of the voters;
-//     a Hello only has this member's sender to the peer dial afresh a connection that is not up.
+//     raft stream, its probe or its greeting), only sends a claim on RemovalClaims, which the
+//     server checks with a majority of the voters; a Hello only has this member's sender to the
+//     peer dial afresh a connection that is not up.
 //     Nothing here steps a raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A sender

@@ -2,14 +2,11 @@ package transport
 
 import (
 	"context"
-	"errors"
 	"time"
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/connectivity"
 
-	"github.com/clusterctl/clusterctl/pkg/membership"
-	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
@@ -77,10 +74,7 @@ func (p *peer) probe(interval time.Duration) {
 		rtt := time.Since(start)
 		ccancel()
 		if err != nil {
-			if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
-				// A hint, as the refusal of a raft stream is (outbox.failed).
-				p.t.claimRemoved()
-			}
+			p.t.claimIfRefusedAsRemoved(err)
 			conn.Close()
 			conn, next = nil, next+1
 			continue

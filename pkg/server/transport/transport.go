@@ -184,6 +184,16 @@ func (t *Transport) serveNotice(ctx context.Context, n *pb.Notice, handle func(s
 // holds one claim, so claims that come while one waits are one.
 func (t *Transport) RemovalClaims() <-chan struct{} { return t.claims }
 
+// claimIfRefusedAsRemoved makes a peer's refusal of this member as removed (of its raft stream,
+// its probe or its greeting) a claim, and says whether err was one.
+func (t *Transport) claimIfRefusedAsRemoved(err error) bool {
+	if !errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
+		return false
+	}
+	t.claimRemoved()
+	return true
+}
+
 func (t *Transport) claimRemoved() {
 	select {
 	case t.claims <- struct{}{}:
@@ -205,10 +215,13 @@ func (t *Transport) Greet() {
 }
 
 // hello sends peer p the greeting n over conn, the connection of p's sender (nil when it could
-// not dial), else at each of p's URLs until one answers.
+// not dial), else at each of p's URLs until one answers. A refusal as removed is an answer, and
+// a claim.
 func (t *Transport) hello(conn *grpc.ClientConn, n *pb.Notice, urls []string) {
-	if conn != nil && invoke(conn, pb.PeerClient.Hello, n) == nil {
-		return
+	if conn != nil {
+		if err := invoke(conn, pb.PeerClient.Hello, n); err == nil || t.claimIfRefusedAsRemoved(err) {
+			return
+		}
 	}
 	t.notify(pb.PeerClient.Hello, n, urls)
 }
