@@ -58,7 +58,6 @@ func New(opts Options) *Metrics {
 	m.initEtcd()
 	m.initMembership()
 	m.peerRefused = newPeerRefused()
-	m.forcedOut = newForcedOut()
 	m.grpc = newGRPCMetrics()
 	m.state = newStateCollector(now)
 	m.reg.MustRegister(
