@@ -31,10 +31,10 @@ import (
 // it was shown when it joined (hints): those are the voters that decided its addition.
 //
 // When a voter of this member's membership answers that --force-new-cluster removed this member
-// and the majority does not confirm it, two clusters may answer under one cluster ID: this
-// member says so, louder than of any other claim (forcedOut), and the metric
-// clusterd_membership_forced_out is 1 until a check finds it no longer so, made at least once
-// a minute meanwhile. It stops nothing: that voter's word is one peer's.
+// and the majority does not confirm it, two clusters may answer under one cluster ID: the member
+// says so at error level (logUnconfirmed), in its Status errors (conditions) and in
+// clusterd_membership_forced_out, until a check no longer finds it; while it stands, the check
+// is made again at least once a minute. It stops nothing: that voter's word is one peer's.
 func watchRemoval(ctx context.Context, m *running, creds credentials.TransportCredentials, electionTimeout time.Duration) {
 	node, log := m.node, m.log
 	t := time.NewTicker(2 * electionTimeout)
