@@ -12,6 +12,9 @@
 //   - A data directory holding a tombstone never starts again (ErrRemoved). The tombstone is
 //     written only on proof of the member's committed removal: applied from its own log, or
 //     confirmed by a majority of the voters it knows (removal.go), never on one peer's word.
+//     A voter's answer that --force-new-cluster removed this member, unconfirmed, is reported
+//     (an error line once a minute, clusterd_membership_forced_out, Status's errors) and
+//     stops nothing: the old members of a forced cluster run on until the operator stops them.
 //   - TLS (servertls) is validated with the other flags and loaded before the listeners open;
 //     each port's https:// listeners are served by a gRPC server with TLS credentials and its
 //     plain ones by another with the same services. The client port's servers check admin

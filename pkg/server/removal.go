@@ -2,6 +2,7 @@ package server
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"slices"
 	"time"
@@ -10,7 +11,6 @@ import (
 	"google.golang.org/grpc/credentials"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
@@ -29,10 +29,18 @@ import (
 //
 // A member that joined and has not applied a membership yet (no snapshot came) asks the members
 // it was shown when it joined (hints): those are the voters that decided its addition.
-func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transport, hints *membership.Cluster, cluster membership.ID, creds credentials.TransportCredentials, electionTimeout time.Duration, log *slog.Logger) {
+//
+// When a voter of this member's membership answers that --force-new-cluster removed this member
+// and the majority does not confirm it, two clusters may answer under one cluster ID: the member
+// says so at error level (logUnconfirmed), in its Status errors (conditions) and in
+// clusterd_membership_forced_out, until a check no longer finds it; while it stands, the check
+// is made again at least once a minute. It stops nothing: that voter's word is one peer's.
+func watchRemoval(ctx context.Context, m *running, creds credentials.TransportCredentials, electionTimeout time.Duration) {
+	node, log := m.node, m.log
 	t := time.NewTicker(2 * electionTimeout)
 	defer t.Stop()
-	var lastClaim, lastLogged time.Time
+	var lastClaim, lastLogged, lastChecked time.Time
+	var forcedOut bool
 	claimGap := electionTimeout
 	for {
 		claimed := false
@@ -40,39 +48,101 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 		case <-ctx.Done():
 			return
 		case <-t.C:
-		case <-tr.RemovalClaims():
+		case <-m.tr.RemovalClaims():
 			if time.Since(lastClaim) < claimGap {
 				continue
 			}
 			claimed, lastClaim = true, time.Now()
 		}
-		if lead := node.Leader(); !claimed && (lead == node.ID() || lead != 0 && node.HeardWithin(lead, 2*electionTimeout)) {
+		recheck := forcedOut && time.Since(lastChecked) >= time.Minute
+		if lead := node.Leader(); !claimed && !recheck && (lead == node.ID() || lead != 0 && node.HeardWithin(lead, 2*electionTimeout)) {
 			continue
 		}
 		qctx, cancel := context.WithTimeout(ctx, electionTimeout)
 		known := node.Cluster()
-		if len(known.Voters()) == 0 && hints != nil {
-			known = hints
+		if len(known.Voters()) == 0 && m.hints != nil {
+			known = m.hints
 		}
 		// Told at the moment of the removal, the voters may not all have applied it yet: ask
 		// again until they do. The leader silent for two election timeouts: they have.
-		yes, need := removalConfirmed(qctx, node.ID(), cluster, known, node.HoldsOwnRemoval(), claimed, creds)
+		v := removalConfirmed(qctx, node.ID(), m.state.ClusterID, known, node.HoldsOwnRemoval(), claimed, creds)
 		cancel()
-		if yes >= need || need == 0 {
+		lastChecked = time.Now()
+		if v.yes >= v.need || v.need == 0 {
 			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
-				"confirmed", yes, "needed", need)
+				"confirmed", v.yes, "needed", v.need)
+			m.obs.metrics.ForcedOut(false)
 			node.MarkRemoved()
 			return
 		}
+		forcedOut = len(v.forced) > 0
+		m.obs.metrics.ForcedOut(forcedOut)
+		m.noteForcedOut(v.forced)
 		if claimed {
 			claimGap = min(2*claimGap, time.Minute)
 		}
-		if claimed && time.Since(lastLogged) >= time.Minute {
+		if (claimed || forcedOut) && time.Since(lastLogged) >= time.Minute {
 			lastLogged = time.Now()
-			log.Warn("a peer says this member has been removed, and a majority of the cluster's voters does not confirm it: ignored (a stale or forged notice, or a member forced into a new cluster)",
-				"confirmed", yes, "needed", need)
+			logUnconfirmed(log, v, known)
 		}
 	}
+}
+
+// noteForcedOut keeps the forced removals a check found for Status's errors (conditions), one
+// line each voter.
+func (m *running) noteForcedOut(forced []forcedRemoval) {
+	if len(forced) == 0 {
+		m.forcedOut.Store(nil)
+		return
+	}
+	var lines []string
+	for _, f := range forced {
+		lines = append(lines, fmt.Sprintf("clusterd: voter %s says --force-new-cluster removed this member at index %d: two clusters may answer under one cluster ID", f.peer, f.removal.RaftIndex))
+	}
+	m.forcedOut.Store(&lines)
+}
+
+// conditions are this member's own findings for Status's errors: the forced removals the last
+// removal check found. The slice is never changed once stored.
+func (m *running) conditions() []string {
+	if lines := m.forcedOut.Load(); lines != nil {
+		return *lines
+	}
+	return nil
+}
+
+// logUnconfirmed says that a claim of this member's removal was not confirmed: for each voter
+// that answered that --force-new-cluster removed this member, that two clusters may answer
+// and what the operator does; otherwise that the claim is ignored.
+func logUnconfirmed(log *slog.Logger, v removalVerdict, known *membership.Cluster) {
+	for _, f := range v.forced {
+		var urls []string
+		if m := known.Member(f.peer); m != nil {
+			urls = m.PeerURLs
+		}
+		log.Error("a voter of this member's cluster says --force-new-cluster removed this member, and a majority of the cluster's voters does not confirm it: two clusters may answer under one cluster ID. Stop this member; if the forced cluster is the one to keep, wipe this member's data directory and add it to that cluster again",
+			"peer", f.peer.String(), "peer-urls", urls, "forced-index", f.removal.RaftIndex, "forced-term", f.removal.Term,
+			"confirmed", v.yes, "needed", v.need)
+	}
+	if len(v.forced) == 0 {
+		log.Warn("a peer says this member has been removed, and a majority of the cluster's voters does not confirm it: ignored (a stale or forged notice, or a member forced into a new cluster)",
+			"confirmed", v.yes, "needed", v.need)
+	}
+}
+
+// removalVerdict is what the voters answered: how many confirm this member's removal, how many
+// must (0: confirmed otherwise, see removalConfirmed), and which voters of the membership asked
+// answered with a removal that --force-new-cluster wrote.
+type removalVerdict struct {
+	yes, need int
+	forced    []forcedRemoval
+}
+
+// forcedRemoval is a voter's answer that it forced a new cluster without this member: the peer
+// and the removal event its history holds.
+type forcedRemoval struct {
+	peer    membership.ID
+	removal membership.Event
 }
 
 // removalConfirmed asks every voter of membership c (this member's applied one, or the members
@@ -96,14 +166,17 @@ func watchRemoval(ctx context.Context, node *raftnode.Node, tr *transport.Transp
 // when every one that answers confirms it. A forced member's word therefore never carries that
 // of the members it added, and a member forced into a new cluster is one voter, whom the voters
 // of the old cluster that still run contradict, answering that this member is one of theirs.
-func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held, patient bool, creds credentials.TransportCredentials) (yes, need int) {
+// Each voter of c that confirms with a removal --force-new-cluster wrote is named in the
+// verdict's forced (when the removal is not confirmed: the caller reports them).
+func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membership.Cluster, held, patient bool, creds credentials.TransportCredentials) removalVerdict {
 	voters := c.Voters()
-	need = len(voters)/2 + 1
+	need := len(voters)/2 + 1
+	yes := 0
 	if held && slices.Contains(voters, self) {
 		yes++
 	}
 	if yes >= need {
-		return yes, need
+		return removalVerdict{yes: yes, need: need}
 	}
 	// A voter that has not applied the removal yet may do so a heartbeat later (the leader
 	// applies first, and its followers when they next hear the commit index): patient, each is
@@ -113,6 +186,7 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type answer struct {
+		id                   membership.ID
 		known, yes, answered bool
 		info                 *reconfig.ClusterInfo
 	}
@@ -128,7 +202,7 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 			pending++
 			m := in.Member(id)
 			go func() {
-				a := answer{known: known}
+				a := answer{id: id, known: known}
 				a.yes, a.answered, a.info = ask(ctx, m, cluster, self, patient, creds)
 				answers <- a
 			}()
@@ -136,6 +210,7 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 	}
 	askAll(voters, c, true)
 	knownYes, all, denied := yes, yes, false
+	var forced []forcedRemoval
 	for ; pending > 0; pending-- {
 		a := <-answers
 		switch {
@@ -150,7 +225,11 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 				cancel()
 				continue
 			}
-			if r := a.info.Removal; r != nil && r.By.Clusterd != membership.OriginForceNewCluster {
+			switch r := a.info.Removal; {
+			case r == nil:
+			case r.By.Clusterd == membership.OriginForceNewCluster:
+				forced = append(forced, forcedRemoval{peer: a.id, removal: *r})
+			default:
 				askAll(a.info.Cluster.Voters(), a.info.Cluster, false)
 			}
 		case a.answered:
@@ -159,11 +238,11 @@ func removalConfirmed(ctx context.Context, self, cluster membership.ID, c *membe
 	}
 	switch {
 	case knownYes >= need:
-		return knownYes, need
+		return removalVerdict{yes: knownYes, need: need}
 	case all >= 2 && knownYes > 0 && !denied:
-		return all, 0
+		return removalVerdict{yes: all}
 	}
-	return knownYes, need
+	return removalVerdict{yes: knownYes, need: need, forced: forced}
 }
 
 // ask asks member m, at each of its peer URLs until one answers, whether it has applied the

@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"google.golang.org/grpc"
@@ -143,6 +144,9 @@ type running struct {
 	metrics, clientHTTP, metricsTLS *http.Server
 	muxes                           []*portmux.Mux
 	obs                             *observer
+	// forcedOut is what the last removal check found of a forced removal that the majority
+	// does not confirm (watchRemoval), for Status's errors; nil when nothing.
+	forcedOut atomic.Pointer[[]string]
 }
 
 func (m *running) close() {
@@ -192,7 +196,7 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	}
 	clientAPI := api.New(api.Config{
 		Node: node, Coordinator: m.coord, ClusterID: m.state.ClusterID, Store: m.store,
-		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout,
+		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout, Conditions: m.conditions,
 	})
 	admin := authz.New(s.cfg.AdminAllowedCNs)
 	client := func(opts ...grpc.ServerOption) *grpc.Server {
@@ -269,7 +273,7 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
 	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
 	wg.Go(func() {
-		watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log)
+		watchRemoval(runCtx, m, s.peerCreds, s.cfg.ElectionTimeout)
 	})
 	wg.Go(func() { watchHealth(runCtx, m.node, m.health, s.cfg.HeartbeatInterval) })
 	m.log.Info("clusterd started", "name", s.cfg.Name, "cluster", m.state.ClusterID.String(),

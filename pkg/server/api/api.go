@@ -44,6 +44,9 @@ type Config struct {
 	ClusterID      membership.ID
 	Store          *storage.Store
 	RequestTimeout time.Duration
+	// Conditions are this member's own findings that Status reports in its errors after etcd's
+	// (no leader): a voter's claim that --force-new-cluster removed this member. Nil: none.
+	Conditions func() []string
 }
 
 // Server implements the services.
@@ -265,6 +268,9 @@ func (s *Server) Status(ctx context.Context, _ *pb.StatusRequest) (*pb.StatusRes
 	resp.DbSizeQuota = defaultQuota
 	if n.Leader() == 0 {
 		resp.Errors = append(resp.Errors, raftnode.ErrNoLeader.Error())
+	}
+	if s.cfg.Conditions != nil {
+		resp.Errors = append(resp.Errors, s.cfg.Conditions()...)
 	}
 	return resp, nil
 }

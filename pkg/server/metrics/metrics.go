@@ -29,6 +29,7 @@ type Metrics struct {
 	peerSentFailures  *prometheus.CounterVec
 	peerRoundTrip     *prometheus.HistogramVec
 	peerRefused       prometheus.Counter
+	forcedOut         prometheus.Gauge
 
 	backendCommit prometheus.Histogram
 
@@ -63,7 +64,7 @@ func New(opts Options) *Metrics {
 		m.leaderChanges, m.proposalsPending, m.proposalsFailed,
 		m.peerSentBytes, m.peerReceivedBytes, m.peerSentFailures, m.peerRoundTrip, m.peerRefused,
 		m.backendCommit,
-		m.changes, m.refusals,
+		m.changes, m.refusals, m.forcedOut,
 		m.grpc.server,
 		m.state,
 		// etcd registers on Prometheus's default registry, which carries these two.

@@ -98,6 +98,7 @@ var clusterdOwn = []struct {
 	{"clusterd_membership_members", dto.MetricType_GAUGE, []string{"role", "state"}},
 	{"clusterd_membership_learner_lag_entries", dto.MetricType_GAUGE, []string{"member_id"}},
 	{"clusterd_membership_member_unstarted_seconds", dto.MetricType_GAUGE, []string{"member_id"}},
+	{"clusterd_membership_forced_out", dto.MetricType_GAUGE, nil},
 }
 
 func labelNames(f *dto.MetricFamily) []string {
@@ -216,6 +217,7 @@ func TestNilMetricsDoesNothing(t *testing.T) {
 	m.PeerRemoved(1)
 	m.BackendCommit(time.Second)
 	m.ChangeDecided(1, nil)
+	m.ForcedOut(true)
 	m.ReadStateFrom(func() State { return State{} })
 	m.InitGRPC(nil)
 	if m.GRPCServerOptions() != nil || m.Registry() != nil {
@@ -316,4 +318,17 @@ func TestPeerCountersAndRemoval(t *testing.T) {
 		}
 	}
 	wantValue(t, fams, 7, "etcd_network_peer_received_bytes_total", b)
+}
+
+// The forced-out gauge exists at zero from the start, so an alert on it sees a 0 before the first
+// check, and follows each check's finding.
+func TestForcedOut(t *testing.T) {
+	m := New(Options{NoProcessCollector: true})
+	_, fams := scrape(t, m)
+	wantValue(t, fams, 0, "clusterd_membership_forced_out")
+	for _, found := range []bool{true, true, false} {
+		m.ForcedOut(found)
+		_, fams := scrape(t, m)
+		wantValue(t, fams, boolValue(found), "clusterd_membership_forced_out")
+	}
 }

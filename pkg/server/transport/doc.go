@@ -21,9 +21,12 @@
 //     CN in --peer-cert-allowed-cn (any URL), or passed --peer-cert-allowed-hostname (any URL
 //     with a host); a unix socket URL only through the CN. Without a certificate a call is taken
 //     as the sender says. Every refusal is logged, rate-limited, with the remote address and CN.
-//   - No notice is believed: a Removed notice, or a peer refusing this member as removed, only
-//     sends a claim on RemovalClaims, which the server checks with a majority of the voters;
-//     a Hello only has this member's sender to the peer dial afresh a connection that is not up.
+//   - A notice from a member this one has removed is refused as removed, as its raft messages
+//     are: a removed member's prober hears it even when raft has nothing to send.
+//   - No notice is believed: a Removed notice, or a peer refusing this member as removed (its
+//     raft stream, its probe or its greeting), only sends a claim on RemovalClaims, which the
+//     server checks with a majority of the voters; a Hello only has this member's sender to the
+//     peer dial afresh a connection that is not up.
 //     Nothing here steps a raft message that its sender did not send.
 //   - Sending never blocks the Ready loop: each peer has a bounded queue; what does not fit, or
 //     cannot be sent, is dropped and reported to raft as unreachable (raft resends). A sender

@@ -17,7 +17,6 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/membership"
-	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
@@ -218,10 +217,8 @@ func (s *outbox) failed(err error) {
 	if err == nil || errors.Is(err, io.EOF) {
 		err = errors.New("peer ended the stream")
 	}
-	if errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
-		// A hint, as a Removed notice is: the peer may be stale, or forced into a new cluster.
-		s.p.t.claimRemoved()
-	}
+	// A hint, as a Removed notice is: the peer may be stale, or forced into a new cluster.
+	s.p.t.claimIfRefusedAsRemoved(err)
 	if urls, _ := s.p.address(); len(urls) > 1 {
 		s.closeConn()
 		s.next++

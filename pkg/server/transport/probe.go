@@ -20,7 +20,8 @@ const ProbeInterval = 4 * time.Second
 // the receiver answers at once, without raft, so its time is the network's and the two gRPC
 // stacks'. Only a call on a connection that was already established is observed: the first one,
 // and the first after a failure, would time the dial. A failure closes the connection and moves
-// to the peer's next URL, so a peer that is down costs one dial per interval.
+// to the peer's next URL, so a peer that is down costs one dial per interval; a refusal as a
+// removed member is a claim to check (RemovalClaims).
 func (p *peer) probe(interval time.Duration) {
 	defer p.t.probes.Done()
 	ctx, cancel := context.WithCancel(context.Background())
@@ -73,6 +74,7 @@ func (p *peer) probe(interval time.Duration) {
 		rtt := time.Since(start)
 		ccancel()
 		if err != nil {
+			p.t.claimIfRefusedAsRemoved(err)
 			conn.Close()
 			conn, next = nil, next+1
 			continue

@@ -112,3 +112,33 @@ func roundTrips(t *testing.T, m *metrics.Metrics, to string) *dto.Histogram {
 	}
 	return nil
 }
+
+// A member's probe to a peer that removed it is refused as removed, and the refusal is a claim
+// to check (RemovalClaims), as a refused raft stream is: a member raft has nothing to send for
+// hears it all the same. A member's probe is answered.
+func TestProbeRefusedAsRemovedIsAClaim(t *testing.T) {
+	c := membership.NewCluster(7, []*membership.Member{{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}}})
+	c.Removed = membership.NewIDSet(3)
+	_, _, url := serve(t, 2, 7, c)
+	peers := membership.NewCluster(7, []*membership.Member{{ID: 2, PeerURLs: []string{url}}})
+	probeFrom := func(id membership.ID) *Transport {
+		tr := New(Config{LocalID: id, ClusterID: 7, Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Metrics: metrics.New(metrics.Options{NoProcessCollector: true}), ProbeInterval: 20 * time.Millisecond})
+		tr.Attach(&member{cluster: membership.NewCluster(7, nil)})
+		t.Cleanup(tr.Close)
+		tr.SetPeers(peers)
+		return tr
+	}
+	select {
+	case <-probeFrom(3).RemovalClaims():
+	case <-time.After(10 * time.Second):
+		t.Fatal("a probe refused as a removed member's made no claim")
+	}
+	member := probeFrom(1)
+	waitFor(t, "a member's probe answered", func() bool { return roundTrips(t, member.cfg.Metrics, membership.ID(2).String()).GetSampleCount() >= 2 })
+	select {
+	case <-member.RemovalClaims():
+		t.Fatal("a member's answered probe made a removal claim")
+	default:
+	}
+}

@@ -161,13 +161,19 @@ func (s *peerService) Probe(ctx context.Context, n *pb.Notice) (*pb.Ack, error) 
 }
 
 // serveNotice hands handle a notice meant for this member of this cluster; a notice for another
-// cluster or member is refused, and logged (rate-limited) with who sent it.
+// cluster or member is refused, and logged (rate-limited) with who sent it. A notice from a
+// member this one has removed is refused as its raft messages are, so that the sender's prober
+// hears it (a hint, RemovalClaims) even when raft has nothing for this member: the follower of
+// an old majority that another member forced into a new cluster without it.
 func (t *Transport) serveNotice(ctx context.Context, n *pb.Notice, handle func(sender)) (*pb.Ack, error) {
 	from := senderOf(ctx)
 	if n.GetClusterId() != uint64(t.cfg.ClusterID) || n.GetTo() != uint64(t.cfg.LocalID) {
 		t.ignored.log("refused a notice for another cluster or member", from,
 			"peer", membership.ID(n.GetFrom()).String(), "cluster", membership.ID(n.GetClusterId()).String(), "to", membership.ID(n.GetTo()).String())
 		return nil, rpcerr.Status(ErrClusterIDMismatch)
+	}
+	if t.h.Cluster().IsRemoved(membership.ID(n.GetFrom())) {
+		return nil, rpcerr.Status(membership.ErrIDRemoved)
 	}
 	handle(from)
 	return &pb.Ack{}, nil
@@ -177,6 +183,16 @@ func (t *Transport) serveNotice(ctx context.Context, n *pb.Notice, handle func(s
 // by refusing its messages as a removed member's. Whoever reads it asks the cluster; the channel
 // holds one claim, so claims that come while one waits are one.
 func (t *Transport) RemovalClaims() <-chan struct{} { return t.claims }
+
+// claimIfRefusedAsRemoved makes a peer's refusal of this member as removed (of its raft stream,
+// its probe or its greeting) a claim, and says whether err was one.
+func (t *Transport) claimIfRefusedAsRemoved(err error) bool {
+	if !errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
+		return false
+	}
+	t.claimRemoved()
+	return true
+}
 
 func (t *Transport) claimRemoved() {
 	select {
@@ -199,10 +215,13 @@ func (t *Transport) Greet() {
 }
 
 // hello sends peer p the greeting n over conn, the connection of p's sender (nil when it could
-// not dial), else at each of p's URLs until one answers.
+// not dial), else at each of p's URLs until one answers. A refusal as removed is an answer, and
+// a claim.
 func (t *Transport) hello(conn *grpc.ClientConn, n *pb.Notice, urls []string) {
-	if conn != nil && invoke(conn, pb.PeerClient.Hello, n) == nil {
-		return
+	if conn != nil {
+		if err := invoke(conn, pb.PeerClient.Hello, n); err == nil || t.claimIfRefusedAsRemoved(err) {
+			return
+		}
 	}
 	t.notify(pb.PeerClient.Hello, n, urls)
 }

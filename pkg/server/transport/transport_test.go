@@ -2,6 +2,7 @@ package transport
 
 import (
 	"context"
+	"errors"
 	"io"
 	"log/slog"
 	"net"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
@@ -284,14 +286,14 @@ func TestGreet(t *testing.T) {
 	if n := receiver.accepted.Load(); n != 2 {
 		t.Fatalf("the receiver accepted %d connections from the two senders; want 2: a raft message goes over the greeting's connection", n)
 	}
-	// Answered once handled, a greeting in the name of removed member 3 too.
+	// A greeting in the name of removed member 3 is refused as its raft messages are.
 	conn, err := sender.Dial(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	if err := invoke(conn, pb.PeerClient.Hello, &pb.Notice{ClusterId: 7, From: 3, To: 2}); err != nil {
-		t.Fatal(err)
+	if err := invoke(conn, pb.PeerClient.Hello, &pb.Notice{ClusterId: 7, From: 3, To: 2}); !errors.Is(rpcerr.FromStatus(err), membership.ErrIDRemoved) {
+		t.Fatalf("a greeting from a removed member: %v, want %v", err, membership.ErrIDRemoved)
 	}
 }
 
