@@ -39,22 +39,24 @@ check:
 
 # Each test runs once: the server, client and command packages (pkg/, cmd/) under the race
 # detector, and the rest (the end-to-end, interop, runbook and chaos tests under tests/, the test
-# kits under internal/, scripts/) without it. The rest runs one package at a time (-p 1): its
-# process tests each start clusters; inside a package they run side by side as go test's
-# -parallel allows (one per core), each with ports and directories of its own. The runbook tests run make run's cluster and the runbooks
-# with a PORT_OFFSET whose moved ports are free, below the ephemeral range other packages' ports
-# come from (freeport.Offset).
+# kits under internal/, scripts/) without it. The two runs go side by side, each one's output
+# printed when it ends; the rest runs two packages at a time, and inside a package its process
+# tests run side by side as go test's -parallel allows (one per core), each with ports and
+# directories of its own: most of their time is spent waiting on members. The runbook tests run
+# make run's cluster and the runbooks with a PORT_OFFSET whose moved ports are free, below the
+# ephemeral range other packages' ports come from (freeport.Offset).
 race:
 	$(GO) test -race -count=1 -timeout 30m ./pkg/... ./cmd/...
 
 unit:
-	$(GO) test -count=1 -p 1 -timeout 30m ./tests/... ./internal/... ./scripts/...
+	$(GO) test -count=1 -p 2 -timeout 30m ./tests/... ./internal/... ./scripts/...
 
 # make test needs no code generator: the test that the generated code is up to date compares
 # hashes (pkg/wire/clusterdpb/generated.sum, written by make proto). It ends with every fuzz
 # target for a few seconds each, beyond the seed corpora that the race run already replays.
-test: check race unit
-	$(MAKE) fuzz FUZZTIME=3s
+test: check
+	$(MAKE) --no-print-directory -j2 --output-sync=target race unit
+	$(MAKE) --no-print-directory fuzz FUZZTIME=3s
 
 # make bench BENCHFLAGS=-profile=bench-results/profile   also profiles the leader (docs/benchmarks.md)
 # make bench BENCHFLAGS=-only=cluster-status (or =history)  runs that series alone
