@@ -103,6 +103,10 @@ type Node struct {
 	// highest commit raft may hold from a message stepped.
 	stepMu     sync.Mutex
 	stepCommit atomic.Uint64
+	// termBase is the term this member held when New built it, and termSince when: with the
+	// clock alone they fix the highest term a peer's message may carry (termCeiling).
+	termBase  uint64
+	termSince time.Time
 
 	mu       sync.Mutex
 	waiters  map[uint64]*waiter
@@ -174,7 +178,8 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, id: uint64(st.MemberID), mem: mem, store: cfg.Store, log: cfg.Logger,
 		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
-		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
+		termBase:  st.HardState.GetTerm(), termSince: time.Now(),
+		waiters: map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}

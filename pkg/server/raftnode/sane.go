@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"time"
 
 	"go.etcd.io/raft/v3/raftpb"
 
@@ -15,7 +16,8 @@ import (
 // nothing to answer) and persists what it took first, so one forged message stops a member for
 // good. Step therefore refuses, before raft sees it, every message that raft could not survive
 // or that raft never sends to a peer (absurd). The bounds on terms and indexes are storage's
-// (MaxTerm, MaxIndex, MaxTermStep): ones no cluster reaches.
+// (MaxTerm, MaxIndex, MaxTermStep): ones no cluster reaches; the one on terms is counted from
+// the term this member held at its start (termCeiling), never from one a peer sent.
 
 // peerTypes are the message types raft sends to a peer. The others are raft's own, stepped
 // only by the local node (MsgHup, MsgBeat, MsgCheckQuorum, MsgUnreachable, MsgSnapStatus,
@@ -81,17 +83,32 @@ func (n *Node) absurd(m *raftpb.Message) error {
 	return nil
 }
 
-// absurdTerm refuses a term that no member reached (storage.MaxTermStep), and a log term above the
-// message's own: raft's log holds no entry of a term after its current one.
+// absurdTerm refuses a term past termCeiling, and a log term above the message's own: raft's log
+// holds no entry of a term after its current one.
 func (n *Node) absurdTerm(m *raftpb.Message) error {
-	cur, term := n.term.Load(), m.GetTerm()
-	if term > storage.MaxTerm || term-min(term, cur) > storage.MaxTermStep {
-		return fmt.Errorf("a %s of term %d, beyond any term reachable from this member's %d", m.GetType(), term, cur)
+	term := m.GetTerm()
+	if term > storage.MaxTerm {
+		return fmt.Errorf("a %s of term %d, past any term a cluster reaches (2^63)", m.GetType(), term)
+	}
+	if c := n.termCeiling(); term > c {
+		return fmt.Errorf("a %s of term %d, past %d: this member's term at its start (%d) plus 2^32 plus one an election timeout since",
+			m.GetType(), term, c, n.termBase)
 	}
 	if m.GetLogTerm() > term && m.GetType() != raftpb.MessageType_MsgReadIndex {
 		return fmt.Errorf("a %s of term %d names log term %d", m.GetType(), term, m.GetLogTerm())
 	}
 	return nil
+}
+
+// termCeiling is the highest term a peer's message may carry: the term this member held when the
+// process started (New), plus storage.MaxTermStep, plus one an election timeout since. Nothing a
+// peer sends moves it, so no run of accepted messages raises the term by more than that in one
+// life of the process; a term rises by one an election, and with pre-vote only at a real one,
+// so a member that was away while its peers held 2^32 elections is the only one the step
+// refuses (docs/design.md, "What raft could not survive").
+func (n *Node) termCeiling() uint64 {
+	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	return n.termBase + storage.MaxTermStep + uint64(time.Since(n.termSince)/timeout)
 }
 
 // absurdAppend refuses an append whose entries do not follow its index one by one, with
