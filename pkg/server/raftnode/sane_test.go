@@ -146,7 +146,7 @@ func TestStepRefusesAbsurd(t *testing.T) {
 // member below that ceiling, where one message 2^32 above the term of the moment would have
 // raised it by 2^32 each time. A term past the ceiling is refused.
 func TestStepTermCeiling(t *testing.T) {
-	start := time.Now() // before the member's own start: its allowance is no larger than this one's
+	start := time.Now()                   // before the member's own start: its allowance is no larger than this one's
 	n, _ := startPair(t, learnerID, true) // a learner: no campaign of its own moves its term
 	waitUntil(t, "the stored term", func() bool { return n.Term() == 2 })
 	for range 100 {
