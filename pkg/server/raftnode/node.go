@@ -99,10 +99,13 @@ type Node struct {
 	snapIndex uint64 // only the loop touches it
 	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
 	snap atomic.Pointer[raftpb.Snapshot]
-	// stepMu makes the check of a peer's message and its step one (sane.go); stepCommit is the
-	// highest commit raft may hold from a message stepped.
-	stepMu     sync.Mutex
-	stepCommit atomic.Uint64
+	// stepMu makes the check of a peer's message and its step one (sane.go), and guards
+	// logFloor, at or below raft's last index whatever raft did with the messages stepped, and
+	// recentEnd, the lowest end of log a message stepped since the loop last set logFloor named
+	// (logStepped, markLog).
+	stepMu    sync.Mutex
+	logFloor  uint64
+	recentEnd uint64
 	// termBase is the term this member held when New built it, and termSince when: with the
 	// clock alone they fix the highest term a peer's message may carry (termCeiling).
 	termBase  uint64
@@ -186,6 +189,7 @@ func New(cfg Config) (*Node, error) {
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
 	n.commit.Store(st.HardState.GetCommit())
+	n.logFloor, n.recentEnd = n.LastIndex(), math.MaxUint64
 	n.term.Store(st.HardState.GetTerm())
 	if t, err := mem.Term(st.Applied); err == nil {
 		n.appliedTerm.Store(t)
@@ -360,7 +364,7 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 			}
 		}
 	}
-	n.noteStepped(m)
+	n.logStepped(m)
 	err := n.raft.Step(ctx, m)
 	if err == nil {
 		n.hear(m)

@@ -65,6 +65,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.appendToMemory(rd, p); err != nil {
 		return err
 	}
+	n.markLog()
 	if !leading {
 		if err := n.send(rd.Messages); err != nil {
 			return err

@@ -3,6 +3,7 @@ package raftnode
 import (
 	"errors"
 	"fmt"
+	"math"
 	"slices"
 	"time"
 
@@ -34,8 +35,8 @@ var peerTypes = map[raftpb.MessageType]bool{
 }
 
 // absurd returns why raft must not see m, or nil. It reads this member's state as the loop
-// last recorded it (term, commit) and its durable log; raft's own may be a Ready ahead, which
-// is why the commit it holds as stepped (stepCommit) is counted too.
+// last recorded it (term, commit) and a bound on raft's log (logFloor): raft's own state may
+// be a Ready ahead of the loop's.
 func (n *Node) absurd(m *raftpb.Message) error {
 	t := m.GetType()
 	switch {
@@ -63,10 +64,11 @@ func (n *Node) absurd(m *raftpb.Message) error {
 	case raftpb.MessageType_MsgApp:
 		return n.absurdAppend(m, current)
 	case raftpb.MessageType_MsgHeartbeat:
-		// raft commits what a heartbeat says, and panics past its log's end; a leader sends no
-		// more than what this member acknowledged as durable.
-		if last := n.LastIndex(); current && m.GetCommit() > max(last, n.stepCommit.Load()) {
-			return fmt.Errorf("a heartbeat commits index %d, beyond this member's log (%d)", m.GetCommit(), last)
+		// raft commits what a heartbeat says, and panics past its log's end (raftLog.commitTo).
+		// A leader commits on a follower no more than the follower acknowledged, and sends an
+		// append only from past that: never past logFloor.
+		if current && m.GetCommit() > n.logFloor {
+			return fmt.Errorf("a heartbeat commits index %d, beyond this member's log (%d)", m.GetCommit(), n.logFloor)
 		}
 	case raftpb.MessageType_MsgReadIndex, raftpb.MessageType_MsgReadIndexResp:
 		// raft reads the request's context from its one entry.
@@ -111,9 +113,14 @@ func (n *Node) termCeiling() uint64 {
 	return n.termBase + storage.MaxTermStep + uint64(time.Since(n.termSince)/timeout)
 }
 
-// absurdAppend refuses an append whose entries do not follow its index one by one, with
-// non-decreasing terms between its log term and its own term, or, of the current term or a
-// later one, that rewrites an entry this member knows committed (raft panics on that one).
+// absurdAppend refuses an append whose entries do not follow its index one by one (raft's
+// maybeAppend panics on one that rewrites a committed entry, `conflict with committed entry`,
+// and on one whose entries start before it), with non-decreasing terms between its log term
+// and its own term, or, of the current term or a later one, that rewrites an entry the loop
+// recorded committed. No leader sends that last one; raft would not panic on it:
+// handleAppendEntries answers an append after an index below its commit with that commit,
+// and appends nothing, so the entries of one that passes here are all above raft's commit,
+// even where raft's commit is a Ready ahead of the loop's.
 func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 	ents := m.GetEntries()
 	if uint64(len(ents)) > storage.MaxIndex-m.GetIndex() {
@@ -132,7 +139,7 @@ func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 	if !current {
 		return nil
 	}
-	committed := max(n.commit.Load(), n.stepCommit.Load())
+	committed := n.commit.Load()
 	for _, e := range ents {
 		if e.GetIndex() > committed {
 			break
@@ -185,29 +192,32 @@ func sameConf(a, b *raftpb.ConfState) bool {
 		!a.GetAutoLeave() && !b.GetAutoLeave()
 }
 
-// noteStepped records what raft may commit on m before the loop has seen it: the commit a
-// heartbeat or an append of the current term or a later one carries, and a snapshot's index.
-func (n *Node) noteStepped(m *raftpb.Message) {
+// logStepped lowers logFloor to where m, of the current term or a later one, may leave raft's
+// log ending: an append's last entry, which raft truncates to on a conflict, or a snapshot's
+// index, which raft restores. Called with stepMu held.
+func (n *Node) logStepped(m *raftpb.Message) {
 	if m.GetTerm() < n.term.Load() {
 		return
 	}
-	var c uint64
-	switch m.GetType() {
-	case raftpb.MessageType_MsgHeartbeat:
-		c = m.GetCommit()
-	case raftpb.MessageType_MsgApp:
-		c = min(m.GetCommit(), m.GetIndex()+uint64(len(m.GetEntries())))
-	case raftpb.MessageType_MsgSnap:
-		c = m.GetSnapshot().GetMetadata().GetIndex()
+	var end uint64
+	switch {
+	case m.GetType() == raftpb.MessageType_MsgApp && len(m.GetEntries()) > 0:
+		end = m.GetIndex() + uint64(len(m.GetEntries()))
+	case m.GetType() == raftpb.MessageType_MsgSnap:
+		end = m.GetSnapshot().GetMetadata().GetIndex()
 	default:
 		return
 	}
-	for {
-		old := n.stepCommit.Load()
-		if c <= old || n.stepCommit.CompareAndSwap(old, c) {
-			return
-		}
-	}
+	n.logFloor, n.recentEnd = min(n.logFloor, end), min(n.recentEnd, end)
+}
+
+// markLog sets logFloor once the loop holds a Ready in its memory log: that Ready holds every
+// message stepped before the loop took it, so raft's log ends no lower than the memory's, or
+// than where a message stepped since the last mark left it, which is before the loop took it.
+func (n *Node) markLog() {
+	n.stepMu.Lock()
+	defer n.stepMu.Unlock()
+	n.logFloor, n.recentEnd = min(n.LastIndex(), n.recentEnd), math.MaxUint64
 }
 
 // refused counts a message refused at Step and returns err as an ErrRefused.

@@ -292,3 +292,46 @@ func TestNewRefusesAbsurdStoredTerm(t *testing.T) {
 		t.Fatalf("New: %v", err)
 	}
 }
+
+// A heartbeat committing past the end of raft's log makes raft panic (raftLog.commitTo), and
+// raft's log may end below this member's memory log: after an append raft rejected (nothing
+// appended, whatever commit it named), or one that truncated raft's log a Ready before the
+// loop's. Both forged pairs are refused at the heartbeat, and the member goes on.
+func TestStepRefusesCommitPastRaftLog(t *testing.T) {
+	n, _ := startPair(t, learnerID, true)
+	waitUntil(t, "the stored term", func() bool { return n.Term() == 2 })
+	entry := func(index, term uint64) *raftpb.Entry {
+		return &raftpb.Entry{Type: raftpb.EntryType_EntryNormal.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term)}
+	}
+	app := func(term, index, logTerm, commit uint64, ents ...*raftpb.Entry) *raftpb.Message {
+		m := msg(raftpb.MessageType_MsgApp, leaderID, learnerID, term)
+		m.Index, m.LogTerm, m.Commit, m.Entries = proto.Uint64(index), proto.Uint64(logTerm), proto.Uint64(commit), ents
+		return m
+	}
+	hb := func(term, commit uint64) *raftpb.Message {
+		m := msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, term)
+		m.Commit = proto.Uint64(commit)
+		return m
+	}
+	pairs := [][2]*raftpb.Message{
+		// raft rejects the append (nothing at index 50 to match) and commits nothing.
+		{app(3, 50, 3, 51, entry(51, 3)), hb(3, 51)},
+		// raft truncates its log to index 11 at once; the memory log still ends at 12.
+		{app(4, snapIndex, 2, snapIndex, entry(snapIndex+1, 4)), hb(4, snapIndex+2)},
+	}
+	step(t, n, app(3, snapIndex, 2, snapIndex, entry(snapIndex+1, 3), entry(snapIndex+2, 3)))
+	waitUntil(t, "the entries durable", func() bool { return n.LastIndex() == snapIndex+2 })
+	for i, p := range pairs {
+		if err := n.Step(context.Background(), p[0]); err != nil {
+			t.Fatalf("pair %d: the append: %v", i, err)
+		}
+		if err := n.Step(context.Background(), p[1]); !errors.Is(err, ErrRefused) {
+			t.Fatalf("pair %d: the heartbeat committing %d: %v, want ErrRefused", i, p[1].GetCommit(), err)
+		}
+	}
+	// Some election timeouts (3 ms each), long enough for raft's goroutine to panic had it
+	// taken a heartbeat: the member still answers, and its log is the last append's.
+	waitUntil(t, "the truncated log durable", func() bool { return n.LastIndex() == snapIndex+1 })
+	step(t, n, hb(4, snapIndex+1))
+	waitUntil(t, "the commit", func() bool { return n.Applied() == snapIndex+1 })
+}
