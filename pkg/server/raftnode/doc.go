@@ -43,12 +43,13 @@
 //     lost (PeerLost). ForceNewCluster writes before the node exists.
 //   - Nothing a peer sends makes raft panic, now or at a later campaign: Step refuses, before raft
 //     sees it, what raft could not survive or never sends to a peer (sane.go: a term past
-//     storage.MaxTerm or past termCeiling, a local type, an
-//     index past storage.MaxIndex, an append that does not follow its index or rewrites an entry
-//     known committed, a commit past the durable log, a snapshot whose configuration is not its
-//     membership's), counted (PeerRefused). The check and the step of one message are one
-//     (stepMu). Nothing recovers a panic at the step. A stored term past storage.MaxTerm is
-//     refused by New, naming clusterctl datadir reset-term.
+//     storage.MaxTerm or past termCeiling, a local type, an index past storage.MaxIndex, an
+//     append that does not follow its index or rewrites an entry recorded committed, a commit
+//     past where raft's log may end (logFloor: the memory log's end, or lower where a message
+//     stepped since the loop last took a Ready may have cut raft's log), a snapshot whose
+//     configuration is not its membership's), counted (PeerRefused). The check and the step of
+//     one message are one (stepMu). Nothing recovers a panic at the step. A stored term past
+//     storage.MaxTerm is refused by New, naming clusterctl datadir reset-term.
 //   - No run of peer messages ratchets the term: termCeiling is the term stored when New ran
 //     plus storage.MaxTermStep plus one an election timeout since, fixed by the clock alone, and
 //     the term never passes it by more than this member's one campaign above it.
