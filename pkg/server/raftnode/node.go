@@ -99,13 +99,15 @@ type Node struct {
 	snapIndex uint64 // only the loop touches it
 	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
 	snap atomic.Pointer[raftpb.Snapshot]
-	// stepMu makes the check of a peer's message and its step one (sane.go), and guards
-	// logFloor, at or below raft's last index whatever raft did with the messages stepped, and
-	// recentEnd, the lowest end of log a message stepped since the loop last set logFloor named
-	// (logStepped, markLog).
+	// stepMu makes the check of a peer's message and its step one (sane.go), and guards the
+	// bounds on raft's last index (logStepped, noteReady, markLog): logFloor, at or below it
+	// whatever raft did with the messages stepped; recentEnd, the lowest end of log that a
+	// message counted since the loop last set logFloor named; logHigh, at or above it but for
+	// the one entry a new leader appends, while this member is not known to lead.
 	stepMu    sync.Mutex
 	logFloor  uint64
 	recentEnd uint64
+	logHigh   uint64
 	// termBase is the term this member held when New built it, and termSince when: with the
 	// clock alone they fix the highest term a peer's message may carry (termCeiling).
 	termBase  uint64
@@ -189,7 +191,7 @@ func New(cfg Config) (*Node, error) {
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
 	n.commit.Store(st.HardState.GetCommit())
-	n.logFloor, n.recentEnd = n.LastIndex(), math.MaxUint64
+	n.logFloor, n.recentEnd, n.logHigh = n.LastIndex(), math.MaxUint64, n.LastIndex()
 	n.term.Store(st.HardState.GetTerm())
 	if t, err := mem.Term(st.Applied); err == nil {
 		n.appliedTerm.Store(t)

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -194,9 +195,13 @@ func sameConf(a, b *raftpb.ConfState) bool {
 
 // logStepped lowers logFloor to where m, of the current term or a later one, may leave raft's
 // log ending: an append's last entry, which raft truncates to on a conflict, or a snapshot's
-// index, which raft restores. Called with stepMu held.
+// index, which raft restores. Raft's own entries past logHigh are at most the one a leader
+// appends as it is elected, once a term, and more only while this member is known to lead; so
+// a message of the recorded term ending past logHigh cannot lower raft's last index, and is
+// not counted: a leader's appends, sent one after another, pass. Called with stepMu held.
 func (n *Node) logStepped(m *raftpb.Message) {
-	if m.GetTerm() < n.term.Load() {
+	term := n.term.Load()
+	if m.GetTerm() < term {
 		return
 	}
 	var end uint64
@@ -208,16 +213,34 @@ func (n *Node) logStepped(m *raftpb.Message) {
 	default:
 		return
 	}
-	n.logFloor, n.recentEnd = min(n.logFloor, end), min(n.recentEnd, end)
+	if end <= n.logHigh || m.GetTerm() > term || n.lead.Load() == n.id {
+		n.logFloor, n.recentEnd = min(n.logFloor, end), min(n.recentEnd, end)
+	}
+	n.logHigh = max(n.logHigh, end)
 }
 
-// markLog sets logFloor once the loop holds a Ready in its memory log: that Ready holds every
-// message stepped before the loop took it, so raft's log ends no lower than the memory's, or
-// than where a message stepped since the last mark left it, which is before the loop took it.
+// noteReady raises logHigh to the end of a Ready's entries or snapshot before the loop records
+// who leads: a leader's own entries are in raft's log before any Ready holds them, and a
+// message stepped meanwhile counts since the member is still known to lead.
+func (n *Node) noteReady(rd raft.Ready) {
+	end := rd.Snapshot.GetMetadata().GetIndex()
+	if len(rd.Entries) > 0 {
+		end = rd.Entries[len(rd.Entries)-1].GetIndex()
+	}
+	n.stepMu.Lock()
+	defer n.stepMu.Unlock()
+	n.logHigh = max(n.logHigh, end)
+}
+
+// markLog sets logFloor once the loop holds a Ready in its memory log. Raft built that Ready
+// after every message whose step returned before the loop took it; one stepped since can lower
+// raft's last index only to its end, counted in recentEnd since the last mark, which was before
+// the loop took the Ready.
 func (n *Node) markLog() {
 	n.stepMu.Lock()
 	defer n.stepMu.Unlock()
 	n.logFloor, n.recentEnd = min(n.LastIndex(), n.recentEnd), math.MaxUint64
+	n.logHigh = max(n.logHigh, n.LastIndex())
 }
 
 // refused counts a message refused at Step and returns err as an ErrRefused.

@@ -335,3 +335,44 @@ func TestStepRefusesCommitPastRaftLog(t *testing.T) {
 	step(t, n, hb(4, snapIndex+1))
 	waitUntil(t, "the commit", func() bool { return n.Applied() == snapIndex+1 })
 }
+
+// A leader sends appends one after another without waiting for their answers, then commits
+// what they carried: the heartbeat that commits it passes, however the appends fell between
+// the loop's Readies.
+func TestStepPassesPipelinedAppends(t *testing.T) {
+	n, tr := runTicking(t, pairStore(t, learnerID, true, 2), 3, time.Millisecond)
+	app := func(index, logTerm, commit uint64) *raftpb.Message {
+		m := msg(raftpb.MessageType_MsgApp, leaderID, learnerID, 3)
+		m.Index, m.LogTerm, m.Commit = proto.Uint64(index), proto.Uint64(logTerm), proto.Uint64(commit)
+		for i := index + 1; i <= index+2; i++ {
+			m.Entries = append(m.Entries, &raftpb.Entry{Type: raftpb.EntryType_EntryNormal.Enum(), Index: proto.Uint64(i), Term: proto.Uint64(3)})
+		}
+		return m
+	}
+	acked := func(index uint64) func() bool {
+		return func() bool {
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			for _, m := range tr.sent {
+				if m.GetType() == raftpb.MessageType_MsgAppResp && !m.GetReject() && m.GetIndex() == index {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	// The new leader's first append, answered before it sends more (raft probes first).
+	step(t, n, app(snapIndex, 2, snapIndex))
+	waitUntil(t, "the first append acknowledged", acked(snapIndex+2))
+	last := uint64(snapIndex + 2)
+	for range 20 {
+		step(t, n, app(last, 3, last))
+		step(t, n, app(last+2, 3, last))
+		waitUntil(t, "the appends acknowledged", acked(last+4))
+		last += 4
+		hb := msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, 3)
+		hb.Commit = proto.Uint64(last)
+		step(t, n, hb)
+	}
+	waitUntil(t, "the commit", func() bool { return n.Applied() == last })
+}
