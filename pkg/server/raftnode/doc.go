@@ -46,7 +46,8 @@
 //     storage.MaxTerm or past termCeiling, a local type, an index past storage.MaxIndex, an
 //     append that does not follow its index or rewrites an entry recorded committed, a commit
 //     past where raft's log may end (logFloor: the memory log's end, or lower where a message
-//     stepped since the loop last took a Ready may have cut raft's log), a snapshot whose
+//     stepped since the loop last took a Ready may have cut raft's log; logHigh says which
+//     could), a snapshot whose
 //     configuration is not its membership's), counted (PeerRefused). The check and the step of
 //     one message are one (stepMu). Nothing recovers a panic at the step. A stored term past
 //     storage.MaxTerm is refused by New, naming clusterctl datadir reset-term.
