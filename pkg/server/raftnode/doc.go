@@ -3,14 +3,16 @@
 // One pass of the loop (handleReady, in ready.go), in the order docs/design.md ("The Ready
 // loop") gives, one function a step:
 //
-//  1. recordState: the term, then the leader;
+//  1. recordState: the term, then the leader (noteReady first: the Ready's log end, for Step's
+//     check of heartbeats);
 //  2. applyInMemory: the received snapshot, then the committed entries above the applied index,
 //     applied to the membership, which nobody sees yet;
 //  3. persist: the received snapshot, the HardState and the new entries, together with the
 //     membership the committed entries produce and the applied index, in one bbolt
 //     transaction (storage.Save); the leader of an unchanged term sends its messages just
 //     before, writing in parallel with its followers;
-//  4. appendToMemory: the snapshot and entries to raft's MemoryStorage;
+//  4. appendToMemory: the snapshot and entries to raft's MemoryStorage, then markLog: the
+//     bound on raft's log end that Step checks a heartbeat against;
 //  5. send the messages (only now: a follower must not acknowledge what is not durable);
 //  6. applyConfChanges: ApplyConfChange for each conf change, with NodeId 0 for a change the
 //     membership rules refused;
