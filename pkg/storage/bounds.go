@@ -10,11 +10,12 @@ const (
 	MaxTerm = 1 << 63
 	// MaxIndex is the highest log index a peer's message may name.
 	MaxIndex = 1 << 63
-	// MaxTermStep bounds how far above a member's current term a peer's message may be. A term
-	// rises by one a campaign: with pre-vote (which clusterd always runs) only once a majority
-	// agreed that the leader is gone, without it once an election timeout per campaigning
-	// member. A member that comes back after missing 2^32 elections, one a second, would have
-	// been away 136 years: a message 2^32 terms ahead is forged. One accepted message moves a
-	// term by at most this much, so a forger needs 2^31 accepted messages to reach MaxTerm.
+	// MaxTermStep bounds how far above the term a member held when its process started a peer's
+	// message may be (with one more term an election timeout since). A term rises by one a
+	// campaign: with pre-vote (which clusterd always runs) only once a majority agreed that the
+	// leader is gone, without it once an election timeout per campaigning member. A member that
+	// comes back after missing 2^32 elections, one a second, would have been away 136 years: a
+	// message 2^32 terms ahead is forged. Counted from the term at the start, not the current
+	// one, no run of accepted messages ratchets a term toward MaxTerm.
 	MaxTermStep = 1 << 32
 )

@@ -3,14 +3,16 @@
 // One pass of the loop (handleReady, in ready.go), in the order docs/design.md ("The Ready
 // loop") gives, one function a step:
 //
-//  1. recordState: the term, then the leader;
+//  1. recordState: the term, then the leader (noteReady first: the Ready's log end, for Step's
+//     check of heartbeats);
 //  2. applyInMemory: the received snapshot, then the committed entries above the applied index,
 //     applied to the membership, which nobody sees yet;
 //  3. persist: the received snapshot, the HardState and the new entries, together with the
 //     membership the committed entries produce and the applied index, in one bbolt
 //     transaction (storage.Save); the leader of an unchanged term sends its messages just
 //     before, writing in parallel with its followers;
-//  4. appendToMemory: the snapshot and entries to raft's MemoryStorage;
+//  4. appendToMemory: the snapshot and entries to raft's MemoryStorage, then markLog: the
+//     bound on raft's log end that Step checks a heartbeat against;
 //  5. send the messages (only now: a follower must not acknowledge what is not durable);
 //  6. applyConfChanges: ApplyConfChange for each conf change, with NodeId 0 for a change the
 //     membership rules refused;
@@ -43,12 +45,17 @@
 //     lost (PeerLost). ForceNewCluster writes before the node exists.
 //   - Nothing a peer sends makes raft panic, now or at a later campaign: Step refuses, before raft
 //     sees it, what raft could not survive or never sends to a peer (sane.go: a term past
-//     storage.MaxTerm or more than storage.MaxTermStep above this member's, a local type, an
-//     index past storage.MaxIndex, an append that does not follow its index or rewrites an entry
-//     known committed, a commit past the durable log, a snapshot whose configuration is not its
-//     membership's), counted (PeerRefused). The check and the step of one message are one
-//     (stepMu). Nothing recovers a panic at the step. A stored term past storage.MaxTerm is
-//     refused by New, naming clusterctl datadir reset-term.
+//     storage.MaxTerm or past termCeiling, a local type, an index past storage.MaxIndex, an
+//     append that does not follow its index or rewrites an entry recorded committed, a commit
+//     past where raft's log may end (logFloor: the memory log's end, or lower where a message
+//     stepped since the loop last took a Ready may have cut raft's log; logHigh says which
+//     could), a snapshot whose
+//     configuration is not its membership's), counted (PeerRefused). The check and the step of
+//     one message are one (stepMu). Nothing recovers a panic at the step. A stored term past
+//     storage.MaxTerm is refused by New, naming clusterctl datadir reset-term.
+//   - No run of peer messages ratchets the term: termCeiling is the term stored when New ran
+//     plus storage.MaxTermStep plus one an election timeout since, fixed by the clock alone, and
+//     the term never passes it by more than this member's one campaign above it.
 //   - Nothing of raft's own types leaves the package but messages and entries: callers ask
 //     the questions they need answered (Matches, LeaderTerm, ReadIndex), not for raft.Status.
 //   - A snapshot sent to a peer is the applied membership with its own index and term, as

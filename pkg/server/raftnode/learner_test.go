@@ -82,12 +82,18 @@ func run(t *testing.T, store *storage.Store, electionTicks int) (*Node, *recorde
 // runTicking is run with raft's clock ticking every tick.
 func runTicking(t *testing.T, store *storage.Store, electionTicks int, tick time.Duration) (*Node, *recorder) {
 	t.Helper()
+	tr := &recorder{}
+	return runOn(t, store, tr, electionTicks, tick), tr
+}
+
+// runOn is runTicking sending into tr.
+func runOn(t *testing.T, store *storage.Store, tr Transport, electionTicks int, tick time.Duration) *Node {
+	t.Helper()
 	t.Cleanup(func() { store.Close() })
 	st, err := store.Load()
 	if err != nil {
 		t.Fatal(err)
 	}
-	tr := &recorder{}
 	n, err := New(Config{
 		Store: store, State: st, Transport: tr, TickInterval: tick,
 		ElectionTicks: electionTicks, SnapshotCount: 10000, Logger: slog.New(slog.DiscardHandler),
@@ -99,7 +105,7 @@ func runTicking(t *testing.T, store *storage.Store, electionTicks int, tick time
 	done := make(chan struct{})
 	go func() { defer close(done); _ = n.Run(ctx) }()
 	t.Cleanup(func() { cancel(); <-done })
-	return n, tr
+	return n
 }
 
 func step(t *testing.T, n *Node, m *raftpb.Message) {

@@ -99,10 +99,19 @@ type Node struct {
 	snapIndex uint64 // only the loop touches it
 	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
 	snap atomic.Pointer[raftpb.Snapshot]
-	// stepMu makes the check of a peer's message and its step one (sane.go); stepCommit is the
-	// highest commit raft may hold from a message stepped.
-	stepMu     sync.Mutex
-	stepCommit atomic.Uint64
+	// stepMu makes the check of a peer's message and its step one (sane.go), and guards the
+	// bounds on raft's last index (logStepped, noteReady, markLog): logFloor, at or below it
+	// whatever raft did with the messages stepped; recentEnd, the lowest end of log that a
+	// message counted since the loop last set logFloor named; logHigh, at or above it but for
+	// the one entry a new leader appends, while this member is not known to lead.
+	stepMu    sync.Mutex
+	logFloor  uint64
+	recentEnd uint64
+	logHigh   uint64
+	// termBase is the term this member held when New built it, and termSince when: with the
+	// clock alone they fix the highest term a peer's message may carry (termCeiling).
+	termBase  uint64
+	termSince time.Time
 	// checked is the membership of the last snapshot Step let through, decoded by its check:
 	// the loop applies it when raft hands the same data back, rather than decoding it again.
 	checked atomic.Pointer[checkedSnapshot]
@@ -177,13 +186,15 @@ func New(cfg Config) (*Node, error) {
 	n := &Node{
 		cfg: cfg, id: uint64(st.MemberID), mem: mem, store: cfg.Store, log: cfg.Logger,
 		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
-		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
+		termBase:  st.HardState.GetTerm(), termSince: time.Now(),
+		waiters: map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
 		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
 	n.commit.Store(st.HardState.GetCommit())
+	n.logFloor, n.recentEnd, n.logHigh = n.LastIndex(), math.MaxUint64, n.LastIndex()
 	n.term.Store(st.HardState.GetTerm())
 	if t, err := mem.Term(st.Applied); err == nil {
 		n.appliedTerm.Store(t)
@@ -360,7 +371,7 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 			}
 		}
 	}
-	n.noteStepped(m)
+	n.logStepped(m)
 	err := n.raft.Step(ctx, m)
 	if err == nil {
 		n.hear(m)

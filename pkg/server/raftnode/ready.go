@@ -43,6 +43,7 @@ func (p *pass) changed() bool { return p.up.Cluster != nil }
 // below is one of its steps, and the order is what makes the loop safe: nothing is sent by a
 // follower, published or answered before it is durable, and proposers hear only after Advance.
 func (n *Node) handleReady(rd raft.Ready) error {
+	n.noteReady(rd)
 	prevTerm := n.recordState(rd)
 	p, err := n.applyInMemory(rd)
 	if err != nil {
@@ -65,6 +66,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.appendToMemory(rd, p); err != nil {
 		return err
 	}
+	n.markLog()
 	if !leading {
 		if err := n.send(rd.Messages); err != nil {
 			return err

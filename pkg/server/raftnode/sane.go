@@ -4,8 +4,11 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"math"
 	"slices"
+	"time"
 
+	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -17,7 +20,8 @@ import (
 // nothing to answer) and persists what it took first, so one forged message stops a member for
 // good. Step therefore refuses, before raft sees it, every message that raft could not survive
 // or that raft never sends to a peer (absurd). The bounds on terms and indexes are storage's
-// (MaxTerm, MaxIndex, MaxTermStep): ones no cluster reaches.
+// (MaxTerm, MaxIndex, MaxTermStep): ones no cluster reaches; the one on terms is counted from
+// the term this member held at its start (termCeiling), never from one a peer sent.
 
 // peerTypes are the message types raft sends to a peer. The others are raft's own, stepped
 // only by the local node (MsgHup, MsgBeat, MsgCheckQuorum, MsgUnreachable, MsgSnapStatus,
@@ -34,8 +38,8 @@ var peerTypes = map[raftpb.MessageType]bool{
 }
 
 // absurd returns why raft must not see m, or nil. It reads this member's state as the loop
-// last recorded it (term, commit) and its durable log; raft's own may be a Ready ahead, which
-// is why the commit it holds as stepped (stepCommit) is counted too.
+// last recorded it (term, commit) and a bound on raft's log (logFloor): raft's own state may
+// be a Ready ahead of the loop's.
 func (n *Node) absurd(m *raftpb.Message) error {
 	t := m.GetType()
 	switch {
@@ -63,10 +67,11 @@ func (n *Node) absurd(m *raftpb.Message) error {
 	case raftpb.MessageType_MsgApp:
 		return n.absurdAppend(m, current)
 	case raftpb.MessageType_MsgHeartbeat:
-		// raft commits what a heartbeat says, and panics past its log's end; a leader sends no
-		// more than what this member acknowledged as durable.
-		if last := n.LastIndex(); current && m.GetCommit() > max(last, n.stepCommit.Load()) {
-			return fmt.Errorf("a heartbeat commits index %d, beyond this member's log (%d)", m.GetCommit(), last)
+		// raft commits what a heartbeat says, and panics past its log's end (raftLog.commitTo).
+		// A leader commits on a follower no more than the follower acknowledged, and sends an
+		// append only from past that: never past logFloor.
+		if current && m.GetCommit() > n.logFloor {
+			return fmt.Errorf("a heartbeat commits index %d, beyond this member's log (%d)", m.GetCommit(), n.logFloor)
 		}
 	case raftpb.MessageType_MsgReadIndex, raftpb.MessageType_MsgReadIndexResp:
 		// raft reads the request's context from its one entry.
@@ -83,12 +88,16 @@ func (n *Node) absurd(m *raftpb.Message) error {
 	return nil
 }
 
-// absurdTerm refuses a term that no member reached (storage.MaxTermStep), and a log term above the
-// message's own: raft's log holds no entry of a term after its current one.
+// absurdTerm refuses a term past termCeiling, and a log term above the message's own: raft's log
+// holds no entry of a term after its current one.
 func (n *Node) absurdTerm(m *raftpb.Message) error {
-	cur, term := n.term.Load(), m.GetTerm()
-	if term > storage.MaxTerm || term-min(term, cur) > storage.MaxTermStep {
-		return fmt.Errorf("a %s of term %d, beyond any term reachable from this member's %d", m.GetType(), term, cur)
+	term := m.GetTerm()
+	if term > storage.MaxTerm {
+		return fmt.Errorf("a %s of term %d, past any term a cluster reaches (2^63)", m.GetType(), term)
+	}
+	if c := n.termCeiling(); term > c {
+		return fmt.Errorf("a %s of term %d, past %d: this member's term at its start (%d) plus 2^32 plus one an election timeout since",
+			m.GetType(), term, c, n.termBase)
 	}
 	if m.GetLogTerm() > term && m.GetType() != raftpb.MessageType_MsgReadIndex {
 		return fmt.Errorf("a %s of term %d names log term %d", m.GetType(), term, m.GetLogTerm())
@@ -96,9 +105,25 @@ func (n *Node) absurdTerm(m *raftpb.Message) error {
 	return nil
 }
 
-// absurdAppend refuses an append whose entries do not follow its index one by one, with
-// non-decreasing terms between its log term and its own term, or, of the current term or a
-// later one, that rewrites an entry this member knows committed (raft panics on that one).
+// termCeiling is the highest term a peer's message may carry: the term this member held when the
+// process started (New), plus storage.MaxTermStep, plus one an election timeout since. Nothing a
+// peer sends moves it, so no run of accepted messages raises the term by more than that in one
+// life of the process; a term rises by one an election, and with pre-vote only at a real one,
+// so a member that was away while its peers held 2^32 elections is the only one the step
+// refuses (docs/design.md, "What raft could not survive").
+func (n *Node) termCeiling() uint64 {
+	timeout := time.Duration(n.cfg.ElectionTicks) * n.cfg.TickInterval
+	return n.termBase + storage.MaxTermStep + uint64(time.Since(n.termSince)/timeout)
+}
+
+// absurdAppend refuses an append whose entries do not follow its index one by one (raft's
+// maybeAppend panics on one that rewrites a committed entry, `conflict with committed entry`,
+// and on one whose entries start before it), with non-decreasing terms between its log term
+// and its own term, or, of the current term or a later one, that rewrites an entry the loop
+// recorded committed. No leader sends that last one; raft would not panic on it:
+// handleAppendEntries answers an append after an index below its commit with that commit,
+// and appends nothing, so the entries of one that passes here are all above raft's commit,
+// even where raft's commit is a Ready ahead of the loop's.
 func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 	ents := m.GetEntries()
 	if uint64(len(ents)) > storage.MaxIndex-m.GetIndex() {
@@ -117,7 +142,7 @@ func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 	if !current {
 		return nil
 	}
-	committed := max(n.commit.Load(), n.stepCommit.Load())
+	committed := n.commit.Load()
 	for _, e := range ents {
 		if e.GetIndex() > committed {
 			break
@@ -186,29 +211,54 @@ func sameConf(a, b *raftpb.ConfState) bool {
 		!a.GetAutoLeave() && !b.GetAutoLeave()
 }
 
-// noteStepped records what raft may commit on m before the loop has seen it: the commit a
-// heartbeat or an append of the current term or a later one carries, and a snapshot's index.
-func (n *Node) noteStepped(m *raftpb.Message) {
-	if m.GetTerm() < n.term.Load() {
+// logStepped lowers logFloor to where m, of the current term or a later one, may leave raft's
+// log ending: an append's last entry, which raft truncates to on a conflict, or a snapshot's
+// index, which raft restores. Raft's own entries past logHigh are at most the one a leader
+// appends as it is elected, once a term, and more only while this member is known to lead; so
+// a message of the recorded term ending past logHigh cannot lower raft's last index, and is
+// not counted: a leader's appends, sent one after another, pass. Called with stepMu held.
+func (n *Node) logStepped(m *raftpb.Message) {
+	term := n.term.Load()
+	if m.GetTerm() < term {
 		return
 	}
-	var c uint64
-	switch m.GetType() {
-	case raftpb.MessageType_MsgHeartbeat:
-		c = m.GetCommit()
-	case raftpb.MessageType_MsgApp:
-		c = min(m.GetCommit(), m.GetIndex()+uint64(len(m.GetEntries())))
-	case raftpb.MessageType_MsgSnap:
-		c = m.GetSnapshot().GetMetadata().GetIndex()
+	var end uint64
+	switch {
+	case m.GetType() == raftpb.MessageType_MsgApp && len(m.GetEntries()) > 0:
+		end = m.GetIndex() + uint64(len(m.GetEntries()))
+	case m.GetType() == raftpb.MessageType_MsgSnap:
+		end = m.GetSnapshot().GetMetadata().GetIndex()
 	default:
 		return
 	}
-	for {
-		old := n.stepCommit.Load()
-		if c <= old || n.stepCommit.CompareAndSwap(old, c) {
-			return
-		}
+	if end <= n.logHigh || m.GetTerm() > term || n.lead.Load() == n.id {
+		n.logFloor, n.recentEnd = min(n.logFloor, end), min(n.recentEnd, end)
 	}
+	n.logHigh = max(n.logHigh, end)
+}
+
+// noteReady raises logHigh to the end of a Ready's entries or snapshot before the loop records
+// who leads: a leader's own entries are in raft's log before any Ready holds them, and a
+// message stepped meanwhile counts since the member is still known to lead.
+func (n *Node) noteReady(rd raft.Ready) {
+	end := rd.Snapshot.GetMetadata().GetIndex()
+	if len(rd.Entries) > 0 {
+		end = rd.Entries[len(rd.Entries)-1].GetIndex()
+	}
+	n.stepMu.Lock()
+	defer n.stepMu.Unlock()
+	n.logHigh = max(n.logHigh, end)
+}
+
+// markLog sets logFloor once the loop holds a Ready in its memory log. Raft built that Ready
+// after every message whose step returned before the loop took it; one stepped since can lower
+// raft's last index only to its end, counted in recentEnd since the last mark, which was before
+// the loop took the Ready.
+func (n *Node) markLog() {
+	n.stepMu.Lock()
+	defer n.stepMu.Unlock()
+	n.logFloor, n.recentEnd = min(n.LastIndex(), n.recentEnd), math.MaxUint64
+	n.logHigh = max(n.logHigh, n.LastIndex())
 }
 
 // refused counts a message refused at Step and returns err as an ErrRefused.

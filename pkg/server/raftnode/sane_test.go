@@ -80,7 +80,7 @@ func TestStepRefusesAbsurd(t *testing.T) {
 	}{
 		{"the term 2^64-1", hb(math.MaxUint64)},
 		{"a term past MaxTerm", msg(raftpb.MessageType_MsgPreVote, leaderID, learnerID, storage.MaxTerm+1)},
-		{"a term past the step", hb(2 + storage.MaxTermStep + 1)},
+		{"a term past the ceiling", hb(n.termCeiling() + 1<<20)},
 		{"a local type", msg(raftpb.MessageType_MsgHup, leaderID, learnerID, 2)},
 		{"a proposal", msg(raftpb.MessageType_MsgProp, leaderID, learnerID, 2)},
 		{"a storage message", msg(raftpb.MessageType_MsgStorageAppend, leaderID, learnerID, 2)},
@@ -120,14 +120,14 @@ func TestStepRefusesAbsurd(t *testing.T) {
 	waitUntil(t, "the entries durable", func() bool { return n.LastIndex() == snapIndex+2 })
 	for _, m := range []*raftpb.Message{
 		with(hb(3), func(m *raftpb.Message) { m.Commit = proto.Uint64(snapIndex + 2) }),
-		hb(3 + storage.MaxTermStep),
-		snapshotMsg(t, 3+storage.MaxTermStep, snapIndex+5, 3, pairCluster(true), nil),
+		hb(2 + storage.MaxTermStep),
+		snapshotMsg(t, 2+storage.MaxTermStep, snapIndex+5, 3, pairCluster(true), nil),
 	} {
 		if err := n.Step(context.Background(), m); err != nil {
 			t.Errorf("a leader's %s: %v", m.GetType(), err)
 		}
 	}
-	waitUntil(t, "the term the leader's heartbeat carried", func() bool { return n.Term() == 3+storage.MaxTermStep })
+	waitUntil(t, "the term the leader's heartbeat carried", func() bool { return n.Term() == 2+storage.MaxTermStep })
 	// An earlier leader's heartbeat or append, which raft ignores, may name what this member
 	// no longer holds: it is no forgery.
 	stale := []*raftpb.Message{
@@ -138,6 +138,31 @@ func TestStepRefusesAbsurd(t *testing.T) {
 		if err := n.Step(context.Background(), m); err != nil {
 			t.Errorf("an earlier leader's %s: %v", m.GetType(), err)
 		}
+	}
+}
+
+// The highest term a peer's message may carry is fixed when the process starts, moving with the
+// clock alone: messages forged one after another, each at the ceiling of the moment, leave the
+// member below that ceiling, where one message 2^32 above the term of the moment would have
+// raised it by 2^32 each time. A term past the ceiling is refused.
+func TestStepTermCeiling(t *testing.T) {
+	start := time.Now()                   // before the member's own start: its allowance is no larger than this one's
+	n, _ := startPair(t, learnerID, true) // a learner: no campaign of its own moves its term
+	waitUntil(t, "the stored term", func() bool { return n.Term() == 2 })
+	for range 100 {
+		m := msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, n.termCeiling())
+		if err := n.Step(context.Background(), m); err != nil {
+			t.Fatalf("a heartbeat at the ceiling: %v", err)
+		}
+	}
+	over := msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, n.termCeiling()+1<<20)
+	if err := n.Step(context.Background(), over); !errors.Is(err, ErrRefused) || !strings.Contains(err.Error(), "plus 2^32 plus one an election timeout since") {
+		t.Fatalf("a heartbeat past the ceiling: %v", err)
+	}
+	waitUntil(t, "the forged term", func() bool { return n.Term() > storage.MaxTermStep })
+	// 3 ms a tick's election timeout: the clock's allowance since the start, and more.
+	if limit := 2 + storage.MaxTermStep + uint64(time.Since(start)/(3*time.Millisecond)) + 1; n.Term() > limit {
+		t.Fatalf("term %d after 100 forged heartbeats, past %d", n.Term(), limit)
 	}
 }
 
@@ -170,9 +195,10 @@ func (r *fuzzReader) byte() byte {
 }
 
 // number is a value around those raft's bounds care about, or eight bytes of input.
-func (r *fuzzReader) number(term uint64) uint64 {
+func (r *fuzzReader) number(term, ceiling uint64) uint64 {
 	near := []uint64{0, 1, 2, 3, snapIndex - 1, snapIndex, snapIndex + 1, snapIndex + 2, term, term + 1,
-		term + storage.MaxTermStep, term + storage.MaxTermStep + 1, storage.MaxTerm, storage.MaxTerm + 1, math.MaxUint64 - 1, math.MaxUint64}
+		term + storage.MaxTermStep, term + storage.MaxTermStep + 1, storage.MaxTerm, storage.MaxTerm + 1, math.MaxUint64 - 1, math.MaxUint64,
+		ceiling, ceiling + 1}
 	b := r.byte()
 	if int(b) < len(near) {
 		return near[b]
@@ -184,18 +210,19 @@ func (r *fuzzReader) number(term uint64) uint64 {
 	return binary.BigEndian.Uint64(v[:])
 }
 
-// message builds a raft message, every field from the input, to member to of a pair whose
-// current term is term.
-func (r *fuzzReader) message(t *testing.T, to membership.ID, term uint64) *raftpb.Message {
+// message builds a raft message, every field from the input, to member n of a pair.
+func (r *fuzzReader) message(t *testing.T, n *Node) *raftpb.Message {
+	to, term, ceiling := n.ID(), n.Term(), n.termCeiling()
+	num := func() uint64 { return r.number(term, ceiling) }
 	froms := []membership.ID{leaderID, learnerID, 3, 0}
-	m := msg(raftpb.MessageType(r.byte()%26), froms[r.byte()%4], to, r.number(term))
-	m.LogTerm, m.Index, m.Commit = proto.Uint64(r.number(term)), proto.Uint64(r.number(term)), proto.Uint64(r.number(term))
-	m.Reject, m.RejectHint = proto.Bool(r.byte()%2 == 1), proto.Uint64(r.number(term))
+	m := msg(raftpb.MessageType(r.byte()%26), froms[r.byte()%4], to, num())
+	m.LogTerm, m.Index, m.Commit = proto.Uint64(num()), proto.Uint64(num()), proto.Uint64(num())
+	m.Reject, m.RejectHint = proto.Bool(r.byte()%2 == 1), proto.Uint64(num())
 	if b := r.byte(); b%4 == 0 {
 		m.Context = []byte{b}
 	}
 	for range r.byte() % 4 {
-		e := &raftpb.Entry{Type: raftpb.EntryType(r.byte() % 4).Enum(), Index: proto.Uint64(r.number(term)), Term: proto.Uint64(r.number(term))}
+		e := &raftpb.Entry{Type: raftpb.EntryType(r.byte() % 4).Enum(), Index: proto.Uint64(num()), Term: proto.Uint64(num())}
 		if b := r.byte(); b%2 == 1 {
 			e.Data = []byte{b}
 		}
@@ -203,7 +230,7 @@ func (r *fuzzReader) message(t *testing.T, to membership.ID, term uint64) *raftp
 	}
 	if b := r.byte(); b%3 != 0 {
 		c := pairCluster(b%3 == 1)
-		s := snapshotMsg(t, term, r.number(term), r.number(term), c, nil)
+		s := snapshotMsg(t, term, num(), num(), c, nil)
 		if r.byte()%4 == 0 {
 			s.Snapshot.Metadata.ConfState = &raftpb.ConfState{Voters: []uint64{uint64(r.byte())}, Learners: []uint64{uint64(r.byte())}}
 		}
@@ -216,9 +243,9 @@ func (r *fuzzReader) message(t *testing.T, to membership.ID, term uint64) *raftp
 }
 
 // FuzzStep: no message a peer sends, of any type with any fields, makes a running member
-// panic, now or in the elections that follow, or leaves it a stored term past what its messages
-// could move it to (storage.MaxTermStep each). raft panics in a goroutine of its own, which fails the
-// whole run.
+// panic, now or in the elections that follow, or leaves it a stored term past its ceiling
+// (termCeiling) and the one campaign of its own above it. raft panics in a goroutine of its own,
+// which fails the whole run.
 func FuzzStep(f *testing.F) {
 	// role, type, sender, term, then the rest; 15 picks 2^64-1, 8 the current term.
 	f.Add([]byte{0, 8, 0, 15})
@@ -235,11 +262,8 @@ func FuzzStep(f *testing.F) {
 		if me == leaderID {
 			waitUntil(t, "the member leads", func() bool { return n.Leader() == n.ID() })
 		}
-		stepped := 0
 		for i := 0; i < 4 && len(r) > 0; i++ {
-			if n.Step(context.Background(), r.message(t, me, n.Term())) == nil {
-				stepped++
-			}
+			_ = n.Step(context.Background(), r.message(t, n))
 		}
 		// Some election timeouts (3 ms each), in which a term pushed to where the next
 		// campaign overflows would panic: what is tested is that nothing happens.
@@ -248,8 +272,8 @@ func FuzzStep(f *testing.F) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if limit := 2 + uint64(stepped+1)*storage.MaxTermStep; st.HardState.GetTerm() > limit {
-			t.Fatalf("stored term %d after %d messages stepped, past %d", st.HardState.GetTerm(), stepped, limit)
+		if limit := n.termCeiling() + 1; st.HardState.GetTerm() > limit {
+			t.Fatalf("stored term %d, past the ceiling and one campaign: %d", st.HardState.GetTerm(), limit)
 		}
 	})
 }
@@ -267,4 +291,88 @@ func TestNewRefusesAbsurdStoredTerm(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "term 18446744073709551615") || !strings.Contains(err.Error(), "clusterctl datadir reset-term") {
 		t.Fatalf("New: %v", err)
 	}
+}
+
+// A heartbeat committing past the end of raft's log makes raft panic (raftLog.commitTo), and
+// raft's log may end below this member's memory log: after an append raft rejected (nothing
+// appended, whatever commit it named), or one that truncated raft's log a Ready before the
+// loop's. Both forged pairs are refused at the heartbeat, and the member goes on.
+func TestStepRefusesCommitPastRaftLog(t *testing.T) {
+	n, _ := startPair(t, learnerID, true)
+	waitUntil(t, "the stored term", func() bool { return n.Term() == 2 })
+	entry := func(index, term uint64) *raftpb.Entry {
+		return &raftpb.Entry{Type: raftpb.EntryType_EntryNormal.Enum(), Index: proto.Uint64(index), Term: proto.Uint64(term)}
+	}
+	app := func(term, index, logTerm, commit uint64, ents ...*raftpb.Entry) *raftpb.Message {
+		m := msg(raftpb.MessageType_MsgApp, leaderID, learnerID, term)
+		m.Index, m.LogTerm, m.Commit, m.Entries = proto.Uint64(index), proto.Uint64(logTerm), proto.Uint64(commit), ents
+		return m
+	}
+	hb := func(term, commit uint64) *raftpb.Message {
+		m := msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, term)
+		m.Commit = proto.Uint64(commit)
+		return m
+	}
+	pairs := [][2]*raftpb.Message{
+		// raft rejects the append (nothing at index 50 to match) and commits nothing.
+		{app(3, 50, 3, 51, entry(51, 3)), hb(3, 51)},
+		// raft truncates its log to index 11 at once; the memory log still ends at 12.
+		{app(4, snapIndex, 2, snapIndex, entry(snapIndex+1, 4)), hb(4, snapIndex+2)},
+	}
+	step(t, n, app(3, snapIndex, 2, snapIndex, entry(snapIndex+1, 3), entry(snapIndex+2, 3)))
+	waitUntil(t, "the entries durable", func() bool { return n.LastIndex() == snapIndex+2 })
+	for i, p := range pairs {
+		if err := n.Step(context.Background(), p[0]); err != nil {
+			t.Fatalf("pair %d: the append: %v", i, err)
+		}
+		if err := n.Step(context.Background(), p[1]); !errors.Is(err, ErrRefused) {
+			t.Fatalf("pair %d: the heartbeat committing %d: %v, want ErrRefused", i, p[1].GetCommit(), err)
+		}
+	}
+	// Some election timeouts (3 ms each), long enough for raft's goroutine to panic had it
+	// taken a heartbeat: the member still answers, and its log is the last append's.
+	waitUntil(t, "the truncated log durable", func() bool { return n.LastIndex() == snapIndex+1 })
+	step(t, n, hb(4, snapIndex+1))
+	waitUntil(t, "the commit", func() bool { return n.Applied() == snapIndex+1 })
+}
+
+// A leader sends appends one after another without waiting for their answers, then commits
+// what they carried: the heartbeat that commits it passes, however the appends fell between
+// the loop's Readies.
+func TestStepPassesPipelinedAppends(t *testing.T) {
+	n, tr := runTicking(t, pairStore(t, learnerID, true, 2), 3, time.Millisecond)
+	app := func(index, logTerm, commit uint64) *raftpb.Message {
+		m := msg(raftpb.MessageType_MsgApp, leaderID, learnerID, 3)
+		m.Index, m.LogTerm, m.Commit = proto.Uint64(index), proto.Uint64(logTerm), proto.Uint64(commit)
+		for i := index + 1; i <= index+2; i++ {
+			m.Entries = append(m.Entries, &raftpb.Entry{Type: raftpb.EntryType_EntryNormal.Enum(), Index: proto.Uint64(i), Term: proto.Uint64(3)})
+		}
+		return m
+	}
+	acked := func(index uint64) func() bool {
+		return func() bool {
+			tr.mu.Lock()
+			defer tr.mu.Unlock()
+			for _, m := range tr.sent {
+				if m.GetType() == raftpb.MessageType_MsgAppResp && !m.GetReject() && m.GetIndex() == index {
+					return true
+				}
+			}
+			return false
+		}
+	}
+	// The new leader's first append, answered before it sends more (raft probes first).
+	step(t, n, app(snapIndex, 2, snapIndex))
+	waitUntil(t, "the first append acknowledged", acked(snapIndex+2))
+	last := uint64(snapIndex + 2)
+	for range 20 {
+		step(t, n, app(last, 3, last))
+		step(t, n, app(last+2, 3, last))
+		waitUntil(t, "the appends acknowledged", acked(last+4))
+		last += 4
+		hb := msg(raftpb.MessageType_MsgHeartbeat, leaderID, learnerID, 3)
+		hb.Commit = proto.Uint64(last)
+		step(t, n, hb)
+	}
+	waitUntil(t, "the commit", func() bool { return n.Applied() == last })
 }
