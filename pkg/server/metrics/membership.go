@@ -45,16 +45,12 @@ var changeKinds = []membership.Kind{
 
 func (m *Metrics) initMembership() {
 	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "clusterd",
-		Subsystem: "membership",
-		Name:      "changes_total",
-		Help:      "Membership changes decided by this member while leader, by kind and outcome (applied, refused, failed).",
+		Name: "clusterd_membership_changes_total",
+		Help: "Membership changes decided by this member while leader, by kind and outcome (applied, refused, failed).",
 	}, []string{"kind", "outcome"})
 	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "clusterd",
-		Subsystem: "membership",
-		Name:      "refusals_total",
-		Help:      "Membership changes refused by this member while leader, by the rule that refused them.",
+		Name: "clusterd_membership_refusals_total",
+		Help: "Membership changes refused by this member while leader, by the rule that refused them.",
 	}, []string{"reason"})
 	for _, k := range changeKinds {
 		for _, o := range []string{outcomeApplied, outcomeRefused, outcomeFailed} {

@@ -4,10 +4,8 @@ import "github.com/prometheus/client_golang/prometheus"
 
 func newPeerRefused() prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "clusterd",
-		Subsystem: "network",
-		Name:      "peer_refused_messages_total",
-		Help:      "The total number of raft messages from the peer port refused before raft saw them: absurd for raft, or not decodable.",
+		Name: "clusterd_network_peer_refused_messages_total",
+		Help: "The total number of raft messages from the peer port refused before raft saw them: absurd for raft, or not decodable.",
 	})
 }
 
