@@ -2,8 +2,8 @@ package datadir
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -75,32 +75,18 @@ func Check(path string) (*CheckResult, error) {
 
 // checkSnapshot checks the database of a snapshot file (clusterd's or etcd's snapshot save).
 func checkSnapshot(path string) (*CheckResult, error) {
-	dir, _, _, err := extract(path)
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, storage.FileName)
 	var b *etcdBackend
-	err = storage.ViewFile(db, func(tx *bolt.Tx) error {
-		if !isEtcd(tx) {
-			return nil
-		}
-		var err error
+	st, _, _, err := readSnapshotDB(path, func(tx *bolt.Tx) (err error) {
 		b, err = readEtcdBackend(tx)
 		return err
 	})
-	if err == nil && b != nil {
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
 		r := &CheckResult{Path: path, Kind: KindEtcd, Snapshot: true}
 		checkEtcdBackend(r, b)
 		return r, nil
-	}
-	var st *storage.State
-	if err == nil {
-		st, err = storage.LoadFile(dir)
-	}
-	if err != nil {
-		return nil, snapshotContentError(path, err)
 	}
 	r := checkClusterd(path, st)
 	r.Snapshot = true
@@ -167,8 +153,11 @@ func (r role) String() string {
 	return string(r)
 }
 
-func membershipRoles(c *membership.Cluster) map[membership.ID]role {
-	out := map[membership.ID]role{}
+// conf is each ID's role in one place: a membership, or raft's configuration (replayed by apply).
+type conf map[membership.ID]role
+
+func membershipRoles(c *membership.Cluster) conf {
+	out := conf{}
 	for id, m := range c.Members {
 		out[id] = "voter"
 		if m.IsLearner {
@@ -178,8 +167,8 @@ func membershipRoles(c *membership.Cluster) map[membership.ID]role {
 	return out
 }
 
-func confRoles(cs *raftpb.ConfState) map[membership.ID]role {
-	out := map[membership.ID]role{}
+func confRoles(cs *raftpb.ConfState) conf {
+	out := conf{}
 	for _, id := range cs.GetVoters() {
 		out[membership.ID(id)] = "voter"
 	}
@@ -205,15 +194,10 @@ func (r *CheckResult) compareConf(side string, a *raftpb.ConfState, other string
 	r.diff(side, confRoles(a), other, confRoles(b))
 }
 
-func (r *CheckResult) diff(side string, a map[membership.ID]role, other string, b map[membership.ID]role) {
-	ids := map[membership.ID]bool{}
-	for id := range a {
-		ids[id] = true
-	}
-	for id := range b {
-		ids[id] = true
-	}
-	for _, id := range sortedIDs(ids) {
+func (r *CheckResult) diff(side string, a conf, other string, b conf) {
+	all := maps.Clone(a)
+	maps.Copy(all, b)
+	for _, id := range slices.Sorted(maps.Keys(all)) {
 		if a[id] != b[id] {
 			r.Problems = append(r.Problems, Problem{MemberID: id,
 				Text: fmt.Sprintf("%s says %s, %s says %s", side, a[id], other, b[id])})
@@ -250,32 +234,9 @@ func (r *CheckResult) rules(side string, c *membership.Cluster) {
 	}
 }
 
-func sortedIDs(ids map[membership.ID]bool) []membership.ID {
-	out := make([]membership.ID, 0, len(ids))
-	for id := range ids {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// conf is raft's configuration being replayed: each ID's role.
-type conf map[uint64]role
-
-func newConf(cs *raftpb.ConfState) conf {
-	c := conf{}
-	for _, id := range cs.GetVoters() {
-		c[id] = "voter"
-	}
-	for _, id := range cs.GetLearners() {
-		c[id] = "learner"
-	}
-	return c
-}
-
 // apply applies one conf change as raft does for etcd's (never joint) changes.
 func (c conf) apply(cc *raftpb.ConfChange) {
-	id := cc.GetNodeId()
+	id := membership.ID(cc.GetNodeId())
 	if id == 0 {
 		return
 	}
@@ -293,9 +254,9 @@ func (c conf) confState() *raftpb.ConfState {
 	cs := &raftpb.ConfState{}
 	for id, r := range c {
 		if r == "voter" {
-			cs.Voters = append(cs.Voters, id)
+			cs.Voters = append(cs.Voters, uint64(id))
 		} else {
-			cs.Learners = append(cs.Learners, id)
+			cs.Learners = append(cs.Learners, uint64(id))
 		}
 	}
 	slices.Sort(cs.Voters)

@@ -279,8 +279,8 @@ func (w *walLog) LastIndex() uint64 {
 
 // termAt is the term of the entry at index i, if the log has it (or a snapshot record at i).
 func (w *walLog) termAt(i uint64) (uint64, bool) {
-	if n := len(w.Entries); n > 0 && i >= w.Entries[0].Index && i <= w.Entries[n-1].Index {
-		return w.Entries[i-w.Entries[0].Index].Term, true
+	if e, ok := w.entryAt(i); ok {
+		return e.Term, true
 	}
 	for _, s := range w.Snapshots {
 		if s.Index == i {
@@ -311,7 +311,7 @@ func (w *walLog) confStateAt(i uint64) (cs *raftpb.ConfState, ok bool) {
 	if from == nil {
 		return nil, false
 	}
-	c := newConf(from.ConfState)
+	c := confRoles(from.ConfState)
 	for next := from.Index + 1; next <= i; next++ {
 		t, has := w.entryAt(next)
 		if !has {
