@@ -69,20 +69,15 @@ func CheckFile(path string) error {
 		return &CorruptError{Path: path, Reason: "it has 0 bytes"}
 	}
 	err = checkBolt(f, fi.Size())
-	var ce *corruptBolt
-	if errors.As(err, &ce) {
-		return &CorruptError{Path: path, Reason: ce.reason}
+	if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+		ce.Path = path
 	}
 	return err
 }
 
-// corruptBolt is what checkBolt found wrong; CheckFile adds the path.
-type corruptBolt struct{ reason string }
-
-func (e *corruptBolt) Error() string { return e.reason }
-
+// corrupt is what checkBolt found wrong; CheckFile adds the path.
 func corrupt(format string, args ...any) error {
-	return &corruptBolt{reason: fmt.Sprintf(format, args...)}
+	return &CorruptError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // boltMeta is the part of a meta page the check uses.

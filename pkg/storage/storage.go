@@ -260,7 +260,13 @@ func (s *Store) Close() error { return s.db.Close() }
 // Load reads the whole state back. A database without a member's buckets, or with damaged
 // pages, is a *CorruptError; one of an earlier format a *FormatError.
 func (s *Store) Load() (*State, error) {
-	st, err := guard(s.load)
+	var st *State
+	_, err := guard(func() (struct{}, error) {
+		return struct{}{}, s.db.View(func(tx *bolt.Tx) (err error) {
+			st, err = loadTx(tx)
+			return err
+		})
+	})
 	return st, loadError(s.db.Path(), err)
 }
 
@@ -273,16 +279,6 @@ func loadError(path string, err error) error {
 		return err
 	}
 	return &CorruptError{Path: path, Reason: err.Error()}
-}
-
-func (s *Store) load() (*State, error) {
-	var st *State
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		st, err = loadTx(tx)
-		return err
-	})
-	return st, err
 }
 
 // LoadFile reads the whole state of the member database in dir without writing anything: the
