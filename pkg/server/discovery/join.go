@@ -222,16 +222,6 @@ func (m *member) read(ctx context.Context) (int, []registry.Registration, int64,
 	return size, regs, mr.Header.Revision, err
 }
 
-// parse reads one registration; one that cannot be read is left out, as etcd does.
-func (m *member) parse(key, value []byte, createRevision int64) (registry.Registration, bool) {
-	r, err := registry.ParseRegistration(string(key), string(value), createRevision)
-	if err != nil {
-		m.skipped(err)
-		return r, false
-	}
-	return r, true
-}
-
 // skipped logs a registration that cannot be read.
 func (m *member) skipped(err error) {
 	m.lg.Warn("ignoring a registration that cannot be read", "error", err)

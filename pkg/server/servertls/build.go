@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -252,11 +251,10 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 		return k.cert, nil
 	}
 	if err == nil {
+		// It parses the leaf, so a certificate that is not X.509 fails here and not in a
+		// handshake.
 		var c tls.Certificate
 		if c, err = tls.X509KeyPair(certPEM, keyPEM); err == nil {
-			err = checkLeaf(&c)
-		}
-		if err == nil {
 			k.certPEM, k.keyPEM, k.cert, k.lastFail = certPEM, keyPEM, &c, ""
 			return k.cert, nil
 		}
@@ -270,17 +268,6 @@ func (k *keyPair) get() (*tls.Certificate, error) {
 		k.logger.Warn("cannot reload certificate, still serving the previous one", "flag", k.certFlag, "error", err)
 	}
 	return k.cert, nil
-}
-
-// checkLeaf parses the leaf so a certificate file that is not X.509 fails here, at load, and
-// not later in a handshake. tls.X509KeyPair fills in Leaf since Go 1.23.
-func checkLeaf(c *tls.Certificate) error {
-	if c.Leaf != nil {
-		return nil
-	}
-	leaf, err := x509.ParseCertificate(c.Certificate[0])
-	c.Leaf = leaf
-	return err
 }
 
 // hostsOf is the host part of each URL, for the SANs of a self-signed certificate.
@@ -301,5 +288,3 @@ func hostsOf(urls []string) []string {
 	}
 	return hosts
 }
-
-func selfCertDir(dataDir, name string) string { return filepath.Join(dataDir, "fixtures", name) }

@@ -68,13 +68,6 @@ type port struct {
 
 func (p port) flag(name string) string { return "--" + p.prefix + name }
 
-func (p port) clientCertAuthFlag() string {
-	if p.prefix == "" {
-		return "--client-cert-auth"
-	}
-	return "--peer-client-cert-auth"
-}
-
 func (p port) listenFlag() string { return "--listen-" + p.name + "-urls" }
 
 // selfCert is whether Build makes this side a self-signed certificate.
@@ -113,7 +106,7 @@ func (p port) validate() error {
 	case p.KeyFile != "" && p.CertFile == "":
 		return settingErr(p.flag("key-file"), "needs %s", p.flag("cert-file"))
 	case p.ClientCertAuth && p.TrustedCAFile == "":
-		return settingErr(p.clientCertAuthFlag(), "needs %s: without a CA no client certificate can be verified", p.flag("trusted-ca-file"))
+		return settingErr(p.flag("client-cert-auth"), "needs %s: without a CA no client certificate can be verified", p.flag("trusted-ca-file"))
 	case len(p.AllowedCNs) > 0 && len(p.AllowedHostnames) > 0:
 		return settingErr(p.flag("cert-allowed-cn"), "and %s are mutually exclusive, as in etcd", p.flag("cert-allowed-hostname"))
 	case len(p.AllowedCNs) > 0 && p.TrustedCAFile == "":
@@ -151,7 +144,7 @@ func (p port) firstTLSFlag() string {
 	case p.TrustedCAFile != "":
 		return p.flag("trusted-ca-file")
 	case p.ClientCertAuth:
-		return p.clientCertAuthFlag()
+		return p.flag("client-cert-auth")
 	case p.AutoTLS:
 		return p.flag("auto-tls")
 	case len(p.AllowedCNs) > 0:
