@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap/snappb"
@@ -33,9 +32,8 @@ const (
 )
 
 // castagnoli is etcd's CRC table: the WAL's, chained over the data of every record of every file,
-// and a snapshot's hash. Made on first use: building it takes about 0.2 ms, which every clusterctl
-// command would otherwise pay at start-up for the few that read etcd's files.
-var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+// and a snapshot's hash. crc32 builds it on the first call, not at every start of clusterctl.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // walEntryInfo is what is kept of an entry: its place, and its data only when it changes the
 // configuration (the other entries hold the key space, which may be large).

@@ -5,6 +5,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
@@ -35,7 +36,7 @@ type Metrics struct {
 	changes  *prometheus.CounterVec
 	refusals *prometheus.CounterVec
 
-	grpc *grpcMetrics
+	grpc *grpcprom.ServerMetrics
 }
 
 // Options tunes New. The zero value is what clusterd uses.
@@ -64,7 +65,7 @@ func New(opts Options) *Metrics {
 		m.peerSentBytes, m.peerReceivedBytes, m.peerSentFailures, m.peerRoundTrip, m.peerRefused,
 		m.backendCommit,
 		m.changes, m.refusals,
-		m.grpc.server,
+		m.grpc,
 		m.state,
 		// etcd registers on Prometheus's default registry, which carries these two.
 		collectors.NewGoCollector(),
