@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"regexp"
 	"strconv"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -46,11 +45,8 @@ func isEtcd(tx *bolt.Tx) bool {
 }
 
 // storageVersion is the form etcd writes its storage version in (a semantic version); anything
-// else is not shown, as etcdutl shows nothing for what it cannot parse. Compiled when first
-// used, not at every start of clusterctl, which links this package for its datadir commands.
-var storageVersion = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-})
+// else is not shown, as etcdutl shows nothing for what it cannot parse.
+var storageVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 
 // etcdStatus computes what etcdutl 3.7 snapshot status shows, as it computes it: the hash over
 // every bucket, the revision of the last key in the key bucket, and the number of keys alive at
@@ -58,7 +54,7 @@ var storageVersion = sync.OnceValue(func() *regexp.Regexp {
 // either makes the file unusable.
 func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 	info := &EtcdSnapshotInfo{TotalSize: tx.Size()}
-	if v := tx.Bucket([]byte("meta")).Get([]byte("storageVersion")); storageVersion().Match(v) {
+	if v := tx.Bucket([]byte("meta")).Get([]byte("storageVersion")); storageVersion.Match(v) {
 		info.Version = string(v)
 	}
 	h := crc32.New(castagnoli())
