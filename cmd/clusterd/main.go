@@ -238,12 +238,7 @@ func editDistance(a, b string) int {
 // envName reports whether name is spelled as a setting's variable is: upper-case letters,
 // digits and underscores.
 func envName(name string) bool {
-	for _, r := range name {
-		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(name, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') })
 }
 
 // readSources layers the ETCD_* environment and the config file under the parsed flags.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,10 +153,8 @@ func (m *member) clash(cl *registry.Cluster) error {
 			return &TakenError{Token: m.cfg.Token, What: fmt.Sprintf("name %q", m.name), By: p.Value}
 		}
 		for _, u := range p.PeerURLs {
-			for _, mine := range m.urls {
-				if u == mine {
-					return &TakenError{Token: m.cfg.Token, What: "peer URL " + u, By: p.Value}
-				}
+			if slices.Contains(m.urls, u) {
+				return &TakenError{Token: m.cfg.Token, What: "peer URL " + u, By: p.Value}
 			}
 		}
 	}
