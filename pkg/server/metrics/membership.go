@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -43,12 +44,12 @@ var changeKinds = []membership.Kind{
 	membership.KindPromote, membership.KindPublish,
 }
 
-func (m *Metrics) initMembership() {
-	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
+func (m *Metrics) initMembership(f promauto.Factory) {
+	m.changes = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "clusterd_membership_changes_total",
 		Help: "Membership changes decided by this member while leader, by kind and outcome (applied, refused, failed).",
 	}, []string{"kind", "outcome"})
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
+	m.refusals = f.NewCounterVec(prometheus.CounterOpts{
 		Name: "clusterd_membership_refusals_total",
 		Help: "Membership changes refused by this member while leader, by the rule that refused them.",
 	}, []string{"reason"})
