@@ -118,20 +118,11 @@ func (p port) validate() error {
 	case p.prefix != "" && p.selfCert() && p.TrustedCAFile != "":
 		return settingErr(p.flag("auto-tls"), "makes a self-signed certificate that %s cannot verify: give %s and %s instead", p.flag("trusted-ca-file"), p.flag("cert-file"), p.flag("key-file"))
 	}
-	tlsURL, plainOnly := "", len(p.ListenURLs) > 0
-	for _, raw := range p.ListenURLs {
-		if secure(raw) {
-			tlsURL, plainOnly = raw, false
-			break
-		}
-	}
-	if tlsURL != "" && !p.enabled() {
-		return settingErr(p.listenFlag(), "%s needs %s and %s, or %s", tlsURL, p.flag("cert-file"), p.flag("key-file"), p.flag("auto-tls"))
-	}
-	if plainOnly {
-		if f := p.firstTLSFlag(); f != "" {
-			return settingErr(f, "is set but %s has no https:// URL: it would be ignored", p.listenFlag())
-		}
+	switch i := slices.IndexFunc(p.ListenURLs, secure); {
+	case i >= 0 && !p.enabled():
+		return settingErr(p.listenFlag(), "%s needs %s and %s, or %s", p.ListenURLs[i], p.flag("cert-file"), p.flag("key-file"), p.flag("auto-tls"))
+	case i < 0 && len(p.ListenURLs) > 0 && p.firstTLSFlag() != "":
+		return settingErr(p.firstTLSFlag(), "is set but %s has no https:// URL: it would be ignored", p.listenFlag())
 	}
 	return nil
 }
