@@ -63,7 +63,7 @@ func New(opts Options) *Metrics {
 	m.peerRefused = newPeerRefused(f)
 	m.grpc = newGRPCMetrics()
 	m.state = newStateCollector(now)
-	// etcd registers on Prometheus's default registry, which carries the last two.
+	// etcd registers on Prometheus's default registry, which carries the Go and process collectors.
 	m.reg.MustRegister(m.grpc, m.state, collectors.NewGoCollector())
 	if !opts.NoProcessCollector {
 		m.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
