@@ -5,7 +5,7 @@ import (
 	"google.golang.org/grpc"
 )
 
-// newGRPCMetrics are grpc_server_started_total, grpc_server_handled_total,
+// newGRPCMetrics makes grpc_server_started_total, grpc_server_handled_total,
 // grpc_server_msg_received_total and grpc_server_msg_sent_total, from the library etcd itself
 // uses for them, in etcd's default configuration (no handling-time histogram: etcd adds it only
 // with --metrics=extensive). Using the same library is what makes names, help texts, label
