@@ -98,7 +98,7 @@ func readStatus(path string) (*SnapshotStatus, error) {
 
 // readSnapshotDB verifies a snapshot file's checksum and reads its database from a temporary
 // copy: etcd's through etcd, in a read transaction (the state is then nil), or clusterd's
-// member state. A database that is neither, or damaged, is a *SnapshotContentError.
+// member state. Errors are snapshotContentError's: without the copy's name.
 func readSnapshotDB(path string, etcd func(*bolt.Tx) error) (st *storage.State, size int64, sum string, err error) {
 	dir, size, sum, err := extract(path)
 	if err != nil {
