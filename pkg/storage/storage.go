@@ -173,18 +173,13 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		if err := putUint(meta, keyFormat, dataFormat); err != nil {
-			return err
-		}
-		if err := putUint(meta, keyMemberID, uint64(id.MemberID)); err != nil {
-			return err
-		}
-		if err := putUint(meta, keyClusterID, uint64(id.ClusterID)); err != nil {
-			return err
-		}
-		if err := meta.Put(keyName, []byte(id.Name)); err != nil {
-			return err
+		for _, kv := range []struct{ k, v []byte }{
+			{keyFormat, u64(dataFormat)}, {keyMemberID, u64(uint64(id.MemberID))},
+			{keyClusterID, u64(uint64(id.ClusterID))}, {keyName, []byte(id.Name)},
+		} {
+			if err := tx.Bucket(bucketMeta).Put(kv.k, kv.v); err != nil {
+				return err
+			}
 		}
 		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap), JoinPeers: joinPeers})
 	})
