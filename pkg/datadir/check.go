@@ -107,10 +107,10 @@ func checkClusterd(path string, st *storage.State) *CheckResult {
 		if sc, err := storage.SnapshotCluster(snap); err != nil {
 			r.Problems = append(r.Problems, Problem{Text: "the snapshot's membership does not decode: " + err.Error()})
 		} else {
-			r.compare("the snapshot's membership", sc, where, snap.GetMetadata().GetConfState())
+			r.compare("the snapshot's membership", storage.ConfState(sc), where, snap.GetMetadata().GetConfState())
 		}
 		if st.Applied == at {
-			r.compare("the members bucket", st.Cluster, where, snap.GetMetadata().GetConfState())
+			r.compare("the members bucket", storage.ConfState(st.Cluster), where, snap.GetMetadata().GetConfState())
 		}
 	}
 	r.rules("the members bucket", st.Cluster)
@@ -123,11 +123,11 @@ func checkEtcd(path string, b *etcdBackend, w *walLog, snap *raftpb.SnapshotMeta
 	r.checkTerm(membership.ID(w.NodeID), "the WAL's HardState", w.HardState.GetTerm())
 	checkEtcdBackend(r, b)
 	if cs, ok := w.confStateAt(b.ConsistentIndex); ok {
-		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the WAL's configuration at index %d", b.ConsistentIndex), cs)
+		r.compare("the members bucket", storage.ConfState(b.Cluster), fmt.Sprintf("the WAL's configuration at index %d", b.ConsistentIndex), cs)
 	}
 	if snap != nil {
 		if cs, ok := w.confStateAt(snap.GetIndex()); ok {
-			r.compareConf(fmt.Sprintf("snap file %s", snapName), snap.GetConfState(),
+			r.compare(fmt.Sprintf("snap file %s", snapName), snap.GetConfState(),
 				fmt.Sprintf("the WAL's configuration at index %d", snap.GetIndex()), cs)
 		}
 	}
@@ -138,7 +138,7 @@ func checkEtcd(path string, b *etcdBackend, w *walLog, snap *raftpb.SnapshotMeta
 // confState, and the rules.
 func checkEtcdBackend(r *CheckResult, b *etcdBackend) {
 	if b.ConfState != nil {
-		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the backend's confState (index %d)", b.ConsistentIndex), b.ConfState)
+		r.compare("the members bucket", storage.ConfState(b.Cluster), fmt.Sprintf("the backend's confState (index %d)", b.ConsistentIndex), b.ConfState)
 	}
 	r.rules("the members bucket", b.Cluster)
 }
@@ -153,19 +153,8 @@ func (r role) String() string {
 	return string(r)
 }
 
-// conf is each ID's role in one place: a membership, or raft's configuration (replayed by apply).
+// conf is each ID's role in raft's configuration (or one being replayed: apply).
 type conf map[membership.ID]role
-
-func membershipRoles(c *membership.Cluster) conf {
-	out := conf{}
-	for id, m := range c.Members {
-		out[id] = "voter"
-		if m.IsLearner {
-			out[id] = "learner"
-		}
-	}
-	return out
-}
 
 func confRoles(cs *raftpb.ConfState) conf {
 	out := conf{}
@@ -178,30 +167,21 @@ func confRoles(cs *raftpb.ConfState) conf {
 	return out
 }
 
-// compare records every member whose role in the membership c (held in place side) differs
-// from its role in raft's configuration cs (held in place raft).
-func (r *CheckResult) compare(side string, c *membership.Cluster, raft string, cs *raftpb.ConfState) {
-	r.Compared = append(r.Compared, side+" with "+raft)
-	r.diff(side, membershipRoles(c), raft, confRoles(cs))
-	if len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearnersNext()) > 0 {
-		r.Problems = append(r.Problems, Problem{Text: raft + " is a joint configuration, which neither clusterd nor etcd makes"})
-	}
-}
-
-// compareConf is compare for two of raft's configurations.
-func (r *CheckResult) compareConf(side string, a *raftpb.ConfState, other string, b *raftpb.ConfState) {
+// compare records every member whose role in raft's configuration a (held in place side: a
+// membership's is storage.ConfState's) differs from its role in b (held in place other).
+func (r *CheckResult) compare(side string, a *raftpb.ConfState, other string, b *raftpb.ConfState) {
 	r.Compared = append(r.Compared, side+" with "+other)
-	r.diff(side, confRoles(a), other, confRoles(b))
-}
-
-func (r *CheckResult) diff(side string, a conf, other string, b conf) {
-	all := maps.Clone(a)
-	maps.Copy(all, b)
+	ra, rb := confRoles(a), confRoles(b)
+	all := maps.Clone(ra)
+	maps.Copy(all, rb)
 	for _, id := range slices.Sorted(maps.Keys(all)) {
-		if a[id] != b[id] {
+		if ra[id] != rb[id] {
 			r.Problems = append(r.Problems, Problem{MemberID: id,
-				Text: fmt.Sprintf("%s says %s, %s says %s", side, a[id], other, b[id])})
+				Text: fmt.Sprintf("%s says %s, %s says %s", side, ra[id], other, rb[id])})
 		}
+	}
+	if len(b.GetVotersOutgoing()) > 0 || len(b.GetLearnersNext()) > 0 {
+		r.Problems = append(r.Problems, Problem{Text: other + " is a joint configuration, which neither clusterd nor etcd makes"})
 	}
 }
 
