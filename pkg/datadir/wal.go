@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -86,8 +85,7 @@ func walFiles(dir string) ([]string, error) {
 			names = append(names, filepath.Join(dir, de.Name()))
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	return names, nil // os.ReadDir sorts by name
 }
 
 // readWAL reads every WAL file in dir, in order, reading nothing past the first zero length in a
@@ -103,11 +101,9 @@ func readWAL(dir string) (*walLog, error) {
 	w := &walLog{HardState: &raftpb.HardState{}}
 	r := &walReader{log: w}
 	for i, f := range files {
+		// Only the last file may end torn: the loop ends with it.
 		if err := r.readFile(f, i == len(files)-1); err != nil {
 			return nil, err
-		}
-		if w.TornTail {
-			break
 		}
 	}
 	return w, nil
