@@ -286,9 +286,9 @@ func LoadFile(dir string) (*State, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	var st *State
-	err := ViewFile(path, func(tx *bolt.Tx) error {
-		var err error
-		st, err = guard(func() (*State, error) { return loadTx(tx) })
+	// ViewFile guards the read: a fault in loadTx is a *CorruptError too.
+	err := ViewFile(path, func(tx *bolt.Tx) (err error) {
+		st, err = loadTx(tx)
 		return err
 	})
 	return st, loadError(path, err)
