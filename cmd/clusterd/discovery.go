@@ -1,7 +1,7 @@
 package main
 
 import (
-	"fmt"
+	"errors"
 	"time"
 
 	"github.com/spf13/pflag"
@@ -36,15 +36,8 @@ func defineDiscoveryFlags(fs *pflag.FlagSet) {
 
 // discoveryConfig reads the discovery settings; bools holds those of discoveryBools.
 func discoveryConfig(v *viper.Viper, bools map[string]bool) (discovery.Config, error) {
-	durations, err := readAll(v, func(k string) (time.Duration, error) {
-		// Strict, as every other setting: a bare number is no duration.
-		d, err := time.ParseDuration(v.GetString(k))
-		if err != nil {
-			return 0, fmt.Errorf("must be a duration with a unit, such as 5s")
-		}
-		return d, nil
-	}, "discovery-dial-timeout", "discovery-request-timeout", "discovery-keepalive-time",
-		"discovery-keepalive-timeout", "discovery-wait-timeout")
+	durations, err := readAll(v, castDuration, "discovery-dial-timeout", "discovery-request-timeout",
+		"discovery-keepalive-time", "discovery-keepalive-timeout", "discovery-wait-timeout")
 	if err != nil {
 		return discovery.Config{}, err
 	}
@@ -65,4 +58,13 @@ func discoveryConfig(v *viper.Viper, bools map[string]bool) (discovery.Config, e
 		User:                  v.GetString("discovery-user"),
 		Password:              v.GetString("discovery-password"),
 	}, nil
+}
+
+// castDuration is strict, as every other setting: a bare number is no duration.
+func castDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil {
+		return 0, errors.New("must be a duration with a unit, such as 5s")
+	}
+	return d, nil
 }

@@ -238,12 +238,7 @@ func editDistance(a, b string) int {
 // envName reports whether name is spelled as a setting's variable is: upper-case letters,
 // digits and underscores.
 func envName(name string) bool {
-	for _, r := range name {
-		if !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(name, func(r rune) bool { return !(r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || r == '_') })
 }
 
 // readSources layers the ETCD_* environment and the config file under the parsed flags.
@@ -301,12 +296,12 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 	if err := level.UnmarshalText([]byte(v.GetString("log-level"))); err != nil {
 		return server.Config{}, fmt.Errorf("--log-level %q: must be debug, info, warn or error", v.GetString("log-level"))
 	}
-	nums, err := readAll(v, func(k string) (uint64, error) { return castUint(v.Get(k)) },
+	nums, err := readAll(v, castUint,
 		"heartbeat-interval", "election-timeout", "snapshot-count", "max-learners", "self-signed-cert-validity", "max-history")
 	if err != nil {
 		return server.Config{}, err
 	}
-	bools, err := readAll(v, func(k string) (bool, error) { return castBool(v.GetString(k)) },
+	bools, err := readAll(v, castBool,
 		append([]string{"strict-reconfig-check", "force-new-cluster", "force-new-cluster-bypass-live-check", "enable-pprof",
 			"client-cert-auth", "auto-tls", "peer-client-cert-auth", "peer-auto-tls", servertls.ClientOnlyFlag[2:]}, discoveryBools...)...)
 	if err != nil {
@@ -378,10 +373,10 @@ func buildConfig(fs *pflag.FlagSet, v *viper.Viper, stderr io.Writer) (server.Co
 
 // readAll converts each setting, by flag name, with cast; the first that does not convert is
 // the error, quoting the value as given.
-func readAll[T any](v *viper.Viper, cast func(key string) (T, error), keys ...string) (map[string]T, error) {
+func readAll[T any](v *viper.Viper, cast func(value string) (T, error), keys ...string) (map[string]T, error) {
 	out := make(map[string]T, len(keys))
 	for _, k := range keys {
-		x, err := cast(k)
+		x, err := cast(v.GetString(k))
 		if err != nil {
 			return nil, fmt.Errorf("--%s %q: %v", k, v.GetString(k), err)
 		}
@@ -404,8 +399,8 @@ func list(s string) []string {
 // castUint and castBool read a value that may come from a flag, an environment variable or a
 // YAML file, refusing what viper's lenient casts would silently turn into zero, and units:
 // --heartbeat-interval=100ms is not 100.
-func castUint(v any) (uint64, error) {
-	n, err := strconv.ParseUint(strings.TrimSpace(fmt.Sprint(v)), 10, 64)
+func castUint(s string) (uint64, error) {
+	n, err := strconv.ParseUint(strings.TrimSpace(s), 10, 64)
 	if err != nil {
 		return 0, errors.New("must be a whole number, without a unit")
 	}

@@ -34,7 +34,10 @@ type Error struct {
 }
 
 func (e *Error) Error() string {
-	hostPort := stripScheme(e.Endpoint)
+	hostPort := e.Endpoint
+	if _, rest, ok := strings.Cut(e.Endpoint, "://"); ok {
+		hostPort = rest
+	}
 	var what, todo string
 	switch e.Kind {
 	case UnknownAuthority:
@@ -141,11 +144,4 @@ func closedEarly(msg string) bool {
 	}
 	rest := msg[i:]
 	return strings.Contains(rest, "EOF") || strings.Contains(rest, "connection reset by peer")
-}
-
-func stripScheme(endpoint string) string {
-	if i := strings.Index(endpoint, "://"); i >= 0 {
-		return endpoint[i+3:]
-	}
-	return endpoint
 }

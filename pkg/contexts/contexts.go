@@ -97,9 +97,7 @@ func (c Context) holdsPassword() bool {
 // File is the contexts file as read, to be changed and saved.
 type File struct {
 	Path string
-	// raw is the file as read; doc, the whole YAML document parsed from it (its root a
-	// mapping), is made on the first change, as only a change needs it.
-	raw []byte
+	// doc is the whole YAML document parsed from the file; its root is a mapping.
 	doc *yaml.Node
 	// current and list are what the file holds, decoded once on load and after each change.
 	current string
@@ -126,16 +124,10 @@ func (e *UnknownContextError) Error() string {
 func Load(path string) (*File, error) {
 	f := &File{Path: path}
 	b, err := os.ReadFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		return f, nil
-	}
-	if err != nil {
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("contexts file %s: %w", path, err)
 	}
-	f.raw = b
-	if cur, list, ok := scan(b); ok {
-		f.current, f.list = cur, list
-	} else if err := f.decodeDoc(); err != nil {
+	if err := f.decodeDoc(b); err != nil {
 		return nil, err
 	}
 	if slices.ContainsFunc(f.list, Context.holdsPassword) {
@@ -151,10 +143,10 @@ func Load(path string) (*File, error) {
 }
 
 // decodeDoc parses raw as YAML into doc, and decodes the current context and the list from it.
-func (f *File) decodeDoc() error {
+func (f *File) decodeDoc(raw []byte) error {
 	f.doc = &yaml.Node{Kind: yaml.DocumentNode, Content: []*yaml.Node{{Kind: yaml.MappingNode}}}
 	var doc yaml.Node
-	if err := yaml.Unmarshal(f.raw, &doc); err != nil {
+	if err := yaml.Unmarshal(raw, &doc); err != nil {
 		return fmt.Errorf("contexts file %s: %v", f.Path, oneLine(err.Error()))
 	}
 	if len(doc.Content) > 0 {
@@ -167,14 +159,6 @@ func (f *File) decodeDoc() error {
 		return fmt.Errorf("contexts file %s: contexts is not a list", f.Path)
 	}
 	return f.refresh()
-}
-
-// document parses the file's YAML document on the first change.
-func (f *File) document() error {
-	if f.doc != nil {
-		return nil
-	}
-	return f.decodeDoc()
 }
 
 // refresh decodes the current context and the list from doc.
@@ -310,9 +294,6 @@ func (f *File) Get(name string) (Context, error) {
 // (a string, or a list of strings), every other key stays as it was. It reports whether the
 // context is new.
 func (f *File) Set(name string, settings map[string]any) (created bool, err error) {
-	if err := f.document(); err != nil {
-		return false, err
-	}
 	var ctx node
 	for _, n := range f.contextNodes() {
 		if v := n.lookup("name"); v != nil && v.Value == name {
@@ -350,9 +331,6 @@ func (f *File) Use(name string) error {
 	if _, err := f.Get(name); err != nil {
 		return err
 	}
-	if err := f.document(); err != nil {
-		return err
-	}
 	f.root().set("current-context", scalar(name))
 	return f.refresh()
 }
@@ -360,9 +338,6 @@ func (f *File) Use(name string) error {
 // Delete removes the context called name, and the current context when it was that one.
 func (f *File) Delete(name string) error {
 	if _, err := f.Get(name); err != nil {
-		return err
-	}
-	if err := f.document(); err != nil {
 		return err
 	}
 	l := f.root().lookup("contexts")
@@ -385,9 +360,6 @@ func (f *File) Delete(name string) error {
 // Save writes the file atomically with mode 0600, creating its directory (0700) when needed;
 // its error is the file system's, unwrapped.
 func (f *File) Save() error {
-	if err := f.document(); err != nil {
-		return err
-	}
 	b, err := f.encode(f.doc)
 	if err != nil {
 		return err
@@ -414,9 +386,6 @@ func (f *File) encode(doc *yaml.Node) ([]byte, error) {
 // Masked is the file as YAML with every password replaced by "REDACTED", in a context's
 // password or after the colon of its user; the file itself is unchanged.
 func (f *File) Masked() ([]byte, error) {
-	if err := f.document(); err != nil {
-		return nil, err
-	}
 	b, err := f.encode(f.doc)
 	if err != nil {
 		return nil, err

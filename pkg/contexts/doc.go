@@ -13,9 +13,6 @@
 //
 //   - The file is edited as a YAML document, never re-encoded from a struct: every key this
 //     package does not know, at the top or in a context, and every comment, stays as it was.
-//     The document is parsed on the first change only: a load reads the file in the plain block
-//     form Save writes with scan, a line reader ten times faster than the YAML parser, and leaves
-//     any other form to the parser; what scan reads is always what the parser reads (FuzzScan).
 //   - A write is atomic: the new content goes to a temporary file beside it, synced, renamed over
 //     it, and the directory synced (pkg/fsync); a reader sees the old file or the new one, never
 //     half of either. The file is written with mode 0600 whatever it had.

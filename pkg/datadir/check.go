@@ -2,8 +2,8 @@ package datadir
 
 import (
 	"fmt"
+	"maps"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 
@@ -75,32 +75,18 @@ func Check(path string) (*CheckResult, error) {
 
 // checkSnapshot checks the database of a snapshot file (clusterd's or etcd's snapshot save).
 func checkSnapshot(path string) (*CheckResult, error) {
-	dir, _, _, err := extract(path)
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
-	db := filepath.Join(dir, storage.FileName)
 	var b *etcdBackend
-	err = storage.ViewFile(db, func(tx *bolt.Tx) error {
-		if !isEtcd(tx) {
-			return nil
-		}
-		var err error
+	st, _, _, err := readSnapshotDB(path, func(tx *bolt.Tx) (err error) {
 		b, err = readEtcdBackend(tx)
 		return err
 	})
-	if err == nil && b != nil {
+	if err != nil {
+		return nil, err
+	}
+	if b != nil {
 		r := &CheckResult{Path: path, Kind: KindEtcd, Snapshot: true}
 		checkEtcdBackend(r, b)
 		return r, nil
-	}
-	var st *storage.State
-	if err == nil {
-		st, err = storage.LoadFile(dir)
-	}
-	if err != nil {
-		return nil, snapshotContentError(path, err)
 	}
 	r := checkClusterd(path, st)
 	r.Snapshot = true
@@ -121,10 +107,10 @@ func checkClusterd(path string, st *storage.State) *CheckResult {
 		if sc, err := storage.SnapshotCluster(snap); err != nil {
 			r.Problems = append(r.Problems, Problem{Text: "the snapshot's membership does not decode: " + err.Error()})
 		} else {
-			r.compare("the snapshot's membership", sc, where, snap.GetMetadata().GetConfState())
+			r.compare("the snapshot's membership", storage.ConfState(sc), where, snap.GetMetadata().GetConfState())
 		}
 		if st.Applied == at {
-			r.compare("the members bucket", st.Cluster, where, snap.GetMetadata().GetConfState())
+			r.compare("the members bucket", storage.ConfState(st.Cluster), where, snap.GetMetadata().GetConfState())
 		}
 	}
 	r.rules("the members bucket", st.Cluster)
@@ -137,11 +123,11 @@ func checkEtcd(path string, b *etcdBackend, w *walLog, snap *raftpb.SnapshotMeta
 	r.checkTerm(membership.ID(w.NodeID), "the WAL's HardState", w.HardState.GetTerm())
 	checkEtcdBackend(r, b)
 	if cs, ok := w.confStateAt(b.ConsistentIndex); ok {
-		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the WAL's configuration at index %d", b.ConsistentIndex), cs)
+		r.compare("the members bucket", storage.ConfState(b.Cluster), fmt.Sprintf("the WAL's configuration at index %d", b.ConsistentIndex), cs)
 	}
 	if snap != nil {
 		if cs, ok := w.confStateAt(snap.GetIndex()); ok {
-			r.compareConf(fmt.Sprintf("snap file %s", snapName), snap.GetConfState(),
+			r.compare(fmt.Sprintf("snap file %s", snapName), snap.GetConfState(),
 				fmt.Sprintf("the WAL's configuration at index %d", snap.GetIndex()), cs)
 		}
 	}
@@ -152,7 +138,7 @@ func checkEtcd(path string, b *etcdBackend, w *walLog, snap *raftpb.SnapshotMeta
 // confState, and the rules.
 func checkEtcdBackend(r *CheckResult, b *etcdBackend) {
 	if b.ConfState != nil {
-		r.compare("the members bucket", b.Cluster, fmt.Sprintf("the backend's confState (index %d)", b.ConsistentIndex), b.ConfState)
+		r.compare("the members bucket", storage.ConfState(b.Cluster), fmt.Sprintf("the backend's confState (index %d)", b.ConsistentIndex), b.ConfState)
 	}
 	r.rules("the members bucket", b.Cluster)
 }
@@ -167,19 +153,11 @@ func (r role) String() string {
 	return string(r)
 }
 
-func membershipRoles(c *membership.Cluster) map[membership.ID]role {
-	out := map[membership.ID]role{}
-	for id, m := range c.Members {
-		out[id] = "voter"
-		if m.IsLearner {
-			out[id] = "learner"
-		}
-	}
-	return out
-}
+// conf is each ID's role in raft's configuration (or one being replayed: apply).
+type conf map[membership.ID]role
 
-func confRoles(cs *raftpb.ConfState) map[membership.ID]role {
-	out := map[membership.ID]role{}
+func confRoles(cs *raftpb.ConfState) conf {
+	out := conf{}
 	for _, id := range cs.GetVoters() {
 		out[membership.ID(id)] = "voter"
 	}
@@ -189,35 +167,21 @@ func confRoles(cs *raftpb.ConfState) map[membership.ID]role {
 	return out
 }
 
-// compare records every member whose role in the membership c (held in place side) differs
-// from its role in raft's configuration cs (held in place raft).
-func (r *CheckResult) compare(side string, c *membership.Cluster, raft string, cs *raftpb.ConfState) {
-	r.Compared = append(r.Compared, side+" with "+raft)
-	r.diff(side, membershipRoles(c), raft, confRoles(cs))
-	if len(cs.GetVotersOutgoing()) > 0 || len(cs.GetLearnersNext()) > 0 {
-		r.Problems = append(r.Problems, Problem{Text: raft + " is a joint configuration, which neither clusterd nor etcd makes"})
-	}
-}
-
-// compareConf is compare for two of raft's configurations.
-func (r *CheckResult) compareConf(side string, a *raftpb.ConfState, other string, b *raftpb.ConfState) {
+// compare records every member whose role in raft's configuration a (held in place side: a
+// membership's is storage.ConfState's) differs from its role in b (held in place other).
+func (r *CheckResult) compare(side string, a *raftpb.ConfState, other string, b *raftpb.ConfState) {
 	r.Compared = append(r.Compared, side+" with "+other)
-	r.diff(side, confRoles(a), other, confRoles(b))
-}
-
-func (r *CheckResult) diff(side string, a map[membership.ID]role, other string, b map[membership.ID]role) {
-	ids := map[membership.ID]bool{}
-	for id := range a {
-		ids[id] = true
-	}
-	for id := range b {
-		ids[id] = true
-	}
-	for _, id := range sortedIDs(ids) {
-		if a[id] != b[id] {
+	ra, rb := confRoles(a), confRoles(b)
+	all := maps.Clone(ra)
+	maps.Copy(all, rb)
+	for _, id := range slices.Sorted(maps.Keys(all)) {
+		if ra[id] != rb[id] {
 			r.Problems = append(r.Problems, Problem{MemberID: id,
-				Text: fmt.Sprintf("%s says %s, %s says %s", side, a[id], other, b[id])})
+				Text: fmt.Sprintf("%s says %s, %s says %s", side, ra[id], other, rb[id])})
 		}
+	}
+	if len(b.GetVotersOutgoing()) > 0 || len(b.GetLearnersNext()) > 0 {
+		r.Problems = append(r.Problems, Problem{Text: other + " is a joint configuration, which neither clusterd nor etcd makes"})
 	}
 }
 
@@ -250,32 +214,9 @@ func (r *CheckResult) rules(side string, c *membership.Cluster) {
 	}
 }
 
-func sortedIDs(ids map[membership.ID]bool) []membership.ID {
-	out := make([]membership.ID, 0, len(ids))
-	for id := range ids {
-		out = append(out, id)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// conf is raft's configuration being replayed: each ID's role.
-type conf map[uint64]role
-
-func newConf(cs *raftpb.ConfState) conf {
-	c := conf{}
-	for _, id := range cs.GetVoters() {
-		c[id] = "voter"
-	}
-	for _, id := range cs.GetLearners() {
-		c[id] = "learner"
-	}
-	return c
-}
-
 // apply applies one conf change as raft does for etcd's (never joint) changes.
 func (c conf) apply(cc *raftpb.ConfChange) {
-	id := cc.GetNodeId()
+	id := membership.ID(cc.GetNodeId())
 	if id == 0 {
 		return
 	}
@@ -293,9 +234,9 @@ func (c conf) confState() *raftpb.ConfState {
 	cs := &raftpb.ConfState{}
 	for id, r := range c {
 		if r == "voter" {
-			cs.Voters = append(cs.Voters, id)
+			cs.Voters = append(cs.Voters, uint64(id))
 		} else {
-			cs.Learners = append(cs.Learners, id)
+			cs.Learners = append(cs.Learners, uint64(id))
 		}
 	}
 	slices.Sort(cs.Voters)

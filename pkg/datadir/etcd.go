@@ -7,7 +7,6 @@ import (
 	"hash/crc32"
 	"regexp"
 	"strconv"
-	"sync"
 
 	bolt "go.etcd.io/bbolt"
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -46,11 +45,8 @@ func isEtcd(tx *bolt.Tx) bool {
 }
 
 // storageVersion is the form etcd writes its storage version in (a semantic version); anything
-// else is not shown, as etcdutl shows nothing for what it cannot parse. Compiled when first
-// used, not at every start of clusterctl, which links this package for its datadir commands.
-var storageVersion = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
-})
+// else is not shown, as etcdutl shows nothing for what it cannot parse.
+var storageVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
 
 // etcdStatus computes what etcdutl 3.7 snapshot status shows, as it computes it: the hash over
 // every bucket, the revision of the last key in the key bucket, and the number of keys alive at
@@ -58,7 +54,7 @@ var storageVersion = sync.OnceValue(func() *regexp.Regexp {
 // either makes the file unusable.
 func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 	info := &EtcdSnapshotInfo{TotalSize: tx.Size()}
-	if v := tx.Bucket([]byte("meta")).Get([]byte("storageVersion")); storageVersion().Match(v) {
+	if v := tx.Bucket([]byte("meta")).Get([]byte("storageVersion")); storageVersion.Match(v) {
 		info.Version = string(v)
 	}
 	h := crc32.New(castagnoli())
@@ -148,42 +144,46 @@ func readEtcdBackend(tx *bolt.Tx) (*etcdBackend, error) {
 			return nil, fmt.Errorf("%s: meta confState: %v", etcdBackendPath, err)
 		}
 	}
-	if members := tx.Bucket([]byte("members")); members != nil {
-		err := members.ForEach(func(k, v []byte) error {
-			id, err := strconv.ParseUint(string(k), 16, 64)
-			if err != nil {
-				return fmt.Errorf("%s: members: key %q is not a member ID", etcdBackendPath, k)
-			}
-			m := &membership.Member{ID: membership.ID(id)}
-			if err := json.Unmarshal(v, m); err != nil {
-				return fmt.Errorf("%s: members: member %s: %v", etcdBackendPath, membership.ID(id), err)
-			}
-			m.ID = membership.ID(id)
-			// etcd's backend has no started flag: a member that published its name has started.
-			m.Started = m.Name != ""
-			b.Cluster.Members[m.ID] = m
-			return nil
-		})
-		if err != nil {
-			return nil, err
+	err := forEachID(tx, "members", func(id membership.ID, v []byte) error {
+		m := &membership.Member{}
+		if err := json.Unmarshal(v, m); err != nil {
+			return fmt.Errorf("%s: members: member %s: %v", etcdBackendPath, id, err)
 		}
+		m.ID = id
+		// etcd's backend has no started flag: a member that published its name has started.
+		m.Started = m.Name != ""
+		b.Cluster.Members[id] = m
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	var removed []membership.ID
-	if rb := tx.Bucket([]byte("members_removed")); rb != nil {
-		err := rb.ForEach(func(k, _ []byte) error {
-			id, err := strconv.ParseUint(string(k), 16, 64)
-			if err != nil {
-				return fmt.Errorf("%s: members_removed: key %q is not a member ID", etcdBackendPath, k)
-			}
-			removed = append(removed, membership.ID(id))
-			return nil
-		})
-		if err != nil {
-			return nil, err
-		}
+	err = forEachID(tx, "members_removed", func(id membership.ID, _ []byte) error {
+		removed = append(removed, id)
+		return nil
+	})
+	if err != nil {
+		return nil, err
 	}
 	b.Cluster.Removed = membership.NewIDSet(removed...)
 	return b, nil
+}
+
+// forEachID calls f with each key of etcd's bucket name, read as the member ID it is (hex), and
+// its value; a bucket that is not there has none.
+func forEachID(tx *bolt.Tx, name string, f func(membership.ID, []byte) error) error {
+	b := tx.Bucket([]byte(name))
+	if b == nil {
+		return nil
+	}
+	return b.ForEach(func(k, v []byte) error {
+		id, err := strconv.ParseUint(string(k), 16, 64)
+		if err != nil {
+			return fmt.Errorf("%s: %s: key %q is not a member ID", etcdBackendPath, name, k)
+		}
+		return f(membership.ID(id), v)
+	})
 }
 
 // viewEtcdBackend reads the etcd backend at path, read-only.

@@ -190,7 +190,7 @@ func TestCheckRules(t *testing.T) {
 	c.Removed = membership.NewIDSet(3)
 	r := &CheckResult{}
 	r.rules("the members bucket", c)
-	r.compare("the members bucket", c, "raft", &raftpb.ConfState{Voters: []uint64{1, 2}})
+	r.compare("the members bucket", storage.ConfState(c), "raft", &raftpb.ConfState{Voters: []uint64{1, 2}})
 	var got []string
 	for _, p := range r.Problems {
 		got = append(got, p.String())

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/storage"
@@ -101,14 +102,9 @@ func Rank(dirs []*DirStatus, how StepOptions) (*Recovery, error) {
 			ok = append(ok, fmt.Sprintf("%s has index %d at term %d", d.Dir, d.CommitIndex, d.CommitTerm))
 		}
 	}
-	reason := fmt.Sprintf("%s (%s) has the most advanced committed log: index %d at term %d, applied %d",
+	why := fmt.Sprintf("%s (%s) has the most advanced committed log: index %d at term %d, applied %d",
 		best.Dir, best.Name, best.CommitIndex, best.CommitTerm, best.AppliedIndex)
-	if len(ok) > 0 {
-		reason += "; " + strings.Join(ok, "; ")
-	}
-	if len(out) > 0 {
-		reason += "; " + strings.Join(out, "; ")
-	}
+	reason := strings.Join(slices.Concat([]string{why}, ok, out), "; ")
 	return &Recovery{Chosen: best, Reason: reason, Steps: how.steps(best, dirs)}, nil
 }
 

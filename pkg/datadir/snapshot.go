@@ -81,41 +81,44 @@ func checkSnapshotFile(path string) error {
 
 // readStatus is ReadStatus once the file is known to be there.
 func readStatus(path string) (*SnapshotStatus, error) {
-	dir, size, sum, err := extract(path)
-	if err != nil {
-		return nil, err
-	}
-	defer os.RemoveAll(dir)
 	var etcd *EtcdSnapshotInfo
-	err = storage.ViewFile(filepath.Join(dir, storage.FileName), func(tx *bolt.Tx) error {
-		if !isEtcd(tx) {
-			return nil
-		}
+	st, size, sum, err := readSnapshotDB(path, func(tx *bolt.Tx) (err error) {
 		etcd, err = etcdStatus(tx)
 		return err
 	})
-	if err == nil && etcd != nil {
+	switch {
+	case err != nil:
+		return nil, err
+	case etcd != nil:
 		return &SnapshotStatus{Etcd: etcd}, nil
 	}
-	var state *storage.State
-	if err == nil {
-		state, err = loadMember(dir)
-	}
-	if err != nil {
-		return nil, snapshotContentError(path, err)
-	}
-	return &SnapshotStatus{Clusterd: &SnapshotInfo{ClusterID: state.ClusterID, MemberID: state.MemberID,
-		Applied: state.Applied, Cluster: state.Cluster, Size: size, Checksum: sum}}, nil
+	return &SnapshotStatus{Clusterd: &SnapshotInfo{ClusterID: st.ClusterID, MemberID: st.MemberID,
+		Applied: st.Applied, Cluster: st.Cluster, Size: size, Checksum: sum}}, nil
 }
 
-// loadMember reads the member database in dir.
-func loadMember(dir string) (*storage.State, error) {
-	st, err := storage.Open(dir)
+// readSnapshotDB verifies a snapshot file's checksum and reads its database from a temporary
+// copy: etcd's through etcd, in a read transaction (the state is then nil), or clusterd's
+// member state. Errors are snapshotContentError's: without the copy's name.
+func readSnapshotDB(path string, etcd func(*bolt.Tx) error) (st *storage.State, size int64, sum string, err error) {
+	dir, size, sum, err := extract(path)
 	if err != nil {
-		return nil, err
+		return nil, 0, "", err
 	}
-	defer st.Close()
-	return st.Load()
+	defer os.RemoveAll(dir)
+	fromEtcd := false
+	err = storage.ViewFile(filepath.Join(dir, storage.FileName), func(tx *bolt.Tx) error {
+		if fromEtcd = isEtcd(tx); fromEtcd {
+			return etcd(tx)
+		}
+		return nil
+	})
+	if err == nil && !fromEtcd {
+		st, err = storage.LoadFile(dir)
+	}
+	if err != nil {
+		return nil, 0, "", snapshotContentError(path, err)
+	}
+	return st, size, sum, nil
 }
 
 // extract verifies the trailing checksum and writes the database part into a new temporary

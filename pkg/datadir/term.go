@@ -163,15 +163,8 @@ func appendWALState(w *walLog, hs *raftpb.HardState) error {
 	if err != nil {
 		return err
 	}
-	if _, err := f.WriteAt(buf, w.tailEnd); err != nil {
-		f.Close()
-		return err
-	}
-	if err := f.Sync(); err != nil {
-		f.Close()
-		return err
-	}
-	return f.Close()
+	_, err = f.WriteAt(buf, w.tailEnd)
+	return closeSynced(f, err)
 }
 
 // copyInto copies file into dir, made for it, and returns the copy's path.
@@ -189,13 +182,18 @@ func copyInto(dir, file string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return "", err
+	_, err = io.Copy(out, in)
+	return to, closeSynced(out, err)
+}
+
+// closeSynced ends a write to f that ended with err: it syncs f unless the write failed, and
+// closes it; the first error is the one returned.
+func closeSynced(f *os.File, err error) error {
+	if err == nil {
+		err = f.Sync()
 	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return "", err
+	if cerr := f.Close(); err == nil {
+		err = cerr
 	}
-	return to, out.Close()
+	return err
 }

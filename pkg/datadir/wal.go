@@ -9,9 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/server/v3/etcdserver/api/snap/snappb"
@@ -33,9 +31,8 @@ const (
 )
 
 // castagnoli is etcd's CRC table: the WAL's, chained over the data of every record of every file,
-// and a snapshot's hash. Made on first use: building it takes about 0.2 ms, which every clusterctl
-// command would otherwise pay at start-up for the few that read etcd's files.
-var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
+// and a snapshot's hash. crc32 builds it on the first call, not at every start of clusterctl.
+func castagnoli() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) }
 
 // walEntryInfo is what is kept of an entry: its place, and its data only when it changes the
 // configuration (the other entries hold the key space, which may be large).
@@ -88,8 +85,7 @@ func walFiles(dir string) ([]string, error) {
 			names = append(names, filepath.Join(dir, de.Name()))
 		}
 	}
-	sort.Strings(names)
-	return names, nil
+	return names, nil // os.ReadDir sorts by name
 }
 
 // readWAL reads every WAL file in dir, in order, reading nothing past the first zero length in a
@@ -105,11 +101,9 @@ func readWAL(dir string) (*walLog, error) {
 	w := &walLog{HardState: &raftpb.HardState{}}
 	r := &walReader{log: w}
 	for i, f := range files {
+		// Only the last file may end torn: the loop ends with it.
 		if err := r.readFile(f, i == len(files)-1); err != nil {
 			return nil, err
-		}
-		if w.TornTail {
-			break
 		}
 	}
 	return w, nil
@@ -279,8 +273,8 @@ func (w *walLog) LastIndex() uint64 {
 
 // termAt is the term of the entry at index i, if the log has it (or a snapshot record at i).
 func (w *walLog) termAt(i uint64) (uint64, bool) {
-	if n := len(w.Entries); n > 0 && i >= w.Entries[0].Index && i <= w.Entries[n-1].Index {
-		return w.Entries[i-w.Entries[0].Index].Term, true
+	if e, ok := w.entryAt(i); ok {
+		return e.Term, true
 	}
 	for _, s := range w.Snapshots {
 		if s.Index == i {
@@ -311,7 +305,7 @@ func (w *walLog) confStateAt(i uint64) (cs *raftpb.ConfState, ok bool) {
 	if from == nil {
 		return nil, false
 	}
-	c := newConf(from.ConfState)
+	c := confRoles(from.ConfState)
 	for next := from.Index + 1; next <= i; next++ {
 		t, has := w.entryAt(next)
 		if !has {

@@ -26,12 +26,8 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Message == e.Message
 }
 
-// registry holds every entry in the order declared, byMessage indexes it; both are filled at
-// package init only.
-var (
-	registry  []*Error
-	byMessage = map[string]*Error{}
-)
+// byMessage holds every entry by its message; it is filled at package init only.
+var byMessage = map[string]*Error{}
 
 func register(code codes.Code, message string) *Error {
 	if _, dup := byMessage[message]; dup {
@@ -39,7 +35,6 @@ func register(code codes.Code, message string) *Error {
 		panic("rpcerr: message registered twice: " + message)
 	}
 	e := &Error{Code: code, Message: message}
-	registry = append(registry, e)
 	byMessage[message] = e
 	return e
 }
@@ -49,9 +44,6 @@ func etcd(err error) *Error {
 	st := status.Convert(err)
 	return register(st.Code(), st.Message())
 }
-
-// All returns every registered error, in the order declared.
-func All() []*Error { return append([]*Error(nil), registry...) }
 
 // Lookup returns the registered error with that message, or nil.
 func Lookup(message string) *Error { return byMessage[message] }

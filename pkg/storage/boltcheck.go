@@ -36,9 +36,6 @@ const (
 	// a far deeper one is crafted, refused before the walk's recursion grows the stack without
 	// bound.
 	maxDepth = 256
-	// readAllLimit is the most read into memory at once rather than page by page: a member.db is
-	// far smaller, an etcd snapshot may be far larger.
-	readAllLimit = 16 << 20
 )
 
 var ne = binary.NativeEndian
@@ -69,20 +66,15 @@ func CheckFile(path string) error {
 		return &CorruptError{Path: path, Reason: "it has 0 bytes"}
 	}
 	err = checkBolt(f, fi.Size())
-	var ce *corruptBolt
-	if errors.As(err, &ce) {
-		return &CorruptError{Path: path, Reason: ce.reason}
+	if ce := (*CorruptError)(nil); errors.As(err, &ce) {
+		ce.Path = path
 	}
 	return err
 }
 
-// corruptBolt is what checkBolt found wrong; CheckFile adds the path.
-type corruptBolt struct{ reason string }
-
-func (e *corruptBolt) Error() string { return e.reason }
-
+// corrupt is what checkBolt found wrong; CheckFile adds the path.
 func corrupt(format string, args ...any) error {
-	return &corruptBolt{reason: fmt.Sprintf(format, args...)}
+	return &CorruptError{Reason: fmt.Sprintf(format, args...)}
 }
 
 // boltMeta is the part of a meta page the check uses.
@@ -167,13 +159,6 @@ func checkBolt(r io.ReaderAt, size int64) error {
 		return corrupt("it claims %d pages of %d bytes but has %d bytes", m.hwm, pageSize, size)
 	}
 	w := &boltWalk{r: r, pageSize: pageSize, hwm: m.hwm, used: make([]uint64, (m.hwm+63)/64)}
-	if n := int64(m.hwm) * pageSize; n <= readAllLimit {
-		// One read instead of one a page: the check of a member.db costs no more than its open.
-		w.mem = make([]byte, n)
-		if _, err := r.ReadAt(w.mem, 0); err != nil {
-			return err
-		}
-	}
 	if err := w.claim(0, 2); err != nil { // the meta pages
 		return err
 	}
@@ -192,7 +177,6 @@ func checkBolt(r io.ReaderAt, size int64) error {
 // boltWalk reads the pages of one bbolt file, each at most once.
 type boltWalk struct {
 	r        io.ReaderAt
-	mem      []byte // the pages below the high-water mark, if read at once; else nil
 	pageSize int64
 	hwm      uint64
 	used     []uint64 // a bit per page: the page was reached (or is free)
@@ -200,12 +184,8 @@ type boltWalk struct {
 
 // read returns n pages from page id on, all below the high-water mark.
 func (w *boltWalk) read(id, n uint64) ([]byte, error) {
-	off, size := int64(id)*w.pageSize, int64(n)*w.pageSize
-	if w.mem != nil {
-		return w.mem[off : off+size : off+size], nil
-	}
-	buf := make([]byte, size)
-	_, err := w.r.ReadAt(buf, off)
+	buf := make([]byte, int64(n)*w.pageSize)
+	_, err := w.r.ReadAt(buf, int64(id)*w.pageSize)
 	return buf, err
 }
 

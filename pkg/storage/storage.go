@@ -173,18 +173,13 @@ func build(path string, id Identity, snap *raftpb.Snapshot, hs *raftpb.HardState
 				return err
 			}
 		}
-		meta := tx.Bucket(bucketMeta)
-		if err := putUint(meta, keyFormat, dataFormat); err != nil {
-			return err
-		}
-		if err := putUint(meta, keyMemberID, uint64(id.MemberID)); err != nil {
-			return err
-		}
-		if err := putUint(meta, keyClusterID, uint64(id.ClusterID)); err != nil {
-			return err
-		}
-		if err := meta.Put(keyName, []byte(id.Name)); err != nil {
-			return err
+		for _, kv := range []struct{ k, v []byte }{
+			{keyFormat, u64(dataFormat)}, {keyMemberID, u64(uint64(id.MemberID))},
+			{keyClusterID, u64(uint64(id.ClusterID))}, {keyName, []byte(id.Name)},
+		} {
+			if err := tx.Bucket(bucketMeta).Put(kv.k, kv.v); err != nil {
+				return err
+			}
 		}
 		return save(tx, Update{Snapshot: snap, HardState: hs, Cluster: c, Applied: snapIndex(snap), JoinPeers: joinPeers})
 	})
@@ -260,7 +255,13 @@ func (s *Store) Close() error { return s.db.Close() }
 // Load reads the whole state back. A database without a member's buckets, or with damaged
 // pages, is a *CorruptError; one of an earlier format a *FormatError.
 func (s *Store) Load() (*State, error) {
-	st, err := guard(s.load)
+	var st *State
+	_, err := guard(func() (struct{}, error) {
+		return struct{}{}, s.db.View(func(tx *bolt.Tx) (err error) {
+			st, err = loadTx(tx)
+			return err
+		})
+	})
 	return st, loadError(s.db.Path(), err)
 }
 
@@ -275,16 +276,6 @@ func loadError(path string, err error) error {
 	return &CorruptError{Path: path, Reason: err.Error()}
 }
 
-func (s *Store) load() (*State, error) {
-	var st *State
-	err := s.db.View(func(tx *bolt.Tx) error {
-		var err error
-		st, err = loadTx(tx)
-		return err
-	})
-	return st, err
-}
-
 // LoadFile reads the whole state of the member database in dir without writing anything: the
 // file is checked and opened read-only (ViewFile), no lock file or directory is created, and a
 // database another process holds for writing (a running member's) is ErrInUse. It is how
@@ -295,9 +286,9 @@ func LoadFile(dir string) (*State, error) {
 	}
 	path := filepath.Join(dir, FileName)
 	var st *State
-	err := ViewFile(path, func(tx *bolt.Tx) error {
-		var err error
-		st, err = guard(func() (*State, error) { return loadTx(tx) })
+	// ViewFile guards the read: a fault in loadTx is a *CorruptError too.
+	err := ViewFile(path, func(tx *bolt.Tx) (err error) {
+		st, err = loadTx(tx)
 		return err
 	})
 	return st, loadError(path, err)

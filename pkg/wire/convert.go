@@ -42,12 +42,8 @@ func ClusterToProto(c *membership.Cluster) *pb.Cluster {
 	for _, m := range c.List() {
 		p.Members = append(p.Members, MemberToProto(m))
 	}
-	if c.Removed.Len() > 0 {
-		p.Removed = make([]uint64, 0, c.Removed.Len())
-		for id := range c.Removed.All() {
-			p.Removed = append(p.Removed, uint64(id))
-		}
-		slices.Sort(p.Removed)
+	for _, id := range slices.Sorted(c.Removed.All()) {
+		p.Removed = append(p.Removed, uint64(id))
 	}
 	return p
 }
@@ -75,12 +71,11 @@ func ClusterFromProto(p *pb.Cluster) *membership.Cluster {
 
 // EventToProto is ev on the wire.
 func EventToProto(ev membership.Event) *pb.Event {
-	p := &pb.Event{
+	return &pb.Event{
 		RaftIndex: ev.RaftIndex, Term: ev.Term, Change: ev.Change, MemberId: uint64(ev.MemberID),
 		Name: ev.Name, PeerUrls: ev.PeerURLs, IsLearner: ev.IsLearner, By: OriginToProto(ev.By),
 		Time: TimeToProto(ev.Time),
 	}
-	return p
 }
 
 // EventsFromProto reads what EventToProto wrote, in order.

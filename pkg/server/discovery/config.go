@@ -39,26 +39,19 @@ type Config struct {
 	ProgressInterval time.Duration
 }
 
-// The defaults, etcd's (embed.DefaultDiscovery*) where etcd has the setting.
-const (
-	DefaultDialTimeout       = 2 * time.Second
-	DefaultRequestTimeout    = 5 * time.Second
-	DefaultKeepAliveTime     = 2 * time.Second
-	DefaultKeepAliveTimeout  = 6 * time.Second
-	DefaultInsecureTransport = true
-	DefaultWaitTimeout       = 10 * time.Minute
-	DefaultProgressInterval  = 5 * time.Second
-)
+// DefaultProgressInterval is how often the wait logs its progress unless told otherwise.
+const DefaultProgressInterval = 5 * time.Second
 
-// DefaultConfig is Config with every default and no token.
+// DefaultConfig is Config with every default, etcd's (embed.DefaultDiscovery*) where etcd has
+// the setting, and no token.
 func DefaultConfig() Config {
 	return Config{
-		DialTimeout:       DefaultDialTimeout,
-		RequestTimeout:    DefaultRequestTimeout,
-		KeepAliveTime:     DefaultKeepAliveTime,
-		KeepAliveTimeout:  DefaultKeepAliveTimeout,
-		InsecureTransport: DefaultInsecureTransport,
-		WaitTimeout:       DefaultWaitTimeout,
+		DialTimeout:       2 * time.Second,
+		RequestTimeout:    5 * time.Second,
+		KeepAliveTime:     2 * time.Second,
+		KeepAliveTimeout:  6 * time.Second,
+		InsecureTransport: true,
+		WaitTimeout:       10 * time.Minute,
 		ProgressInterval:  DefaultProgressInterval,
 	}
 }

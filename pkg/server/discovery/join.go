@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -152,10 +153,8 @@ func (m *member) clash(cl *registry.Cluster) error {
 			return &TakenError{Token: m.cfg.Token, What: fmt.Sprintf("name %q", m.name), By: p.Value}
 		}
 		for _, u := range p.PeerURLs {
-			for _, mine := range m.urls {
-				if u == mine {
-					return &TakenError{Token: m.cfg.Token, What: "peer URL " + u, By: p.Value}
-				}
+			if slices.Contains(m.urls, u) {
+				return &TakenError{Token: m.cfg.Token, What: "peer URL " + u, By: p.Value}
 			}
 		}
 	}
@@ -220,16 +219,6 @@ func (m *member) read(ctx context.Context) (int, []registry.Registration, int64,
 	}
 	size, regs, err := registry.Read(m.cfg.Token, m.cfg.Endpoints, append(sr.Kvs, mr.Kvs...), m.skipped)
 	return size, regs, mr.Header.Revision, err
-}
-
-// parse reads one registration; one that cannot be read is left out, as etcd does.
-func (m *member) parse(key, value []byte, createRevision int64) (registry.Registration, bool) {
-	r, err := registry.ParseRegistration(string(key), string(value), createRevision)
-	if err != nil {
-		m.skipped(err)
-		return r, false
-	}
-	return r, true
 }
 
 // skipped logs a registration that cannot be read.

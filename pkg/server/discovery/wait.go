@@ -3,6 +3,8 @@ package discovery
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"time"
 
 	"go.etcd.io/etcd/api/v3/mvccpb"
@@ -27,7 +29,7 @@ func (m *member) wait(ctx context.Context, size int, regs []registry.Registratio
 	progress := time.NewTicker(m.cfg.ProgressInterval)
 	defer progress.Stop()
 	for {
-		cl := registry.Place(size, values(byKey))
+		cl := registry.Place(size, slices.Collect(maps.Values(byKey)))
 		if cl.Full() {
 			return cl, nil
 		}
@@ -40,7 +42,7 @@ func (m *member) wait(ctx context.Context, size int, regs []registry.Registratio
 		case ctx.Err() != nil:
 			return nil, ctx.Err()
 		case wctx.Err() != nil:
-			cl := registry.Place(size, values(byKey))
+			cl := registry.Place(size, slices.Collect(maps.Values(byKey)))
 			return nil, &TimeoutError{Token: m.cfg.Token, Size: size, Registered: cl.Names(), Waited: time.Since(start).Round(time.Second)}
 		}
 		m.lg.Warn("watching the discovery service failed; reading it again", "error", err)
@@ -71,7 +73,7 @@ func (m *member) watch(ctx context.Context, size int, byKey map[string]registry.
 	for {
 		select {
 		case <-tick:
-			cl := registry.Place(size, values(byKey))
+			cl := registry.Place(size, slices.Collect(maps.Values(byKey)))
 			m.lg.Info("waiting for the other members to register", "size", size, "registered", len(cl.Members), "members", cl.Names())
 		case wr, ok := <-w:
 			if !ok {
@@ -87,23 +89,17 @@ func (m *member) watch(ctx context.Context, size int, byKey map[string]registry.
 				key := string(ev.Kv.Key)
 				if ev.Type == mvccpb.DELETE {
 					delete(byKey, key)
-				} else if r, ok := m.parse(ev.Kv.Key, ev.Kv.Value, ev.Kv.CreateRevision); ok {
+				} else if r, err := registry.ParseRegistration(key, string(ev.Kv.Value), ev.Kv.CreateRevision); err != nil {
+					m.skipped(err) // left out, as etcd does
+				} else {
 					byKey[key] = r
 					m.lg.Info("found a member in the discovery service", "key", key, "value", r.Value)
 				}
 				rev = max(rev, ev.Kv.ModRevision)
 			}
-			if registry.Place(size, values(byKey)).Full() {
+			if registry.Place(size, slices.Collect(maps.Values(byKey))).Full() {
 				return rev, nil
 			}
 		}
 	}
-}
-
-func values(byKey map[string]registry.Registration) []registry.Registration {
-	out := make([]registry.Registration, 0, len(byKey))
-	for _, r := range byKey {
-		out = append(out, r)
-	}
-	return out
 }

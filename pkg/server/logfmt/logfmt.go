@@ -69,7 +69,9 @@ func etcdFields(groups []string, a slog.Attr) slog.Attr {
 		}
 	case slog.LevelKey:
 		if l, ok := a.Value.Any().(slog.Level); ok {
-			return slog.String("level", levelName(l))
+			// zap's names are slog's in lower case (debug, info, warn, error); a level
+			// between them (WARN+2) has no zap name and keeps slog's, in lower case too.
+			return slog.String("level", strings.ToLower(l.String()))
 		}
 	case slog.SourceKey:
 		if s, ok := a.Value.Any().(*slog.Source); ok {
@@ -78,20 +80,4 @@ func etcdFields(groups []string, a slog.Attr) slog.Attr {
 		}
 	}
 	return a
-}
-
-// levelName is zap's lower-case level name. slog's levels between the four named ones
-// (WARN+2) have no zap name and keep slog's, in lower case.
-func levelName(l slog.Level) string {
-	switch l {
-	case slog.LevelDebug:
-		return "debug"
-	case slog.LevelInfo:
-		return "info"
-	case slog.LevelWarn:
-		return "warn"
-	case slog.LevelError:
-		return "error"
-	}
-	return strings.ToLower(l.String())
 }

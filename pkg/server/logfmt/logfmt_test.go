@@ -70,8 +70,8 @@ func TestLevelNames(t *testing.T) {
 		slog.LevelDebug: "debug", slog.LevelInfo: "info", slog.LevelWarn: "warn",
 		slog.LevelError: "error", slog.LevelWarn + 2: "warn+2",
 	} {
-		if got := levelName(l); got != want {
-			t.Errorf("levelName(%v) = %q, want %q", l, got, want)
+		if got := etcdFields(nil, slog.Any(slog.LevelKey, l)).Value.String(); got != want {
+			t.Errorf("level %v is %q, want %q", l, got, want)
 		}
 	}
 }

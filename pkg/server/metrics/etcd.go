@@ -4,6 +4,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -13,56 +14,40 @@ import (
 // texts, label names (capitalised To and From included) and buckets are etcd's, character for
 // character, because dashboards and alert rules match on them. The state gauges are in
 // state.go.
-func (m *Metrics) initEtcd() {
-	m.leaderChanges = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd",
-		Subsystem: "server",
-		Name:      "leader_changes_seen_total",
-		Help:      "The number of leader changes seen.",
+func (m *Metrics) initEtcd(f promauto.Factory) {
+	m.leaderChanges = f.NewCounter(prometheus.CounterOpts{
+		Name: "etcd_server_leader_changes_seen_total",
+		Help: "The number of leader changes seen.",
 	})
-	m.proposalsPending = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "etcd",
-		Subsystem: "server",
-		Name:      "proposals_pending",
-		Help:      "The current number of pending proposals to commit.",
+	m.proposalsPending = f.NewGauge(prometheus.GaugeOpts{
+		Name: "etcd_server_proposals_pending",
+		Help: "The current number of pending proposals to commit.",
 	})
-	m.proposalsFailed = prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "etcd",
-		Subsystem: "server",
-		Name:      "proposals_failed_total",
-		Help:      "The total number of failed proposals seen.",
+	m.proposalsFailed = f.NewCounter(prometheus.CounterOpts{
+		Name: "etcd_server_proposals_failed_total",
+		Help: "The total number of failed proposals seen.",
 	})
-	m.peerSentBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "etcd",
-		Subsystem: "network",
-		Name:      "peer_sent_bytes_total",
-		Help:      "The total number of bytes sent to peers.",
+	m.peerSentBytes = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_network_peer_sent_bytes_total",
+		Help: "The total number of bytes sent to peers.",
 	}, []string{"To"})
-	m.peerReceivedBytes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "etcd",
-		Subsystem: "network",
-		Name:      "peer_received_bytes_total",
-		Help:      "The total number of bytes received from peers.",
+	m.peerReceivedBytes = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_network_peer_received_bytes_total",
+		Help: "The total number of bytes received from peers.",
 	}, []string{"From"})
-	m.peerSentFailures = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "etcd",
-		Subsystem: "network",
-		Name:      "peer_sent_failures_total",
-		Help:      "The total number of send failures from peers.",
+	m.peerSentFailures = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "etcd_network_peer_sent_failures_total",
+		Help: "The total number of send failures from peers.",
 	}, []string{"To"})
-	m.peerRoundTrip = prometheus.NewHistogramVec(prometheus.HistogramOpts{
-		Namespace: "etcd",
-		Subsystem: "network",
-		Name:      "peer_round_trip_time_seconds",
-		Help:      "Round-Trip-Time histogram between peers",
+	m.peerRoundTrip = f.NewHistogramVec(prometheus.HistogramOpts{
+		Name: "etcd_network_peer_round_trip_time_seconds",
+		Help: "Round-Trip-Time histogram between peers",
 		// etcd's: 0.1 ms doubling to 3.2768 s, 16 buckets.
 		Buckets: prometheus.ExponentialBuckets(0.0001, 2, 16),
 	}, []string{"To"})
-	m.backendCommit = prometheus.NewHistogram(prometheus.HistogramOpts{
-		Namespace: "etcd",
-		Subsystem: "disk",
-		Name:      "backend_commit_duration_seconds",
-		Help:      "The latency distributions of commit called by backend.",
+	m.backendCommit = f.NewHistogram(prometheus.HistogramOpts{
+		Name: "etcd_disk_backend_commit_duration_seconds",
+		Help: "The latency distributions of commit called by backend.",
 		// etcd's: 1 ms doubling to 8.192 s, 14 buckets.
 		Buckets: prometheus.ExponentialBuckets(0.001, 2, 14),
 	})

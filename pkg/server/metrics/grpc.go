@@ -5,14 +5,12 @@ import (
 	"google.golang.org/grpc"
 )
 
-// grpcMetrics are grpc_server_started_total, grpc_server_handled_total,
+// newGRPCMetrics makes grpc_server_started_total, grpc_server_handled_total,
 // grpc_server_msg_received_total and grpc_server_msg_sent_total, from the library etcd itself
 // uses for them, in etcd's default configuration (no handling-time histogram: etcd adds it only
 // with --metrics=extensive). Using the same library is what makes names, help texts, label
 // names and the grpc_type and grpc_code values the same as etcd's without copying them.
-type grpcMetrics struct{ server *grpcprom.ServerMetrics }
-
-func newGRPCMetrics() *grpcMetrics { return &grpcMetrics{server: grpcprom.NewServerMetrics()} }
+func newGRPCMetrics() *grpcprom.ServerMetrics { return grpcprom.NewServerMetrics() }
 
 // GRPCServerOptions are the interceptors to give grpc.NewServer for the client API (etcd's v3
 // services on the client listeners), and only there: etcd's gRPC metrics cover its client API,
@@ -23,8 +21,8 @@ func (m *Metrics) GRPCServerOptions() []grpc.ServerOption {
 		return nil
 	}
 	return []grpc.ServerOption{
-		grpc.ChainUnaryInterceptor(m.grpc.server.UnaryServerInterceptor()),
-		grpc.ChainStreamInterceptor(m.grpc.server.StreamServerInterceptor()),
+		grpc.ChainUnaryInterceptor(m.grpc.UnaryServerInterceptor()),
+		grpc.ChainStreamInterceptor(m.grpc.StreamServerInterceptor()),
 	}
 }
 
@@ -35,5 +33,5 @@ func (m *Metrics) InitGRPC(s *grpc.Server) {
 	if m == nil {
 		return
 	}
-	m.grpc.server.InitializeMetrics(s)
+	m.grpc.InitializeMetrics(s)
 }

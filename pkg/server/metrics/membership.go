@@ -4,6 +4,7 @@ import (
 	"errors"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -43,18 +44,14 @@ var changeKinds = []membership.Kind{
 	membership.KindPromote, membership.KindPublish,
 }
 
-func (m *Metrics) initMembership() {
-	m.changes = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "clusterd",
-		Subsystem: "membership",
-		Name:      "changes_total",
-		Help:      "Membership changes decided by this member while leader, by kind and outcome (applied, refused, failed).",
+func (m *Metrics) initMembership(f promauto.Factory) {
+	m.changes = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "clusterd_membership_changes_total",
+		Help: "Membership changes decided by this member while leader, by kind and outcome (applied, refused, failed).",
 	}, []string{"kind", "outcome"})
-	m.refusals = prometheus.NewCounterVec(prometheus.CounterOpts{
-		Namespace: "clusterd",
-		Subsystem: "membership",
-		Name:      "refusals_total",
-		Help:      "Membership changes refused by this member while leader, by the rule that refused them.",
+	m.refusals = f.NewCounterVec(prometheus.CounterOpts{
+		Name: "clusterd_membership_refusals_total",
+		Help: "Membership changes refused by this member while leader, by the rule that refused them.",
 	}, []string{"reason"})
 	for _, k := range changeKinds {
 		for _, o := range []string{outcomeApplied, outcomeRefused, outcomeFailed} {
@@ -64,11 +61,9 @@ func (m *Metrics) initMembership() {
 	for _, r := range refusalReasons {
 		m.refusals.WithLabelValues(r.reason)
 	}
-	m.forcedOut = prometheus.NewGauge(prometheus.GaugeOpts{
-		Namespace: "clusterd",
-		Subsystem: "membership",
-		Name:      "forced_out",
-		Help:      "1 while a voter of this member's membership answers that --force-new-cluster removed this member and a majority of the voters does not confirm the removal: two clusters may answer under one cluster ID.",
+	m.forcedOut = f.NewGauge(prometheus.GaugeOpts{
+		Name: "clusterd_membership_forced_out",
+		Help: "1 while a voter of this member's membership answers that --force-new-cluster removed this member and a majority of the voters does not confirm the removal: two clusters may answer under one cluster ID.",
 	})
 }
 

@@ -5,8 +5,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	grpcprom "github.com/grpc-ecosystem/go-grpc-middleware/providers/prometheus"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promauto"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
@@ -36,7 +38,7 @@ type Metrics struct {
 	changes  *prometheus.CounterVec
 	refusals *prometheus.CounterVec
 
-	grpc *grpcMetrics
+	grpc *grpcprom.ServerMetrics
 }
 
 // Options tunes New. The zero value is what clusterd uses.
@@ -55,21 +57,15 @@ func New(opts Options) *Metrics {
 		now = time.Now
 	}
 	m := &Metrics{reg: prometheus.NewRegistry()}
-	m.initEtcd()
-	m.initMembership()
-	m.peerRefused = newPeerRefused()
+	// The event metrics are registered as they are made; the collectors below.
+	f := promauto.With(m.reg)
+	m.initEtcd(f)
+	m.initMembership(f)
+	m.peerRefused = newPeerRefused(f)
 	m.grpc = newGRPCMetrics()
 	m.state = newStateCollector(now)
-	m.reg.MustRegister(
-		m.leaderChanges, m.proposalsPending, m.proposalsFailed,
-		m.peerSentBytes, m.peerReceivedBytes, m.peerSentFailures, m.peerRoundTrip, m.peerRefused,
-		m.backendCommit,
-		m.changes, m.refusals, m.forcedOut,
-		m.grpc.server,
-		m.state,
-		// etcd registers on Prometheus's default registry, which carries these two.
-		collectors.NewGoCollector(),
-	)
+	// etcd registers on Prometheus's default registry, which carries the Go and process collectors.
+	m.reg.MustRegister(m.grpc, m.state, collectors.NewGoCollector())
 	if !opts.NoProcessCollector {
 		m.reg.MustRegister(collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	}

@@ -1,13 +1,14 @@
 package metrics
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promauto"
+)
 
-func newPeerRefused() prometheus.Counter {
-	return prometheus.NewCounter(prometheus.CounterOpts{
-		Namespace: "clusterd",
-		Subsystem: "network",
-		Name:      "peer_refused_messages_total",
-		Help:      "The total number of raft messages from the peer port refused before raft saw them: absurd for raft, or not decodable.",
+func newPeerRefused(f promauto.Factory) prometheus.Counter {
+	return f.NewCounter(prometheus.CounterOpts{
+		Name: "clusterd_network_peer_refused_messages_total",
+		Help: "The total number of raft messages from the peer port refused before raft saw them: absurd for raft, or not decodable.",
 	})
 }
 

@@ -137,7 +137,7 @@ func (c *stateCollector) Collect(ch chan<- prometheus.Metric) {
 	// a 0 rather than no series.
 	var counts [2][2]int // [learner][started]
 	for _, mb := range s.Members {
-		counts[boolIndex(mb.Learner)][boolIndex(mb.Started)]++
+		counts[int(boolValue(mb.Learner))][int(boolValue(mb.Started))]++
 	}
 	for li, role := range []string{"voter", "learner"} {
 		for si, state := range []string{"unstarted", "started"} {
@@ -176,22 +176,12 @@ func (c *stateCollector) unstartedFor(members []Member, now time.Time) map[uint6
 		}
 		seen[mb.ID] = since
 	}
+	// A new map each scrape, never changed after: the caller reads it without the lock.
 	c.unstartedSince = seen
-	out := make(map[uint64]time.Time, len(seen))
-	for id, t := range seen {
-		out[id] = t
-	}
-	return out
+	return seen
 }
 
 func boolValue(b bool) float64 {
-	if b {
-		return 1
-	}
-	return 0
-}
-
-func boolIndex(b bool) int {
 	if b {
 		return 1
 	}

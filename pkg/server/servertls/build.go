@@ -1,7 +1,7 @@
 package servertls
 
 import (
-	"bytes"
+	"cmp"
 	"crypto/tls"
 	"crypto/x509"
 	"encoding/pem"
@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"net/url"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -217,16 +216,14 @@ func checkPool(flag, file string) error {
 	return nil
 }
 
-// keyPair is a certificate and key file pair read on every handshake. Parsing is skipped when
-// the bytes did not change; a pair that fails to load leaves the last good one in service.
+// keyPair is a certificate and key file pair read on every handshake, as etcd reads it; a pair
+// that fails to load leaves the last good one in service.
 type keyPair struct {
 	certFile, keyFile string
 	certFlag          string
 	logger            *slog.Logger
 
 	mu       sync.Mutex
-	certPEM  []byte
-	keyPEM   []byte
 	cert     *tls.Certificate
 	lastFail string // the failure last logged, so each distinct one is logged once
 }
@@ -240,47 +237,28 @@ func newKeyPair(p port, logger *slog.Logger) (*keyPair, error) {
 }
 
 func (k *keyPair) get() (*tls.Certificate, error) {
-	certPEM, err1 := os.ReadFile(k.certFile)
-	keyPEM, err2 := os.ReadFile(k.keyFile)
+	certPEM, err := os.ReadFile(k.certFile)
+	keyPEM, keyErr := os.ReadFile(k.keyFile)
+	var c tls.Certificate
+	if err = cmp.Or(err, keyErr); err == nil {
+		// It parses the leaf, so a certificate that is not X.509 fails here and not in a
+		// handshake.
+		if c, err = tls.X509KeyPair(certPEM, keyPEM); err != nil {
+			err = fmt.Errorf("%s and %s: %w", k.certFile, k.keyFile, err)
+		}
+	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	err := err1
-	if err == nil {
-		err = err2
-	}
-	if err == nil && k.cert != nil && bytes.Equal(certPEM, k.certPEM) && bytes.Equal(keyPEM, k.keyPEM) {
-		return k.cert, nil
-	}
-	if err == nil {
-		var c tls.Certificate
-		if c, err = tls.X509KeyPair(certPEM, keyPEM); err == nil {
-			err = checkLeaf(&c)
-		}
-		if err == nil {
-			k.certPEM, k.keyPEM, k.cert, k.lastFail = certPEM, keyPEM, &c, ""
-			return k.cert, nil
-		}
-		err = fmt.Errorf("%s and %s: %w", k.certFile, k.keyFile, err)
-	}
-	if k.cert == nil {
+	switch {
+	case err == nil:
+		k.cert, k.lastFail = &c, ""
+	case k.cert == nil:
 		return nil, err
-	}
-	if msg := err.Error(); msg != k.lastFail {
-		k.lastFail = msg
+	case err.Error() != k.lastFail:
+		k.lastFail = err.Error()
 		k.logger.Warn("cannot reload certificate, still serving the previous one", "flag", k.certFlag, "error", err)
 	}
 	return k.cert, nil
-}
-
-// checkLeaf parses the leaf so a certificate file that is not X.509 fails here, at load, and
-// not later in a handshake. tls.X509KeyPair fills in Leaf since Go 1.23.
-func checkLeaf(c *tls.Certificate) error {
-	if c.Leaf != nil {
-		return nil
-	}
-	leaf, err := x509.ParseCertificate(c.Certificate[0])
-	c.Leaf = leaf
-	return err
 }
 
 // hostsOf is the host part of each URL, for the SANs of a self-signed certificate.
@@ -301,5 +279,3 @@ func hostsOf(urls []string) []string {
 	}
 	return hosts
 }
-
-func selfCertDir(dataDir, name string) string { return filepath.Join(dataDir, "fixtures", name) }

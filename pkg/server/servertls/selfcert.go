@@ -24,7 +24,7 @@ func makeSelfCert(p port, dataDir string, years uint, logger *slog.Logger) error
 	if dataDir == "" {
 		return settingErr(flag, "needs --data-dir to keep its certificate in")
 	}
-	dir := selfCertDir(dataDir, p.name)
+	dir := filepath.Join(dataDir, "fixtures", p.name)
 	certFile, keyFile := filepath.Join(dir, "cert.pem"), filepath.Join(dir, "key.pem")
 	p.CertFile, p.KeyFile = certFile, keyFile
 	_, errCert := os.Stat(certFile)

@@ -68,13 +68,6 @@ type port struct {
 
 func (p port) flag(name string) string { return "--" + p.prefix + name }
 
-func (p port) clientCertAuthFlag() string {
-	if p.prefix == "" {
-		return "--client-cert-auth"
-	}
-	return "--peer-client-cert-auth"
-}
-
 func (p port) listenFlag() string { return "--listen-" + p.name + "-urls" }
 
 // selfCert is whether Build makes this side a self-signed certificate.
@@ -113,7 +106,7 @@ func (p port) validate() error {
 	case p.KeyFile != "" && p.CertFile == "":
 		return settingErr(p.flag("key-file"), "needs %s", p.flag("cert-file"))
 	case p.ClientCertAuth && p.TrustedCAFile == "":
-		return settingErr(p.clientCertAuthFlag(), "needs %s: without a CA no client certificate can be verified", p.flag("trusted-ca-file"))
+		return settingErr(p.flag("client-cert-auth"), "needs %s: without a CA no client certificate can be verified", p.flag("trusted-ca-file"))
 	case len(p.AllowedCNs) > 0 && len(p.AllowedHostnames) > 0:
 		return settingErr(p.flag("cert-allowed-cn"), "and %s are mutually exclusive, as in etcd", p.flag("cert-allowed-hostname"))
 	case len(p.AllowedCNs) > 0 && p.TrustedCAFile == "":
@@ -125,20 +118,11 @@ func (p port) validate() error {
 	case p.prefix != "" && p.selfCert() && p.TrustedCAFile != "":
 		return settingErr(p.flag("auto-tls"), "makes a self-signed certificate that %s cannot verify: give %s and %s instead", p.flag("trusted-ca-file"), p.flag("cert-file"), p.flag("key-file"))
 	}
-	tlsURL, plainOnly := "", len(p.ListenURLs) > 0
-	for _, raw := range p.ListenURLs {
-		if secure(raw) {
-			tlsURL, plainOnly = raw, false
-			break
-		}
-	}
-	if tlsURL != "" && !p.enabled() {
-		return settingErr(p.listenFlag(), "%s needs %s and %s, or %s", tlsURL, p.flag("cert-file"), p.flag("key-file"), p.flag("auto-tls"))
-	}
-	if plainOnly {
-		if f := p.firstTLSFlag(); f != "" {
-			return settingErr(f, "is set but %s has no https:// URL: it would be ignored", p.listenFlag())
-		}
+	switch i := slices.IndexFunc(p.ListenURLs, secure); {
+	case i >= 0 && !p.enabled():
+		return settingErr(p.listenFlag(), "%s needs %s and %s, or %s", p.ListenURLs[i], p.flag("cert-file"), p.flag("key-file"), p.flag("auto-tls"))
+	case i < 0 && len(p.ListenURLs) > 0 && p.firstTLSFlag() != "":
+		return settingErr(p.firstTLSFlag(), "is set but %s has no https:// URL: it would be ignored", p.listenFlag())
 	}
 	return nil
 }
@@ -151,7 +135,7 @@ func (p port) firstTLSFlag() string {
 	case p.TrustedCAFile != "":
 		return p.flag("trusted-ca-file")
 	case p.ClientCertAuth:
-		return p.clientCertAuthFlag()
+		return p.flag("client-cert-auth")
 	case p.AutoTLS:
 		return p.flag("auto-tls")
 	case len(p.AllowedCNs) > 0:
