@@ -396,12 +396,17 @@ func (n *Node) electionTimeout() time.Duration {
 // an earlier term, so a new leader counts only what it heard itself in its own term, never what
 // it heard as a follower of the leader before it.
 func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
+	return n.HeardSince(id, time.Now().Add(-d))
+}
+
+// HeardSince is HeardWithin for traffic that reached this member at t or after.
+func (n *Node) HeardSince(id membership.ID, t time.Time) bool {
 	v, ok := n.heard.Load(id)
 	if !ok {
 		return false
 	}
 	h := v.(*atomic.Pointer[heardAt]).Load()
-	return h.term == n.term.Load() && time.Since(h.at) <= d
+	return h.term == n.term.Load() && !h.at.Before(t)
 }
 
 // PeerLost is told by the transport that the connection from or to member id broke: its stream

@@ -182,6 +182,9 @@ func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	if errors.Is(err, membership.ErrUnhealthy) {
 		err = c.recheckNewLeader(jctx, cl, ch, reply)
 	}
+	if err == nil {
+		err = c.confirmLive(ctx, jctx, cl, ch)
+	}
 	if err != nil {
 		if statesMembership(err) {
 			err = c.confirmRefusal(jctx, cl, ch, reply, err)
@@ -274,12 +277,7 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 		return cl.Validate(ch)
 	}
 	match := c.cfg.Node.Matches()
-	peers := membership.Peers{Leader: c.cfg.Node.ID(), Started: map[membership.ID]bool{}, Connected: map[membership.ID]bool{}}
-	for id, m := range cl.Members {
-		self := id == c.cfg.Node.ID()
-		peers.Started[id] = self || m.Started || match[id] > 0
-		peers.Connected[id] = self || c.cfg.Node.HeardWithin(id, c.cfg.ElectionTimeout)
-	}
+	peers := c.peers(cl, match, func(id membership.ID) bool { return c.cfg.Node.HeardWithin(id, c.cfg.ElectionTimeout) })
 	reply.Before, reply.After, _ = cl.CheckQuorum(ch, peers)
 	if err := cl.Validate(ch); err != nil {
 		return err
@@ -295,6 +293,55 @@ func (c *Coordinator) check(cl *membership.Cluster, ch membership.Change, reply 
 	}
 	_, _, err := cl.CheckQuorum(ch, peers)
 	return err
+}
+
+// peers is the leader's view of cl's members for the strict check: started as raft's progress
+// and the membership say, connected as heard says.
+func (c *Coordinator) peers(cl *membership.Cluster, match map[membership.ID]uint64, heard func(membership.ID) bool) membership.Peers {
+	peers := membership.Peers{Leader: c.cfg.Node.ID(), Started: map[membership.ID]bool{}, Connected: map[membership.ID]bool{}}
+	for id, m := range cl.Members {
+		self := id == c.cfg.Node.ID()
+		peers.Started[id] = self || m.Started || match[id] > 0
+		peers.Connected[id] = self || heard(id)
+	}
+	return peers
+}
+
+// confirmLive backs a change the checks accepted with evidence newer than the request. The
+// checks count a voter heard within an election timeout whose connection has not broken; a
+// voter that stopped a moment ago still counts until the end of its connection reaches this
+// member, which a loaded machine delays. So the leader has raft confirm its leadership (a
+// heartbeat to every member) and accepts only once the voters heard since then keep the
+// strict check's quorum after the change: a stopped voter is never heard again, and the change
+// is refused (unhealthy cluster) within judgeWithin. A live cluster answers within a round trip.
+func (c *Coordinator) confirmLive(ctx, jctx context.Context, cl *membership.Cluster, ch membership.Change) error {
+	if !c.cfg.StrictReconfig || ch.Kind == membership.KindPublish {
+		return nil
+	}
+	n := c.cfg.Node
+	since := time.Now()
+	if _, err := n.ReadIndex(jctx); err != nil {
+		if errors.Is(err, raftnode.ErrStopped) {
+			return raftnode.ErrNotLeader
+		}
+		return c.undecided(ctx, jctx, err, "no quorum confirmed its leadership")
+	}
+	tick := time.NewTicker(time.Millisecond)
+	defer tick.Stop()
+	for {
+		peers := c.peers(cl, n.Matches(), func(id membership.ID) bool { return n.HeardSince(id, since) })
+		_, after, err := cl.CheckQuorum(ch, peers)
+		if !errors.Is(err, membership.ErrUnhealthy) {
+			return err
+		}
+		select {
+		case <-jctx.Done():
+			c.cfg.Logger.Warn("refused a membership change: the voters heard since it was asked are short of a quorum after it",
+				"connected-voters", after.ConnectedVoters, "quorum", after.Quorum, "within", c.judgeWithin().String(), "err", err.Error())
+			return err
+		case <-tick.C:
+		}
+	}
 }
 
 // recheckNewLeader judges again a change refused as "unhealthy cluster" by a leader that has led
