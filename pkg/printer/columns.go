@@ -121,25 +121,6 @@ func flush(w io.Writer, b *bytes.Buffer) error {
 	return err
 }
 
-func simpleList(w io.Writer, r *client.ListResult) error {
-	var b bytes.Buffer
-	for _, m := range r.Members {
-		simpleLine(&b, memberColumns, m)
-	}
-	return flush(w, &b)
-}
-
-func tableList(w io.Writer, r *client.ListResult) error {
-	var b bytes.Buffer
-	table(&b, memberColumns, r.Members)
-	return flush(w, &b)
-}
-
-func simpleAdd(w io.Writer, r *client.AddResult) error {
-	_, err := fmt.Fprintf(w, "%s\n\n%s", addedLine(r), newEnvironment(r))
-	return err
-}
-
 // addedLine is the first line of member add's simple output.
 func addedLine(r *client.AddResult) string {
 	as := ""

@@ -34,7 +34,7 @@ var quorumRows = []struct {
 // verdict is the last line of the simple output: one line a script can test with tail -n1.
 func verdict(r *client.DryRun) string {
 	if r.Err != nil {
-		return "would be refused: " + strings.ReplaceAll(r.Err.Error(), "\n", " ")
+		return "would be refused: " + oneLine(r.Err.Error())
 	}
 	return "would be accepted"
 }

@@ -78,17 +78,11 @@ func (p Printer) EndpointStatus(w io.Writer, rows []StatusRow) error {
 	if err := p.Check(EndpointStatus); err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	switch p.format {
-	case JSON:
+	if p.format == JSON {
 		return writeJSON(w, toStatusJSON(rows))
-	case Table:
-		table(&b, statusColumns, rows)
-	default:
-		for _, r := range rows {
-			simpleLine(&b, statusColumns, r)
-		}
 	}
+	var b bytes.Buffer
+	drawRows(&b, p.format, statusColumns, rows)
 	return flush(w, &b)
 }
 

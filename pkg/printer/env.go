@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 
@@ -72,9 +71,4 @@ func (e environment) MarshalJSON() ([]byte, error) {
 	}
 	b.WriteByte('}')
 	return b.Bytes(), nil
-}
-
-func envAdd(w io.Writer, r *client.AddResult) error {
-	_, err := io.WriteString(w, newEnvironment(r).String())
-	return err
 }

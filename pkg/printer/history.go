@@ -68,16 +68,10 @@ func (p Printer) MemberHistory(w io.Writer, r *client.HistoryResult) error {
 	if err := p.Check(MemberHistory); err != nil {
 		return err
 	}
-	var b bytes.Buffer
-	switch p.format {
-	case JSON:
+	if p.format == JSON {
 		return writeJSON(w, toHistoryJSON(r))
-	case Table:
-		table(&b, historyColumns, r.Events)
-	default:
-		for _, e := range r.Events {
-			simpleLine(&b, historyColumns, e)
-		}
 	}
+	var b bytes.Buffer
+	drawRows(&b, p.format, historyColumns, r.Events)
 	return flush(w, &b)
 }

@@ -344,7 +344,7 @@ func TestEnvQuoting(t *testing.T) {
 	r.Member.Name = `a"b$c` + "`d`" + `\e`
 	r.Members[0].Name = r.Member.Name
 	var b bytes.Buffer
-	if err := envAdd(&b, r); err != nil {
+	if err := (Printer{format: Env}).MemberAdd(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	line, _, _ := strings.Cut(b.String(), "\n")
@@ -388,7 +388,7 @@ func TestEnvThroughShells(t *testing.T) {
 	r.Member.Name = `a"b$c` + "`d`" + `\e 'f' g*`
 	r.Members[0].Name = r.Member.Name
 	var b bytes.Buffer
-	if err := envAdd(&b, r); err != nil {
+	if err := (Printer{format: Env}).MemberAdd(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	env := filepath.Join(t.TempDir(), "member.env")

@@ -96,8 +96,7 @@ func (o *configOptions) edit(change func(*contexts.File) error) (*contexts.File,
 
 func (o *configOptions) get(f *contexts.File) (contexts.Context, error) {
 	c, err := f.Get(o.Name)
-	var unknown *contexts.UnknownContextError
-	if errors.As(err, &unknown) {
+	if is[*contexts.UnknownContextError](err) {
 		return c, &usageError{err}
 	}
 	return c, err

@@ -119,8 +119,7 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		dirs = append(dirs, st)
 	}
 	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags(o.flags)})
-	var different *datadir.DifferentClustersError
-	if errors.As(rankErr, &different) {
+	if is[*datadir.DifferentClustersError](rankErr) {
 		return rankErr
 	}
 	out := &printer.DataDirs{Reason: rec.Reason}

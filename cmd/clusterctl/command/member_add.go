@@ -101,7 +101,7 @@ func (o *memberAddOptions) validate(args []string) error {
 		// A dry run's ID is provisional: the add itself assigns another.
 		return errors.New("--id-file and --dry-run cannot be used together")
 	}
-	return checkFormat(o.Printer, printer.MemberAdd, o.DryRun)
+	return o.Printer.CheckFor(printer.MemberAdd, o.DryRun)
 }
 
 // checkName refuses a new member's name that clusterd would refuse, or that cannot travel.
@@ -182,8 +182,7 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 // after the server's words, from one member list of the member that refused; err alone when the
 // list cannot be read or names no holder.
 func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err error) error {
-	var differs *client.MemberDiffersError
-	if !errors.Is(err, client.ErrPeerURLExists) || errors.As(err, &differs) {
+	if !errors.Is(err, client.ErrPeerURLExists) || is[*client.MemberDiffersError](err) {
 		return err
 	}
 	members, lerr := c.LocalMemberList(ctx)

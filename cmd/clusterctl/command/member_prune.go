@@ -75,7 +75,7 @@ func (o *memberPruneOptions) validate(args []string) error {
 	if o.UnstartedFor < 0 {
 		return fmt.Errorf("--unstarted-for must not be negative, not %s", o.UnstartedFor)
 	}
-	return checkFormat(o.Printer, printer.MemberPrune, o.DryRun)
+	return o.Printer.CheckFor(printer.MemberPrune, o.DryRun)
 }
 
 // deadMember is a member member prune found dead, and why.

@@ -141,7 +141,7 @@ func (o *memberReplaceOptions) validate(args []string) error {
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
 		return err
 	}
-	return checkFormat(o.Printer, printer.MemberReplace, o.DryRun)
+	return o.Printer.CheckFor(printer.MemberReplace, o.DryRun)
 }
 
 // step writes the line of one step, action, on stderr, numbered in the run's order.
@@ -215,8 +215,7 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 		}
 		// Without a history to read (etcd), the operator is the one who knows: the next step
 		// of a stopped run is named, not taken.
-		nf := (*client.NotFoundError)(nil)
-		if errors.As(herr, new(*client.HistoryUnsupportedError)) && errors.As(err, &nf) && len(nf.Unstarted) == 0 {
+		if nf, ok := errors.AsType[*client.NotFoundError](err); ok && is[*client.HistoryUnsupportedError](herr) && len(nf.Unstarted) == 0 {
 			next := append([]string{"clusterctl", "--endpoints=" + strings.Join(c.GivenEndpoints(), ",")}, o.clusterctlFlags(o.flags)...)
 			return nil, fmt.Errorf("%w, nor %q: if member replace removed %s first and stopped before the add, run %s member add %s --learner --peer-urls=%s, then this command again",
 				err, o.Name, o.OldRef, strings.Join(next, " "), o.Name, strings.Join(o.PeerURLs, ","))
@@ -258,7 +257,7 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 	if alive && r.SamePeerURLs(o.PeerURLs) {
 		replaced, err := c.AddedByReplace(ctx, r.OldID)
 		switch {
-		case errors.As(err, new(*client.HistoryUnsupportedError)):
+		case is[*client.HistoryUnsupportedError](err):
 			// etcd keeps no history: a finished rebuild and the old member still running look
 			// alike. Either way nothing is to be done, and no environment is printed.
 			return fmt.Errorf("member %s (%s) is alive (%s) under this name and these peer URLs: nothing to do if member replace rebuilt it already (etcd keeps no history to tell); if not, stop it before replacing it by a member of the same name (%w)",
@@ -292,7 +291,7 @@ func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *clien
 	}
 	replaced, err := c.AddedByReplace(ctx, r.New.ID)
 	switch {
-	case errors.As(err, new(*client.HistoryUnsupportedError)):
+	case is[*client.HistoryUnsupportedError](err):
 		return nil
 	case err != nil:
 		return err
@@ -383,9 +382,8 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	plan, err := c.ReplaceDryRun(ctx, r, o.Name, o.PeerURLs)
-	var unsupported *client.DryRunUnsupportedError
 	switch {
-	case errors.As(err, &unsupported) && !o.DryRun:
+	case is[*client.DryRunUnsupportedError](err) && !o.DryRun:
 		return nil
 	case err != nil:
 		return err
@@ -460,11 +458,10 @@ func (o *memberReplaceOptions) progress(ctx context.Context, c *client.Client, i
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	p, err := c.FetchLearnerProgress(ctx, id)
-	var silent *client.LearnerSilentError
 	switch {
 	case errors.Is(err, client.ErrNoClientURL):
 		fmt.Fprintf(o.Err, "%s not started yet: waiting for its process\n", o.Name)
-	case errors.As(err, &silent):
+	case is[*client.LearnerSilentError](err):
 		fmt.Fprintf(o.Err, "%s starting: its client URL does not answer yet\n", o.Name)
 	case err != nil:
 		fmt.Fprintf(o.Err, "%s: waiting (its progress cannot be read now: %v)\n", o.Name, err)
