@@ -19,16 +19,12 @@ var (
 )
 
 func newDataDirCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "datadir",
 		Short: "Read stopped members' data directories: which to restart from, is their state sound; reset an absurd term",
 		Example: `  clusterctl datadir status /var/lib/clusterd/infra0 /mnt/infra1
   clusterctl datadir check /var/lib/etcd backup.db`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newDataDirStatusCmd(g), newDataDirCheckCmd(g), newDataDirResetTermCmd(g))
-	return cmd
+	}, newDataDirStatusCmd(g), newDataDirCheckCmd(g), newDataDirResetTermCmd(g))
 }
 
 type dataDirStatusOptions struct {

@@ -10,7 +10,7 @@ import (
 )
 
 func newDiscoveryCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "discovery",
 		Short: "Create and inspect etcd v3 discovery tokens on a private discovery service",
 		Long: `Create and inspect the tokens of etcd's v3 discovery protocol. The endpoints (--endpoints and
@@ -18,11 +18,7 @@ the other global settings) are the discovery service's: a private etcd cluster t
 of a new cluster find each other through at bootstrap, and never afterwards.`,
 		Example: `  clusterctl --endpoints=10.0.0.9:2379 discovery new --size=3 -w env > discovery.env
   clusterctl --endpoints=10.0.0.9:2379 discovery status 4a2f0c9e1b7d4e3a8c6b5d2e1f0a9b8c -w table`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newDiscoveryNewCmd(g), newDiscoveryStatusCmd(g))
-	return cmd
+	}, newDiscoveryNewCmd(g), newDiscoveryStatusCmd(g))
 }
 
 // TokenInUseError refuses a token the discovery service already holds keys of: a token

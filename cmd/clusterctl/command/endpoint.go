@@ -11,18 +11,14 @@ import (
 )
 
 func newEndpointCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "endpoint",
 		Short: "Ask each endpoint for its status or health",
 		Long: `Ask each endpoint on its own, all at once, each within --command-timeout: the endpoints given
 with --endpoints, or with --cluster every client URL of the members.`,
 		Example: `  clusterctl endpoint status --cluster -w table
   clusterctl endpoint health --cluster`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newEndpointStatusCmd(g), newEndpointHealthCmd(g))
-	return cmd
+	}, newEndpointStatusCmd(g), newEndpointHealthCmd(g))
 }
 
 // endpointOptions are what endpoint status and health share.

@@ -96,7 +96,7 @@ func execute(args []string, stdout, stderr io.Writer) (int, *Globals) {
 }
 
 func newRootCmd(g *Globals) *cobra.Command {
-	root := &cobra.Command{
+	root := group(&cobra.Command{
 		Use:   "clusterctl",
 		Short: "Manage the members of a clusterd or etcd cluster",
 		Long: `clusterctl adds, removes, updates, promotes and lists the members of a clusterd or etcd
@@ -118,20 +118,23 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
   clusterctl --endpoints=https://10.0.0.1:2379 --cacert=ca.crt --cert=client.crt --key=client.key member list`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          noSubcommand,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	}, newMemberCmd(g), newSnapshotCmd(g), newDiscoveryCmd(g), newEndpointCmd(g), newMoveLeaderCmd(g),
+		newVersionCmd(g), newClusterCmd(g), newConfigCmd(g), newDataDirCmd(g))
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	addGlobalFlags(root.PersistentFlags())
-	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
-	root.AddCommand(newDiscoveryCmd(g))
-	root.AddCommand(newEndpointCmd(g), newMoveLeaderCmd(g), newVersionCmd(g))
-	root.AddCommand(newClusterCmd(g), newConfigCmd(g))
-	root.AddCommand(newDataDirCmd(g))
 	registerCompletions(root)
 	return root
+}
+
+// group makes cmd a command of subcommands: alone it prints its help, and an unknown
+// subcommand is refused.
+func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.Args = noSubcommand
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	cmd.AddCommand(subs...)
+	return cmd
 }
 
 // noSubcommand refuses an unknown subcommand, which cobra would otherwise answer with the help
