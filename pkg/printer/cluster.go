@@ -119,12 +119,7 @@ var contextColumns = append(append([]column[ContextStatus]{
 	{name: "CONTEXT", value: func(c ContextStatus) string { return c.Context }},
 	{name: "ENDPOINTS", value: func(c ContextStatus) string { return strings.Join(c.Endpoints, ",") }},
 }, onCluster(clusterColumns, "leader", "voters", "learners", "fault tolerance", "healthy")...),
-	column[ContextStatus]{name: "ERROR", value: func(c ContextStatus) string {
-		if c.Err == nil {
-			return ""
-		}
-		return oneLine(c.Err.Error())
-	}},
+	column[ContextStatus]{name: "ERROR", value: func(c ContextStatus) string { return errText(c.Err) }},
 )
 
 // onCluster are the named cluster columns as columns of a context, in capitals as a table's
@@ -167,22 +162,13 @@ func (p Printer) ClusterStatus(w io.Writer, s *client.ClusterStatus) error {
 // ContextStatuses prints --all-contexts: a line (simple) or a row (table) a context; in json
 // an array of the clusters' objects, each with its context.
 func (p Printer) ContextStatuses(w io.Writer, cs []ContextStatus) error {
-	if err := p.Check(ClusterStatus); err != nil {
-		return err
-	}
-	if p.format == JSON {
+	return printRows(p, w, ClusterStatus, func() any {
 		out := make([]contextJSON, len(cs))
 		for i, c := range cs {
-			out[i] = contextJSON{Context: c.Context, Endpoints: nonNil(c.Endpoints), clusterJSON: toClusterJSON(c.Status)}
-			if c.Err != nil {
-				out[i].Error = oneLine(c.Err.Error())
-			}
+			out[i] = contextJSON{Context: c.Context, Endpoints: nonNil(c.Endpoints), clusterJSON: toClusterJSON(c.Status), Error: errText(c.Err)}
 		}
-		return writeJSON(w, out)
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, contextColumns, cs)
-	return flush(w, &b)
+		return out
+	}, contextColumns, cs)
 }
 
 // The JSON of cluster status (docs/output.md): never rename a field.
@@ -266,17 +252,11 @@ func toClusterJSON(s *client.ClusterStatus) clusterJSON {
 		j.Leader = client.FormatID(s.Leader)
 	}
 	for i, m := range s.Members {
-		mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Errors: []string{}}
-		if m.Err != nil {
-			mj.Error = oneLine(m.Err.Error())
-		}
+		mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Errors: []string{},
+			Error: errText(m.Err), BehindLeader: behind(m.BehindKnown, m.Behind)}
 		if st := m.Status; st != nil {
 			idx := st.RaftIndex
 			mj.Version, mj.RaftIndex, mj.Errors = st.Version, &idx, nonNil(st.Errors)
-		}
-		if m.BehindKnown {
-			behind := m.Behind
-			mj.BehindLeader = &behind
 		}
 		j.Members[i] = mj
 	}

@@ -115,6 +115,20 @@ func drawRows[T any](b *bytes.Buffer, f Format, cols []column[T], items []T) {
 	}
 }
 
+// printRows prints items as kind k: in json the value asJSON makes, otherwise a line (simple)
+// or a row (table) an item.
+func printRows[T any](p Printer, w io.Writer, k Kind, asJSON func() any, cols []column[T], items []T) error {
+	if err := p.Check(k); err != nil {
+		return err
+	}
+	if p.format == JSON {
+		return writeJSON(w, asJSON())
+	}
+	var b bytes.Buffer
+	drawRows(&b, p.format, cols, items)
+	return flush(w, &b)
+}
+
 // flush writes what was built in b to w in one Write, and returns its error.
 func flush(w io.Writer, b *bytes.Buffer) error {
 	_, err := w.Write(b.Bytes())

@@ -73,17 +73,25 @@ func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // oneLine keeps a reason on its row.
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
+// behind is a distance to the leader in JSON: null when unknown.
+func behind(known bool, v uint64) *uint64 {
+	if !known {
+		return nil
+	}
+	return &v
+}
+
+// errText is err on one line, "" for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return oneLine(err.Error())
+}
+
 // EndpointStatus prints one row an endpoint, in the order given.
 func (p Printer) EndpointStatus(w io.Writer, rows []StatusRow) error {
-	if err := p.Check(EndpointStatus); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toStatusJSON(rows))
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, statusColumns, rows)
-	return flush(w, &b)
+	return printRows(p, w, EndpointStatus, func() any { return toStatusJSON(rows) }, statusColumns, rows)
 }
 
 // healthColumns are etcdctl's endpoint health table columns.
@@ -91,17 +99,10 @@ var healthColumns = []column[client.EndpointHealth]{
 	{name: "ENDPOINT", value: func(h client.EndpointHealth) string { return h.Endpoint }},
 	{name: "HEALTH", value: func(h client.EndpointHealth) string { return strconv.FormatBool(h.Healthy()) }},
 	{name: "TOOK", value: func(h client.EndpointHealth) string { return took(h.Took) }},
-	{name: "ERROR", value: func(h client.EndpointHealth) string { return healthError(h) }},
+	{name: "ERROR", value: func(h client.EndpointHealth) string { return errText(h.Err) }},
 }
 
 func took(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
-
-func healthError(h client.EndpointHealth) string {
-	if h.Err == nil {
-		return ""
-	}
-	return oneLine(h.Err.Error())
-}
 
 // EndpointHealth prints one line an endpoint: in simple, etcdctl's sentences, all on stdout.
 func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
@@ -113,7 +114,7 @@ func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
 	case JSON:
 		out := make([]healthJSON, len(hs))
 		for i, h := range hs {
-			out[i] = healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: healthError(h)}
+			out[i] = healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: errText(h.Err)}
 		}
 		return writeJSON(w, out)
 	case Table:
@@ -123,7 +124,7 @@ func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
 			if h.Healthy() {
 				fmt.Fprintf(&b, "%s is healthy: took = %s\n", h.Endpoint, took(h.Took))
 			} else {
-				fmt.Fprintf(&b, "%s is unhealthy: %s\n", h.Endpoint, healthError(h))
+				fmt.Fprintf(&b, "%s is unhealthy: %s\n", h.Endpoint, errText(h.Err))
 			}
 		}
 	}
@@ -161,10 +162,7 @@ func (p Printer) Version(w io.Writer, v *Versions) error {
 	if err := p.Check(Version); err != nil {
 		return err
 	}
-	serverErr := ""
-	if v.ServerErr != nil {
-		serverErr = oneLine(v.ServerErr.Error())
-	}
+	serverErr := errText(v.ServerErr)
 	if p.format == JSON {
 		return writeJSON(w, versionJSON{Version: v.Program, Go: v.Go, Server: v.Server, ServerError: serverErr})
 	}
@@ -206,14 +204,7 @@ type statusJSON struct {
 func toStatusJSON(rows []StatusRow) []statusRowJSON {
 	out := make([]statusRowJSON, len(rows))
 	for i, r := range rows {
-		j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name}
-		if r.BehindKnown {
-			behind := r.Behind
-			j.BehindLeader = &behind
-		}
-		if r.Err != nil {
-			j.Error = oneLine(r.Err.Error())
-		}
+		j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name, BehindLeader: behind(r.BehindKnown, r.Behind), Error: errText(r.Err)}
 		if s := r.Status; s != nil {
 			j.Status = &statusJSON{
 				Header: toJSONHeader(s.Header), Version: s.Version, DBSize: s.DBSize, Leader: client.FormatID(s.Leader),

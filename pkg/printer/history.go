@@ -1,7 +1,6 @@
 package printer
 
 import (
-	"bytes"
 	"io"
 	"strconv"
 	"strings"
@@ -65,13 +64,5 @@ func toHistoryJSON(r *client.HistoryResult) historyJSON {
 
 // MemberHistory prints the membership history, oldest first: one line a change in simple.
 func (p Printer) MemberHistory(w io.Writer, r *client.HistoryResult) error {
-	if err := p.Check(MemberHistory); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toHistoryJSON(r))
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, historyColumns, r.Events)
-	return flush(w, &b)
+	return printRows(p, w, MemberHistory, func() any { return toHistoryJSON(r) }, historyColumns, r.Events)
 }

@@ -1,7 +1,6 @@
 package printer
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -222,15 +221,9 @@ func (p Printer) DryRun(w io.Writer, k Kind, r *client.DryRun) error {
 
 // MemberList prints the result of member list.
 func (p Printer) MemberList(w io.Writer, r *client.ListResult) error {
-	if err := p.Check(MemberList); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, listJSON{Header: toJSONHeader(r.Header), Members: toJSONMembers(r.Members)})
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, memberColumns, r.Members)
-	return flush(w, &b)
+	return printRows(p, w, MemberList, func() any {
+		return listJSON{Header: toJSONHeader(r.Header), Members: toJSONMembers(r.Members)}
+	}, memberColumns, r.Members)
 }
 
 func join(fs []Format) string {
