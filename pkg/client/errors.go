@@ -193,11 +193,7 @@ type AmbiguousNameError struct {
 }
 
 func (e *AmbiguousNameError) Error() string {
-	ids := make([]string, len(e.IDs))
-	for i, id := range e.IDs {
-		ids[i] = FormatID(id)
-	}
-	return fmt.Sprintf("name %q matches %d members (%s): give the member ID instead", e.Name, len(e.IDs), strings.Join(ids, ", "))
+	return fmt.Sprintf("name %q matches %d members (%s): give the member ID instead", e.Name, len(e.IDs), strings.Join(FormatIDs(e.IDs), ", "))
 }
 
 // serverAnswer returns the *ServerError for err when the server itself answered, and nil when
@@ -223,6 +219,12 @@ func serverAnswer(err error) *ServerError {
 		return known
 	}
 	return &ServerError{Code: st.Code(), Message: st.Message()}
+}
+
+// unimplemented reports whether the server answered that it does not know the call.
+func unimplemented(err error) bool {
+	se, ok := errors.AsType[*ServerError](err)
+	return ok && se.Code == codes.Unimplemented
 }
 
 // outcomeUnknown reports whether the server's answer means "not finished in time": etcd also

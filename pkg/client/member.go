@@ -62,6 +62,15 @@ type AddResult struct {
 // digits.
 func FormatID(id uint64) string { return fmt.Sprintf("%016x", id) }
 
+// FormatIDs is FormatID of each of ids.
+func FormatIDs(ids []uint64) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = FormatID(id)
+	}
+	return out
+}
+
 // ParseID reads an ID in hex, with or without leading zeros.
 func ParseID(s string) (uint64, error) { return strconv.ParseUint(s, 16, 64) }
 
@@ -74,7 +83,7 @@ func (c *Client) MemberList(ctx context.Context, linearizable bool) (*ListResult
 	}
 	// Real etcd does not say who leads in a Cluster answer; its status does. Asked of the same
 	// member, so the leader is the one that member follows.
-	st, err := c.status(ctx)
+	st, err := c.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +110,7 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 // the change with ErrNoLeader, as a read without a leader ends, which no change could outlive.
 // Any other outcome of the status is left to the list to meet and report.
 func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
-	if err := c.knowsLeader(ctx); errors.Is(err, ErrNoLeader) {
+	if err := waitLeader(ctx, c.Status); errors.Is(err, ErrNoLeader) {
 		return nil, err
 	}
 	r, _, err := c.list(ctx, true)
@@ -116,15 +125,20 @@ func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, 
 	if err != nil {
 		return nil, err
 	}
-	r := &AddResult{ChangeResult: changeResult(a.GetHeader(), a.GetMembers(), a.GetMember().GetID(), hdr)}
+	return named(changeResult(a.GetHeader(), a.GetMembers(), a.GetMember().GetID(), hdr), name), nil
+}
+
+// named is the AddResult of the add that cr answers, its new member under name: etcd does not
+// store the name before the member starts; it is the one asked for.
+func named(cr ChangeResult, name string) *AddResult {
+	r := &AddResult{ChangeResult: cr}
 	for i := range r.Members {
 		if r.Members[i].ID == r.ID {
-			// etcd does not store the name before the member starts; it is the one asked for.
 			r.Members[i].Name = name
 			r.Member = r.Members[i]
 		}
 	}
-	return r, nil
+	return r
 }
 
 // MemberRemove removes the member with the given ID.

@@ -71,17 +71,9 @@ func canonicalURLs(urls []string) []string {
 }
 
 // AddedResult is the AddResult a successful add of m under name would have answered, built from
-// a member list: what an add that finds its member already there prints again. The name is the
-// one asked for, which etcd does not know before the member starts.
+// a member list: what an add that finds its member already there prints again.
 func AddedResult(list *ListResult, m Member, name string) *AddResult {
-	r := &AddResult{ChangeResult: ChangeResult{Header: list.Header, ID: m.ID, Members: slices.Clone(list.Members)}}
-	for i := range r.Members {
-		if r.Members[i].ID == m.ID {
-			r.Members[i].Name = name
-			r.Member = r.Members[i]
-		}
-	}
-	return r
+	return named(ChangeResult{Header: list.Header, ID: m.ID, Members: slices.Clone(list.Members)}, name)
 }
 
 // Replacement is where a replacement of Old by a new member stands, read from one member list.

@@ -136,7 +136,7 @@ func (c *Client) fillIDs(ctx context.Context, h *Header) {
 		return
 	}
 	at := c.at
-	st, err := c.status(ctx)
+	st, err := c.Status(ctx)
 	if err != nil || c.at != at {
 		return
 	}

@@ -10,8 +10,8 @@ import (
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 )
 
-// status asks the connected member (or the next reachable one) for its status.
-func (c *Client) status(ctx context.Context) (*Status, error) {
+// Status asks the connected member (or the next reachable one) for its status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var st pb.StatusResponse
 	if _, err := c.invoke(ctx, true, pb.Maintenance_Status_FullMethodName, &pb.StatusRequest{}, &st); err != nil {
 		return nil, err
@@ -28,12 +28,9 @@ const (
 	electionPoll  = 100 * time.Millisecond
 )
 
-// knowsLeader asks the connected member for its status until it names a leader: nil then, and
-// ErrNoLeader once it has named none for electionGrace (or ctx ended first), so that a member
-// caught between two leaders is not called leaderless.
-func (c *Client) knowsLeader(ctx context.Context) error { return waitLeader(ctx, c.status) }
-
-// waitLeader is knowsLeader's wait, asking status.
+// waitLeader asks status of a member until it names a leader: nil then, and ErrNoLeader once it
+// has named none for electionGrace (or ctx ended first), so that a member caught between two
+// leaders is not called leaderless.
 func waitLeader(ctx context.Context, status func(context.Context) (*Status, error)) error {
 	deadline := time.Now().Add(electionGrace)
 	for {
@@ -65,7 +62,7 @@ func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
 		return nil, err
 	}
 	defer other.Close()
-	return other.status(ctx)
+	return other.Status(ctx)
 }
 
 // LearnerProgress is how far a learner's log is behind the leader's.

@@ -213,17 +213,10 @@ func toSplitJSON(e *client.SplitError) []splitGroupJSON {
 	if e == nil {
 		return nil
 	}
-	ids := func(in []uint64) []string {
-		out := make([]string, len(in))
-		for i, id := range in {
-			out[i] = client.FormatID(id)
-		}
-		return out
-	}
 	out := make([]splitGroupJSON, len(e.Groups))
 	for i, g := range e.Groups {
 		out[i] = splitGroupJSON{ClusterID: client.FormatID(g.ClusterID), Leader: client.FormatID(g.Leader), RaftTerm: g.Term,
-			Members: ids(g.Members), Membership: ids(g.Membership)}
+			Members: client.FormatIDs(g.Members), Membership: client.FormatIDs(g.Membership)}
 	}
 	return out
 }
