@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/contexts"
@@ -197,29 +196,8 @@ func (o *setContextOptions) run(context.Context) error {
 // checkContext checks a context's settings as the global flags are checked, without any I/O:
 // the durations, the booleans, --password's --user, and the endpoints' form.
 func checkContext(c contexts.Context) error {
-	v := viper.New()
-	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
-	addGlobalFlags(fs)
-	for _, name := range globalFlags {
-		if err := v.BindPFlag(name, fs.Lookup(name)); err != nil {
-			return err
-		}
-	}
-	for k, val := range c.Settings {
-		v.SetDefault(k, val)
-	}
-	dial, err := duration(v, "dial-timeout")
+	_, dial, _, _, err := contextSettings(c, nil)
 	if err != nil {
-		return err
-	}
-	if _, err := duration(v, "command-timeout"); err != nil {
-		return err
-	}
-	l, err := loginOf(contextPlace(c.Name, c.Settings))
-	if err != nil {
-		return err
-	}
-	if _, err := securitySettings(v, l); err != nil {
 		return err
 	}
 	if eps := c.Endpoints(); len(eps) > 0 {

@@ -21,10 +21,18 @@ with --endpoints, or with --cluster every client URL of the members.`,
 	}, newEndpointStatusCmd(g), newEndpointHealthCmd(g))
 }
 
-// endpointOptions are what endpoint status and health share.
+// endpointOptions are what endpoint status and health share: --cluster, and the kind printed.
 type endpointOptions struct {
 	*Globals
 	Cluster bool
+	kind    printer.Kind
+}
+
+func (o *endpointOptions) validate(args []string) error {
+	if len(args) > 0 {
+		return tooManyArgs(args)
+	}
+	return o.Printer.Check(o.kind)
 }
 
 func (o *endpointOptions) addFlags(cmd *cobra.Command) {
@@ -74,7 +82,7 @@ func (e *endpointsError) Error() string {
 type endpointStatusOptions struct{ endpointOptions }
 
 func newEndpointStatusCmd(g *Globals) *cobra.Command {
-	o := &endpointStatusOptions{endpointOptions{Globals: g}}
+	o := &endpointStatusOptions{endpointOptions{Globals: g, kind: printer.EndpointStatus}}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each endpoint's member, version, database size, leadership and raft indexes",
@@ -92,13 +100,6 @@ split: every group is named on the Error: line, and the exit status is 34.`,
 	}
 	o.addFlags(cmd)
 	return cmd
-}
-
-func (o *endpointStatusOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.EndpointStatus)
 }
 
 func (o *endpointStatusOptions) run(ctx context.Context) error {
