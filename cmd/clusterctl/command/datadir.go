@@ -161,7 +161,7 @@ func (g *Globals) clusterctlFlags(flags *pflag.FlagSet) []string {
 	} else if p := os.Getenv("CLUSTERCTL_CONFIG_FILE"); p != "" {
 		f = append(f, "--config-file="+absPath(p))
 	}
-	t := memberTLS(g.tlsFiles)
+	t := memberTLS(g.given.tls)
 	for _, kv := range []struct{ flag, value string }{{"cacert", t.CACert}, {"cert", t.Cert}, {"key", t.Key}} {
 		if kv.value != "" {
 			f = append(f, "--"+kv.flag+"="+kv.value)

@@ -3,8 +3,6 @@ package command
 import (
 	"fmt"
 
-	"go.etcd.io/etcd/api/v3/mvccpb"
-
 	"github.com/clusterctl/clusterctl/pkg/registry"
 	"github.com/spf13/cobra"
 )
@@ -31,13 +29,4 @@ type TokenInUseError struct {
 func (e *TokenInUseError) Error() string {
 	return fmt.Sprintf("discovery token %q is already in use on this discovery service (%d keys under %s): a token bootstraps one cluster only; run discovery new without --token for a fresh one",
 		e.Token, e.Keys, registry.TokenPrefix(e.Token))
-}
-
-// readToken reads every key of token in one range and places its registrations.
-func readToken(kvs []*mvccpb.KeyValue, token string, endpoints []string) (*registry.Cluster, error) {
-	size, regs, err := registry.Read(token, endpoints, kvs, nil)
-	if err != nil {
-		return nil, err
-	}
-	return registry.Place(size, regs), nil
 }

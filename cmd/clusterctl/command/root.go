@@ -42,11 +42,9 @@ type Globals struct {
 	Client func() (*client.Client, error)
 	// built is the client Client built, if any: run closes it.
 	built *client.Client
-	// tlsFiles are the TLS settings as given, for a verb that passes them on (discovery new
-	// -w env); the client has read the files.
-	tlsFiles clienttls.Options
-	// given is the TLS and login settings as resolved, for a verb that prints clusterctl lines
-	// (datadir status); a password is never printed.
+	// given is the TLS and login settings as resolved, for a verb that passes the TLS files on
+	// (discovery new -w env) or prints clusterctl lines (datadir status); the client has read
+	// the files, and a password is never printed.
 	given security
 	// dialTimeout is --dial-timeout, for the clients of other contexts (cluster status
 	// --all-contexts).
@@ -73,16 +71,6 @@ func Main() int {
 // before any connection exists, and not in run, which tests call beside in-process servers.
 func silenceGRPC() {
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
-}
-
-// run is Main for a caller that goes on living, a test: it also closes the connection.
-func run(args []string, stdout, stderr io.Writer) int {
-	code, g := execute(args, stdout, stderr)
-	if g.built != nil {
-		// Closing a connection cannot change what the command did.
-		_ = g.built.Close()
-	}
-	return code
 }
 
 // execute runs one command line and returns its exit code and the settings it ran with.
@@ -262,7 +250,6 @@ func (g *Globals) settle(v *viper.Viper, l login) error {
 	if err != nil {
 		return err
 	}
-	g.tlsFiles = security.tls
 	g.given = security
 	g.dialTimeout = dialTimeout
 	g.Client = func() (*client.Client, error) {
