@@ -144,13 +144,20 @@ func (o *memberReplaceOptions) validate(args []string) error {
 	return o.Printer.CheckFor(printer.MemberReplace, o.DryRun)
 }
 
-// step writes the line of one step, action, on stderr, numbered in the run's order.
-func (o *memberReplaceOptions) step(action string, format string, a ...any) {
+// step writes the line of step s on stderr, numbered in the run's order, and records it with
+// answer, the server's answer to it (nil for a step that sent nothing).
+func (o *memberReplaceOptions) step(res *printer.ReplaceResult, s client.PlanStep, answer *client.ChangeResult, format string, a ...any) {
 	if o.order == nil {
 		o.order = liveOrder
 	}
-	n := slices.Index(o.order, action) + 1
+	n := slices.Index(o.order, s.Action) + 1
 	fmt.Fprintf(o.Err, "step %d of %d: "+format+"\n", append([]any{n, len(o.order)}, a...)...)
+	res.Record(s, answer)
+}
+
+// goneAlready records the removal of an old member that is gone already as done.
+func (o *memberReplaceOptions) goneAlready(res *printer.ReplaceResult) {
+	o.step(res, client.PlanStep{Action: client.StepRemove, Done: true}, nil, "%s is gone already: removal skipped", o.OldRef)
 }
 
 func (o *memberReplaceOptions) run(ctx context.Context) error {
@@ -182,10 +189,8 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		return err
 	}
 	if r.Old == nil {
-		o.step(client.StepMove, "%s is gone already: leadership not moved", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepMove, Skip: true}, nil, "%s is gone already: leadership not moved", o.OldRef)
+		o.goneAlready(res)
 	} else {
 		if err := o.moveLeader(ctx, c, promoted, r.OldID, res); err != nil {
 			return err
@@ -307,8 +312,7 @@ func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *clien
 // nobody for long, and once it is removed the others elect among themselves.
 func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	if r.Old == nil {
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.goneAlready(res)
 	} else {
 		// Marked apart in clusterd's history: a run stopped before the add goes on from it.
 		removed, err := o.remove(client.WithVia(ctx, wire.ViaMemberReplaceRemoveFirst), c, r.OldID, res)
@@ -400,15 +404,15 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	if r.New != nil {
 		res.Added = client.AddedResult(r.List, *r.New, o.Name)
-		res.Record(client.PlanStep{Action: client.StepAdd, Done: true}, nil)
+		done := client.PlanStep{Action: client.StepAdd, Done: true}
 		if r.Rebuild && r.New.Started && !r.New.IsLearner {
 			// A rebuilt member that runs as a voter has its data: its environment, printed
 			// again, could only start its ID on an empty data directory, which it does not
 			// survive.
-			o.step(client.StepAdd, "%s (%s) is in the cluster already and has started: add skipped, its environment not printed again", o.Name, client.FormatID(r.New.ID))
+			o.step(res, done, nil, "%s (%s) is in the cluster already and has started: add skipped, its environment not printed again", o.Name, client.FormatID(r.New.ID))
 			return nil
 		}
-		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
+		o.step(res, done, nil, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		return o.Printer.ReplaceAdd(o.Out, res)
 	}
 	var added *client.AddResult
@@ -421,9 +425,8 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 	if err != nil {
 		return err
 	}
-	o.step(client.StepAdd, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
 	res.Added = added
-	res.Record(client.PlanStep{Action: client.StepAdd}, &added.ChangeResult)
+	o.step(res, client.PlanStep{Action: client.StepAdd}, &added.ChangeResult, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
 	return o.Printer.ReplaceAdd(o.Out, res)
 }
 
@@ -434,8 +437,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	id := res.Added.ID
 	deadline := time.Now().Add(o.WaitTimeout)
 	if r.New != nil && !r.New.IsLearner {
-		o.step(client.StepPromote, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
-		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepPromote, Done: true}, nil, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
 		return nil, o.waitServes(ctx, c, id, deadline)
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
@@ -443,8 +445,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	if err != nil {
 		return nil, err
 	}
-	o.step(client.StepPromote, "promoted %s (%s)", o.Name, client.FormatID(id))
-	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
+	o.step(res, client.PlanStep{Action: client.StepPromote}, promoted, "promoted %s (%s)", o.Name, client.FormatID(id))
 	if err := o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted); err != nil {
 		return nil, err
 	}
@@ -542,21 +543,18 @@ func (o *memberReplaceOptions) gone(ctx context.Context, c *client.Client, id ui
 func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	removed, err := o.removeWaiting(ctx, c, oldID, o.OldRef)
 	if errors.Is(err, client.ErrMemberNotFound) {
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.goneAlready(res)
 		return nil, nil
 	}
 	if errors.Is(err, client.ErrStopped) && o.gone(ctx, c, oldID) {
 		// The member that took the removal was the old member itself, which stops once it has
 		// applied its own removal (etcd answers "server stopped" then): it is done.
-		o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepRemove, Done: true}, nil, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
-	res.Record(client.PlanStep{Action: client.StepRemove}, removed)
+	o.step(res, client.PlanStep{Action: client.StepRemove}, removed, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 	return removed, o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
 }

@@ -29,8 +29,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 		members = list.Members
 	}
 	if !slices.ContainsFunc(members, func(m client.Member) bool { return m.ID == oldID && m.IsLeader }) {
-		o.step(client.StepMove, "%s does not lead: leadership not moved", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepMove, Skip: true}, nil, "%s does not lead: leadership not moved", o.OldRef)
 		return nil
 	}
 	url, err := clientURLOf(members, oldID)
@@ -41,8 +40,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 	if err := moveToPromoted(ctx, c, url, newID); err != nil {
 		return err
 	}
-	o.step(client.StepMove, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
-	res.Record(client.PlanStep{Action: client.StepMove}, nil)
+	o.step(res, client.PlanStep{Action: client.StepMove}, nil, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
 	return nil
 }
 
