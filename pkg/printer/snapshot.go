@@ -25,13 +25,14 @@ type SnapshotStatusResult struct {
 	Members  []client.Member
 }
 
-// EtcdSnapshotStatus is what `etcdutl snapshot status` shows of a snapshot taken from etcd.
+// EtcdSnapshotStatus is what `etcdutl snapshot status` shows of a snapshot taken from etcd, under
+// the JSON names etcdutl's snapshot.Status marshals with.
 type EtcdSnapshotStatus struct {
-	Hash      uint32 // etcdutl's CRC-32 over the buckets, not a checksum of the file
-	Revision  int64
-	TotalKey  int
-	TotalSize int64
-	Version   string // the storage version; empty before etcd 3.6
+	Hash      uint32 `json:"hash"` // etcdutl's CRC-32 over the buckets, not a checksum of the file
+	Revision  int64  `json:"revision"`
+	TotalKey  int    `json:"totalKey"`
+	TotalSize int64  `json:"totalSize"`
+	Version   string `json:"version"` // the storage version; empty before etcd 3.6
 }
 
 // RestoreResult is the data directory snapshot restore created.
@@ -68,7 +69,7 @@ func (p Printer) SnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
 	var b bytes.Buffer
 	switch {
 	case p.format == JSON && r.Etcd != nil:
-		return writeJSON(w, etcdSnapshotStatusJSON(*r.Etcd))
+		return writeJSON(w, r.Etcd)
 	case p.format == JSON:
 		return writeJSON(w, snapshotStatusJSON{ClusterID: client.FormatID(r.ClusterID), MemberID: client.FormatID(r.MemberID),
 			AppliedIndex: r.Applied, TotalSize: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
@@ -166,13 +167,4 @@ type restoredJSON struct {
 	MemberID  string       `json:"member_id"`
 	ClusterID string       `json:"cluster_id"`
 	Members   []memberJSON `json:"members"`
-}
-
-// etcdSnapshotStatusJSON is etcdutl's snapshot.Status as it marshals it.
-type etcdSnapshotStatusJSON struct {
-	Hash      uint32 `json:"hash"`
-	Revision  int64  `json:"revision"`
-	TotalKey  int    `json:"totalKey"`
-	TotalSize int64  `json:"totalSize"`
-	Version   string `json:"version"`
 }
