@@ -24,34 +24,13 @@ var memberStatusColumns = append(onMember(memberColumns, "ID", "NAME", "STATUS")
 	{name: "ROLE", value: func(m client.MemberStatus) string { return role(m.Member) }},
 	{name: "REACHABLE", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.Reachable()) }},
 	{name: "IS LEADER", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.IsLeader) }},
-	{name: "RAFT INDEX", value: func(m client.MemberStatus) string {
-		if m.Status == nil {
-			return ""
-		}
-		return uitoa(m.Status.RaftIndex)
-	}},
-	{name: "BEHIND LEADER", value: func(m client.MemberStatus) string {
-		if !m.BehindKnown {
-			return ""
-		}
-		return uitoa(m.Behind)
-	}},
-	{name: "VERSION", value: func(m client.MemberStatus) string {
-		if m.Status == nil {
-			return ""
-		}
-		return m.Status.Version
-	}},
-	{name: "ERRORS", value: func(m client.MemberStatus) string {
-		switch {
-		case m.Err != nil:
-			return oneLine(m.Err.Error())
-		case m.Status != nil:
-			return strings.Join(m.Status.Errors, ", ")
-		}
-		return ""
-	}},
+	onStatus("RAFT INDEX", memberStatus, func(s *client.Status) string { return uitoa(s.RaftIndex) }),
+	{name: "BEHIND LEADER", value: func(m client.MemberStatus) string { return behindText(m.BehindKnown, m.Behind) }},
+	onStatus("VERSION", memberStatus, func(s *client.Status) string { return s.Version }),
+	{name: "ERRORS", value: func(m client.MemberStatus) string { return statusErrors(m.Err, m.Status) }},
 }...)
+
+func memberStatus(m client.MemberStatus) *client.Status { return m.Status }
 
 // onMember are the named columns of a member, as columns of a member's status, in the order
 // named; the simple line has them all.

@@ -22,50 +22,52 @@ type StatusRow struct {
 	BehindKnown bool
 }
 
-func (r StatusRow) field(f func(*client.Status) string) string {
-	if r.Status == nil {
-		return ""
-	}
-	return f(r.Status)
-}
+func rowStatus(r StatusRow) *client.Status { return r.Status }
 
 // statusColumns are etcdctl's endpoint status columns it has a value for, with the name and the
 // lag after the ID and the errors last, where a failed call's reason goes.
 var statusColumns = []column[StatusRow]{
 	{name: "ENDPOINT", value: func(r StatusRow) string { return r.Endpoint }},
-	{name: "ID", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return client.FormatID(s.Header.MemberID) })
-	}},
+	onStatus("ID", rowStatus, func(s *client.Status) string { return client.FormatID(s.Header.MemberID) }),
 	{name: "NAME", value: func(r StatusRow) string { return r.Name }},
-	{name: "VERSION", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return s.Version }) }},
-	{name: "DB SIZE", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return humanBytes(s.DBSize) })
-	}},
-	{name: "IS LEADER", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return strconv.FormatBool(s.IsLeader()) })
-	}},
-	{name: "IS LEARNER", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return strconv.FormatBool(s.IsLearner) })
-	}},
-	{name: "RAFT TERM", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return uitoa(s.RaftTerm) }) }},
-	{name: "RAFT INDEX", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return uitoa(s.RaftIndex) }) }},
-	{name: "RAFT APPLIED INDEX", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return uitoa(s.RaftAppliedIndex) })
-	}},
-	{name: "BEHIND LEADER", value: func(r StatusRow) string {
-		if !r.BehindKnown {
-			return ""
-		}
-		return uitoa(r.Behind)
-	}},
-	{name: "ERRORS", value: rowErrors},
+	onStatus("VERSION", rowStatus, func(s *client.Status) string { return s.Version }),
+	onStatus("DB SIZE", rowStatus, func(s *client.Status) string { return humanBytes(s.DBSize) }),
+	onStatus("IS LEADER", rowStatus, func(s *client.Status) string { return strconv.FormatBool(s.IsLeader()) }),
+	onStatus("IS LEARNER", rowStatus, func(s *client.Status) string { return strconv.FormatBool(s.IsLearner) }),
+	onStatus("RAFT TERM", rowStatus, func(s *client.Status) string { return uitoa(s.RaftTerm) }),
+	onStatus("RAFT INDEX", rowStatus, func(s *client.Status) string { return uitoa(s.RaftIndex) }),
+	onStatus("RAFT APPLIED INDEX", rowStatus, func(s *client.Status) string { return uitoa(s.RaftAppliedIndex) }),
+	{name: "BEHIND LEADER", value: func(r StatusRow) string { return behindText(r.BehindKnown, r.Behind) }},
+	{name: "ERRORS", value: func(r StatusRow) string { return statusErrors(r.Err, r.Status) }},
 }
 
-func rowErrors(r StatusRow) string {
-	if r.Err != nil {
-		return oneLine(r.Err.Error())
+// onStatus is a column of the status answer status finds in an item: empty where there is none.
+func onStatus[T any](name string, status func(T) *client.Status, value func(*client.Status) string) column[T] {
+	return column[T]{name: name, value: func(item T) string {
+		if s := status(item); s != nil {
+			return value(s)
+		}
+		return ""
+	}}
+}
+
+// behindText is a distance to the leader in a row: empty when unknown.
+func behindText(known bool, v uint64) string {
+	if !known {
+		return ""
 	}
-	return r.field(func(s *client.Status) string { return strings.Join(s.Errors, ", ") })
+	return uitoa(v)
+}
+
+// statusErrors is why a member did not answer, else the errors its answer lists.
+func statusErrors(err error, s *client.Status) string {
+	switch {
+	case err != nil:
+		return oneLine(err.Error())
+	case s != nil:
+		return strings.Join(s.Errors, ", ")
+	}
+	return ""
 }
 
 func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
