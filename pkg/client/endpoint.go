@@ -157,7 +157,7 @@ func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout t
 
 // HealthOfEach checks every endpoint at once, each within timeout. Each member is first asked
 // for its status, which needs no token and no leader: one that knows no leader for an election's
-// length (waitLeader) is unhealthy (ErrNoLeader), without waiting for a login or a read that
+// length (waitLeader) is unhealthy (rpcerr.ErrNoLeader), without waiting for a login or a read that
 // cannot succeed before the deadline. Only the others log in, once for all, and read.
 func (c *Client) HealthOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointHealth {
 	out := make([]EndpointHealth, len(endpoints))
@@ -186,7 +186,7 @@ const healthKey = "health"
 func (c *Client) checkHealth(ctx context.Context) error {
 	_, err := c.invoke(ctx, true, pb.KV_Range_FullMethodName, &pb.RangeRequest{Key: []byte(healthKey)}, &pb.RangeResponse{})
 	switch {
-	case err == nil, errors.Is(err, ErrPermissionDenied):
+	case err == nil, errors.Is(err, rpcerr.ErrPermissionDenied):
 		return nil
 	case unimplemented(err):
 		_, _, err = c.list(ctx, true)
@@ -194,13 +194,6 @@ func (c *Client) checkHealth(ctx context.Context) error {
 	}
 	return err
 }
-
-// The refusals of MoveLeader, under this package's names.
-var (
-	ErrNotLeader              = rpcerr.ErrNotLeader
-	ErrBadLeaderTransferee    = rpcerr.ErrBadLeaderTransferee
-	ErrLeaderTransferTimedOut = rpcerr.ErrLeaderTransferTimedOut
-)
 
 // MoveLeader asks the leader at endpoint leaderEndpoint to hand leadership to member target;
 // it answers once target leads.

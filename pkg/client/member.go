@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -107,10 +108,10 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 // the leader when the answer does not say who leads (real etcd's), since resolving needs none.
 // A linearizable read waits for a leader until the deadline, so the member's status (no token,
 // no leader needed) is asked first: a member that names no leader for an election's length ends
-// the change with ErrNoLeader, as a read without a leader ends, which no change could outlive.
+// the change with rpcerr.ErrNoLeader, as a read without a leader ends, which no change could outlive.
 // Any other outcome of the status is left to the list to meet and report.
 func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
-	if err := waitLeader(ctx, c.Status); errors.Is(err, ErrNoLeader) {
+	if err := waitLeader(ctx, c.Status); errors.Is(err, rpcerr.ErrNoLeader) {
 		return nil, err
 	}
 	r, _, err := c.list(ctx, true)
@@ -154,7 +155,7 @@ func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 }
 
 // MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
-// refused (ErrLearnerNotReady); with readyWait, clusterd's leader first waits up to that long for
+// refused (rpcerr.ErrLearnerNotReady); with readyWait, clusterd's leader first waits up to that long for
 // it and promotes it the moment it is in sync, so a caller that waits for a learner need not ask
 // again and again. Real etcd does not wait.
 func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Duration) (*ChangeResult, error) {

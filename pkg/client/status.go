@@ -8,6 +8,8 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // Status asks the connected member (or the next reachable one) for its status.
@@ -28,7 +30,7 @@ const (
 	electionPoll  = 100 * time.Millisecond
 )
 
-// waitLeader asks status of a member until it names a leader: nil then, and ErrNoLeader once it
+// waitLeader asks status of a member until it names a leader: nil then, and rpcerr.ErrNoLeader once it
 // has named none for electionGrace (or ctx ended first), so that a member caught between two
 // leaders is not called leaderless.
 func waitLeader(ctx context.Context, status func(context.Context) (*Status, error)) error {
@@ -41,11 +43,11 @@ func waitLeader(ctx context.Context, status func(context.Context) (*Status, erro
 		case st.Leader != 0:
 			return nil
 		case time.Now().After(deadline):
-			return ErrNoLeader
+			return rpcerr.ErrNoLeader
 		}
 		select {
 		case <-ctx.Done():
-			return ErrNoLeader
+			return rpcerr.ErrNoLeader
 		case <-time.After(electionPoll):
 		}
 	}
@@ -115,10 +117,10 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 		}
 	}
 	if learner == nil {
-		return nil, ErrMemberNotFound
+		return nil, rpcerr.ErrMemberNotFound
 	}
 	if leader == nil {
-		return nil, ErrNoLeader
+		return nil, rpcerr.ErrNoLeader
 	}
 	lst, err := c.statusOf(ctx, *leader)
 	if err != nil {
@@ -162,7 +164,7 @@ func (c *Client) Serves(ctx context.Context, id uint64) error {
 	i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == id })
 	switch {
 	case i < 0:
-		return ErrMemberNotFound
+		return rpcerr.ErrMemberNotFound
 	case list.Members[i].IsLearner:
 		return errors.New("still a learner")
 	case !list.Members[i].Started || len(list.Members[i].ClientURLs) == 0:

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/registry"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -97,7 +98,7 @@ func TestGoldenDryRun(t *testing.T) {
 			ClusterID: header.ClusterID, Member: members[3], Exists: true,
 			Before: &client.QuorumReport{Voters: 3, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
 			After:  &client.QuorumReport{Voters: 2, StartedVoters: 2, ConnectedVoters: 1, Quorum: 2, FaultTolerance: -1},
-			Err:    client.ErrUnhealthyCluster,
+			Err:    rpcerr.ErrUnhealthyCluster,
 		}},
 		{"member_update_dry_run", MemberUpdate, &client.DryRun{
 			ClusterID: header.ClusterID, Member: notLeader(members[2]), Exists: true, PeerURLs: []string{"http://10.0.0.1:2380"},
@@ -106,7 +107,7 @@ func TestGoldenDryRun(t *testing.T) {
 		}},
 		{"member_promote_dry_run_not_found", MemberPromote, &client.DryRun{
 			ClusterID: header.ClusterID, Member: client.Member{ID: 0xdeadbeef},
-			Err: client.ErrMemberNotFound,
+			Err: rpcerr.ErrMemberNotFound,
 		}},
 	}
 	for _, tt := range tests {

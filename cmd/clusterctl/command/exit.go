@@ -11,6 +11,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/registry"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // Exit codes, docs/exit-codes.md. Scripts depend on them: never renumber.
@@ -67,22 +68,22 @@ var serverExits = []struct {
 	err  error
 	code int
 }{
-	{client.ErrMemberNotFound, exitNotFound},
-	{client.ErrPeerURLExists, exitAlreadyExists},
-	{client.ErrMemberIDExists, exitAlreadyExists},
-	{client.ErrMemberNameExists, exitAlreadyExists},
-	{client.ErrNotEnoughStartedMembers, exitQuorumProtection},
-	{client.ErrUnhealthyCluster, exitQuorumProtection},
-	{client.ErrLearnerNotReady, exitLearnerNotReady},
-	{client.ErrNoLeader, exitNoLeader},
-	{client.ErrStopped, exitNoLeader},
-	{client.ErrTooManyLearners, exitLearnerLimit},
-	{client.ErrPermissionDenied, exitPermissionDenied},
-	{client.ErrAuthFailed, exitAuthFailed},
-	{client.ErrUserEmpty, exitAuthRequired},
-	{client.ErrUserNotFound, exitAuthRequired},
-	{client.ErrBadLeaderTransferee, exitBadTransferee},
-	{client.ErrNotLeader, exitNotLeader},
+	{rpcerr.ErrMemberNotFound, exitNotFound},
+	{rpcerr.ErrPeerURLExists, exitAlreadyExists},
+	{rpcerr.ErrMemberIDExists, exitAlreadyExists},
+	{rpcerr.ErrMemberNameExists, exitAlreadyExists},
+	{rpcerr.ErrNotEnoughStartedMembers, exitQuorumProtection},
+	{rpcerr.ErrUnhealthyCluster, exitQuorumProtection},
+	{rpcerr.ErrLearnerNotReady, exitLearnerNotReady},
+	{rpcerr.ErrNoLeader, exitNoLeader},
+	{rpcerr.ErrStopped, exitNoLeader},
+	{rpcerr.ErrTooManyLearners, exitLearnerLimit},
+	{rpcerr.ErrPermissionDenied, exitPermissionDenied},
+	{rpcerr.ErrAuthFailed, exitAuthFailed},
+	{rpcerr.ErrUserEmpty, exitAuthRequired},
+	{rpcerr.ErrUserNotFound, exitAuthRequired},
+	{rpcerr.ErrBadLeaderTransferee, exitBadTransferee},
+	{rpcerr.ErrNotLeader, exitNotLeader},
 }
 
 // is reports whether err's tree holds an error of type E.

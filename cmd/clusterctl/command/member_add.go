@@ -10,6 +10,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/spf13/cobra"
 )
 
@@ -182,7 +183,7 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 // after the server's words, from one member list of the member that refused; err alone when the
 // list cannot be read or names no holder.
 func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err error) error {
-	if !errors.Is(err, client.ErrPeerURLExists) || is[*client.MemberDiffersError](err) {
+	if !errors.Is(err, rpcerr.ErrPeerURLExists) || is[*client.MemberDiffersError](err) {
 		return err
 	}
 	members, lerr := c.LocalMemberList(ctx)
@@ -197,7 +198,7 @@ func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err
 
 // alreadyExists reports the refusals an add meets when its member may be there already.
 func alreadyExists(err error) bool {
-	return errors.Is(err, client.ErrMemberNameExists) || errors.Is(err, client.ErrPeerURLExists)
+	return errors.Is(err, rpcerr.ErrMemberNameExists) || errors.Is(err, rpcerr.ErrPeerURLExists)
 }
 
 // existing is the result of an add that finds its member there already, read from the member

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/spf13/cobra"
 )
 
@@ -84,7 +85,7 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		r, err := g.promoteOnce(ctx, c, id, g.readyWait(deadline))
-		if !errors.Is(err, client.ErrLearnerNotReady) {
+		if !errors.Is(err, rpcerr.ErrLearnerNotReady) {
 			return r, err
 		}
 		next := start.Add(interval(attempt))

@@ -12,6 +12,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -211,7 +212,7 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 		return nil, err
 	}
 	r, err := client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
-	if errors.Is(err, client.ErrMemberNotFound) {
+	if errors.Is(err, rpcerr.ErrMemberNotFound) {
 		// Neither member: a run stopped between a dead old member's removal and the add goes on,
 		// when clusterd's history says so; otherwise the old member is not found.
 		removal, herr := c.RemovedFirst(ctx, o.OldRef)
@@ -258,7 +259,7 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 	r.OldLiveness = &ev
 	alive := !ev.Gone()
 	stillRunning := fmt.Errorf("member %s (%s) is alive (%s): stop it before replacing it by a member of the same name (%w)",
-		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
+		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), rpcerr.ErrMemberNameExists)
 	if alive && r.SamePeerURLs(o.PeerURLs) {
 		replaced, err := c.AddedByReplace(ctx, r.OldID)
 		switch {
@@ -266,7 +267,7 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 			// etcd keeps no history: a finished rebuild and the old member still running look
 			// alike. Either way nothing is to be done, and no environment is printed.
 			return fmt.Errorf("member %s (%s) is alive (%s) under this name and these peer URLs: nothing to do if member replace rebuilt it already (etcd keeps no history to tell); if not, stop it before replacing it by a member of the same name (%w)",
-				o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
+				o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), rpcerr.ErrMemberNameExists)
 		case err != nil:
 			return err
 		case !replaced:
@@ -302,7 +303,7 @@ func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *clien
 		return err
 	case !replaced:
 		return fmt.Errorf("member %s (%s) is a started learner that member replace did not add: stop it before replacing it by a member of the same name (%w)",
-			o.OldRef, client.FormatID(r.New.ID), client.ErrMemberNameExists)
+			o.OldRef, client.FormatID(r.New.ID), rpcerr.ErrMemberNameExists)
 	}
 	return nil
 }
@@ -350,7 +351,7 @@ func (g *Globals) untilHealthy(ctx context.Context, what string, change func(con
 	until := time.Now().Add(2 * etcdWindow)
 	for said := false; ; {
 		err := change(ctx)
-		if !errors.Is(err, client.ErrUnhealthyCluster) || !time.Now().Add(windowRetry).Before(until) {
+		if !errors.Is(err, rpcerr.ErrUnhealthyCluster) || !time.Now().Add(windowRetry).Before(until) {
 			return err
 		}
 		if !said {
@@ -542,11 +543,11 @@ func (o *memberReplaceOptions) gone(ctx context.Context, c *client.Client, id ui
 // returns the answer; one that is gone already counts as removed (nil).
 func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	removed, err := o.removeWaiting(ctx, c, oldID, o.OldRef)
-	if errors.Is(err, client.ErrMemberNotFound) {
+	if errors.Is(err, rpcerr.ErrMemberNotFound) {
 		o.goneAlready(res)
 		return nil, nil
 	}
-	if errors.Is(err, client.ErrStopped) && o.gone(ctx, c, oldID) {
+	if errors.Is(err, rpcerr.ErrStopped) && o.gone(ctx, c, oldID) {
 		// The member that took the removal was the old member itself, which stops once it has
 		// applied its own removal (etcd answers "server stopped" then): it is done.
 		o.step(res, client.PlanStep{Action: client.StepRemove, Done: true}, nil, "removed %s (%s)", o.OldRef, client.FormatID(oldID))

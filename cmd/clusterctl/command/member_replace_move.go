@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // moveLeader hands leadership from the old member to the new one, once it is promoted, when the
@@ -55,7 +56,7 @@ func moveToPromoted(ctx context.Context, c *client.Client, url string, id uint64
 	deadline := time.Now().Add(transfereeGrace)
 	for {
 		_, err := c.MoveLeader(ctx, url, id)
-		if !errors.Is(err, client.ErrBadLeaderTransferee) || time.Now().After(deadline) {
+		if !errors.Is(err, rpcerr.ErrBadLeaderTransferee) || time.Now().After(deadline) {
 			return err
 		}
 		select {
