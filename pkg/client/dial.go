@@ -183,7 +183,9 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 		if s == connectivity.TransientFailure || !conn.WaitForStateChange(ctx, s) {
 			var why error
 			if s == connectivity.TransientFailure {
-				why = connectionError(ctx, conn)
+				// A request on a connection in transient failure fails at once with grpc-go's
+				// reason for it, and nothing reaches the server.
+				why = conn.Invoke(ctx, pb.Cluster_MemberList_FullMethodName, &pb.MemberListRequest{}, &pb.MemberListResponse{})
 			}
 			conn.Close()
 			mu.Lock()
@@ -260,10 +262,4 @@ func connectionClosed(msg string) bool {
 		}
 	}
 	return false
-}
-
-// connectionError is why a connection in transient failure failed, as grpc-go reports it: a
-// request on it fails at once with that reason, and nothing reaches the server.
-func connectionError(ctx context.Context, conn *grpc.ClientConn) error {
-	return conn.Invoke(ctx, pb.Cluster_MemberList_FullMethodName, &pb.MemberListRequest{}, &pb.MemberListResponse{})
 }

@@ -23,15 +23,13 @@ var contextRowColumns = []column[ContextRow]{
 	}},
 	{name: "NAME", value: func(r ContextRow) string { return r.Name }},
 	{name: "ENDPOINTS", value: func(r ContextRow) string { return strings.Join(r.Endpoints, ",") }},
-	{name: "TLS", value: func(r ContextRow) string { return yesNo(r.TLS) }},
+	{name: "TLS", value: func(r ContextRow) string {
+		if r.TLS {
+			return "yes"
+		}
+		return "no"
+	}},
 	{name: "USER", value: func(r ContextRow) string { return r.User }},
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 type contextRowJSON struct {

@@ -167,7 +167,7 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 		}
 	}
 	r, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
-	if o.IfNotExists && alreadyExists(err) {
+	if o.IfNotExists && (errors.Is(err, rpcerr.ErrMemberNameExists) || errors.Is(err, rpcerr.ErrPeerURLExists)) {
 		// Added by someone else since the list was read.
 		if found, ferr := o.existing(ctx, c); ferr != nil || found != nil {
 			return found, ferr
@@ -194,11 +194,6 @@ func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err
 		return &client.MemberDiffersError{Name: o.Name, PeerURLs: o.PeerURLs, Other: *m, Refusal: err}
 	}
 	return err
-}
-
-// alreadyExists reports the refusals an add meets when its member may be there already.
-func alreadyExists(err error) bool {
-	return errors.Is(err, rpcerr.ErrMemberNameExists) || errors.Is(err, rpcerr.ErrPeerURLExists)
 }
 
 // existing is the result of an add that finds its member there already, read from the member

@@ -84,7 +84,10 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 	var nextLine time.Time // when the next progress line is due; the first is due at once
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		r, err := g.promoteOnce(ctx, c, id, g.readyWait(deadline))
+		// Each attempt has its own --command-timeout; the deadline bounds them all.
+		actx, cancel := g.withTimeout(ctx)
+		r, err := c.MemberPromote(actx, id, g.readyWait(deadline))
+		cancel()
 		if !errors.Is(err, rpcerr.ErrLearnerNotReady) {
 			return r, err
 		}
@@ -138,14 +141,6 @@ func (g *Globals) notPromoted(ctx context.Context, c *client.Client, id uint64, 
 // that the promotion itself has time to be answered.
 func (g *Globals) readyWait(deadline time.Time) time.Duration {
 	return max(0, min(promoteRetryInterval, time.Until(deadline), g.CommandTimeout/2))
-}
-
-// promoteOnce gives each attempt its own --command-timeout; the deadline bounds them all.
-// readyWait is MemberPromote's.
-func (g *Globals) promoteOnce(ctx context.Context, c *client.Client, id uint64, readyWait time.Duration) (*client.ChangeResult, error) {
-	ctx, cancel := g.withTimeout(ctx)
-	defer cancel()
-	return c.MemberPromote(ctx, id, readyWait)
 }
 
 // progress prints how far the learner is behind. It is advice to the person waiting: when the

@@ -217,7 +217,7 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 		// when clusterd's history says so; otherwise the old member is not found.
 		removal, herr := c.RemovedFirst(ctx, o.OldRef)
 		if removal != nil {
-			return client.Resumed(list, o.OldRef, removal), nil
+			return &client.Replacement{List: list, OldRef: o.OldRef, RemoveFirst: true, Removed: removal}, nil
 		}
 		// Without a history to read (etcd), the operator is the one who knows: the next step
 		// of a stopped run is named, not taken.
