@@ -96,15 +96,16 @@ var kinds = map[Kind]struct {
 	DataDirResetTerm: {"datadir reset-term", []Format{Simple}, nil},
 }
 
-// KindNamed returns the kind whose name is name (a command's path below the root, such as
-// "member list"), for completion.
-func KindNamed(name string) (Kind, bool) {
-	for k, row := range kinds {
+// FormatsNamed are the formats the command named name (its path below the root, such as
+// "member list") prints, by its kind's row, for completion; every format for a command that
+// prints no kind of its own.
+func FormatsNamed(name string) []string {
+	for _, row := range kinds {
 		if row.name == name {
-			return k, true
+			return names(row.formats)
 		}
 	}
-	return 0, false
+	return names(formats)
 }
 
 func (k Kind) String() string {
@@ -135,17 +136,10 @@ func New(f Format) (Printer, error) {
 	return Printer{format: f}, nil
 }
 
-// Formats returns the formats that can print kind k, for help texts and completion.
-func Formats(k Kind) []Format { return slices.Clone(kinds[k].formats) }
-
-// DryRunFormats returns the formats that can print the --dry-run of kind k; none when the
-// command has no --dry-run.
-func DryRunFormats(k Kind) []Format { return slices.Clone(kinds[k].dryRun) }
-
 // Check refuses a kind of result this format cannot print; a command calls it before sending.
 func (p Printer) Check(k Kind) error {
 	if !slices.Contains(kinds[k].formats, p.format) {
-		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, k, join(Formats(k)))
+		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, k, join(kinds[k].formats))
 	}
 	return nil
 }
@@ -165,7 +159,7 @@ func (p Printer) CheckDryRun(k Kind) error {
 		return fmt.Errorf("%s has no --dry-run", k)
 	}
 	if !slices.Contains(kinds[k].dryRun, p.format) {
-		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(DryRunFormats(k)))
+		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(kinds[k].dryRun))
 	}
 	return nil
 }
@@ -226,10 +220,12 @@ func (p Printer) MemberList(w io.Writer, r *client.ListResult) error {
 	}, memberColumns, r.Members)
 }
 
-func join(fs []Format) string {
+func names(fs []Format) []string {
 	s := make([]string, len(fs))
 	for i, f := range fs {
 		s[i] = string(f)
 	}
-	return strings.Join(s, ", ")
+	return s
 }
+
+func join(fs []Format) string { return strings.Join(names(fs), ", ") }

@@ -111,7 +111,7 @@ func TestGoldenDryRun(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		for _, f := range DryRunFormats(tt.kind) {
+		for _, f := range kinds[tt.kind].dryRun {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {
@@ -188,11 +188,11 @@ func TestFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, f := range Formats(tt.kind) {
+		for _, f := range kinds[tt.kind].formats {
 			got = append(got, string(f))
 		}
 		if strings.Join(got, " ") != tt.want {
-			t.Errorf("Formats(%s) = %v, want %s", tt.kind, got, tt.want)
+			t.Errorf("kinds[%s].formats = %v, want %s", tt.kind, got, tt.want)
 		}
 	}
 }
@@ -365,7 +365,7 @@ type goldenCase struct {
 func runGolden(t *testing.T, tests []goldenCase) {
 	t.Helper()
 	for _, tt := range tests {
-		for _, f := range Formats(tt.kind) {
+		for _, f := range kinds[tt.kind].formats {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {
