@@ -77,10 +77,7 @@ type LearnerProgress struct {
 
 // Behind is the number of entries the learner still has to apply.
 func (p LearnerProgress) Behind() uint64 {
-	if p.LearnerApplied >= p.LeaderIndex {
-		return 0
-	}
-	return p.LeaderIndex - p.LearnerApplied
+	return max(p.LeaderIndex, p.LearnerApplied) - p.LearnerApplied
 }
 
 // Percent is the share of the leader's log the learner has applied.

@@ -173,10 +173,7 @@ func statusRows(sts []client.EndpointStatus, byEndpoint map[string]string, byID 
 				r.Name = byID[st.Header.MemberID]
 			}
 			if leader != nil {
-				r.BehindKnown = true
-				if leader.RaftIndex > st.RaftIndex {
-					r.Behind = leader.RaftIndex - st.RaftIndex
-				}
+				r.BehindKnown, r.Behind = true, max(leader.RaftIndex, st.RaftIndex)-st.RaftIndex
 			}
 		}
 		rows[i] = r
