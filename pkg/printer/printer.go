@@ -55,9 +55,9 @@ const (
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
-// a command without one), in the order help and errors name them. Check, CheckDryRun and Formats
-// read this table only, so a new kind prints nothing until it has its row; TestKindsHavePrinters
-// checks that every format a row lists has the function that prints it.
+// a command without one), in the order help and errors name them. Check, CheckDryRun and
+// FormatsNamed read this table only, so a new kind prints nothing until it has its row;
+// TestKindsHavePrinters checks that every format a row lists is printed.
 var kinds = map[Kind]struct {
 	name    string
 	formats []Format
