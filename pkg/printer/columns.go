@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,17 +37,7 @@ var memberColumns = []column[client.Member]{
 }
 
 // fileMemberColumns are the member columns a snapshot file has.
-var fileMemberColumns = offline(memberColumns)
-
-func offline[T any](cols []column[T]) []column[T] {
-	var out []column[T]
-	for _, c := range cols {
-		if !c.live {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+var fileMemberColumns = slices.DeleteFunc(slices.Clone(memberColumns), func(c column[client.Member]) bool { return c.live })
 
 func status(m client.Member) string {
 	if m.Started {
