@@ -3,6 +3,7 @@ package printer
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,7 +21,9 @@ type ContextStatus struct {
 
 // memberStatusColumns are cluster status's member rows: member list's identity columns, then
 // what each member's own status said.
-var memberStatusColumns = append(onMember(memberColumns, "ID", "NAME", "STATUS"), []column[client.MemberStatus]{
+var memberStatusColumns = append(pick(memberColumns, func(c column[client.Member]) column[client.MemberStatus] {
+	return column[client.MemberStatus]{name: c.name, value: func(m client.MemberStatus) string { return c.value(m.Member) }}
+}, "ID", "NAME", "STATUS"), []column[client.MemberStatus]{
 	{name: "ROLE", value: func(m client.MemberStatus) string { return role(m.Member) }},
 	{name: "REACHABLE", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.Reachable()) }},
 	{name: "IS LEADER", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.IsLeader) }},
@@ -32,15 +35,13 @@ var memberStatusColumns = append(onMember(memberColumns, "ID", "NAME", "STATUS")
 
 func memberStatus(m client.MemberStatus) *client.Status { return m.Status }
 
-// onMember are the named columns of a member, as columns of a member's status, in the order
-// named; the simple line has them all.
-func onMember(cols []column[client.Member], names ...string) []column[client.MemberStatus] {
-	var out []column[client.MemberStatus]
+// pick are the named columns of cols, in the order named, each made a column of U by as: a
+// figure computed once, shown in several outputs.
+func pick[T, U any](cols []column[T], as func(column[T]) column[U], names ...string) []column[U] {
+	var out []column[U]
 	for _, n := range names {
-		for _, c := range cols {
-			if c.name == n {
-				out = append(out, column[client.MemberStatus]{name: c.name, value: func(m client.MemberStatus) string { return c.value(m.Member) }})
-			}
+		if i := slices.IndexFunc(cols, func(c column[T]) bool { return c.name == n }); i >= 0 {
+			out = append(out, as(cols[i]))
 		}
 	}
 	return out
@@ -97,30 +98,22 @@ func leaderName(s *client.ClusterStatus) string {
 var contextColumns = append(append([]column[ContextStatus]{
 	{name: "CONTEXT", value: func(c ContextStatus) string { return c.Context }},
 	{name: "ENDPOINTS", value: func(c ContextStatus) string { return strings.Join(c.Endpoints, ",") }},
-}, onCluster(clusterColumns, "leader", "voters", "learners", "fault tolerance", "healthy")...),
+}, pick(clusterColumns, onContext, "leader", "voters", "learners", "fault tolerance", "healthy")...),
 	column[ContextStatus]{name: "ERROR", value: func(c ContextStatus) string { return errText(c.Err) }},
 )
 
-// onCluster are the named cluster columns as columns of a context, in capitals as a table's
-// header; a context without a status is unhealthy and has no other figure.
-func onCluster(cols []column[*client.ClusterStatus], names ...string) []column[ContextStatus] {
-	var out []column[ContextStatus]
-	for _, n := range names {
-		for _, c := range cols {
-			if c.name == n {
-				out = append(out, column[ContextStatus]{name: strings.ToUpper(c.name), value: func(cs ContextStatus) string {
-					switch {
-					case cs.Status != nil:
-						return c.value(cs.Status)
-					case n == "healthy":
-						return "false"
-					}
-					return ""
-				}})
-			}
+// onContext is a cluster column as a column of a context, in capitals as a table's header; a
+// context without a status is unhealthy and has no other figure.
+func onContext(c column[*client.ClusterStatus]) column[ContextStatus] {
+	return column[ContextStatus]{name: strings.ToUpper(c.name), value: func(cs ContextStatus) string {
+		switch {
+		case cs.Status != nil:
+			return c.value(cs.Status)
+		case c.name == "healthy":
+			return "false"
 		}
-	}
-	return out
+		return ""
+	}}
 }
 
 // ClusterStatus prints one cluster: its figures as key: value lines, then a line (simple) or a
