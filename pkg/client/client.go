@@ -159,8 +159,8 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 	// len(c.endpoints) passes.
 	for from := 0; from < len(c.endpoints); {
 		if err := c.connect(ctx, from); err != nil {
-			var ce *ConnectError
-			if !errors.As(err, &ce) {
+			ce, ok := errors.AsType[*ConnectError](err)
+			if !ok {
 				return err
 			}
 			for _, t := range ce.Tried {

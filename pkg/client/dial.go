@@ -146,8 +146,7 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			var op *net.OpError
-			if errors.As(err, &op) {
+			if op, ok := errors.AsType[*net.OpError](err); ok {
 				err = op.Err
 			}
 			mu.Lock()

@@ -118,8 +118,7 @@ func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.
 func (c *Client) dryRunUnsupported(ctx context.Context) error {
 	endpoint := c.shown(c.at)
 	if _, _, err := c.list(ctx, false); err != nil {
-		var peer *PeerEndpointError
-		if errors.As(err, &peer) {
+		if peer, ok := errors.AsType[*PeerEndpointError](err); ok {
 			return peer
 		}
 	}

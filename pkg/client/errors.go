@@ -118,8 +118,7 @@ type OutcomeUnknownError struct {
 }
 
 func (e *OutcomeUnknownError) Error() string {
-	var se *ServerError
-	if errors.As(e.Err, &se) {
+	if se, ok := errors.AsType[*ServerError](e.Err); ok {
 		// The server's own words are the contract; they already say the request timed out.
 		return se.Message
 	}

@@ -71,8 +71,7 @@ func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryRes
 func (c *Client) historyUnsupported(ctx context.Context) error {
 	endpoint := c.shown(c.at)
 	st, err := c.Status(ctx)
-	var peer *PeerEndpointError
-	if errors.As(err, &peer) {
+	if peer, ok := errors.AsType[*PeerEndpointError](err); ok {
 		return peer
 	}
 	e := &HistoryUnsupportedError{Endpoint: endpoint}

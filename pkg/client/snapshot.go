@@ -101,8 +101,7 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 		}
 	}()
 	res, err = c.streamSnapshot(ctx, f)
-	var we *writeError
-	if errors.As(err, &we) {
+	if we, ok := errors.AsType[*writeError](err); ok {
 		return nil, &LocalWriteError{Path: part, Err: we.err}
 	}
 	if err != nil {

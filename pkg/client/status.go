@@ -141,8 +141,7 @@ func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bo
 		return false
 	}
 	for _, st := range c.StatusOfEach(ctx, m.ClientURLs, within) {
-		var se *ServerError
-		if st.Err == nil || errors.As(st.Err, &se) {
+		if _, answered := errors.AsType[*ServerError](st.Err); st.Err == nil || answered {
 			return true
 		}
 	}
