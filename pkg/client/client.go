@@ -204,18 +204,13 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 // server's answer se (nil for none) to it, unless it leaves the change's outcome open, as a
 // transport failure err does.
 func (c *Client) changeAnswer(se *ServerError, err error) error {
-	if se != nil && !outcomeUnknown(se) {
-		return se
+	switch {
+	case se == nil:
+		return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: err}
+	case outcomeUnknown(se):
+		return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: se}
 	}
-	return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: answerOr(se, err)}
-}
-
-// answerOr is the server's answer when there is one, else the transport's error.
-func answerOr(se *ServerError, err error) error {
-	if se != nil {
-		return se
-	}
-	return err
+	return se
 }
 
 // gaveUp is the error once no endpoint is left to ask, chosen by what happened rather than by

@@ -89,14 +89,6 @@ func (o *configOptions) edit(change func(*contexts.File) error) (*contexts.File,
 	return f, nil
 }
 
-func (o *configOptions) get(f *contexts.File) (contexts.Context, error) {
-	c, err := f.Get(o.Name)
-	if is[*contexts.UnknownContextError](err) {
-		return c, &usageError{err}
-	}
-	return c, err
-}
-
 // configRunE is runE for the config verbs: of the settings they read -w alone, never a
 // context's, so a broken current context can still be mended; the other global flags are
 // set-context's values, checked as a context's.
@@ -250,7 +242,10 @@ func (o *editContextOptions) validate(args []string) error {
 
 func (o *editContextOptions) run(context.Context) error {
 	f, err := o.edit(func(f *contexts.File) error {
-		if _, err := o.get(f); err != nil {
+		if _, err := f.Get(o.Name); is[*contexts.UnknownContextError](err) {
+			// An unknown context named is a usage error, as --context's.
+			return &usageError{err}
+		} else if err != nil {
 			return err
 		}
 		return o.change(f, o.Name)
