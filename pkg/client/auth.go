@@ -61,7 +61,7 @@ const loginPatience = 200 * time.Millisecond
 
 // authenticate asks the connected member for a token. A login not answered within loginPatience
 // is bounded by the member's own status, which needs no token and no leader: once it has named
-// no leader for an election's length (waitLeader), the login is given up with ErrNoLeader, as a
+// no leader for an election's length (waitLeader), the login is given up with rpcerr.ErrNoLeader, as a
 // read without a leader ends, rather than waited for until the deadline.
 func (c *Client) authenticate(ctx context.Context) error {
 	lctx, cancel := context.WithCancel(ctx)
@@ -85,11 +85,11 @@ func (c *Client) authenticate(ctx context.Context) error {
 		select {
 		case got = <-done:
 		case err := <-leader:
-			if !errors.Is(err, ErrNoLeader) || ctx.Err() != nil {
+			if !errors.Is(err, rpcerr.ErrNoLeader) || ctx.Err() != nil {
 				got = <-done
 				break
 			}
-			return ErrNoLeader
+			return rpcerr.ErrNoLeader
 		}
 	}
 	if se := serverAnswer(got.err); se != nil && (rpctypes.Error(se) == rpctypes.ErrAuthNotEnabled || se.Code == codes.Unimplemented) {
@@ -165,7 +165,7 @@ func (c *Client) CheckLogin(ctx context.Context, leaderKnown bool) error {
 		return nil
 	}
 	err := c.call(ctx, true, pb.Auth_Authenticate_FullMethodName, func(context.Context, *grpc.ClientConn) error { return nil })
-	if errors.Is(err, ErrAuthFailed) || errors.Is(err, ErrUserNotFound) {
+	if errors.Is(err, rpcerr.ErrAuthFailed) || errors.Is(err, rpcerr.ErrUserNotFound) {
 		return err
 	}
 	return nil

@@ -351,8 +351,8 @@ func TestHealthWithoutLeader(t *testing.T) {
 	ep := serveSecure(t, nil, f, a)
 	c := secureClient(t, clienttls.Options{}, "root", "secret", ep)
 	h := c.HealthOfEach(context.Background(), []string{ep}, 5*time.Second)[0]
-	if !errors.Is(h.Err, ErrNoLeader) || h.Took < electionGrace || h.Took >= 2*electionGrace || a.auths != 0 {
-		t.Errorf("health without a leader: %v after %s and %d logins, want %v after %s and none", h.Err, h.Took, a.auths, ErrNoLeader, electionGrace)
+	if !errors.Is(h.Err, rpcerr.ErrNoLeader) || h.Took < electionGrace || h.Took >= 2*electionGrace || a.auths != 0 {
+		t.Errorf("health without a leader: %v after %s and %d logins, want %v after %s and none", h.Err, h.Took, a.auths, rpcerr.ErrNoLeader, electionGrace)
 	}
 
 	a.leaderless = false
@@ -365,7 +365,7 @@ func TestHealthWithoutLeader(t *testing.T) {
 
 // TestChangeWithoutLeaderEndsAtOnce: a change needs a token, and a login needs a leader; when
 // the member's status names none for an election's length, the login is given up with
-// ErrNoLeader, as a read without a leader ends, long before the deadline. A login that answers
+// rpcerr.ErrNoLeader, as a read without a leader ends, long before the deadline. A login that answers
 // slowly where a leader is known is waited for.
 func TestChangeWithoutLeaderEndsAtOnce(t *testing.T) {
 	a := newAuthServer()
@@ -377,15 +377,15 @@ func TestChangeWithoutLeaderEndsAtOnce(t *testing.T) {
 	defer cancel()
 	start := time.Now()
 	_, err := c.MemberRemove(ctx, 1)
-	if took := time.Since(start); !errors.Is(err, ErrNoLeader) || took >= loginPatience+2*electionGrace {
-		t.Errorf("a removal without a leader: %v after %s, want %v within %s", err, took, ErrNoLeader, loginPatience+2*electionGrace)
+	if took := time.Since(start); !errors.Is(err, rpcerr.ErrNoLeader) || took >= loginPatience+2*electionGrace {
+		t.Errorf("a removal without a leader: %v after %s, want %v within %s", err, took, rpcerr.ErrNoLeader, loginPatience+2*electionGrace)
 	}
 
 	f.noLeader.Store(false)
 	ctx, cancel = context.WithTimeout(context.Background(), 2*electionGrace)
 	defer cancel()
 	start = time.Now()
-	if _, err := c.MemberRemove(ctx, 1); errors.Is(err, ErrNoLeader) || time.Since(start) < 2*electionGrace-electionPoll {
+	if _, err := c.MemberRemove(ctx, 1); errors.Is(err, rpcerr.ErrNoLeader) || time.Since(start) < 2*electionGrace-electionPoll {
 		t.Errorf("a removal whose login is slow with a leader known: %v after %s, want the login waited for to the deadline", err, time.Since(start))
 	}
 }
@@ -396,8 +396,8 @@ func TestCheckLogin(t *testing.T) {
 	a := newAuthServer()
 	ep := serveSecure(t, nil, &fakeServer{}, a)
 	ctx := context.Background()
-	if err := secureClient(t, clienttls.Options{}, "root", "wrong", ep).CheckLogin(ctx, true); !errors.Is(err, ErrAuthFailed) {
-		t.Errorf("wrong password, a leader known: %v, want %v", err, ErrAuthFailed)
+	if err := secureClient(t, clienttls.Options{}, "root", "wrong", ep).CheckLogin(ctx, true); !errors.Is(err, rpcerr.ErrAuthFailed) {
+		t.Errorf("wrong password, a leader known: %v, want %v", err, rpcerr.ErrAuthFailed)
 	}
 	if err := secureClient(t, clienttls.Options{}, "root", "secret", ep).CheckLogin(ctx, true); err != nil || a.auths != 1 {
 		t.Errorf("right password: %v after %d authentications, want nil after 1", err, a.auths)

@@ -159,8 +159,8 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 	// len(c.endpoints) passes.
 	for from := 0; from < len(c.endpoints); {
 		if err := c.connect(ctx, from); err != nil {
-			var ce *ConnectError
-			if !errors.As(err, &ce) {
+			ce, ok := errors.AsType[*ConnectError](err)
+			if !ok {
 				return err
 			}
 			for _, t := range ce.Tried {
@@ -204,18 +204,13 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 // server's answer se (nil for none) to it, unless it leaves the change's outcome open, as a
 // transport failure err does.
 func (c *Client) changeAnswer(se *ServerError, err error) error {
-	if se != nil && !outcomeUnknown(se) {
-		return se
+	switch {
+	case se == nil:
+		return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: err}
+	case outcomeUnknown(se):
+		return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: se}
 	}
-	return &OutcomeUnknownError{Endpoint: c.endpoints[c.at], Err: answerOr(se, err)}
-}
-
-// answerOr is the server's answer when there is one, else the transport's error.
-func answerOr(se *ServerError, err error) error {
-	if se != nil {
-		return se
-	}
-	return err
+	return se
 }
 
 // gaveUp is the error once no endpoint is left to ask, chosen by what happened rather than by

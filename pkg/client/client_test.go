@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -313,7 +314,7 @@ func TestDeadThenLiveEndpointChange(t *testing.T) {
 }
 
 func TestReadMovesOnWhenUnavailable(t *testing.T) {
-	first := &fakeServer{list: func(context.Context) error { return status.Error(codes.Unavailable, ErrNoLeader.Message) }}
+	first := &fakeServer{list: func(context.Context) error { return status.Error(codes.Unavailable, rpcerr.ErrNoLeader.Message) }}
 	second := &fakeServer{}
 	c := newClient(t, serve(t, first), serve(t, second))
 	if _, err := c.MemberList(context.Background(), true); err != nil {
@@ -325,10 +326,10 @@ func TestReadMovesOnWhenUnavailable(t *testing.T) {
 }
 
 func TestLastMembersAnswerIsKept(t *testing.T) {
-	noLeader := func(context.Context) error { return status.Error(codes.Unavailable, ErrNoLeader.Message) }
+	noLeader := func(context.Context) error { return status.Error(codes.Unavailable, rpcerr.ErrNoLeader.Message) }
 	c := newClient(t, serve(t, &fakeServer{list: noLeader}), serve(t, &fakeServer{list: noLeader}))
-	if _, err := c.MemberList(context.Background(), true); !errors.Is(err, ErrNoLeader) {
-		t.Errorf("got %v, want ErrNoLeader", err)
+	if _, err := c.MemberList(context.Background(), true); !errors.Is(err, rpcerr.ErrNoLeader) {
+		t.Errorf("got %v, want rpcerr.ErrNoLeader", err)
 	}
 }
 
@@ -363,10 +364,10 @@ func TestServerTimeoutIsOutcomeUnknown(t *testing.T) {
 func TestServerRefusalKeepsItsMessage(t *testing.T) {
 	// etcd sends this one with code Unknown; the message decides.
 	f := &fakeServer{remove: func(context.Context) error {
-		return status.Error(codes.Unknown, ErrNotEnoughStartedMembers.Message)
+		return status.Error(codes.Unknown, rpcerr.ErrNotEnoughStartedMembers.Message)
 	}}
 	_, err := newClient(t, serve(t, f)).MemberRemove(context.Background(), 1)
-	if !errors.Is(err, ErrNotEnoughStartedMembers) || err.Error() != ErrNotEnoughStartedMembers.Message {
+	if !errors.Is(err, rpcerr.ErrNotEnoughStartedMembers) || err.Error() != rpcerr.ErrNotEnoughStartedMembers.Message {
 		t.Errorf("got %v", err)
 	}
 }
@@ -397,7 +398,7 @@ func TestResolve(t *testing.T) {
 		{"infra3", 0x96dbf27657837fe1, nil},
 		{"77f41cbd71028a3a", 0x77f41cbd71028a3a, nil},
 		{"12345abcde", 0x12345abcde, nil}, // hex, no such member: the server will say so
-		{"infra9", 0, ErrMemberNotFound},
+		{"infra9", 0, rpcerr.ErrMemberNotFound},
 	}
 	for _, tt := range tests {
 		got, err := c.Resolve(context.Background(), tt.ref)
@@ -471,7 +472,7 @@ func TestLearnerProgress(t *testing.T) {
 
 // TestNotFoundNamesUnstarted: a name that matches nothing while members without a name exist
 // (on etcd, added and not started yet) lists them by ID and peer URLs, since the name may mean
-// one of them; the error stays an ErrMemberNotFound.
+// one of them; the error stays an rpcerr.ErrMemberNotFound.
 func TestNotFoundNamesUnstarted(t *testing.T) {
 	members := []Member{
 		{ID: 0x77f41cbd71028a3a, Name: "infra0", PeerURLs: []string{"http://10.0.0.1:2380"}},
@@ -479,7 +480,7 @@ func TestNotFoundNamesUnstarted(t *testing.T) {
 	}
 	_, err := ResolveIn(members, "infra3")
 	want := `member not found: no member with ID or name "infra3"; not started yet, so without a name: cdafbcc8ff50545c (http://10.0.0.4:2380,http://h4:2380): give the member ID`
-	if !errors.Is(err, ErrMemberNotFound) || err.Error() != want {
+	if !errors.Is(err, rpcerr.ErrMemberNotFound) || err.Error() != want {
 		t.Errorf("ResolveIn = %v; want %s", err, want)
 	}
 	if _, err := ResolveIn(members[:1], "infra3"); err.Error() != `member not found: no member with ID or name "infra3"` {

@@ -139,10 +139,7 @@ func (s *ClusterStatus) settleLeader() {
 		if m.Status == nil {
 			continue
 		}
-		m.BehindKnown = true
-		if leader.RaftIndex > m.Status.RaftIndex {
-			m.Behind = leader.RaftIndex - m.Status.RaftIndex
-		}
+		m.BehindKnown, m.Behind = true, max(leader.RaftIndex, m.Status.RaftIndex)-m.Status.RaftIndex
 	}
 }
 

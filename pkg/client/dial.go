@@ -72,11 +72,10 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	results := make(chan dialResult, len(eps))
-	reasons := make([]string, len(eps))
-	tlsErrs := make([]*clienttls.Error, len(eps))
-	peers := make([]bool, len(eps))
-	for i := range reasons {
-		reasons[i] = silent
+	// Every endpoint is named, also those the time runs out before.
+	tried := make([]EndpointFailure, len(eps))
+	for i := range tried {
+		tried[i] = EndpointFailure{Endpoint: c.shown(from + i), Reason: silent}
 	}
 	started, pending := 0, 0
 	// A dial timeout shorter than staggerDelay per endpoint is shared out instead, so that a
@@ -112,9 +111,9 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 				return r.conn, r.i, nil
 			}
 			if r.reason != "" {
-				reasons[r.i] = r.reason
+				tried[r.i].Reason = r.reason
 			}
-			tlsErrs[r.i], peers[r.i] = r.tls, r.peer
+			tried[r.i].TLS, tried[r.i].Peer = r.tls, r.peer
 			if started < len(eps) {
 				start()
 			}
@@ -128,13 +127,8 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 			pending = 0
 		}
 	}
-	// Every endpoint is named, also those the time ran out before.
-	tried := make([]EndpointFailure, len(eps))
-	for i := range tried {
-		if i >= started {
-			reasons[i] = "not tried: no time left"
-		}
-		tried[i] = EndpointFailure{Endpoint: c.shown(from + i), Reason: reasons[i], TLS: tlsErrs[i], Peer: peers[i]}
+	for i := started; i < len(eps); i++ {
+		tried[i].Reason = "not tried: no time left"
 	}
 	return nil, 0, tried
 }
@@ -152,8 +146,7 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 	dialer := func(ctx context.Context, addr string) (net.Conn, error) {
 		conn, err := d.DialContext(ctx, "tcp", addr)
 		if err != nil {
-			var op *net.OpError
-			if errors.As(err, &op) {
+			if op, ok := errors.AsType[*net.OpError](err); ok {
 				err = op.Err
 			}
 			mu.Lock()
@@ -183,7 +176,9 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 		if s == connectivity.TransientFailure || !conn.WaitForStateChange(ctx, s) {
 			var why error
 			if s == connectivity.TransientFailure {
-				why = connectionError(ctx, conn)
+				// A request on a connection in transient failure fails at once with grpc-go's
+				// reason for it, and nothing reaches the server.
+				why = conn.Invoke(ctx, pb.Cluster_MemberList_FullMethodName, &pb.MemberListRequest{}, &pb.MemberListResponse{})
 			}
 			conn.Close()
 			mu.Lock()
@@ -260,10 +255,4 @@ func connectionClosed(msg string) bool {
 		}
 	}
 	return false
-}
-
-// connectionError is why a connection in transient failure failed, as grpc-go reports it: a
-// request on it fails at once with that reason, and nothing reaches the server.
-func connectionError(ctx context.Context, conn *grpc.ClientConn) error {
-	return conn.Invoke(ctx, pb.Cluster_MemberList_FullMethodName, &pb.MemberListRequest{}, &pb.MemberListResponse{})
 }

@@ -16,9 +16,9 @@
 //     may have been sent: a transport failure after sending, or a server timeout, becomes an
 //     *OutcomeUnknownError, because the change may have been applied.
 //   - An error the server answered with is a *ServerError carrying the server's message letter
-//     for letter; errors.Is matches it against the Err* values by that message, which is the
-//     contract (etcd's own clients map errors by the same strings). The Err* values are the
-//     error registry's (pkg/rpcerr), the ones clusterd answers with: no message is listed here.
+//     for letter; errors.Is matches it against the error registry's Err* values (pkg/rpcerr, the
+//     ones clusterd answers with) by that message, which is the contract (etcd's own clients map
+//     errors by the same strings): no message is listed here.
 //   - A dry run is a call of clusterd's own DryRun service, which etcd answers Unimplemented
 //     (a *DryRunUnsupportedError): a dry run can never be taken for the change itself. Its
 //     verdict is the answer, the report it was reached on and the refusal the change itself
@@ -40,7 +40,7 @@
 //     to authenticate counts as a read that was not sent. The password is never put in an error.
 //   - Nothing waits for a leader that is not there: a login not answered within loginPatience,
 //     and the linearizable list that resolves a name before a change, are bounded by the
-//     member's status, ErrNoLeader once it has named no leader for electionGrace.
+//     member's status, rpcerr.ErrNoLeader once it has named no leader for electionGrace.
 //   - SaveSnapshot moves on to the next endpoint only before the first byte arrived; after it, a
 //     failure is a *SnapshotStreamError, so a file never mixes two members' databases. The file
 //     named appears only whole, checksum-verified and synced; on any failure it does not exist.

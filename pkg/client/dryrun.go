@@ -7,7 +7,6 @@ import (
 	"slices"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/wire"
@@ -99,8 +98,7 @@ func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.
 		reply, err = cpb.NewDryRunClient(conn).Check(ctx, wire.ChangeToProto(membership.Change{Kind: kind, Member: m}))
 		return err
 	})
-	var se *ServerError
-	if errors.As(err, &se) && se.Code == codes.Unimplemented {
+	if unimplemented(err) {
 		return nil, c.dryRunUnsupported(ctx)
 	}
 	if err != nil {
@@ -120,8 +118,7 @@ func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.
 func (c *Client) dryRunUnsupported(ctx context.Context) error {
 	endpoint := c.shown(c.at)
 	if _, _, err := c.list(ctx, false); err != nil {
-		var peer *PeerEndpointError
-		if errors.As(err, &peer) {
+		if peer, ok := errors.AsType[*PeerEndpointError](err); ok {
 			return peer
 		}
 	}

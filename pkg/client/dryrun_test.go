@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
@@ -92,10 +93,10 @@ func TestDryRunRefusedKeepsReportAndError(t *testing.T) {
 		refusal error
 		is      func(error) bool
 	}{
-		{status.Error(codes.NotFound, ErrMemberNotFound.Message), func(err error) bool { return errors.Is(err, ErrMemberNotFound) }},
-		{status.Error(codes.Unavailable, ErrTimeout.Message), func(err error) bool {
+		{status.Error(codes.NotFound, rpcerr.ErrMemberNotFound.Message), func(err error) bool { return errors.Is(err, rpcerr.ErrMemberNotFound) }},
+		{status.Error(codes.Unavailable, rpcerr.ErrTimeout.Message), func(err error) bool {
 			var unknown *OutcomeUnknownError
-			return errors.As(err, &unknown) && errors.Is(err, ErrTimeout)
+			return errors.As(err, &unknown) && errors.Is(err, rpcerr.ErrTimeout)
 		}},
 	} {
 		f := &dryRunServer{clusterd: true, report: report, refusal: tt.refusal}
@@ -152,7 +153,7 @@ func TestResolveIn(t *testing.T) {
 		{"infra0", 0x77f41cbd71028a3a, nil},
 		{"77f41cbd71028a3a", 0x77f41cbd71028a3a, nil},
 		{"abc", 0xabc, nil},
-		{"infra9", 0, ErrMemberNotFound},
+		{"infra9", 0, rpcerr.ErrMemberNotFound},
 	}
 	for _, tt := range tests {
 		got, err := ResolveIn(ms, tt.ref)

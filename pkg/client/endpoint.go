@@ -8,7 +8,6 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/grpc/codes"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -144,7 +143,7 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointStatus {
 	out := make([]EndpointStatus, len(endpoints))
 	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, _ func(context.Context, *Client)) error {
-		st, err := one.status(ctx)
+		st, err := one.Status(ctx)
 		if err == nil {
 			out[i].Status = st
 		}
@@ -156,19 +155,16 @@ func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout t
 	return out
 }
 
-// Status asks the first endpoint that answers for its status.
-func (c *Client) Status(ctx context.Context) (*Status, error) { return c.status(ctx) }
-
 // HealthOfEach checks every endpoint at once, each within timeout. Each member is first asked
 // for its status, which needs no token and no leader: one that knows no leader for an election's
-// length (knowsLeader) is unhealthy (ErrNoLeader), without waiting for a login or a read that
+// length (waitLeader) is unhealthy (rpcerr.ErrNoLeader), without waiting for a login or a read that
 // cannot succeed before the deadline. Only the others log in, once for all, and read.
 func (c *Client) HealthOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointHealth {
 	out := make([]EndpointHealth, len(endpoints))
 	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, login func(context.Context, *Client)) error {
 		start := time.Now()
 		defer func() { out[i].Took = time.Since(start) }()
-		if err := one.knowsLeader(ctx); err != nil {
+		if err := waitLeader(ctx, one.Status); err != nil {
 			return err
 		}
 		login(ctx, one)
@@ -189,23 +185,15 @@ const healthKey = "health"
 // linearizable member list.
 func (c *Client) checkHealth(ctx context.Context) error {
 	_, err := c.invoke(ctx, true, pb.KV_Range_FullMethodName, &pb.RangeRequest{Key: []byte(healthKey)}, &pb.RangeResponse{})
-	var se *ServerError
 	switch {
-	case err == nil, errors.Is(err, ErrPermissionDenied):
+	case err == nil, errors.Is(err, rpcerr.ErrPermissionDenied):
 		return nil
-	case errors.As(err, &se) && se.Code == codes.Unimplemented:
+	case unimplemented(err):
 		_, _, err = c.list(ctx, true)
 		return err
 	}
 	return err
 }
-
-// The refusals of MoveLeader, under this package's names.
-var (
-	ErrNotLeader              = rpcerr.ErrNotLeader
-	ErrBadLeaderTransferee    = rpcerr.ErrBadLeaderTransferee
-	ErrLeaderTransferTimedOut = rpcerr.ErrLeaderTransferTimedOut
-)
 
 // MoveLeader asks the leader at endpoint leaderEndpoint to hand leadership to member target;
 // it answers once target leads.

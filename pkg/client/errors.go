@@ -21,30 +21,6 @@ import (
 // members"), and scripts and etcd's own clients match the strings.
 type ServerError = rpcerr.Error
 
-// The server's answers that a caller may want to tell apart: the registry's values under the
-// names this package has always given them. Compare with errors.Is.
-var (
-	ErrMemberNotFound          = rpcerr.ErrMemberNotFound
-	ErrMemberIDExists          = rpcerr.ErrMemberIDExists
-	ErrPeerURLExists           = rpcerr.ErrPeerURLExists
-	ErrMemberNameExists        = rpcerr.ErrMemberNameExists
-	ErrInvalidPeerURLs         = rpcerr.ErrInvalidPeerURLs
-	ErrNotEnoughStartedMembers = rpcerr.ErrNotEnoughStartedMembers
-	ErrUnhealthyCluster        = rpcerr.ErrUnhealthyCluster
-	ErrMemberNotLearner        = rpcerr.ErrMemberNotLearner
-	ErrLearnerNotReady         = rpcerr.ErrLearnerNotReady
-	ErrTooManyLearners         = rpcerr.ErrTooManyLearners
-	ErrNoLeader                = rpcerr.ErrNoLeader
-	ErrTimeout                 = rpcerr.ErrTimeout
-	ErrClusterIDMismatch       = rpcerr.ErrClusterIDMismatch
-	ErrStopped                 = rpcerr.ErrStopped
-	ErrPermissionDenied        = rpcerr.ErrPermissionDenied
-	ErrAuthFailed              = rpcerr.ErrAuthFailed
-	ErrUserEmpty               = rpcerr.ErrUserEmpty
-	ErrUserNotFound            = rpcerr.ErrUserNotFound
-	ErrInvalidAuthToken        = rpcerr.ErrInvalidAuthToken
-)
-
 // ConnectError reports that no endpoint answered: none could be connected to within the dial
 // timeout, or, for a read, every connected endpoint failed in transport. Nothing was changed.
 type ConnectError struct {
@@ -142,8 +118,7 @@ type OutcomeUnknownError struct {
 }
 
 func (e *OutcomeUnknownError) Error() string {
-	var se *ServerError
-	if errors.As(e.Err, &se) {
+	if se, ok := errors.AsType[*ServerError](e.Err); ok {
 		// The server's own words are the contract; they already say the request timed out.
 		return se.Message
 	}
@@ -152,7 +127,7 @@ func (e *OutcomeUnknownError) Error() string {
 
 func (e *OutcomeUnknownError) Unwrap() error { return e.Err }
 
-// NotFoundError reports a member name that matches no member. It is an ErrMemberNotFound for
+// NotFoundError reports a member name that matches no member. It is an rpcerr.ErrMemberNotFound for
 // errors.Is, so a caller handles a missing name and a missing ID alike.
 type NotFoundError struct {
 	Ref string
@@ -184,7 +159,7 @@ func notFound(members []Member, ref string) *NotFoundError {
 	return e
 }
 
-func (e *NotFoundError) Is(target error) bool { return target == ErrMemberNotFound }
+func (e *NotFoundError) Is(target error) bool { return target == rpcerr.ErrMemberNotFound }
 
 // AmbiguousNameError reports a name that matches more than one member; nothing was sent.
 type AmbiguousNameError struct {
@@ -193,11 +168,7 @@ type AmbiguousNameError struct {
 }
 
 func (e *AmbiguousNameError) Error() string {
-	ids := make([]string, len(e.IDs))
-	for i, id := range e.IDs {
-		ids[i] = FormatID(id)
-	}
-	return fmt.Sprintf("name %q matches %d members (%s): give the member ID instead", e.Name, len(e.IDs), strings.Join(ids, ", "))
+	return fmt.Sprintf("name %q matches %d members (%s): give the member ID instead", e.Name, len(e.IDs), strings.Join(FormatIDs(e.IDs), ", "))
 }
 
 // serverAnswer returns the *ServerError for err when the server itself answered, and nil when
@@ -225,11 +196,17 @@ func serverAnswer(err error) *ServerError {
 	return &ServerError{Code: st.Code(), Message: st.Message()}
 }
 
+// unimplemented reports whether the server answered that it does not know the call.
+func unimplemented(err error) bool {
+	se, ok := errors.AsType[*ServerError](err)
+	return ok && se.Code == codes.Unimplemented
+}
+
 // outcomeUnknown reports whether the server's answer means "not finished in time": etcd also
 // sends "request timed out, possibly due to ..." variants, and "leader changed" while a proposal
 // waited, all of which leave the proposal's fate open.
 func outcomeUnknown(se *ServerError) bool {
-	return strings.HasPrefix(se.Message, ErrTimeout.Message) || errors.Is(se, rpcerr.ErrLeaderChanged)
+	return strings.HasPrefix(se.Message, rpcerr.ErrTimeout.Message) || errors.Is(se, rpcerr.ErrLeaderChanged)
 }
 
 // PeerURLHolder is the member holding one of peerURLs (compared in canonical form), nil when

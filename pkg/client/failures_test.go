@@ -13,20 +13,21 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // The error depends on what happened, not on how many endpoints were given: a member that says
 // it has no leader is the cause, whether the endpoints after it are down or not there at all.
 func TestNoLeaderWhateverTheEndpoints(t *testing.T) {
-	noLeader := &fakeServer{list: func(context.Context) error { return status.Error(codes.Unavailable, ErrNoLeader.Message) }}
+	noLeader := &fakeServer{list: func(context.Context) error { return status.Error(codes.Unavailable, rpcerr.ErrNoLeader.Message) }}
 	live := serve(t, noLeader)
 	for _, eps := range [][]string{{live}, {live, deadAddr(t), deadAddr(t)}, {deadAddr(t), live, deadAddr(t)}} {
 		_, err := newClient(t, eps...).MemberList(context.Background(), true)
-		if !errors.Is(err, ErrNoLeader) || err.Error() != ErrNoLeader.Message {
-			t.Errorf("%v: got %v, want %q", eps, err, ErrNoLeader.Message)
+		if !errors.Is(err, rpcerr.ErrNoLeader) || err.Error() != rpcerr.ErrNoLeader.Message {
+			t.Errorf("%v: got %v, want %q", eps, err, rpcerr.ErrNoLeader.Message)
 		}
 		_, err = newClient(t, eps...).ListForResolve(context.Background())
-		if !errors.Is(err, ErrNoLeader) {
+		if !errors.Is(err, rpcerr.ErrNoLeader) {
 			t.Errorf("%v: name lookup got %v", eps, err)
 		}
 	}

@@ -11,6 +11,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
@@ -66,7 +67,7 @@ func FuzzDecodeAnswers(f *testing.F) {
 		&pb.MemberListResponse{Header: pbHeader, Members: pbMembers},
 		&pb.MemberAddResponse{Header: pbHeader, Member: pbMembers[0], Members: pbMembers},
 		&pb.StatusResponse{Header: pbHeader, Version: "3.7.1", Leader: 1, RaftIndex: 2, RaftAppliedIndex: 3},
-		wire.VerdictProto(&wire.Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1}}, ErrMemberNotFound),
+		wire.VerdictProto(&wire.Report{Cluster: c, Member: *c.Member(1), Before: membership.QuorumReport{Voters: 1}}, rpcerr.ErrMemberNotFound),
 	} {
 		b, err := proto.Marshal(m)
 		if err != nil {

@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"google.golang.org/grpc"
-	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/metadata"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -53,8 +52,7 @@ func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryRes
 		a, err = cpb.NewHistoryClient(conn).List(ctx, q.Proto(), grpc.MaxCallRecvMsgSize(maxHistoryAnswer))
 		return err
 	})
-	var se *ServerError
-	if errors.As(err, &se) && se.Code == codes.Unimplemented {
+	if unimplemented(err) {
 		return nil, c.historyUnsupported(ctx)
 	}
 	if err != nil {
@@ -72,9 +70,8 @@ func (c *Client) MemberHistory(ctx context.Context, q HistoryQuery) (*HistoryRes
 // failing as one.
 func (c *Client) historyUnsupported(ctx context.Context) error {
 	endpoint := c.shown(c.at)
-	st, err := c.status(ctx)
-	var peer *PeerEndpointError
-	if errors.As(err, &peer) {
+	st, err := c.Status(ctx)
+	if peer, ok := errors.AsType[*PeerEndpointError](err); ok {
 		return peer
 	}
 	e := &HistoryUnsupportedError{Endpoint: endpoint}

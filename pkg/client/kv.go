@@ -5,7 +5,6 @@ import (
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"go.etcd.io/etcd/api/v3/mvccpb"
-	"google.golang.org/grpc"
 )
 
 // The KV calls clusterctl's discovery commands make on an etcd cluster that serves as a
@@ -18,23 +17,19 @@ func (c *Client) Range(ctx context.Context, key string, prefix bool) ([]*mvccpb.
 	if prefix {
 		req.RangeEnd = []byte(prefixEnd(key))
 	}
-	var a *pb.RangeResponse
-	err := c.call(ctx, true, pb.KV_Range_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		a, err = pb.NewKVClient(conn).Range(ctx, req)
-		return err
-	})
+	var a pb.RangeResponse
+	_, err := c.invoke(ctx, true, pb.KV_Range_FullMethodName, req, &a)
 	return a.GetKvs(), err
 }
 
 // Txn sends the transaction req, as a change is sent: once it may have reached the server, it
 // is not sent again.
 func (c *Client) Txn(ctx context.Context, req *pb.TxnRequest) (*pb.TxnResponse, error) {
-	var a *pb.TxnResponse
-	err := c.call(ctx, false, pb.KV_Txn_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) (err error) {
-		a, err = pb.NewKVClient(conn).Txn(ctx, req)
-		return err
-	})
-	return a, err
+	var a pb.TxnResponse
+	if _, err := c.invoke(ctx, false, pb.KV_Txn_FullMethodName, req, &a); err != nil {
+		return nil, err
+	}
+	return &a, nil
 }
 
 // Endpoints are the client's endpoints, host:port, in order of preference.

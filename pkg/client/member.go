@@ -13,6 +13,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -62,6 +63,15 @@ type AddResult struct {
 // digits.
 func FormatID(id uint64) string { return fmt.Sprintf("%016x", id) }
 
+// FormatIDs is FormatID of each of ids.
+func FormatIDs(ids []uint64) []string {
+	out := make([]string, len(ids))
+	for i, id := range ids {
+		out[i] = FormatID(id)
+	}
+	return out
+}
+
 // ParseID reads an ID in hex, with or without leading zeros.
 func ParseID(s string) (uint64, error) { return strconv.ParseUint(s, 16, 64) }
 
@@ -74,7 +84,7 @@ func (c *Client) MemberList(ctx context.Context, linearizable bool) (*ListResult
 	}
 	// Real etcd does not say who leads in a Cluster answer; its status does. Asked of the same
 	// member, so the leader is the one that member follows.
-	st, err := c.status(ctx)
+	st, err := c.Status(ctx)
 	if err != nil {
 		return nil, err
 	}
@@ -98,10 +108,10 @@ func (c *Client) list(ctx context.Context, linearizable bool) (r *ListResult, le
 // the leader when the answer does not say who leads (real etcd's), since resolving needs none.
 // A linearizable read waits for a leader until the deadline, so the member's status (no token,
 // no leader needed) is asked first: a member that names no leader for an election's length ends
-// the change with ErrNoLeader, as a read without a leader ends, which no change could outlive.
+// the change with rpcerr.ErrNoLeader, as a read without a leader ends, which no change could outlive.
 // Any other outcome of the status is left to the list to meet and report.
 func (c *Client) ListForResolve(ctx context.Context) (*ListResult, error) {
-	if err := c.knowsLeader(ctx); errors.Is(err, ErrNoLeader) {
+	if err := waitLeader(ctx, c.Status); errors.Is(err, rpcerr.ErrNoLeader) {
 		return nil, err
 	}
 	r, _, err := c.list(ctx, true)
@@ -116,15 +126,20 @@ func (c *Client) MemberAdd(ctx context.Context, name string, peerURLs []string, 
 	if err != nil {
 		return nil, err
 	}
-	r := &AddResult{ChangeResult: changeResult(a.GetHeader(), a.GetMembers(), a.GetMember().GetID(), hdr)}
+	return named(changeResult(a.GetHeader(), a.GetMembers(), a.GetMember().GetID(), hdr), name), nil
+}
+
+// named is the AddResult of the add that cr answers, its new member under name: etcd does not
+// store the name before the member starts; it is the one asked for.
+func named(cr ChangeResult, name string) *AddResult {
+	r := &AddResult{ChangeResult: cr}
 	for i := range r.Members {
 		if r.Members[i].ID == r.ID {
-			// etcd does not store the name before the member starts; it is the one asked for.
 			r.Members[i].Name = name
 			r.Member = r.Members[i]
 		}
 	}
-	return r, nil
+	return r
 }
 
 // MemberRemove removes the member with the given ID.
@@ -140,7 +155,7 @@ func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 }
 
 // MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
-// refused (ErrLearnerNotReady); with readyWait, clusterd's leader first waits up to that long for
+// refused (rpcerr.ErrLearnerNotReady); with readyWait, clusterd's leader first waits up to that long for
 // it and promotes it the moment it is in sync, so a caller that waits for a learner need not ask
 // again and again. Real etcd does not wait.
 func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Duration) (*ChangeResult, error) {

@@ -8,24 +8,25 @@ import (
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // MemberDiffersError reports a member that stands in the way of adding name with the given peer
 // URLs, where an identical one would have been taken as added already: one with that name and
 // other peer URLs, or one holding one of those peer URLs under another name. It is the server's
-// refusal for errors.Is (ErrMemberNameExists or ErrPeerURLExists), with one line saying what
+// refusal for errors.Is (rpcerr.ErrMemberNameExists or rpcerr.ErrPeerURLExists), with one line saying what
 // differs.
 type MemberDiffersError struct {
 	Name     string
 	PeerURLs []string
 	// Other is the member in the way.
 	Other Member
-	// Refusal is ErrMemberNameExists or ErrPeerURLExists.
+	// Refusal is rpcerr.ErrMemberNameExists or rpcerr.ErrPeerURLExists.
 	Refusal error
 }
 
 func (e *MemberDiffersError) Error() string {
-	if errors.Is(e.Refusal, ErrMemberNameExists) {
+	if errors.Is(e.Refusal, rpcerr.ErrMemberNameExists) {
 		return fmt.Sprintf("%v: member %s (%s) has peer URLs %s, not %s", e.Refusal, e.Name, FormatID(e.Other.ID),
 			strings.Join(e.Other.PeerURLs, ","), strings.Join(e.PeerURLs, ","))
 	}
@@ -48,9 +49,9 @@ func FindAdded(members []Member, name string, peerURLs []string) (*Member, error
 		case slices.Equal(have, want) && (m.Name == name || m.Name == ""):
 			return &members[i], nil
 		case m.Name == name:
-			return nil, &MemberDiffersError{Name: name, PeerURLs: peerURLs, Other: m, Refusal: ErrMemberNameExists}
+			return nil, &MemberDiffersError{Name: name, PeerURLs: peerURLs, Other: m, Refusal: rpcerr.ErrMemberNameExists}
 		case shared:
-			return nil, &MemberDiffersError{Name: name, PeerURLs: peerURLs, Other: m, Refusal: ErrPeerURLExists}
+			return nil, &MemberDiffersError{Name: name, PeerURLs: peerURLs, Other: m, Refusal: rpcerr.ErrPeerURLExists}
 		}
 	}
 	return nil, nil
@@ -71,17 +72,9 @@ func canonicalURLs(urls []string) []string {
 }
 
 // AddedResult is the AddResult a successful add of m under name would have answered, built from
-// a member list: what an add that finds its member already there prints again. The name is the
-// one asked for, which etcd does not know before the member starts.
+// a member list: what an add that finds its member already there prints again.
 func AddedResult(list *ListResult, m Member, name string) *AddResult {
-	r := &AddResult{ChangeResult: ChangeResult{Header: list.Header, ID: m.ID, Members: slices.Clone(list.Members)}}
-	for i := range r.Members {
-		if r.Members[i].ID == m.ID {
-			r.Members[i].Name = name
-			r.Member = r.Members[i]
-		}
-	}
-	return r
+	return named(ChangeResult{Header: list.Header, ID: m.ID, Members: slices.Clone(list.Members)}, name)
 }
 
 // Replacement is where a replacement of Old by a new member stands, read from one member list.
@@ -135,7 +128,7 @@ func FindReplacement(list *ListResult, oldRef, name string, peerURLs []string) (
 		if i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == r.OldID }); i >= 0 {
 			r.Old = &list.Members[i]
 		}
-	} else if !errors.Is(err, ErrMemberNotFound) {
+	} else if !errors.Is(err, rpcerr.ErrMemberNotFound) {
 		return nil, err
 	}
 	others := list.Members

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
@@ -201,7 +202,7 @@ func TestPlanReplace(t *testing.T) {
 	}
 	// A removal the server did not count voters for cannot be planned on.
 	r := Replacement{List: &ListResult{}, OldRef: "infra1", Old: &follower, OldID: 0xa}
-	if _, err := PlanReplace(ReplaceFacts{R: &r, Name: "infra3", Remove: dryRun(nil, nil, ErrMemberNotFound)}); err == nil || !strings.Contains(err.Error(), "without counting voters") {
+	if _, err := PlanReplace(ReplaceFacts{R: &r, Name: "infra3", Remove: dryRun(nil, nil, rpcerr.ErrMemberNotFound)}); err == nil || !strings.Contains(err.Error(), "without counting voters") {
 		t.Errorf("removal judged without counts: %v", err)
 	}
 }

@@ -66,12 +66,6 @@ func (c *Client) RemovedFirst(ctx context.Context, oldRef string) (*membership.E
 	}
 }
 
-// Resumed is the replacement of a dead old member that an earlier run removed (RemovedFirst),
-// neither member being in list now: it goes on with the add, in the remove-first order.
-func Resumed(list *ListResult, oldRef string, removal *membership.Event) *Replacement {
-	return &Replacement{List: list, OldRef: oldRef, RemoveFirst: true, Removed: removal}
-}
-
 // AddedByReplace reports whether clusterd's membership history (linearizable) says member id was
 // added by member replace: then a member of a rebuild that is alive with the new member's name
 // and peer URLs is the replacement's new member, promoted, and not the old member still running.

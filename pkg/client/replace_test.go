@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 func TestFindReplacement(t *testing.T) {
@@ -30,10 +32,10 @@ func TestFindReplacement(t *testing.T) {
 		{"added, no name yet", []Member{old, other, unnamed}, "infra1", true, 0xc, nil, ""},
 		{"old gone", []Member{other, learner}, "infra1", false, 0xc, nil, ""},
 		{"old gone, hex ref", []Member{other, learner}, "a", false, 0xc, nil, ""},
-		{"nothing there", []Member{other}, "infra1", false, 0, ErrMemberNotFound, ""},
-		{"hex ref, nothing there", []Member{other}, "e3", false, 0, ErrMemberNotFound, ""},
-		{"name with other URLs", []Member{old, moved}, "infra1", false, 0, ErrMemberNameExists, "has peer URLs http://10.0.0.5:2380, not http://10.0.0.4:2380"},
-		{"URL under another name", []Member{old, other}, "infra1", false, 0, ErrPeerURLExists, ""},
+		{"nothing there", []Member{other}, "infra1", false, 0, rpcerr.ErrMemberNotFound, ""},
+		{"hex ref, nothing there", []Member{other}, "e3", false, 0, rpcerr.ErrMemberNotFound, ""},
+		{"name with other URLs", []Member{old, moved}, "infra1", false, 0, rpcerr.ErrMemberNameExists, "has peer URLs http://10.0.0.5:2380, not http://10.0.0.4:2380"},
+		{"URL under another name", []Member{old, other}, "infra1", false, 0, rpcerr.ErrPeerURLExists, ""},
 		// the new member's name for the old one's: a rebuild, and this learner the new member
 		{"old named as the new member", []Member{old, learner}, "c", false, 0xc, nil, ""},
 	} {

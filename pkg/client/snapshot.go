@@ -101,8 +101,7 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 		}
 	}()
 	res, err = c.streamSnapshot(ctx, f)
-	var we *writeError
-	if errors.As(err, &we) {
+	if we, ok := errors.AsType[*writeError](err); ok {
 		return nil, &LocalWriteError{Path: part, Err: we.err}
 	}
 	if err != nil {
@@ -136,19 +135,11 @@ func (c *Client) fillIDs(ctx context.Context, h *Header) {
 		return
 	}
 	at := c.at
-	st, err := c.status(ctx)
+	st, err := c.Status(ctx)
 	if err != nil || c.at != at {
 		return
 	}
 	h.ClusterID, h.MemberID = st.Header.ClusterID, st.Header.MemberID
-}
-
-// received is how many bytes of the stream arrived, none when it never started.
-func received(sum *checksum) int64 {
-	if sum == nil {
-		return 0
-	}
-	return sum.n
 }
 
 // writeError is a failure to write the stream into the local file, told apart from the
@@ -163,8 +154,8 @@ func (e *writeError) Error() string { return e.err.Error() }
 func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResult, error) {
 	var (
 		res      SnapshotResult
-		sum      *checksum
-		streamed error // a failure after the first byte, which call must not retry
+		sum      = newChecksum() // of the last attempt: none when the stream never started
+		streamed error           // a failure after the first byte, which call must not retry
 	)
 	err := c.call(ctx, true, pb.Maintenance_Snapshot_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) error {
 		// The stream is abandoned on return, so its goroutines end with this context.
@@ -214,7 +205,7 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		if late || errors.Is(cause, context.DeadlineExceeded) {
 			// Out of time: a read that did not finish, named by the member it came from.
 			return nil, &TimeoutError{Tried: []EndpointFailure{{Endpoint: c.shown(c.at),
-				Reason: fmt.Sprintf("the snapshot stream was not complete after %d bytes", received(sum))}}}
+				Reason: fmt.Sprintf("the snapshot stream was not complete after %d bytes", sum.n)}}}
 		}
 		return nil, fmt.Errorf("snapshot save interrupted: %w", cause)
 	}

@@ -35,17 +35,9 @@ type SplitError struct {
 func (e *SplitError) Error() string {
 	gs := make([]string, len(e.Groups))
 	for i, g := range e.Groups {
-		ids := make([]string, len(g.Members))
-		for j, id := range g.Members {
-			ids[j] = FormatID(id)
-		}
-		gs[i] = fmt.Sprintf("cluster %s led by %s at term %d: %s", FormatID(g.ClusterID), FormatID(g.Leader), g.Term, strings.Join(ids, ","))
+		gs[i] = fmt.Sprintf("cluster %s led by %s at term %d: %s", FormatID(g.ClusterID), FormatID(g.Leader), g.Term, strings.Join(FormatIDs(g.Members), ","))
 		if g.Membership != nil {
-			ms := make([]string, len(g.Membership))
-			for j, id := range g.Membership {
-				ms[j] = FormatID(id)
-			}
-			gs[i] += " (members " + strings.Join(ms, ",") + ")"
+			gs[i] += " (members " + strings.Join(FormatIDs(g.Membership), ",") + ")"
 		}
 	}
 	return fmt.Sprintf("split: %d groups answer, each on its own (%s): %s", len(e.Groups), e.Why, strings.Join(gs, "; "))

@@ -3,6 +3,8 @@ package client
 import (
 	"strings"
 	"testing"
+
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 func answer(ep string, cluster, member, leader, term uint64) EndpointStatus {
@@ -18,7 +20,7 @@ func TestSplitOf(t *testing.T) {
 		lists   map[uint64][]uint64 // by leader
 		want    string
 	}{
-		{"one cluster", []EndpointStatus{answer("a", 9, 1, 1, 4), answer("b", 9, 2, 1, 4), {Endpoint: "c", Err: ErrNoLeader}}, nil, ""},
+		{"one cluster", []EndpointStatus{answer("a", 9, 1, 1, 4), answer("b", 9, 2, 1, 4), {Endpoint: "c", Err: rpcerr.ErrNoLeader}}, nil, ""},
 		{"a member behind the new leader", []EndpointStatus{answer("a", 9, 1, 2, 5), answer("b", 9, 2, 2, 5), answer("c", 9, 3, 1, 4)},
 			map[uint64][]uint64{1: {1, 2, 3}, 2: {1, 2, 3}}, ""},
 		{"a member without a leader", []EndpointStatus{answer("a", 9, 1, 1, 4), answer("b", 9, 2, 0, 5)}, nil, ""},

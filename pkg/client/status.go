@@ -8,10 +8,12 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
+
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
-// status asks the connected member (or the next reachable one) for its status.
-func (c *Client) status(ctx context.Context) (*Status, error) {
+// Status asks the connected member (or the next reachable one) for its status.
+func (c *Client) Status(ctx context.Context) (*Status, error) {
 	var st pb.StatusResponse
 	if _, err := c.invoke(ctx, true, pb.Maintenance_Status_FullMethodName, &pb.StatusRequest{}, &st); err != nil {
 		return nil, err
@@ -28,12 +30,9 @@ const (
 	electionPoll  = 100 * time.Millisecond
 )
 
-// knowsLeader asks the connected member for its status until it names a leader: nil then, and
-// ErrNoLeader once it has named none for electionGrace (or ctx ended first), so that a member
-// caught between two leaders is not called leaderless.
-func (c *Client) knowsLeader(ctx context.Context) error { return waitLeader(ctx, c.status) }
-
-// waitLeader is knowsLeader's wait, asking status.
+// waitLeader asks status of a member until it names a leader: nil then, and rpcerr.ErrNoLeader once it
+// has named none for electionGrace (or ctx ended first), so that a member caught between two
+// leaders is not called leaderless.
 func waitLeader(ctx context.Context, status func(context.Context) (*Status, error)) error {
 	deadline := time.Now().Add(electionGrace)
 	for {
@@ -44,11 +43,11 @@ func waitLeader(ctx context.Context, status func(context.Context) (*Status, erro
 		case st.Leader != 0:
 			return nil
 		case time.Now().After(deadline):
-			return ErrNoLeader
+			return rpcerr.ErrNoLeader
 		}
 		select {
 		case <-ctx.Done():
-			return ErrNoLeader
+			return rpcerr.ErrNoLeader
 		case <-time.After(electionPoll):
 		}
 	}
@@ -65,7 +64,7 @@ func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
 		return nil, err
 	}
 	defer other.Close()
-	return other.status(ctx)
+	return other.Status(ctx)
 }
 
 // LearnerProgress is how far a learner's log is behind the leader's.
@@ -78,10 +77,7 @@ type LearnerProgress struct {
 
 // Behind is the number of entries the learner still has to apply.
 func (p LearnerProgress) Behind() uint64 {
-	if p.LearnerApplied >= p.LeaderIndex {
-		return 0
-	}
-	return p.LeaderIndex - p.LearnerApplied
+	return max(p.LeaderIndex, p.LearnerApplied) - p.LearnerApplied
 }
 
 // Percent is the share of the leader's log the learner has applied.
@@ -118,10 +114,10 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 		}
 	}
 	if learner == nil {
-		return nil, ErrMemberNotFound
+		return nil, rpcerr.ErrMemberNotFound
 	}
 	if leader == nil {
-		return nil, ErrNoLeader
+		return nil, rpcerr.ErrNoLeader
 	}
 	lst, err := c.statusOf(ctx, *leader)
 	if err != nil {
@@ -145,8 +141,7 @@ func (c *Client) Answers(ctx context.Context, m Member, within time.Duration) bo
 		return false
 	}
 	for _, st := range c.StatusOfEach(ctx, m.ClientURLs, within) {
-		var se *ServerError
-		if st.Err == nil || errors.As(st.Err, &se) {
+		if _, answered := errors.AsType[*ServerError](st.Err); st.Err == nil || answered {
 			return true
 		}
 	}
@@ -165,7 +160,7 @@ func (c *Client) Serves(ctx context.Context, id uint64) error {
 	i := slices.IndexFunc(list.Members, func(m Member) bool { return m.ID == id })
 	switch {
 	case i < 0:
-		return ErrMemberNotFound
+		return rpcerr.ErrMemberNotFound
 	case list.Members[i].IsLearner:
 		return errors.New("still a learner")
 	case !list.Members[i].Started || len(list.Members[i].ClientURLs) == 0:

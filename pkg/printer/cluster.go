@@ -3,6 +3,7 @@ package printer
 import (
 	"bytes"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -20,48 +21,27 @@ type ContextStatus struct {
 
 // memberStatusColumns are cluster status's member rows: member list's identity columns, then
 // what each member's own status said.
-var memberStatusColumns = append(onMember(memberColumns, "ID", "NAME", "STATUS"), []column[client.MemberStatus]{
+var memberStatusColumns = append(pick(memberColumns, func(c column[client.Member]) column[client.MemberStatus] {
+	return column[client.MemberStatus]{name: c.name, value: func(m client.MemberStatus) string { return c.value(m.Member) }}
+}, "ID", "NAME", "STATUS"), []column[client.MemberStatus]{
 	{name: "ROLE", value: func(m client.MemberStatus) string { return role(m.Member) }},
 	{name: "REACHABLE", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.Reachable()) }},
 	{name: "IS LEADER", value: func(m client.MemberStatus) string { return strconv.FormatBool(m.IsLeader) }},
-	{name: "RAFT INDEX", value: func(m client.MemberStatus) string {
-		if m.Status == nil {
-			return ""
-		}
-		return uitoa(m.Status.RaftIndex)
-	}},
-	{name: "BEHIND LEADER", value: func(m client.MemberStatus) string {
-		if !m.BehindKnown {
-			return ""
-		}
-		return uitoa(m.Behind)
-	}},
-	{name: "VERSION", value: func(m client.MemberStatus) string {
-		if m.Status == nil {
-			return ""
-		}
-		return m.Status.Version
-	}},
-	{name: "ERRORS", value: func(m client.MemberStatus) string {
-		switch {
-		case m.Err != nil:
-			return oneLine(m.Err.Error())
-		case m.Status != nil:
-			return strings.Join(m.Status.Errors, ", ")
-		}
-		return ""
-	}},
+	onStatus("RAFT INDEX", memberStatus, func(s *client.Status) string { return uitoa(s.RaftIndex) }),
+	{name: "BEHIND LEADER", value: func(m client.MemberStatus) string { return behindText(m.BehindKnown, m.Behind) }},
+	onStatus("VERSION", memberStatus, func(s *client.Status) string { return s.Version }),
+	{name: "ERRORS", value: func(m client.MemberStatus) string { return statusErrors(m.Err, m.Status) }},
 }...)
 
-// onMember are the named columns of a member, as columns of a member's status, in the order
-// named; the simple line has them all.
-func onMember(cols []column[client.Member], names ...string) []column[client.MemberStatus] {
-	var out []column[client.MemberStatus]
+func memberStatus(m client.MemberStatus) *client.Status { return m.Status }
+
+// pick are the named columns of cols, in the order named, each made a column of U by as: a
+// figure computed once, shown in several outputs.
+func pick[T, U any](cols []column[T], as func(column[T]) column[U], names ...string) []column[U] {
+	var out []column[U]
 	for _, n := range names {
-		for _, c := range cols {
-			if c.name == n {
-				out = append(out, column[client.MemberStatus]{name: c.name, value: func(m client.MemberStatus) string { return c.value(m.Member) }})
-			}
+		if i := slices.IndexFunc(cols, func(c column[T]) bool { return c.name == n }); i >= 0 {
+			out = append(out, as(cols[i]))
 		}
 	}
 	return out
@@ -118,35 +98,22 @@ func leaderName(s *client.ClusterStatus) string {
 var contextColumns = append(append([]column[ContextStatus]{
 	{name: "CONTEXT", value: func(c ContextStatus) string { return c.Context }},
 	{name: "ENDPOINTS", value: func(c ContextStatus) string { return strings.Join(c.Endpoints, ",") }},
-}, onCluster(clusterColumns, "leader", "voters", "learners", "fault tolerance", "healthy")...),
-	column[ContextStatus]{name: "ERROR", value: func(c ContextStatus) string {
-		if c.Err == nil {
-			return ""
-		}
-		return oneLine(c.Err.Error())
-	}},
+}, pick(clusterColumns, onContext, "leader", "voters", "learners", "fault tolerance", "healthy")...),
+	column[ContextStatus]{name: "ERROR", value: func(c ContextStatus) string { return errText(c.Err) }},
 )
 
-// onCluster are the named cluster columns as columns of a context, in capitals as a table's
-// header; a context without a status is unhealthy and has no other figure.
-func onCluster(cols []column[*client.ClusterStatus], names ...string) []column[ContextStatus] {
-	var out []column[ContextStatus]
-	for _, n := range names {
-		for _, c := range cols {
-			if c.name == n {
-				out = append(out, column[ContextStatus]{name: strings.ToUpper(c.name), value: func(cs ContextStatus) string {
-					switch {
-					case cs.Status != nil:
-						return c.value(cs.Status)
-					case n == "healthy":
-						return "false"
-					}
-					return ""
-				}})
-			}
+// onContext is a cluster column as a column of a context, in capitals as a table's header; a
+// context without a status is unhealthy and has no other figure.
+func onContext(c column[*client.ClusterStatus]) column[ContextStatus] {
+	return column[ContextStatus]{name: strings.ToUpper(c.name), value: func(cs ContextStatus) string {
+		switch {
+		case cs.Status != nil:
+			return c.value(cs.Status)
+		case c.name == "healthy":
+			return "false"
 		}
-	}
-	return out
+		return ""
+	}}
 }
 
 // ClusterStatus prints one cluster: its figures as key: value lines, then a line (simple) or a
@@ -167,22 +134,13 @@ func (p Printer) ClusterStatus(w io.Writer, s *client.ClusterStatus) error {
 // ContextStatuses prints --all-contexts: a line (simple) or a row (table) a context; in json
 // an array of the clusters' objects, each with its context.
 func (p Printer) ContextStatuses(w io.Writer, cs []ContextStatus) error {
-	if err := p.Check(ClusterStatus); err != nil {
-		return err
-	}
-	if p.format == JSON {
+	return printRows(p, w, ClusterStatus, func() any {
 		out := make([]contextJSON, len(cs))
 		for i, c := range cs {
-			out[i] = contextJSON{Context: c.Context, Endpoints: nonNil(c.Endpoints), clusterJSON: toClusterJSON(c.Status)}
-			if c.Err != nil {
-				out[i].Error = oneLine(c.Err.Error())
-			}
+			out[i] = contextJSON{Context: c.Context, Endpoints: nonNil(c.Endpoints), clusterJSON: toClusterJSON(c.Status), Error: errText(c.Err)}
 		}
-		return writeJSON(w, out)
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, contextColumns, cs)
-	return flush(w, &b)
+		return out
+	}, contextColumns, cs)
 }
 
 // The JSON of cluster status (docs/output.md): never rename a field.
@@ -227,17 +185,10 @@ func toSplitJSON(e *client.SplitError) []splitGroupJSON {
 	if e == nil {
 		return nil
 	}
-	ids := func(in []uint64) []string {
-		out := make([]string, len(in))
-		for i, id := range in {
-			out[i] = client.FormatID(id)
-		}
-		return out
-	}
 	out := make([]splitGroupJSON, len(e.Groups))
 	for i, g := range e.Groups {
 		out[i] = splitGroupJSON{ClusterID: client.FormatID(g.ClusterID), Leader: client.FormatID(g.Leader), RaftTerm: g.Term,
-			Members: ids(g.Members), Membership: ids(g.Membership)}
+			Members: client.FormatIDs(g.Members), Membership: client.FormatIDs(g.Membership)}
 	}
 	return out
 }
@@ -266,17 +217,11 @@ func toClusterJSON(s *client.ClusterStatus) clusterJSON {
 		j.Leader = client.FormatID(s.Leader)
 	}
 	for i, m := range s.Members {
-		mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Errors: []string{}}
-		if m.Err != nil {
-			mj.Error = oneLine(m.Err.Error())
-		}
+		mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Errors: []string{},
+			Error: errText(m.Err), BehindLeader: behind(m.BehindKnown, m.Behind)}
 		if st := m.Status; st != nil {
 			idx := st.RaftIndex
 			mj.Version, mj.RaftIndex, mj.Errors = st.Version, &idx, nonNil(st.Errors)
-		}
-		if m.BehindKnown {
-			behind := m.Behind
-			mj.BehindLeader = &behind
 		}
 		j.Members[i] = mj
 	}

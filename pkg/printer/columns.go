@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -36,17 +37,7 @@ var memberColumns = []column[client.Member]{
 }
 
 // fileMemberColumns are the member columns a snapshot file has.
-var fileMemberColumns = offline(memberColumns)
-
-func offline[T any](cols []column[T]) []column[T] {
-	var out []column[T]
-	for _, c := range cols {
-		if !c.live {
-			out = append(out, c)
-		}
-	}
-	return out
-}
+var fileMemberColumns = slices.DeleteFunc(slices.Clone(memberColumns), func(c column[client.Member]) bool { return c.live })
 
 func status(m client.Member) string {
 	if m.Started {
@@ -115,28 +106,23 @@ func drawRows[T any](b *bytes.Buffer, f Format, cols []column[T], items []T) {
 	}
 }
 
+// printRows prints items as kind k: in json the value asJSON makes, otherwise a line (simple)
+// or a row (table) an item.
+func printRows[T any](p Printer, w io.Writer, k Kind, asJSON func() any, cols []column[T], items []T) error {
+	if err := p.Check(k); err != nil {
+		return err
+	}
+	if p.format == JSON {
+		return writeJSON(w, asJSON())
+	}
+	var b bytes.Buffer
+	drawRows(&b, p.format, cols, items)
+	return flush(w, &b)
+}
+
 // flush writes what was built in b to w in one Write, and returns its error.
 func flush(w io.Writer, b *bytes.Buffer) error {
 	_, err := w.Write(b.Bytes())
-	return err
-}
-
-func simpleList(w io.Writer, r *client.ListResult) error {
-	var b bytes.Buffer
-	for _, m := range r.Members {
-		simpleLine(&b, memberColumns, m)
-	}
-	return flush(w, &b)
-}
-
-func tableList(w io.Writer, r *client.ListResult) error {
-	var b bytes.Buffer
-	table(&b, memberColumns, r.Members)
-	return flush(w, &b)
-}
-
-func simpleAdd(w io.Writer, r *client.AddResult) error {
-	_, err := fmt.Fprintf(w, "%s\n\n%s", addedLine(r), newEnvironment(r))
 	return err
 }
 

@@ -1,7 +1,6 @@
 package printer
 
 import (
-	"bytes"
 	"io"
 	"strings"
 )
@@ -24,15 +23,13 @@ var contextRowColumns = []column[ContextRow]{
 	}},
 	{name: "NAME", value: func(r ContextRow) string { return r.Name }},
 	{name: "ENDPOINTS", value: func(r ContextRow) string { return strings.Join(r.Endpoints, ",") }},
-	{name: "TLS", value: func(r ContextRow) string { return yesNo(r.TLS) }},
+	{name: "TLS", value: func(r ContextRow) string {
+		if r.TLS {
+			return "yes"
+		}
+		return "no"
+	}},
 	{name: "USER", value: func(r ContextRow) string { return r.User }},
-}
-
-func yesNo(b bool) string {
-	if b {
-		return "yes"
-	}
-	return "no"
 }
 
 type contextRowJSON struct {
@@ -46,19 +43,13 @@ type contextRowJSON struct {
 // Contexts prints config get-contexts: a line (simple) or a row (table) a context, in the file's
 // order; in json an array.
 func (p Printer) Contexts(w io.Writer, rs []ContextRow) error {
-	if err := p.Check(ConfigContexts); err != nil {
-		return err
-	}
-	if p.format == JSON {
+	return printRows(p, w, ConfigContexts, func() any {
 		out := make([]contextRowJSON, len(rs))
 		for i, r := range rs {
 			out[i] = contextRowJSON{Name: r.Name, Current: r.Current, Endpoints: nonNil(r.Endpoints), TLS: r.TLS, User: r.User}
 		}
-		return writeJSON(w, out)
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, contextRowColumns, rs)
-	return flush(w, &b)
+		return out
+	}, contextRowColumns, rs)
 }
 
 // ConfigText prints what the other config verbs print, a line or the file, as it is.

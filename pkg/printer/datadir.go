@@ -144,17 +144,14 @@ func (p Printer) DataDirCheck(w io.Writer, r DataDirChecks) error {
 			continue
 		}
 		for _, pr := range c.Problems {
-			fmt.Fprintf(&b, "%s: %s\n", c.Path, problemLine(pr))
+			if pr.MemberID != 0 {
+				fmt.Fprintf(&b, "%s: member %s: %s\n", c.Path, client.FormatID(pr.MemberID), pr.Text)
+			} else {
+				fmt.Fprintf(&b, "%s: %s\n", c.Path, pr.Text)
+			}
 		}
 	}
 	return flush(w, &b)
-}
-
-func problemLine(p CheckProblem) string {
-	if p.MemberID == 0 {
-		return p.Text
-	}
-	return "member " + client.FormatID(p.MemberID) + ": " + p.Text
 }
 
 // The JSON of the datadir commands (docs/output.md). Never rename a field.

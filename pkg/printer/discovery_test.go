@@ -51,7 +51,7 @@ func TestDiscoveryGolden(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		for _, f := range Formats(tt.kind) {
+		for _, f := range kinds[tt.kind].formats {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {

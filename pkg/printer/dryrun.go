@@ -9,14 +9,6 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 )
 
-// changeNames are the words for a change in a dry run's output, simple and JSON alike.
-var changeNames = map[Kind]string{
-	MemberAdd:     "add",
-	MemberRemove:  "remove",
-	MemberUpdate:  "update",
-	MemberPromote: "promote",
-}
-
 // quorumRows are the rows of the before/after table, in the order printed; the labels are a
 // documented contract (docs/output.md) that scripts may match.
 var quorumRows = []struct {
@@ -34,7 +26,7 @@ var quorumRows = []struct {
 // verdict is the last line of the simple output: one line a script can test with tail -n1.
 func verdict(r *client.DryRun) string {
 	if r.Err != nil {
-		return "would be refused: " + strings.ReplaceAll(r.Err.Error(), "\n", " ")
+		return "would be refused: " + oneLine(r.Err.Error())
 	}
 	return "would be accepted"
 }
@@ -56,7 +48,7 @@ func role(m client.Member) string {
 func simpleDryRun(w io.Writer, k Kind, r *client.DryRun) error {
 	var b strings.Builder
 	line := func(label, value string) { fmt.Fprintf(&b, "%-18s%s\n", label+":", value) }
-	fmt.Fprintf(&b, "Dry run of member %s: nothing was changed\n", changeNames[k])
+	fmt.Fprintf(&b, "Dry run of %s: nothing was changed\n", k)
 	id := client.FormatID(r.Member.ID)
 	if r.ProvisionalID {
 		id += " (provisional: the add itself assigns another ID)"
@@ -131,7 +123,7 @@ func toQuorumJSON(q *client.QuorumReport) *quorumJSON {
 func jsonDryRun(w io.Writer, k Kind, r *client.DryRun) error {
 	j := dryRunJSON{
 		DryRun:        true,
-		Change:        changeNames[k],
+		Change:        strings.TrimPrefix(k.String(), "member "), // add, remove, update, promote
 		ClusterID:     client.FormatID(r.ClusterID),
 		ID:            client.FormatID(r.Member.ID),
 		ProvisionalID: r.ProvisionalID,

@@ -22,50 +22,52 @@ type StatusRow struct {
 	BehindKnown bool
 }
 
-func (r StatusRow) field(f func(*client.Status) string) string {
-	if r.Status == nil {
-		return ""
-	}
-	return f(r.Status)
-}
+func rowStatus(r StatusRow) *client.Status { return r.Status }
 
 // statusColumns are etcdctl's endpoint status columns it has a value for, with the name and the
 // lag after the ID and the errors last, where a failed call's reason goes.
 var statusColumns = []column[StatusRow]{
 	{name: "ENDPOINT", value: func(r StatusRow) string { return r.Endpoint }},
-	{name: "ID", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return client.FormatID(s.Header.MemberID) })
-	}},
+	onStatus("ID", rowStatus, func(s *client.Status) string { return client.FormatID(s.Header.MemberID) }),
 	{name: "NAME", value: func(r StatusRow) string { return r.Name }},
-	{name: "VERSION", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return s.Version }) }},
-	{name: "DB SIZE", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return humanBytes(s.DBSize) })
-	}},
-	{name: "IS LEADER", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return strconv.FormatBool(s.IsLeader()) })
-	}},
-	{name: "IS LEARNER", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return strconv.FormatBool(s.IsLearner) })
-	}},
-	{name: "RAFT TERM", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return uitoa(s.RaftTerm) }) }},
-	{name: "RAFT INDEX", value: func(r StatusRow) string { return r.field(func(s *client.Status) string { return uitoa(s.RaftIndex) }) }},
-	{name: "RAFT APPLIED INDEX", value: func(r StatusRow) string {
-		return r.field(func(s *client.Status) string { return uitoa(s.RaftAppliedIndex) })
-	}},
-	{name: "BEHIND LEADER", value: func(r StatusRow) string {
-		if !r.BehindKnown {
-			return ""
-		}
-		return uitoa(r.Behind)
-	}},
-	{name: "ERRORS", value: rowErrors},
+	onStatus("VERSION", rowStatus, func(s *client.Status) string { return s.Version }),
+	onStatus("DB SIZE", rowStatus, func(s *client.Status) string { return humanBytes(s.DBSize) }),
+	onStatus("IS LEADER", rowStatus, func(s *client.Status) string { return strconv.FormatBool(s.IsLeader()) }),
+	onStatus("IS LEARNER", rowStatus, func(s *client.Status) string { return strconv.FormatBool(s.IsLearner) }),
+	onStatus("RAFT TERM", rowStatus, func(s *client.Status) string { return uitoa(s.RaftTerm) }),
+	onStatus("RAFT INDEX", rowStatus, func(s *client.Status) string { return uitoa(s.RaftIndex) }),
+	onStatus("RAFT APPLIED INDEX", rowStatus, func(s *client.Status) string { return uitoa(s.RaftAppliedIndex) }),
+	{name: "BEHIND LEADER", value: func(r StatusRow) string { return behindText(r.BehindKnown, r.Behind) }},
+	{name: "ERRORS", value: func(r StatusRow) string { return statusErrors(r.Err, r.Status) }},
 }
 
-func rowErrors(r StatusRow) string {
-	if r.Err != nil {
-		return oneLine(r.Err.Error())
+// onStatus is a column of the status answer status finds in an item: empty where there is none.
+func onStatus[T any](name string, status func(T) *client.Status, value func(*client.Status) string) column[T] {
+	return column[T]{name: name, value: func(item T) string {
+		if s := status(item); s != nil {
+			return value(s)
+		}
+		return ""
+	}}
+}
+
+// behindText is a distance to the leader in a row: empty when unknown.
+func behindText(known bool, v uint64) string {
+	if !known {
+		return ""
 	}
-	return r.field(func(s *client.Status) string { return strings.Join(s.Errors, ", ") })
+	return uitoa(v)
+}
+
+// statusErrors is why a member did not answer, else the errors its answer lists.
+func statusErrors(err error, s *client.Status) string {
+	switch {
+	case err != nil:
+		return oneLine(err.Error())
+	case s != nil:
+		return strings.Join(s.Errors, ", ")
+	}
+	return ""
 }
 
 func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
@@ -73,23 +75,25 @@ func uitoa(v uint64) string { return strconv.FormatUint(v, 10) }
 // oneLine keeps a reason on its row.
 func oneLine(s string) string { return strings.ReplaceAll(s, "\n", " ") }
 
+// behind is a distance to the leader in JSON: null when unknown.
+func behind(known bool, v uint64) *uint64 {
+	if !known {
+		return nil
+	}
+	return &v
+}
+
+// errText is err on one line, "" for none.
+func errText(err error) string {
+	if err == nil {
+		return ""
+	}
+	return oneLine(err.Error())
+}
+
 // EndpointStatus prints one row an endpoint, in the order given.
 func (p Printer) EndpointStatus(w io.Writer, rows []StatusRow) error {
-	if err := p.Check(EndpointStatus); err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	switch p.format {
-	case JSON:
-		return writeJSON(w, toStatusJSON(rows))
-	case Table:
-		table(&b, statusColumns, rows)
-	default:
-		for _, r := range rows {
-			simpleLine(&b, statusColumns, r)
-		}
-	}
-	return flush(w, &b)
+	return printRows(p, w, EndpointStatus, func() any { return toStatusJSON(rows) }, statusColumns, rows)
 }
 
 // healthColumns are etcdctl's endpoint health table columns.
@@ -97,17 +101,10 @@ var healthColumns = []column[client.EndpointHealth]{
 	{name: "ENDPOINT", value: func(h client.EndpointHealth) string { return h.Endpoint }},
 	{name: "HEALTH", value: func(h client.EndpointHealth) string { return strconv.FormatBool(h.Healthy()) }},
 	{name: "TOOK", value: func(h client.EndpointHealth) string { return took(h.Took) }},
-	{name: "ERROR", value: func(h client.EndpointHealth) string { return healthError(h) }},
+	{name: "ERROR", value: func(h client.EndpointHealth) string { return errText(h.Err) }},
 }
 
 func took(d time.Duration) string { return d.Round(10 * time.Microsecond).String() }
-
-func healthError(h client.EndpointHealth) string {
-	if h.Err == nil {
-		return ""
-	}
-	return oneLine(h.Err.Error())
-}
 
 // EndpointHealth prints one line an endpoint: in simple, etcdctl's sentences, all on stdout.
 func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
@@ -119,7 +116,7 @@ func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
 	case JSON:
 		out := make([]healthJSON, len(hs))
 		for i, h := range hs {
-			out[i] = healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: healthError(h)}
+			out[i] = healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: errText(h.Err)}
 		}
 		return writeJSON(w, out)
 	case Table:
@@ -129,7 +126,7 @@ func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
 			if h.Healthy() {
 				fmt.Fprintf(&b, "%s is healthy: took = %s\n", h.Endpoint, took(h.Took))
 			} else {
-				fmt.Fprintf(&b, "%s is unhealthy: %s\n", h.Endpoint, healthError(h))
+				fmt.Fprintf(&b, "%s is unhealthy: %s\n", h.Endpoint, errText(h.Err))
 			}
 		}
 	}
@@ -167,10 +164,7 @@ func (p Printer) Version(w io.Writer, v *Versions) error {
 	if err := p.Check(Version); err != nil {
 		return err
 	}
-	serverErr := ""
-	if v.ServerErr != nil {
-		serverErr = oneLine(v.ServerErr.Error())
-	}
+	serverErr := errText(v.ServerErr)
 	if p.format == JSON {
 		return writeJSON(w, versionJSON{Version: v.Program, Go: v.Go, Server: v.Server, ServerError: serverErr})
 	}
@@ -212,14 +206,7 @@ type statusJSON struct {
 func toStatusJSON(rows []StatusRow) []statusRowJSON {
 	out := make([]statusRowJSON, len(rows))
 	for i, r := range rows {
-		j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name}
-		if r.BehindKnown {
-			behind := r.Behind
-			j.BehindLeader = &behind
-		}
-		if r.Err != nil {
-			j.Error = oneLine(r.Err.Error())
-		}
+		j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name, BehindLeader: behind(r.BehindKnown, r.Behind), Error: errText(r.Err)}
 		if s := r.Status; s != nil {
 			j.Status = &statusJSON{
 				Header: toJSONHeader(s.Header), Version: s.Version, DBSize: s.DBSize, Leader: client.FormatID(s.Leader),

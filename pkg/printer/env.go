@@ -1,10 +1,8 @@
 package printer
 
 import (
-	"bytes"
 	"cmp"
 	"encoding/json"
-	"io"
 	"slices"
 	"strings"
 
@@ -52,29 +50,12 @@ func (e environment) String() string {
 
 // MarshalJSON writes an object with the keys in the printed order, which a map would not keep.
 func (e environment) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
+	fields := make([]string, len(e))
 	for i, kv := range e {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		k, err := json.Marshal(kv.key)
-		if err != nil {
-			return nil, err
-		}
-		v, err := json.Marshal(kv.value)
-		if err != nil {
-			return nil, err
-		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
+		// Marshalling a string cannot fail.
+		k, _ := json.Marshal(kv.key)
+		v, _ := json.Marshal(kv.value)
+		fields[i] = string(k) + ":" + string(v)
 	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-func envAdd(w io.Writer, r *client.AddResult) error {
-	_, err := io.WriteString(w, newEnvironment(r).String())
-	return err
+	return []byte("{" + strings.Join(fields, ",") + "}"), nil
 }

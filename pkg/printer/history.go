@@ -1,7 +1,6 @@
 package printer
 
 import (
-	"bytes"
 	"io"
 	"strconv"
 	"strings"
@@ -65,19 +64,5 @@ func toHistoryJSON(r *client.HistoryResult) historyJSON {
 
 // MemberHistory prints the membership history, oldest first: one line a change in simple.
 func (p Printer) MemberHistory(w io.Writer, r *client.HistoryResult) error {
-	if err := p.Check(MemberHistory); err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	switch p.format {
-	case JSON:
-		return writeJSON(w, toHistoryJSON(r))
-	case Table:
-		table(&b, historyColumns, r.Events)
-	default:
-		for _, e := range r.Events {
-			simpleLine(&b, historyColumns, e)
-		}
-	}
-	return flush(w, &b)
+	return printRows(p, w, MemberHistory, func() any { return toHistoryJSON(r) }, historyColumns, r.Events)
 }

@@ -86,15 +86,3 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetEscapeHTML(false)
 	return enc.Encode(v)
 }
-
-func jsonList(w io.Writer, r *client.ListResult) error {
-	return writeJSON(w, listJSON{Header: toJSONHeader(r.Header), Members: toJSONMembers(r.Members)})
-}
-
-func jsonChange(w io.Writer, _ Kind, r *client.ChangeResult) error {
-	return writeJSON(w, toJSONChange(r))
-}
-
-func jsonAdd(w io.Writer, r *client.AddResult) error {
-	return writeJSON(w, addJSON{changeJSON: toJSONChange(&r.ChangeResult), Member: toJSONMember(r.Member), Env: newEnvironment(r)})
-}

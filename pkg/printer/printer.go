@@ -55,9 +55,9 @@ const (
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
-// a command without one), in the order help and errors name them. Check, CheckDryRun and Formats
-// read this table only, so a new kind prints nothing until it has its row; TestKindsHavePrinters
-// checks that every format a row lists has the function that prints it.
+// a command without one), in the order help and errors name them. Check, CheckDryRun and
+// FormatsNamed read this table only, so a new kind prints nothing until it has its row;
+// TestKindsHavePrinters checks that every format a row lists is printed.
 var kinds = map[Kind]struct {
 	name    string
 	formats []Format
@@ -96,15 +96,16 @@ var kinds = map[Kind]struct {
 	DataDirResetTerm: {"datadir reset-term", []Format{Simple}, nil},
 }
 
-// KindNamed returns the kind whose name is name (a command's path below the root, such as
-// "member list"), for completion.
-func KindNamed(name string) (Kind, bool) {
-	for k, row := range kinds {
+// FormatsNamed are the formats the command named name (its path below the root, such as
+// "member list") prints, by its kind's row, for completion; every format for a command that
+// prints no kind of its own.
+func FormatsNamed(name string) []string {
+	for _, row := range kinds {
 		if row.name == name {
-			return k, true
+			return names(row.formats)
 		}
 	}
-	return 0, false
+	return names(formats)
 }
 
 func (k Kind) String() string {
@@ -121,52 +122,34 @@ var changeVerbs = map[Kind]string{
 	MemberPromote: "promoted in",
 }
 
-// Printer prints results in one format. It has a function for every kind whose row in kinds
-// lists the format; the others are nil and never called, as Check refuses them first.
+// Printer prints results in one format. Every method checks the format against the kind's row
+// in kinds first, so a format is only ever asked to print what the row lists.
 type Printer struct {
 	format Format
-	add    func(io.Writer, *client.AddResult) error
-	change func(io.Writer, Kind, *client.ChangeResult) error
-	list   func(io.Writer, *client.ListResult) error
-	// dryRun prints the verdict of --dry-run for add, remove, update and promote alike.
-	dryRun func(io.Writer, Kind, *client.DryRun) error
-	// The snapshot commands' results (snapshot.go).
-	saved    func(io.Writer, *client.SnapshotResult) error
-	status   func(io.Writer, *SnapshotStatusResult) error
-	restored func(io.Writer, *RestoreResult) error
-}
-
-var printers = map[Format]Printer{
-	Simple: {format: Simple, add: simpleAdd, change: simpleChange, list: simpleList, dryRun: simpleDryRun,
-		saved: simpleSaved, status: simpleSnapshotStatus, restored: simpleRestored},
-	Table: {format: Table, list: tableList, status: tableSnapshotStatus},
-	JSON: {format: JSON, add: jsonAdd, change: jsonChange, list: jsonList, dryRun: jsonDryRun,
-		saved: jsonSaved, status: jsonSnapshotStatus, restored: jsonRestored},
-	Env: {format: Env, add: envAdd},
 }
 
 // New returns the printer for format f, or an error naming the formats there are.
 func New(f Format) (Printer, error) {
-	p, ok := printers[f]
-	if !ok {
+	if !slices.Contains(formats, f) {
 		return Printer{}, fmt.Errorf("unknown output format %q (supported: %s)", f, join(formats))
 	}
-	return p, nil
+	return Printer{format: f}, nil
 }
-
-// Formats returns the formats that can print kind k, for help texts and completion.
-func Formats(k Kind) []Format { return slices.Clone(kinds[k].formats) }
-
-// DryRunFormats returns the formats that can print the --dry-run of kind k; none when the
-// command has no --dry-run.
-func DryRunFormats(k Kind) []Format { return slices.Clone(kinds[k].dryRun) }
 
 // Check refuses a kind of result this format cannot print; a command calls it before sending.
 func (p Printer) Check(k Kind) error {
 	if !slices.Contains(kinds[k].formats, p.format) {
-		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, k, join(Formats(k)))
+		return fmt.Errorf("output format %q is not supported by %s (supported: %s)", p.format, k, join(kinds[k].formats))
 	}
 	return nil
+}
+
+// CheckFor is Check, or CheckDryRun for a dry run.
+func (p Printer) CheckFor(k Kind, dryRun bool) error {
+	if dryRun {
+		return p.CheckDryRun(k)
+	}
+	return p.Check(k)
 }
 
 // CheckDryRun refuses a format that cannot print the dry run of kind k; a command calls it
@@ -176,7 +159,7 @@ func (p Printer) CheckDryRun(k Kind) error {
 		return fmt.Errorf("%s has no --dry-run", k)
 	}
 	if !slices.Contains(kinds[k].dryRun, p.format) {
-		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(DryRunFormats(k)))
+		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(kinds[k].dryRun))
 	}
 	return nil
 }
@@ -186,7 +169,15 @@ func (p Printer) MemberAdd(w io.Writer, r *client.AddResult) error {
 	if err := p.Check(MemberAdd); err != nil {
 		return err
 	}
-	return p.add(w, r)
+	switch p.format {
+	case JSON:
+		return writeJSON(w, addJSON{changeJSON: toJSONChange(&r.ChangeResult), Member: toJSONMember(r.Member), Env: newEnvironment(r)})
+	case Env:
+		_, err := io.WriteString(w, newEnvironment(r).String())
+		return err
+	}
+	_, err := fmt.Fprintf(w, "%s\n\n%s", addedLine(r), newEnvironment(r))
+	return err
 }
 
 // MemberAddNote writes on w (stderr) what member add's output lacks in env format, whose stdout
@@ -205,7 +196,10 @@ func (p Printer) MemberChange(w io.Writer, k Kind, r *client.ChangeResult) error
 	if err := p.Check(k); err != nil {
 		return err
 	}
-	return p.change(w, k, r)
+	if p.format == JSON {
+		return writeJSON(w, toJSONChange(r))
+	}
+	return simpleChange(w, k, r)
 }
 
 // DryRun prints the verdict of member add, remove, update or promote with --dry-run, as k says.
@@ -213,21 +207,25 @@ func (p Printer) DryRun(w io.Writer, k Kind, r *client.DryRun) error {
 	if err := p.CheckDryRun(k); err != nil {
 		return err
 	}
-	return p.dryRun(w, k, r)
+	if p.format == JSON {
+		return jsonDryRun(w, k, r)
+	}
+	return simpleDryRun(w, k, r)
 }
 
 // MemberList prints the result of member list.
 func (p Printer) MemberList(w io.Writer, r *client.ListResult) error {
-	if err := p.Check(MemberList); err != nil {
-		return err
-	}
-	return p.list(w, r)
+	return printRows(p, w, MemberList, func() any {
+		return listJSON{Header: toJSONHeader(r.Header), Members: toJSONMembers(r.Members)}
+	}, memberColumns, r.Members)
 }
 
-func join(fs []Format) string {
+func names(fs []Format) []string {
 	s := make([]string, len(fs))
 	for i, f := range fs {
 		s[i] = string(f)
 	}
-	return strings.Join(s, ", ")
+	return s
 }
+
+func join(fs []Format) string { return strings.Join(names(fs), ", ") }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/registry"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/*.golden from the current output")
@@ -97,7 +98,7 @@ func TestGoldenDryRun(t *testing.T) {
 			ClusterID: header.ClusterID, Member: members[3], Exists: true,
 			Before: &client.QuorumReport{Voters: 3, StartedVoters: 3, ConnectedVoters: 2, Quorum: 2, FaultTolerance: 0},
 			After:  &client.QuorumReport{Voters: 2, StartedVoters: 2, ConnectedVoters: 1, Quorum: 2, FaultTolerance: -1},
-			Err:    client.ErrUnhealthyCluster,
+			Err:    rpcerr.ErrUnhealthyCluster,
 		}},
 		{"member_update_dry_run", MemberUpdate, &client.DryRun{
 			ClusterID: header.ClusterID, Member: notLeader(members[2]), Exists: true, PeerURLs: []string{"http://10.0.0.1:2380"},
@@ -106,11 +107,11 @@ func TestGoldenDryRun(t *testing.T) {
 		}},
 		{"member_promote_dry_run_not_found", MemberPromote, &client.DryRun{
 			ClusterID: header.ClusterID, Member: client.Member{ID: 0xdeadbeef},
-			Err: client.ErrMemberNotFound,
+			Err: rpcerr.ErrMemberNotFound,
 		}},
 	}
 	for _, tt := range tests {
-		for _, f := range DryRunFormats(tt.kind) {
+		for _, f := range kinds[tt.kind].dryRun {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {
@@ -187,11 +188,11 @@ func TestFormats(t *testing.T) {
 	}
 	for _, tt := range tests {
 		var got []string
-		for _, f := range Formats(tt.kind) {
+		for _, f := range kinds[tt.kind].formats {
 			got = append(got, string(f))
 		}
 		if strings.Join(got, " ") != tt.want {
-			t.Errorf("Formats(%s) = %v, want %s", tt.kind, got, tt.want)
+			t.Errorf("kinds[%s].formats = %v, want %s", tt.kind, got, tt.want)
 		}
 	}
 }
@@ -344,7 +345,7 @@ func TestEnvQuoting(t *testing.T) {
 	r.Member.Name = `a"b$c` + "`d`" + `\e`
 	r.Members[0].Name = r.Member.Name
 	var b bytes.Buffer
-	if err := envAdd(&b, r); err != nil {
+	if err := (Printer{format: Env}).MemberAdd(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	line, _, _ := strings.Cut(b.String(), "\n")
@@ -364,7 +365,7 @@ type goldenCase struct {
 func runGolden(t *testing.T, tests []goldenCase) {
 	t.Helper()
 	for _, tt := range tests {
-		for _, f := range Formats(tt.kind) {
+		for _, f := range kinds[tt.kind].formats {
 			t.Run(tt.name+"/"+string(f), func(t *testing.T) {
 				p, err := New(f)
 				if err != nil {
@@ -388,7 +389,7 @@ func TestEnvThroughShells(t *testing.T) {
 	r.Member.Name = `a"b$c` + "`d`" + `\e 'f' g*`
 	r.Members[0].Name = r.Member.Name
 	var b bytes.Buffer
-	if err := envAdd(&b, r); err != nil {
+	if err := (Printer{format: Env}).MemberAdd(&b, r); err != nil {
 		t.Fatal(err)
 	}
 	env := filepath.Join(t.TempDir(), "member.env")

@@ -32,7 +32,7 @@ type Pruned struct {
 // Prune prints one line for one member member prune removed (or would remove), or, in a dry
 // run, keeps: in simple, what and why; in json, one object a line.
 func (p Printer) Prune(w io.Writer, r Pruned) error {
-	if err := checkFormat(p, MemberPrune, r.DryRun); err != nil {
+	if err := p.CheckFor(MemberPrune, r.DryRun); err != nil {
 		return err
 	}
 	if p.format == JSON {
@@ -48,10 +48,6 @@ func (p Printer) Prune(w io.Writer, r Pruned) error {
 	case r.DryRun:
 		verb = "would prune"
 	}
-	role := "voter"
-	if r.Member.IsLearner {
-		role = "learner"
-	}
 	var why string
 	switch r.Reason {
 	case PruneUnstarted:
@@ -61,16 +57,8 @@ func (p Printer) Prune(w io.Writer, r Pruned) error {
 	default:
 		why = fmt.Sprintf("no answer for %s: %s", r.For, r.Evidence)
 	}
-	_, err := fmt.Fprintf(w, "%s %s (%s): %s, %s\n", verb, orDash(r.Member.Name), client.FormatID(r.Member.ID), role, why)
+	_, err := fmt.Fprintf(w, "%s %s (%s): %s, %s\n", verb, orDash(r.Member.Name), client.FormatID(r.Member.ID), role(r.Member), why)
 	return err
-}
-
-// checkFormat is Check, or CheckDryRun for a dry run.
-func checkFormat(p Printer, k Kind, dryRun bool) error {
-	if dryRun {
-		return p.CheckDryRun(k)
-	}
-	return p.Check(k)
 }
 
 // member prune's JSON schema (docs/output.md): never rename a field.

@@ -45,7 +45,7 @@ func (p Printer) ReplaceAdd(w io.Writer, r *ReplaceResult) error {
 	if p.format == JSON {
 		return writeJSON(w, toReplaceJSON("added", r))
 	}
-	return p.add(w, r.Added)
+	return p.MemberAdd(w, r.Added)
 }
 
 // ReplaceChange prints a later step of member replace (promote or remove, as k says): the
@@ -58,7 +58,7 @@ func (p Printer) ReplaceChange(w io.Writer, k Kind, r *client.ChangeResult) erro
 	if p.format != Simple {
 		return nil
 	}
-	return p.change(w, k, r)
+	return simpleChange(w, k, r)
 }
 
 // ReplaceDone prints the end of a member replace that made or found every step: in json, the
@@ -131,7 +131,7 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 		case s.Skip:
 			state = "not needed"
 		case s.Err != nil:
-			state = "refused: " + strings.ReplaceAll(s.Err.Error(), "\n", " ")
+			state = "refused: " + oneLine(s.Err.Error())
 		case s.Action == client.StepPromote:
 			state = "once it has started and caught up"
 		case s.Action == client.StepMove:
@@ -141,7 +141,7 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 	}
 	b.WriteByte('\n')
 	if r.Err != nil {
-		b.WriteString("would be refused: " + strings.ReplaceAll(r.Err.Error(), "\n", " ") + "\n")
+		b.WriteString("would be refused: " + oneLine(r.Err.Error()) + "\n")
 	} else {
 		b.WriteString("would be accepted\n")
 	}

@@ -112,7 +112,7 @@ func TestReplaceGolden(t *testing.T) {
 		},
 		Err: refused.Strict(),
 	}
-	for _, f := range DryRunFormats(MemberReplace) {
+	for _, f := range kinds[MemberReplace].dryRun {
 		p, _ := New(f)
 		for name, plan := range plans {
 			var b bytes.Buffer

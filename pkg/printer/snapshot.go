@@ -25,13 +25,14 @@ type SnapshotStatusResult struct {
 	Members  []client.Member
 }
 
-// EtcdSnapshotStatus is what `etcdutl snapshot status` shows of a snapshot taken from etcd.
+// EtcdSnapshotStatus is what `etcdutl snapshot status` shows of a snapshot taken from etcd, under
+// the JSON names etcdutl's snapshot.Status marshals with.
 type EtcdSnapshotStatus struct {
-	Hash      uint32 // etcdutl's CRC-32 over the buckets, not a checksum of the file
-	Revision  int64
-	TotalKey  int
-	TotalSize int64
-	Version   string // the storage version; empty before etcd 3.6
+	Hash      uint32 `json:"hash"` // etcdutl's CRC-32 over the buckets, not a checksum of the file
+	Revision  int64  `json:"revision"`
+	TotalKey  int    `json:"totalKey"`
+	TotalSize int64  `json:"totalSize"`
+	Version   string `json:"version"` // the storage version; empty before etcd 3.6
 }
 
 // RestoreResult is the data directory snapshot restore created.
@@ -50,15 +51,40 @@ func (p Printer) SnapshotSave(w io.Writer, r *client.SnapshotResult) error {
 	if err := p.Check(SnapshotSave); err != nil {
 		return err
 	}
-	return p.saved(w, r)
+	if p.format == JSON {
+		return writeJSON(w, savedJSON{Path: r.Path, TotalSize: r.Size, Checksum: r.Checksum,
+			ClusterID: client.FormatID(r.Header.ClusterID), MemberID: client.FormatID(r.Header.MemberID)})
+	}
+	// etcdctl's words, so scripts written for it keep matching.
+	_, err := fmt.Fprintf(w, "Snapshot saved at %s\n", r.Path)
+	return err
 }
 
-// SnapshotStatus prints the result of snapshot status.
+// SnapshotStatus prints the result of snapshot status: in table, a table of the fields, a blank
+// line, and a table of the members.
 func (p Printer) SnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
 	if err := p.Check(SnapshotStatus); err != nil {
 		return err
 	}
-	return p.status(w, r)
+	var b bytes.Buffer
+	switch {
+	case p.format == JSON && r.Etcd != nil:
+		return writeJSON(w, r.Etcd)
+	case p.format == JSON:
+		return writeJSON(w, snapshotStatusJSON{ClusterID: client.FormatID(r.ClusterID), MemberID: client.FormatID(r.MemberID),
+			AppliedIndex: r.Applied, TotalSize: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
+	case r.Etcd != nil:
+		drawRows(&b, p.format, etcdSnapshotColumns, []*EtcdSnapshotStatus{r.Etcd})
+	case p.format == Table:
+		table(&b, snapshotColumns, []*SnapshotStatusResult{r})
+		b.WriteByte('\n')
+		table(&b, fileMemberColumns, r.Members)
+	default:
+		keyValues(&b, snapshotColumns, r)
+		// The member lines are member list's, so the same parsing reads both.
+		drawRows(&b, p.format, fileMemberColumns, r.Members)
+	}
+	return flush(w, &b)
 }
 
 // SnapshotRestore prints the result of snapshot restore.
@@ -66,13 +92,15 @@ func (p Printer) SnapshotRestore(w io.Writer, r *RestoreResult) error {
 	if err := p.Check(SnapshotRestore); err != nil {
 		return err
 	}
-	return p.restored(w, r)
-}
-
-func simpleSaved(w io.Writer, r *client.SnapshotResult) error {
-	// etcdctl's words, so scripts written for it keep matching.
-	_, err := fmt.Fprintf(w, "Snapshot saved at %s\n", r.Path)
-	return err
+	if p.format == JSON {
+		return writeJSON(w, restoredJSON{Path: r.Path, DataDir: r.DataDir, Name: r.Name, MemberID: client.FormatID(r.MemberID),
+			ClusterID: client.FormatID(r.ClusterID), Members: toJSONMembers(r.Members)})
+	}
+	var b bytes.Buffer
+	fmt.Fprintf(&b, "Restored %s into %s as member %s (%s) of new cluster %s\n",
+		r.Path, r.DataDir, client.FormatID(r.MemberID), r.Name, client.FormatID(r.ClusterID))
+	drawRows(&b, p.format, fileMemberColumns, r.Members)
+	return flush(w, &b)
 }
 
 // snapshotColumns are snapshot status's key: value lines and table columns, in order.
@@ -110,43 +138,6 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.0f %s", val, units[e])
 }
 
-func simpleSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
-	var b bytes.Buffer
-	if r.Etcd != nil {
-		simpleLine(&b, etcdSnapshotColumns, r.Etcd)
-		return flush(w, &b)
-	}
-	keyValues(&b, snapshotColumns, r)
-	// The member lines are member list's, so the same parsing reads both.
-	for _, m := range r.Members {
-		simpleLine(&b, fileMemberColumns, m)
-	}
-	return flush(w, &b)
-}
-
-// tableSnapshotStatus draws a table of the fields, a blank line, and a table of the members.
-func tableSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
-	var b bytes.Buffer
-	if r.Etcd != nil {
-		table(&b, etcdSnapshotColumns, []*EtcdSnapshotStatus{r.Etcd})
-		return flush(w, &b)
-	}
-	table(&b, snapshotColumns, []*SnapshotStatusResult{r})
-	b.WriteByte('\n')
-	table(&b, fileMemberColumns, r.Members)
-	return flush(w, &b)
-}
-
-func simpleRestored(w io.Writer, r *RestoreResult) error {
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "Restored %s into %s as member %s (%s) of new cluster %s\n",
-		r.Path, r.DataDir, client.FormatID(r.MemberID), r.Name, client.FormatID(r.ClusterID))
-	for _, m := range r.Members {
-		simpleLine(&b, fileMemberColumns, m)
-	}
-	return flush(w, &b)
-}
-
 // The JSON of the snapshot commands (docs/output.md). Keys follow etcd where etcd prints the same
 // fact: etcdutl's snapshot status for the size (totalSize), etcdctl's header for IDs (cluster_id,
 // member_id). The SHA-256 is not etcdutl's crc32 hash, so it has a key of its own. Never rename
@@ -176,32 +167,4 @@ type restoredJSON struct {
 	MemberID  string       `json:"member_id"`
 	ClusterID string       `json:"cluster_id"`
 	Members   []memberJSON `json:"members"`
-}
-
-func jsonSaved(w io.Writer, r *client.SnapshotResult) error {
-	return writeJSON(w, savedJSON{Path: r.Path, TotalSize: r.Size, Checksum: r.Checksum,
-		ClusterID: client.FormatID(r.Header.ClusterID), MemberID: client.FormatID(r.Header.MemberID)})
-}
-
-// etcdSnapshotStatusJSON is etcdutl's snapshot.Status as it marshals it.
-type etcdSnapshotStatusJSON struct {
-	Hash      uint32 `json:"hash"`
-	Revision  int64  `json:"revision"`
-	TotalKey  int    `json:"totalKey"`
-	TotalSize int64  `json:"totalSize"`
-	Version   string `json:"version"`
-}
-
-func jsonSnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
-	if e := r.Etcd; e != nil {
-		return writeJSON(w, etcdSnapshotStatusJSON{Hash: e.Hash, Revision: e.Revision, TotalKey: e.TotalKey,
-			TotalSize: e.TotalSize, Version: e.Version})
-	}
-	return writeJSON(w, snapshotStatusJSON{ClusterID: client.FormatID(r.ClusterID), MemberID: client.FormatID(r.MemberID),
-		AppliedIndex: r.Applied, TotalSize: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
-}
-
-func jsonRestored(w io.Writer, r *RestoreResult) error {
-	return writeJSON(w, restoredJSON{Path: r.Path, DataDir: r.DataDir, Name: r.Name, MemberID: client.FormatID(r.MemberID),
-		ClusterID: client.FormatID(r.ClusterID), Members: toJSONMembers(r.Members)})
 }

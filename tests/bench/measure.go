@@ -21,6 +21,7 @@ import (
 	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
 	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
@@ -456,7 +457,7 @@ func (b *bench) learnerReadyIn(ctx context.Context, c *cluster.Cluster, name str
 		}
 		last = err
 		var se *client.ServerError
-		if !errors.As(err, &se) || !errors.Is(err, client.ErrLearnerNotReady) {
+		if !errors.As(err, &se) || !errors.Is(err, rpcerr.ErrLearnerNotReady) {
 			// Anything but "not in sync yet" is worth seeing in the failure, but retried: a
 			// leader change during the start is possible and not the learner's fault.
 			last = fmt.Errorf("attempt %d: %w", attempt, err)

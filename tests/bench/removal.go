@@ -14,7 +14,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 	"github.com/clusterctl/clusterctl/internal/testkit/proc"
-	"github.com/clusterctl/clusterctl/pkg/client"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // The windows in which the clientv3 reader is watched before a removal and after the cluster
@@ -165,7 +165,7 @@ func (b *bench) removeMember(ctx context.Context, ms []*cluster.Member, id uint6
 		_, err = cl.MemberRemove(cctx, id)
 		answered = time.Now()
 		cancel()
-		if !errors.Is(err, client.ErrUnhealthyCluster) || time.Now().After(deadline) {
+		if !errors.Is(err, rpcerr.ErrUnhealthyCluster) || time.Now().After(deadline) {
 			return sent, answered, err
 		}
 		if err := sleepCtx(ctx, 50*time.Millisecond); err != nil {

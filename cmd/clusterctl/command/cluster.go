@@ -16,15 +16,11 @@ import (
 )
 
 func newClusterCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:     "cluster",
 		Short:   "Show a whole cluster at once, or several",
 		Example: `  clusterctl cluster status -w table`,
-		Args:    noSubcommand,
-		RunE:    func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newClusterStatusCmd(g))
-	return cmd
+	}, newClusterStatusCmd(g))
 }
 
 type clusterStatusOptions struct {

@@ -7,27 +7,12 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// formatsOf are the formats cmd prints: its kind's row in the printer's table, found by the
-// command's path below the root, which is the kind's name; every format for a command that
-// prints none of its own.
-func formatsOf(cmd *cobra.Command) []string {
-	fs := []printer.Format{printer.Simple, printer.Table, printer.JSON, printer.Env}
-	if k, ok := printer.KindNamed(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")); ok {
-		fs = printer.Formats(k)
-	}
-	out := make([]string, len(fs))
-	for i, f := range fs {
-		out[i] = string(f)
-	}
-	return out
-}
-
 // registerCompletions completes the values of -w, by the command being completed, and of
 // --context, by the contexts file. Each command's own flags register theirs where they are
 // defined (consistencyFlag): walking the tree for them here costs every start of clusterctl.
 func registerCompletions(root *cobra.Command) {
 	_ = root.RegisterFlagCompletionFunc("write-out", func(cmd *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
-		return prefixed(formatsOf(cmd), toComplete), cobra.ShellCompDirectiveNoFileComp
+		return prefixed(printer.FormatsNamed(strings.TrimPrefix(cmd.CommandPath(), cmd.Root().Name()+" ")), toComplete), cobra.ShellCompDirectiveNoFileComp
 	})
 	_ = root.RegisterFlagCompletionFunc(contextFlag, func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		return contextNames(toComplete), cobra.ShellCompDirectiveNoFileComp

@@ -10,7 +10,6 @@ import (
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
-	"github.com/spf13/viper"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/contexts"
@@ -18,7 +17,7 @@ import (
 )
 
 func newConfigCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "config",
 		Short: "Manage named contexts: the settings of each cluster, in the contexts file",
 		Long: `Manage the contexts file ($CLUSTERCTL_CONFIG, else $XDG_CONFIG_HOME/clusterctl/config.yaml,
@@ -31,12 +30,8 @@ others is refused.`,
 		Example: `  clusterctl config set-context prod --endpoints=https://10.0.0.1:2379 --cacert=ca.crt --cert=c.crt --key=c.key
   clusterctl config use-context prod
   clusterctl --context staging member list`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newSetContextCmd(g), newUseContextCmd(g), newGetContextsCmd(g),
+	}, newSetContextCmd(g), newUseContextCmd(g), newGetContextsCmd(g),
 		newCurrentContextCmd(g), newDeleteContextCmd(g), newViewConfigCmd(g))
-	return cmd
 }
 
 // configOptions are what the config verbs share: the file, read at run.
@@ -92,15 +87,6 @@ func (o *configOptions) edit(change func(*contexts.File) error) (*contexts.File,
 		return nil, &client.LocalWriteError{Path: f.Path, Err: err}
 	}
 	return f, nil
-}
-
-func (o *configOptions) get(f *contexts.File) (contexts.Context, error) {
-	c, err := f.Get(o.Name)
-	var unknown *contexts.UnknownContextError
-	if errors.As(err, &unknown) {
-		return c, &usageError{err}
-	}
-	return c, err
 }
 
 // configRunE is runE for the config verbs: of the settings they read -w alone, never a
@@ -202,29 +188,8 @@ func (o *setContextOptions) run(context.Context) error {
 // checkContext checks a context's settings as the global flags are checked, without any I/O:
 // the durations, the booleans, --password's --user, and the endpoints' form.
 func checkContext(c contexts.Context) error {
-	v := viper.New()
-	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
-	addGlobalFlags(fs)
-	for _, name := range globalFlags {
-		if err := v.BindPFlag(name, fs.Lookup(name)); err != nil {
-			return err
-		}
-	}
-	for k, val := range c.Settings {
-		v.SetDefault(k, val)
-	}
-	dial, err := duration(v, "dial-timeout")
+	_, dial, _, _, err := contextSettings(c, nil)
 	if err != nil {
-		return err
-	}
-	if _, err := duration(v, "command-timeout"); err != nil {
-		return err
-	}
-	l, err := loginOf(contextPlace(c.Name, c.Settings))
-	if err != nil {
-		return err
-	}
-	if _, err := securitySettings(v, l); err != nil {
 		return err
 	}
 	if eps := c.Endpoints(); len(eps) > 0 {
@@ -277,7 +242,10 @@ func (o *editContextOptions) validate(args []string) error {
 
 func (o *editContextOptions) run(context.Context) error {
 	f, err := o.edit(func(f *contexts.File) error {
-		if _, err := o.get(f); err != nil {
+		if _, err := f.Get(o.Name); is[*contexts.UnknownContextError](err) {
+			// An unknown context named is a usage error, as --context's.
+			return &usageError{err}
+		} else if err != nil {
 			return err
 		}
 		return o.change(f, o.Name)
@@ -288,26 +256,49 @@ func (o *editContextOptions) run(context.Context) error {
 	return o.Printer.ConfigText(o.Out, o.done(o.Name, f.Path))
 }
 
-type currentContextOptions struct{ configOptions }
+// showOptions are the config verbs that take no argument and print from the file as it is:
+// current-context, get-contexts and view.
+type showOptions struct {
+	configOptions
+	kind printer.Kind
+	show func(o *showOptions, f *contexts.File) error
+}
+
+func newShowCmd(g *Globals, cmd *cobra.Command, kind printer.Kind, show func(*showOptions, *contexts.File) error) *cobra.Command {
+	o := &showOptions{configOptions: configOptions{Globals: g}, kind: kind, show: show}
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.RunE = configRunE(g, o)
+	return cmd
+}
+
+func (o *showOptions) validate(args []string) error {
+	if len(args) > 0 {
+		return tooManyArgs(args)
+	}
+	return o.Printer.Check(o.kind)
+}
+
+func (o *showOptions) run(context.Context) error {
+	f, err := o.load()
+	if err != nil {
+		return err
+	}
+	return o.show(o, f)
+}
 
 func newCurrentContextCmd(g *Globals) *cobra.Command {
-	o := &currentContextOptions{configOptions{Globals: g}}
-	return &cobra.Command{
+	return newShowCmd(g, &cobra.Command{
 		Use:   "current-context",
 		Short: "Print the current context's name",
 		Long: `Print the name of the context commands use when neither --context nor CLUSTERCTL_CONTEXT names
 one. Exit 10 when none is set.`,
 		Example: `  clusterctl config current-context`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    configRunE(g, o),
-	}
-}
-
-func (o *currentContextOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.ConfigText)
+	}, printer.ConfigText, func(o *showOptions, f *contexts.File) error {
+		if f.Current() == "" {
+			return &noCurrentContextError{f.Path}
+		}
+		return o.Printer.ConfigText(o.Out, f.Current()+"\n")
+	})
 }
 
 // noCurrentContextError is current-context with none set.
@@ -317,88 +308,41 @@ func (e *noCurrentContextError) Error() string {
 	return fmt.Sprintf("no current context is set in %s: clusterctl config use-context NAME", e.path)
 }
 
-func (o *currentContextOptions) run(context.Context) error {
-	f, err := o.load()
-	if err != nil {
-		return err
-	}
-	if f.Current() == "" {
-		return &noCurrentContextError{f.Path}
-	}
-	return o.Printer.ConfigText(o.Out, f.Current()+"\n")
-}
-
-type getContextsOptions struct{ configOptions }
-
 func newGetContextsCmd(g *Globals) *cobra.Command {
-	o := &getContextsOptions{configOptions{Globals: g}}
-	return &cobra.Command{
+	return newShowCmd(g, &cobra.Command{
 		Use:   "get-contexts",
 		Short: "List the contexts: current mark, name, endpoints, TLS and user",
 		Long: `List the contexts in the file's order: a * for the current one, the name, the endpoints, whether
 the cluster is reached over TLS (yes or no) and the user (without its password).`,
 		Example: `  clusterctl config get-contexts -w table
   clusterctl config get-contexts -w json | jq -r '.[].name'`,
-		Args: cobra.ArbitraryArgs,
-		RunE: configRunE(g, o),
-	}
+	}, printer.ConfigContexts, func(o *showOptions, f *contexts.File) error {
+		cs, err := f.Contexts()
+		if err != nil {
+			return err
+		}
+		rows := make([]printer.ContextRow, len(cs))
+		for i, c := range cs {
+			rows[i] = printer.ContextRow{Name: c.Name, Current: c.Name == f.Current(), Endpoints: c.Endpoints(), TLS: c.TLS(), User: c.User()}
+		}
+		return o.Printer.Contexts(o.Out, rows)
+	})
 }
-
-func (o *getContextsOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.ConfigContexts)
-}
-
-func (o *getContextsOptions) run(context.Context) error {
-	f, err := o.load()
-	if err != nil {
-		return err
-	}
-	cs, err := f.Contexts()
-	if err != nil {
-		return err
-	}
-	rows := make([]printer.ContextRow, len(cs))
-	for i, c := range cs {
-		rows[i] = printer.ContextRow{Name: c.Name, Current: c.Name == f.Current(), Endpoints: c.Endpoints(), TLS: c.TLS(), User: c.User()}
-	}
-	return o.Printer.Contexts(o.Out, rows)
-}
-
-type viewConfigOptions struct{ configOptions }
 
 func newViewConfigCmd(g *Globals) *cobra.Command {
-	o := &viewConfigOptions{configOptions{Globals: g}}
-	return &cobra.Command{
+	return newShowCmd(g, &cobra.Command{
 		Use:   "view",
 		Short: "Print the contexts file, passwords masked",
 		Long: `Print the contexts file as YAML, every key kept, with each password (a context's password, or
 what follows the colon of a user given as name:password) replaced by REDACTED.`,
 		Example: `  clusterctl config view`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    configRunE(g, o),
-	}
-}
-
-func (o *viewConfigOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.ConfigText)
-}
-
-func (o *viewConfigOptions) run(context.Context) error {
-	f, err := o.load()
-	if err != nil {
-		return err
-	}
-	b, err := f.Masked()
-	if err != nil {
-		return err
-	}
-	return o.Printer.ConfigText(o.Out, string(b))
+	}, printer.ConfigText, func(o *showOptions, f *contexts.File) error {
+		b, err := f.Masked()
+		if err != nil {
+			return err
+		}
+		return o.Printer.ConfigText(o.Out, string(b))
+	})
 }
 
 // completeContextNames offers the contexts' names for a command's one NAME argument.

@@ -62,36 +62,43 @@ func applyContext(v *viper.Viper, flags *pflag.FlagSet) (contexts.Context, error
 	return c, nil
 }
 
+// contextSettings reads context c's settings over defaults, then over the global flags' own
+// defaults, and checks them as the global flags are: the durations, the login, the booleans.
+func contextSettings(c contexts.Context, defaults map[string]string) (v *viper.Viper, dial, timeout time.Duration, s security, err error) {
+	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
+	addGlobalFlags(fs)
+	v = viper.New()
+	for _, name := range globalFlags {
+		if err = v.BindPFlag(name, fs.Lookup(name)); err != nil {
+			return
+		}
+	}
+	for k, val := range defaults {
+		v.SetDefault(k, val)
+	}
+	for k, val := range c.Settings {
+		v.SetDefault(k, val)
+	}
+	if dial, err = duration(v, "dial-timeout"); err != nil {
+		return
+	}
+	if timeout, err = duration(v, "command-timeout"); err != nil {
+		return
+	}
+	l, err := loginOf(contextPlace(c.Name, c.Settings))
+	if err != nil {
+		return
+	}
+	s, err = securitySettings(v, l)
+	return
+}
+
 // contextClient builds the client of context c alone, for cluster status --all-contexts: the
 // context's settings over the flags' defaults, its timeouts else the command's. Nothing is
 // asked on a terminal: many clusters are asked at once.
 func (g *Globals) contextClient(c contexts.Context) (*client.Client, time.Duration, error) {
-	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
-	addGlobalFlags(fs)
-	v := viper.New()
-	for _, name := range globalFlags {
-		if err := v.BindPFlag(name, fs.Lookup(name)); err != nil {
-			return nil, 0, err
-		}
-	}
-	v.SetDefault("dial-timeout", g.dialTimeout.String())
-	v.SetDefault("command-timeout", g.CommandTimeout.String())
-	for k, val := range c.Settings {
-		v.SetDefault(k, val)
-	}
-	dial, err := duration(v, "dial-timeout")
-	if err != nil {
-		return nil, 0, err
-	}
-	timeout, err := duration(v, "command-timeout")
-	if err != nil {
-		return nil, 0, err
-	}
-	l, err := loginOf(contextPlace(c.Name, c.Settings))
-	if err != nil {
-		return nil, 0, err
-	}
-	s, err := securitySettings(v, l)
+	v, dial, timeout, s, err := contextSettings(c, map[string]string{
+		"dial-timeout": g.dialTimeout.String(), "command-timeout": g.CommandTimeout.String()})
 	if err != nil {
 		return nil, 0, err
 	}

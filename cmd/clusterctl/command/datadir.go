@@ -19,16 +19,12 @@ var (
 )
 
 func newDataDirCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "datadir",
 		Short: "Read stopped members' data directories: which to restart from, is their state sound; reset an absurd term",
 		Example: `  clusterctl datadir status /var/lib/clusterd/infra0 /mnt/infra1
   clusterctl datadir check /var/lib/etcd backup.db`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newDataDirStatusCmd(g), newDataDirCheckCmd(g), newDataDirResetTermCmd(g))
-	return cmd
+	}, newDataDirStatusCmd(g), newDataDirCheckCmd(g), newDataDirResetTermCmd(g))
 }
 
 type dataDirStatusOptions struct {
@@ -119,8 +115,7 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		dirs = append(dirs, st)
 	}
 	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags(o.flags)})
-	var different *datadir.DifferentClustersError
-	if errors.As(rankErr, &different) {
+	if is[*datadir.DifferentClustersError](rankErr) {
 		return rankErr
 	}
 	out := &printer.DataDirs{Reason: rec.Reason}
@@ -166,7 +161,7 @@ func (g *Globals) clusterctlFlags(flags *pflag.FlagSet) []string {
 	} else if p := os.Getenv("CLUSTERCTL_CONFIG_FILE"); p != "" {
 		f = append(f, "--config-file="+absPath(p))
 	}
-	t := memberTLS(g.tlsFiles)
+	t := memberTLS(g.given.tls)
 	for _, kv := range []struct{ flag, value string }{{"cacert", t.CACert}, {"cert", t.Cert}, {"key", t.Key}} {
 		if kv.value != "" {
 			f = append(f, "--"+kv.flag+"="+kv.value)

@@ -89,7 +89,7 @@ func (o *discoveryNewOptions) run(ctx context.Context) error {
 	}
 	out := &printer.NewToken{Token: token, Size: o.Size, Endpoints: c.Endpoints()}
 	if c.UsesTLS() {
-		out.TLS = memberTLS(o.tlsFiles)
+		out.TLS = memberTLS(o.given.tls)
 	}
 	return o.Printer.DiscoveryNew(o.Out, out)
 }

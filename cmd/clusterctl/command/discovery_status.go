@@ -56,9 +56,9 @@ func (o *discoveryStatusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cl, err := readToken(kvs, o.Token, c.GivenEndpoints())
+	size, regs, err := registry.Read(o.Token, c.GivenEndpoints(), kvs, nil)
 	if err != nil {
 		return err
 	}
-	return o.Printer.DiscoveryStatus(o.Out, &printer.TokenStatus{Token: o.Token, Cluster: cl})
+	return o.Printer.DiscoveryStatus(o.Out, &printer.TokenStatus{Token: o.Token, Cluster: registry.Place(size, regs)})
 }

@@ -11,24 +11,28 @@ import (
 )
 
 func newEndpointCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "endpoint",
 		Short: "Ask each endpoint for its status or health",
 		Long: `Ask each endpoint on its own, all at once, each within --command-timeout: the endpoints given
 with --endpoints, or with --cluster every client URL of the members.`,
 		Example: `  clusterctl endpoint status --cluster -w table
   clusterctl endpoint health --cluster`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newEndpointStatusCmd(g), newEndpointHealthCmd(g))
-	return cmd
+	}, newEndpointStatusCmd(g), newEndpointHealthCmd(g))
 }
 
-// endpointOptions are what endpoint status and health share.
+// endpointOptions are what endpoint status and health share: --cluster, and the kind printed.
 type endpointOptions struct {
 	*Globals
 	Cluster bool
+	kind    printer.Kind
+}
+
+func (o *endpointOptions) validate(args []string) error {
+	if len(args) > 0 {
+		return tooManyArgs(args)
+	}
+	return o.Printer.Check(o.kind)
 }
 
 func (o *endpointOptions) addFlags(cmd *cobra.Command) {
@@ -78,7 +82,7 @@ func (e *endpointsError) Error() string {
 type endpointStatusOptions struct{ endpointOptions }
 
 func newEndpointStatusCmd(g *Globals) *cobra.Command {
-	o := &endpointStatusOptions{endpointOptions{Globals: g}}
+	o := &endpointStatusOptions{endpointOptions{Globals: g, kind: printer.EndpointStatus}}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each endpoint's member, version, database size, leadership and raft indexes",
@@ -96,13 +100,6 @@ split: every group is named on the Error: line, and the exit status is 34.`,
 	}
 	o.addFlags(cmd)
 	return cmd
-}
-
-func (o *endpointStatusOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.EndpointStatus)
 }
 
 func (o *endpointStatusOptions) run(ctx context.Context) error {
@@ -176,10 +173,7 @@ func statusRows(sts []client.EndpointStatus, byEndpoint map[string]string, byID 
 				r.Name = byID[st.Header.MemberID]
 			}
 			if leader != nil {
-				r.BehindKnown = true
-				if leader.RaftIndex > st.RaftIndex {
-					r.Behind = leader.RaftIndex - st.RaftIndex
-				}
+				r.BehindKnown, r.Behind = true, max(leader.RaftIndex, st.RaftIndex)-st.RaftIndex
 			}
 		}
 		rows[i] = r

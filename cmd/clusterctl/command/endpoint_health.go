@@ -10,7 +10,7 @@ import (
 type endpointHealthOptions struct{ endpointOptions }
 
 func newEndpointHealthCmd(g *Globals) *cobra.Command {
-	o := &endpointHealthOptions{endpointOptions{Globals: g}}
+	o := &endpointHealthOptions{endpointOptions{Globals: g, kind: printer.EndpointHealth}}
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check that each endpoint serves a linearizable read",
@@ -26,13 +26,6 @@ is 26.`,
 	}
 	o.addFlags(cmd)
 	return cmd
-}
-
-func (o *endpointHealthOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.EndpointHealth)
 }
 
 func (o *endpointHealthOptions) run(ctx context.Context) error {

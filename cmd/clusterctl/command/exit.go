@@ -11,6 +11,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/clienttls"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/registry"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // Exit codes, docs/exit-codes.md. Scripts depend on them: never renumber.
@@ -67,22 +68,28 @@ var serverExits = []struct {
 	err  error
 	code int
 }{
-	{client.ErrMemberNotFound, exitNotFound},
-	{client.ErrPeerURLExists, exitAlreadyExists},
-	{client.ErrMemberIDExists, exitAlreadyExists},
-	{client.ErrMemberNameExists, exitAlreadyExists},
-	{client.ErrNotEnoughStartedMembers, exitQuorumProtection},
-	{client.ErrUnhealthyCluster, exitQuorumProtection},
-	{client.ErrLearnerNotReady, exitLearnerNotReady},
-	{client.ErrNoLeader, exitNoLeader},
-	{client.ErrStopped, exitNoLeader},
-	{client.ErrTooManyLearners, exitLearnerLimit},
-	{client.ErrPermissionDenied, exitPermissionDenied},
-	{client.ErrAuthFailed, exitAuthFailed},
-	{client.ErrUserEmpty, exitAuthRequired},
-	{client.ErrUserNotFound, exitAuthRequired},
-	{client.ErrBadLeaderTransferee, exitBadTransferee},
-	{client.ErrNotLeader, exitNotLeader},
+	{rpcerr.ErrMemberNotFound, exitNotFound},
+	{rpcerr.ErrPeerURLExists, exitAlreadyExists},
+	{rpcerr.ErrMemberIDExists, exitAlreadyExists},
+	{rpcerr.ErrMemberNameExists, exitAlreadyExists},
+	{rpcerr.ErrNotEnoughStartedMembers, exitQuorumProtection},
+	{rpcerr.ErrUnhealthyCluster, exitQuorumProtection},
+	{rpcerr.ErrLearnerNotReady, exitLearnerNotReady},
+	{rpcerr.ErrNoLeader, exitNoLeader},
+	{rpcerr.ErrStopped, exitNoLeader},
+	{rpcerr.ErrTooManyLearners, exitLearnerLimit},
+	{rpcerr.ErrPermissionDenied, exitPermissionDenied},
+	{rpcerr.ErrAuthFailed, exitAuthFailed},
+	{rpcerr.ErrUserEmpty, exitAuthRequired},
+	{rpcerr.ErrUserNotFound, exitAuthRequired},
+	{rpcerr.ErrBadLeaderTransferee, exitBadTransferee},
+	{rpcerr.ErrNotLeader, exitNotLeader},
+}
+
+// is reports whether err's tree holds an error of type E.
+func is[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }
 
 // argumentError reports whether err refuses what the command line asked: a snapshot file that is
@@ -90,106 +97,75 @@ var serverExits = []struct {
 // data directory in use, a token or an --initial-cluster that does not fit, an endpoint that is a
 // peer URL, a sound term given to reset. Nothing was written or changed.
 func argumentError(err error) bool {
-	var (
-		noFile   *datadir.NoSnapshotFileError
-		notEmpty *datadir.NotEmptyError
-		clash    *datadir.TokenClashError
-		noName   *datadir.NameNotInClusterError
-		mismatch *datadir.PeerURLsMismatchError
-		etcd     *datadir.EtcdSnapshotError
-		notDir   *datadir.NotDataDirError
-		clusters *datadir.DifferentClustersError
-		peer     *client.PeerEndpointError
-		file     *client.SnapshotFileError
-	)
-	return errors.As(err, &noFile) || errors.As(err, &notEmpty) || errors.As(err, &clash) ||
-		errors.As(err, &noName) || errors.As(err, &mismatch) || errors.As(err, &etcd) || errors.As(err, &peer) ||
-		errors.As(err, &file) || errors.As(err, &notDir) || errors.As(err, &clusters) || errors.Is(err, datadir.ErrTermSound)
+	return is[*datadir.NoSnapshotFileError](err) || is[*datadir.NotEmptyError](err) || is[*datadir.TokenClashError](err) ||
+		is[*datadir.NameNotInClusterError](err) || is[*datadir.PeerURLsMismatchError](err) || is[*datadir.EtcdSnapshotError](err) ||
+		is[*client.PeerEndpointError](err) || is[*client.SnapshotFileError](err) || is[*datadir.NotDataDirError](err) ||
+		is[*datadir.DifferentClustersError](err) || errors.Is(err, datadir.ErrTermSound)
 }
 
 // exitCode is the code err ends the process with.
 func exitCode(err error) int {
-	var (
-		usage       *usageError
-		connect     *client.ConnectError
-		unknown     *client.OutcomeUnknownError
-		ambiguous   *client.AmbiguousNameError
-		noDryRun    *client.DryRunUnsupportedError
-		interrupted *interruptedError
-		tlsErr      *clienttls.Error
-		tlsArg      *clienttls.ArgError
-		timedOut    *client.TimeoutError
-		content     *datadir.SnapshotContentError
-		restoring   *datadir.RestoreInProgressError
-		saving      *client.SaveInProgressError
-		endpoints   *endpointsError
-		localWrite  *client.LocalWriteError
-		tokenInUse  *TokenInUseError
-		degraded    *DegradedError
-		noCurrent   *noCurrentContextError
-		dirInUse    *datadir.InUseError
-		unsound     *datadir.UnsoundError
-		noHistory   *client.HistoryUnsupportedError
-		split       *client.SplitError
-		notServing  *notServingError
-	)
-	switch {
-	case err == nil:
+	if err == nil {
 		return exitOK
-	case errors.As(err, &interrupted):
+	}
+	if interrupted, ok := errors.AsType[*interruptedError](err); ok {
 		return exitSignalBase + int(interrupted.sig)
-	case errors.As(err, &usage), argumentError(err), errors.As(err, &tlsArg):
+	}
+	connect, isConnect := errors.AsType[*client.ConnectError](err)
+	endpoints, isEndpoints := errors.AsType[*endpointsError](err)
+	switch {
+	case is[*usageError](err), argumentError(err), is[*clienttls.ArgError](err):
 		return exitBadArgs
-	case errors.As(err, &connect) && connect.TLS() != nil, errors.As(err, &tlsErr):
+	case isConnect && connect.TLS() != nil, is[*clienttls.Error](err):
 		// No endpoint answered and TLS stopped at least one: the configuration is what to fix,
 		// whatever the others said.
 		return exitTLS
-	case errors.As(err, &connect):
+	case isConnect:
 		return exitCannotConnect
-	case errors.As(err, &timedOut):
+	case is[*client.TimeoutError](err):
 		// A read unanswered, or a change not sent: nothing changed, unlike 14.
 		return exitTimedOut
-	case errors.As(err, &restoring), errors.As(err, &saving), errors.As(err, &dirInUse):
+	case is[*datadir.RestoreInProgressError](err), is[*client.SaveInProgressError](err), is[*datadir.InUseError](err):
 		return exitInUse
-	case errors.As(err, &unsound):
+	case is[*datadir.UnsoundError](err):
 		return exitUnsound
-	case errors.As(err, &localWrite):
+	case is[*client.LocalWriteError](err):
 		// This machine's disk, not the cluster: 1 would blame the server.
 		return exitLocalWrite
-	case errors.As(err, &unknown):
+	case is[*client.OutcomeUnknownError](err):
 		// Before the server errors: a timed-out change wraps the server's timeout answer.
 		return exitOutcomeUnknown
-	case errors.As(err, &ambiguous):
+	case is[*client.AmbiguousNameError](err):
 		return exitAmbiguousName
-	case errors.As(err, &tokenInUse):
+	case is[*TokenInUseError](err):
 		// discovery new: the token has keys already; a script makes a fresh one.
 		return exitAlreadyExists
 	case errors.Is(err, registry.ErrSizeNotFound):
 		// discovery status: no size key, so no such token here. A size key that cannot be read
 		// (registry.ErrBadSizeKey) is no absence: it stays 1.
 		return exitNotFound
-	case errors.As(err, &noDryRun):
+	case is[*client.DryRunUnsupportedError](err):
 		return exitNoDryRun
-	case errors.As(err, &notServing):
+	case is[*notServingError](err):
 		// member replace: promoted, not serving within --wait-timeout.
 		return exitNotServing
-	case errors.As(err, &split):
+	case is[*client.SplitError](err):
 		// cluster status, endpoint status, member list: answers from two groups apart; what
 		// answered was printed.
 		return exitSplit
-	case errors.As(err, &degraded):
+	case is[*DegradedError](err):
 		// cluster status: a voter did not answer or there is no leader; everything was printed.
 		return exitDegraded
-	case errors.As(err, &noCurrent):
+	case is[*noCurrentContextError](err):
 		// config current-context with none set.
 		return exitNotFound
-	case errors.As(err, &noHistory):
+	case is[*client.HistoryUnsupportedError](err):
 		return exitNoHistory
-	case errors.As(err, &endpoints) && endpoints.unhealthy:
+	case isEndpoints && endpoints.unhealthy:
 		return exitUnhealthy
-	case errors.As(err, &endpoints):
+	case isEndpoints:
 		return exitNoAnswer
-	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum), errors.As(err, &content):
+	case errors.Is(err, datadir.ErrChecksum), errors.Is(err, client.ErrSnapshotChecksum), is[*datadir.SnapshotContentError](err):
 		return exitCorruptSnapshot
 	}
 	for _, s := range serverExits {

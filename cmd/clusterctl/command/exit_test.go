@@ -13,6 +13,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/contexts"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/registry"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"google.golang.org/grpc/codes"
 )
 
@@ -26,26 +27,26 @@ func TestExitCode(t *testing.T) {
 		{"success", nil, 0},
 		{"bad arguments", &usageError{errNoName}, 128},
 		{"cannot connect", &client.ConnectError{Tried: []client.EndpointFailure{{Endpoint: "127.0.0.1:2379", Reason: "connect: connection refused"}}}, 2},
-		{"member not found", client.ErrMemberNotFound, 10},
+		{"member not found", rpcerr.ErrMemberNotFound, 10},
 		{"name not found", &client.NotFoundError{Ref: "infra9"}, 10},
-		{"peer URLs exist", client.ErrPeerURLExists, 11},
-		{"member ID exists", client.ErrMemberIDExists, 11},
-		{"member name exists", client.ErrMemberNameExists, 11},
-		{"not enough started", client.ErrNotEnoughStartedMembers, 12},
+		{"peer URLs exist", rpcerr.ErrPeerURLExists, 11},
+		{"member ID exists", rpcerr.ErrMemberIDExists, 11},
+		{"member name exists", rpcerr.ErrMemberNameExists, 11},
+		{"not enough started", rpcerr.ErrNotEnoughStartedMembers, 12},
 		{"not enough started, as etcd sends it", server(codes.Unknown, "etcdserver: re-configuration failed due to not enough started members"), 12},
-		{"unhealthy cluster", client.ErrUnhealthyCluster, 12},
+		{"unhealthy cluster", rpcerr.ErrUnhealthyCluster, 12},
 		{"member prune keeps a voter for quorum", quorumAfter([]client.Member{{ID: 1}, {ID: 2}}, client.Member{ID: 2}, nil), 12},
-		{"member replace under a live member's name", fmt.Errorf("member infra1 (…) still answers: … (%w)", client.ErrMemberNameExists), 11},
+		{"member replace under a live member's name", fmt.Errorf("member infra1 (…) still answers: … (%w)", rpcerr.ErrMemberNameExists), 11},
 		{"name not found, unstarted members listed", &client.NotFoundError{Ref: "infra3", Unstarted: []client.Member{{ID: 3}}}, 10},
 		{"etcd's peer port as the endpoint", &client.PeerEndpointError{Endpoint: "127.0.0.1:2380", Message: "it answers etcd's peer /version"}, 128},
-		{"learner not ready", client.ErrLearnerNotReady, 13},
-		{"server timeout", &client.OutcomeUnknownError{Endpoint: "a:1", Err: client.ErrTimeout}, 14},
+		{"learner not ready", rpcerr.ErrLearnerNotReady, 13},
+		{"server timeout", &client.OutcomeUnknownError{Endpoint: "a:1", Err: rpcerr.ErrTimeout}, 14},
 		{"connection lost after sending", &client.OutcomeUnknownError{Endpoint: "a:1", Err: errors.New("EOF")}, 14},
 		{"leader changed while proposing", &client.OutcomeUnknownError{Endpoint: "a:1", Err: server(codes.Unavailable, "etcdserver: leader changed")}, 14},
-		{"no leader", client.ErrNoLeader, 15},
-		{"server stopped", client.ErrStopped, 15},
+		{"no leader", rpcerr.ErrNoLeader, 15},
+		{"server stopped", rpcerr.ErrStopped, 15},
 		{"ambiguous name", &client.AmbiguousNameError{Name: "x", IDs: []uint64{1, 2}}, 16},
-		{"learner limit", client.ErrTooManyLearners, 17},
+		{"learner limit", rpcerr.ErrTooManyLearners, 17},
 		{"dry run against etcd", &client.DryRunUnsupportedError{Endpoint: "a:1"}, 18},
 		{"membership history against etcd", &client.HistoryUnsupportedError{Endpoint: "a:1", Version: "3.7.1"}, 32},
 		{"corrupt snapshot file", fmt.Errorf("status: %w", datadir.ErrChecksum), 19},
@@ -65,10 +66,10 @@ func TestExitCode(t *testing.T) {
 		{"discovery token in use", &TokenInUseError{Token: "t", Keys: 1}, 11},
 		{"discovery token without a size", &registry.NoTokenError{Token: "t", Err: registry.ErrSizeNotFound}, 10},
 		{"discovery token with a bad size", &registry.NoTokenError{Token: "t", Err: registry.ErrBadSizeKey}, 1},
-		{"permission denied", client.ErrPermissionDenied, 21},
-		{"authentication failed", client.ErrAuthFailed, 22},
-		{"auth required", client.ErrUserEmpty, 23},
-		{"user not found", client.ErrUserNotFound, 23},
+		{"permission denied", rpcerr.ErrPermissionDenied, 21},
+		{"authentication failed", rpcerr.ErrAuthFailed, 22},
+		{"auth required", rpcerr.ErrUserEmpty, 23},
+		{"user not found", rpcerr.ErrUserNotFound, 23},
 		{"endpoints did not answer", &endpointsError{failed: 1, total: 3}, 29},
 		{"cluster degraded", &DegradedError{Clusters: 1, Degraded: []string{"cluster 1: no leader"}}, 33},
 		{"clusters degraded", &DegradedError{Clusters: 3, Degraded: []string{"a: did not answer"}}, 33},
@@ -78,14 +79,14 @@ func TestExitCode(t *testing.T) {
 		{"no current context", &noCurrentContextError{path: "c.yaml"}, 10},
 		{"unknown context", &usageError{&contexts.UnknownContextError{Name: "x", Path: "c.yaml"}}, 128},
 		{"endpoints unhealthy", &endpointsError{failed: 1, total: 3, unhealthy: true}, 26},
-		{"bad leader transferee", client.ErrBadLeaderTransferee, 27},
-		{"move-leader to a follower", client.ErrNotLeader, 28},
-		{"leader transfer timed out", &client.OutcomeUnknownError{Endpoint: "a:1", Err: client.ErrLeaderTransferTimedOut}, 14},
-		{"promote of a voter", client.ErrMemberNotLearner, 1},
-		{"invalid peer URLs", client.ErrInvalidPeerURLs, 1},
-		{"cluster ID mismatch", client.ErrClusterIDMismatch, 1},
+		{"bad leader transferee", rpcerr.ErrBadLeaderTransferee, 27},
+		{"move-leader to a follower", rpcerr.ErrNotLeader, 28},
+		{"leader transfer timed out", &client.OutcomeUnknownError{Endpoint: "a:1", Err: rpcerr.ErrLeaderTransferTimedOut}, 14},
+		{"promote of a voter", rpcerr.ErrMemberNotLearner, 1},
+		{"invalid peer URLs", rpcerr.ErrInvalidPeerURLs, 1},
+		{"cluster ID mismatch", rpcerr.ErrClusterIDMismatch, 1},
 		{"another server error", server(codes.Unimplemented, "unknown service etcdserverpb.Cluster"), 1},
-		{"wrapped", fmt.Errorf("promote: %w", client.ErrLearnerNotReady), 13},
+		{"wrapped", fmt.Errorf("promote: %w", rpcerr.ErrLearnerNotReady), 13},
 		{"read timed out", &client.TimeoutError{Tried: []client.EndpointFailure{{Endpoint: "a:1", Reason: "context deadline exceeded"}}}, 24},
 		{"command timeout while connecting", &client.TimeoutError{Tried: []client.EndpointFailure{{Endpoint: "a:1", Reason: "no answer within 1s"}}}, 24},
 		{"peer URL as endpoint", &client.PeerEndpointError{Endpoint: "a:2380", Message: "unknown service etcdserverpb.Cluster"}, 128},
@@ -121,7 +122,7 @@ func TestReportIsOneLine(t *testing.T) {
 		t.Errorf("stderr %q", got)
 	}
 	b.Reset()
-	report(&b, client.ErrMemberNotFound)
+	report(&b, rpcerr.ErrMemberNotFound)
 	if got := b.String(); got != "Error: etcdserver: member not found\n" {
 		t.Errorf("stderr %q", got)
 	}

@@ -31,9 +31,16 @@ type loginPlace struct {
 	userHint string
 }
 
-// newPlace is a place that gives nothing yet; userHint is where its user goes.
-func newPlace(userHint string) *loginPlace {
-	return &loginPlace{values: map[string]string{}, names: map[string]string{}, userHint: userHint}
+// placeOf is the place whose settings lookup gives: each key's value, how messages name it,
+// and whether it is given at all; userHint is where its user goes.
+func placeOf(userHint string, lookup func(key string) (value, name string, given bool)) *loginPlace {
+	p := &loginPlace{values: map[string]string{}, names: map[string]string{}, userHint: userHint}
+	for _, k := range loginKeys {
+		if v, n, ok := lookup(k); ok {
+			p.values[k], p.names[k] = v, n
+		}
+	}
+	return p
 }
 
 // name is how a message names key as this place gives it.
@@ -56,55 +63,43 @@ func (p *loginPlace) with(key, value string) string {
 // commandLinePlace is the login's flags as given; `--user=` with nothing counts as given, and
 // so drops every other place's login for the command.
 func commandLinePlace(flags *pflag.FlagSet) *loginPlace {
-	p := newPlace("--user")
-	for _, k := range loginKeys {
-		if f := flags.Lookup(k); f != nil && f.Changed {
-			p.values[k], p.names[k] = f.Value.String(), "--"+k
+	return placeOf("--user", func(k string) (string, string, bool) {
+		f := flags.Lookup(k)
+		if f == nil || !f.Changed {
+			return "", "", false
 		}
-	}
-	return p
+		return f.Value.String(), "--" + k, true
+	})
 }
 
 // environmentPlace is the login's variables, CLUSTERCTL_<KEY> before ETCDCTL_<KEY>; an empty
 // variable counts as unset, as for every setting.
 func environmentPlace(getenv func(string) string) *loginPlace {
-	p := newPlace("CLUSTERCTL_USER or ETCDCTL_USER")
-	for _, k := range loginKeys {
+	return placeOf("CLUSTERCTL_USER or ETCDCTL_USER", func(k string) (string, string, bool) {
 		env := strings.ToUpper(strings.ReplaceAll(k, "-", "_"))
 		for _, name := range []string{"CLUSTERCTL_" + env, "ETCDCTL_" + env} {
 			if v := getenv(name); v != "" {
-				p.values[k], p.names[k] = v, name
-				break
+				return v, name, true
 			}
 		}
-	}
-	return p
+		return "", "", false
+	})
 }
 
 // configFilePlace is the login the config file read into v gives, if one was read.
 func configFilePlace(v *viper.Viper) *loginPlace {
 	path := v.ConfigFileUsed()
-	p := newPlace("user in config file " + path)
-	if path == "" {
-		return p
-	}
-	for _, k := range loginKeys {
-		if v.InConfig(k) {
-			p.values[k], p.names[k] = fmt.Sprint(v.Get(k)), k+" in config file "+path
-		}
-	}
-	return p
+	return placeOf("user in config file "+path, func(k string) (string, string, bool) {
+		return fmt.Sprint(v.Get(k)), k + " in config file " + path, path != "" && v.InConfig(k)
+	})
 }
 
 // contextPlace is the login of context name, whose settings are settings.
 func contextPlace(name string, settings map[string]any) *loginPlace {
-	p := newPlace("user in context " + name)
-	for _, k := range loginKeys {
-		if s, ok := settings[k].(string); ok && s != "" {
-			p.values[k], p.names[k] = s, k+" in context "+name
-		}
-	}
-	return p
+	return placeOf("user in context "+name, func(k string) (string, string, bool) {
+		s, ok := settings[k].(string)
+		return s, k + " in context " + name, ok && s != ""
+	})
 }
 
 // loginOf is the login of the first place that gives any of its settings; none without one.

@@ -18,25 +18,13 @@ var (
 )
 
 func newMemberCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "member",
 		Short: "Add, remove, update, promote and list members",
 		Example: `  clusterctl member list -w table
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --learner`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(
-		newMemberAddCmd(g),
-		newMemberRemoveCmd(g),
-		newMemberUpdateCmd(g),
-		newMemberPromoteCmd(g),
-		newMemberListCmd(g),
-		newMemberReplaceCmd(g),
-		newMemberPruneCmd(g),
-		newMemberHistoryCmd(g),
-	)
-	return cmd
+	}, newMemberAddCmd(g), newMemberRemoveCmd(g), newMemberUpdateCmd(g), newMemberPromoteCmd(g),
+		newMemberListCmd(g), newMemberReplaceCmd(g), newMemberPruneCmd(g), newMemberHistoryCmd(g))
 }
 
 // memberRef checks the one positional argument that names a member by ID or name.

@@ -10,6 +10,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/spf13/cobra"
 )
 
@@ -101,7 +102,7 @@ func (o *memberAddOptions) validate(args []string) error {
 		// A dry run's ID is provisional: the add itself assigns another.
 		return errors.New("--id-file and --dry-run cannot be used together")
 	}
-	return checkFormat(o.Printer, printer.MemberAdd, o.DryRun)
+	return o.Printer.CheckFor(printer.MemberAdd, o.DryRun)
 }
 
 // checkName refuses a new member's name that clusterd would refuse, or that cannot travel.
@@ -166,7 +167,7 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 		}
 	}
 	r, err := c.MemberAdd(ctx, o.Name, o.PeerURLs, o.Learner)
-	if o.IfNotExists && alreadyExists(err) {
+	if o.IfNotExists && (errors.Is(err, rpcerr.ErrMemberNameExists) || errors.Is(err, rpcerr.ErrPeerURLExists)) {
 		// Added by someone else since the list was read.
 		if found, ferr := o.existing(ctx, c); ferr != nil || found != nil {
 			return found, ferr
@@ -182,8 +183,7 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 // after the server's words, from one member list of the member that refused; err alone when the
 // list cannot be read or names no holder.
 func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err error) error {
-	var differs *client.MemberDiffersError
-	if !errors.Is(err, client.ErrPeerURLExists) || errors.As(err, &differs) {
+	if !errors.Is(err, rpcerr.ErrPeerURLExists) || is[*client.MemberDiffersError](err) {
 		return err
 	}
 	members, lerr := c.LocalMemberList(ctx)
@@ -194,11 +194,6 @@ func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err
 		return &client.MemberDiffersError{Name: o.Name, PeerURLs: o.PeerURLs, Other: *m, Refusal: err}
 	}
 	return err
-}
-
-// alreadyExists reports the refusals an add meets when its member may be there already.
-func alreadyExists(err error) bool {
-	return errors.Is(err, client.ErrMemberNameExists) || errors.Is(err, client.ErrPeerURLExists)
 }
 
 // existing is the result of an add that finds its member there already, read from the member

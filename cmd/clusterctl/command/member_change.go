@@ -23,20 +23,12 @@ func addDryRunFlag(f *pflag.FlagSet, v *bool) {
 	f.BoolVar(v, "dry-run", false, "ask clusterd whether the change would be accepted, and change nothing")
 }
 
-// checkFormat refuses, before anything is sent, a format the command cannot print.
-func checkFormat(p printer.Printer, k printer.Kind, dryRun bool) error {
-	if dryRun {
-		return p.CheckDryRun(k)
-	}
-	return p.Check(k)
-}
-
 func (o *memberChangeOptions) validate(args []string) error {
 	var err error
 	if o.Ref, err = memberRef(args); err != nil {
 		return err
 	}
-	return checkFormat(o.Printer, o.kind, o.DryRun)
+	return o.Printer.CheckFor(o.kind, o.DryRun)
 }
 
 // sendFunc and dryRunFunc send one change of a member, or its dry run, with the client first so

@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/spf13/cobra"
 )
 
@@ -83,8 +84,11 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 	var nextLine time.Time // when the next progress line is due; the first is due at once
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		r, err := g.promoteOnce(ctx, c, id, g.readyWait(deadline))
-		if !errors.Is(err, client.ErrLearnerNotReady) {
+		// Each attempt has its own --command-timeout; the deadline bounds them all.
+		actx, cancel := g.withTimeout(ctx)
+		r, err := c.MemberPromote(actx, id, g.readyWait(deadline))
+		cancel()
+		if !errors.Is(err, rpcerr.ErrLearnerNotReady) {
 			return r, err
 		}
 		next := start.Add(interval(attempt))
@@ -137,14 +141,6 @@ func (g *Globals) notPromoted(ctx context.Context, c *client.Client, id uint64, 
 // that the promotion itself has time to be answered.
 func (g *Globals) readyWait(deadline time.Time) time.Duration {
 	return max(0, min(promoteRetryInterval, time.Until(deadline), g.CommandTimeout/2))
-}
-
-// promoteOnce gives each attempt its own --command-timeout; the deadline bounds them all.
-// readyWait is MemberPromote's.
-func (g *Globals) promoteOnce(ctx context.Context, c *client.Client, id uint64, readyWait time.Duration) (*client.ChangeResult, error) {
-	ctx, cancel := g.withTimeout(ctx)
-	defer cancel()
-	return c.MemberPromote(ctx, id, readyWait)
 }
 
 // progress prints how far the learner is behind. It is advice to the person waiting: when the

@@ -10,6 +10,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
 )
@@ -75,7 +76,7 @@ func (o *memberPruneOptions) validate(args []string) error {
 	if o.UnstartedFor < 0 {
 		return fmt.Errorf("--unstarted-for must not be negative, not %s", o.UnstartedFor)
 	}
-	return checkFormat(o.Printer, printer.MemberPrune, o.DryRun)
+	return o.Printer.CheckFor(printer.MemberPrune, o.DryRun)
 }
 
 // deadMember is a member member prune found dead, and why.
@@ -284,7 +285,7 @@ func (o *memberPruneOptions) prune(ctx context.Context, c *client.Client, list *
 		line := printer.Pruned{ClusterID: list.Header.ClusterID, Member: d.m, Reason: d.reason, For: d.seen, Evidence: d.evidence, DryRun: o.DryRun}
 		if !o.DryRun {
 			removed, err := o.removeWaiting(ctx, c, d.m.ID, orID(d.m))
-			if errors.Is(err, client.ErrMemberNotFound) {
+			if errors.Is(err, rpcerr.ErrMemberNotFound) {
 				continue // removed by someone else meanwhile
 			}
 			if err != nil {
@@ -315,10 +316,10 @@ func quorumAfter(members []client.Member, v client.Member, answering map[uint64]
 		}
 	}
 	if voters == 0 {
-		return fmt.Errorf("it is the last voter (%w)", client.ErrNotEnoughStartedMembers)
+		return fmt.Errorf("it is the last voter (%w)", rpcerr.ErrNotEnoughStartedMembers)
 	}
 	if q := voters/2 + 1; live < q {
-		return fmt.Errorf("%d of the %d voters left answer, short of their quorum of %d (%w)", live, voters, q, client.ErrNotEnoughStartedMembers)
+		return fmt.Errorf("%d of the %d voters left answer, short of their quorum of %d (%w)", live, voters, q, rpcerr.ErrNotEnoughStartedMembers)
 	}
 	return nil
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // TestPruneQuorumAfter: a dead voter goes only when the voters left that answer form their
@@ -32,7 +33,7 @@ func TestPruneQuorumAfter(t *testing.T) {
 		}
 		err := quorumAfter(tt.members, client.Member{ID: tt.dead}, answering)
 		check(t, tt.name, err, tt.want)
-		if err != nil && (!errors.Is(err, client.ErrNotEnoughStartedMembers) || exitCode(err) != exitQuorumProtection) {
+		if err != nil && (!errors.Is(err, rpcerr.ErrNotEnoughStartedMembers) || exitCode(err) != exitQuorumProtection) {
 			t.Errorf("%s: exit %d, want %d", tt.name, exitCode(err), exitQuorumProtection)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/spf13/cobra"
 )
 
@@ -58,7 +59,7 @@ func (o *memberRemoveOptions) validate(args []string) error {
 
 func (o *memberRemoveOptions) run(ctx context.Context) error {
 	err := o.removeOnce(ctx)
-	if o.IgnoreNotFound && errors.Is(err, client.ErrMemberNotFound) {
+	if o.IgnoreNotFound && errors.Is(err, rpcerr.ErrMemberNotFound) {
 		// kubectl's --ignore-not-found: nothing on stdout, and a note on stderr for the person.
 		fmt.Fprintf(o.Err, "member %s not found: nothing to remove\n", o.Ref)
 		return nil

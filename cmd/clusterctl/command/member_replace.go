@@ -12,6 +12,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -141,16 +142,23 @@ func (o *memberReplaceOptions) validate(args []string) error {
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
 		return err
 	}
-	return checkFormat(o.Printer, printer.MemberReplace, o.DryRun)
+	return o.Printer.CheckFor(printer.MemberReplace, o.DryRun)
 }
 
-// step writes the line of one step, action, on stderr, numbered in the run's order.
-func (o *memberReplaceOptions) step(action string, format string, a ...any) {
+// step writes the line of step s on stderr, numbered in the run's order, and records it with
+// answer, the server's answer to it (nil for a step that sent nothing).
+func (o *memberReplaceOptions) step(res *printer.ReplaceResult, s client.PlanStep, answer *client.ChangeResult, format string, a ...any) {
 	if o.order == nil {
 		o.order = liveOrder
 	}
-	n := slices.Index(o.order, action) + 1
+	n := slices.Index(o.order, s.Action) + 1
 	fmt.Fprintf(o.Err, "step %d of %d: "+format+"\n", append([]any{n, len(o.order)}, a...)...)
+	res.Record(s, answer)
+}
+
+// goneAlready records the removal of an old member that is gone already as done.
+func (o *memberReplaceOptions) goneAlready(res *printer.ReplaceResult) {
+	o.step(res, client.PlanStep{Action: client.StepRemove, Done: true}, nil, "%s is gone already: removal skipped", o.OldRef)
 }
 
 func (o *memberReplaceOptions) run(ctx context.Context) error {
@@ -182,10 +190,8 @@ func (o *memberReplaceOptions) run(ctx context.Context) error {
 		return err
 	}
 	if r.Old == nil {
-		o.step(client.StepMove, "%s is gone already: leadership not moved", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepMove, Skip: true}, nil, "%s is gone already: leadership not moved", o.OldRef)
+		o.goneAlready(res)
 	} else {
 		if err := o.moveLeader(ctx, c, promoted, r.OldID, res); err != nil {
 			return err
@@ -206,17 +212,16 @@ func (o *memberReplaceOptions) find(ctx context.Context, c *client.Client) (*cli
 		return nil, err
 	}
 	r, err := client.FindReplacement(list, o.OldRef, o.Name, o.PeerURLs)
-	if errors.Is(err, client.ErrMemberNotFound) {
+	if errors.Is(err, rpcerr.ErrMemberNotFound) {
 		// Neither member: a run stopped between a dead old member's removal and the add goes on,
 		// when clusterd's history says so; otherwise the old member is not found.
 		removal, herr := c.RemovedFirst(ctx, o.OldRef)
 		if removal != nil {
-			return client.Resumed(list, o.OldRef, removal), nil
+			return &client.Replacement{List: list, OldRef: o.OldRef, RemoveFirst: true, Removed: removal}, nil
 		}
 		// Without a history to read (etcd), the operator is the one who knows: the next step
 		// of a stopped run is named, not taken.
-		nf := (*client.NotFoundError)(nil)
-		if errors.As(herr, new(*client.HistoryUnsupportedError)) && errors.As(err, &nf) && len(nf.Unstarted) == 0 {
+		if nf, ok := errors.AsType[*client.NotFoundError](err); ok && is[*client.HistoryUnsupportedError](herr) && len(nf.Unstarted) == 0 {
 			next := append([]string{"clusterctl", "--endpoints=" + strings.Join(c.GivenEndpoints(), ",")}, o.clusterctlFlags(o.flags)...)
 			return nil, fmt.Errorf("%w, nor %q: if member replace removed %s first and stopped before the add, run %s member add %s --learner --peer-urls=%s, then this command again",
 				err, o.Name, o.OldRef, strings.Join(next, " "), o.Name, strings.Join(o.PeerURLs, ","))
@@ -254,15 +259,15 @@ func (o *memberReplaceOptions) settle(ctx context.Context, c *client.Client, r *
 	r.OldLiveness = &ev
 	alive := !ev.Gone()
 	stillRunning := fmt.Errorf("member %s (%s) is alive (%s): stop it before replacing it by a member of the same name (%w)",
-		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
+		o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), rpcerr.ErrMemberNameExists)
 	if alive && r.SamePeerURLs(o.PeerURLs) {
 		replaced, err := c.AddedByReplace(ctx, r.OldID)
 		switch {
-		case errors.As(err, new(*client.HistoryUnsupportedError)):
+		case is[*client.HistoryUnsupportedError](err):
 			// etcd keeps no history: a finished rebuild and the old member still running look
 			// alike. Either way nothing is to be done, and no environment is printed.
 			return fmt.Errorf("member %s (%s) is alive (%s) under this name and these peer URLs: nothing to do if member replace rebuilt it already (etcd keeps no history to tell); if not, stop it before replacing it by a member of the same name (%w)",
-				o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), client.ErrMemberNameExists)
+				o.OldRef, client.FormatID(r.OldID), ev.Evidence(r.List.Members), rpcerr.ErrMemberNameExists)
 		case err != nil:
 			return err
 		case !replaced:
@@ -292,13 +297,13 @@ func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *clien
 	}
 	replaced, err := c.AddedByReplace(ctx, r.New.ID)
 	switch {
-	case errors.As(err, new(*client.HistoryUnsupportedError)):
+	case is[*client.HistoryUnsupportedError](err):
 		return nil
 	case err != nil:
 		return err
 	case !replaced:
 		return fmt.Errorf("member %s (%s) is a started learner that member replace did not add: stop it before replacing it by a member of the same name (%w)",
-			o.OldRef, client.FormatID(r.New.ID), client.ErrMemberNameExists)
+			o.OldRef, client.FormatID(r.New.ID), rpcerr.ErrMemberNameExists)
 	}
 	return nil
 }
@@ -308,8 +313,7 @@ func (o *memberReplaceOptions) checkRebuiltLearner(ctx context.Context, c *clien
 // nobody for long, and once it is removed the others elect among themselves.
 func (o *memberReplaceOptions) replaceDead(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	if r.Old == nil {
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.goneAlready(res)
 	} else {
 		// Marked apart in clusterd's history: a run stopped before the add goes on from it.
 		removed, err := o.remove(client.WithVia(ctx, wire.ViaMemberReplaceRemoveFirst), c, r.OldID, res)
@@ -347,7 +351,7 @@ func (g *Globals) untilHealthy(ctx context.Context, what string, change func(con
 	until := time.Now().Add(2 * etcdWindow)
 	for said := false; ; {
 		err := change(ctx)
-		if !errors.Is(err, client.ErrUnhealthyCluster) || !time.Now().Add(windowRetry).Before(until) {
+		if !errors.Is(err, rpcerr.ErrUnhealthyCluster) || !time.Now().Add(windowRetry).Before(until) {
 			return err
 		}
 		if !said {
@@ -383,9 +387,8 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	plan, err := c.ReplaceDryRun(ctx, r, o.Name, o.PeerURLs)
-	var unsupported *client.DryRunUnsupportedError
 	switch {
-	case errors.As(err, &unsupported) && !o.DryRun:
+	case is[*client.DryRunUnsupportedError](err) && !o.DryRun:
 		return nil
 	case err != nil:
 		return err
@@ -402,15 +405,15 @@ func (o *memberReplaceOptions) checkPlan(ctx context.Context, c *client.Client, 
 func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *client.Replacement, res *printer.ReplaceResult) error {
 	if r.New != nil {
 		res.Added = client.AddedResult(r.List, *r.New, o.Name)
-		res.Record(client.PlanStep{Action: client.StepAdd, Done: true}, nil)
+		done := client.PlanStep{Action: client.StepAdd, Done: true}
 		if r.Rebuild && r.New.Started && !r.New.IsLearner {
 			// A rebuilt member that runs as a voter has its data: its environment, printed
 			// again, could only start its ID on an empty data directory, which it does not
 			// survive.
-			o.step(client.StepAdd, "%s (%s) is in the cluster already and has started: add skipped, its environment not printed again", o.Name, client.FormatID(r.New.ID))
+			o.step(res, done, nil, "%s (%s) is in the cluster already and has started: add skipped, its environment not printed again", o.Name, client.FormatID(r.New.ID))
 			return nil
 		}
-		o.step(client.StepAdd, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
+		o.step(res, done, nil, "%s (%s) is in the cluster already: add skipped", o.Name, client.FormatID(r.New.ID))
 		return o.Printer.ReplaceAdd(o.Out, res)
 	}
 	var added *client.AddResult
@@ -423,9 +426,8 @@ func (o *memberReplaceOptions) add(ctx context.Context, c *client.Client, r *cli
 	if err != nil {
 		return err
 	}
-	o.step(client.StepAdd, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
 	res.Added = added
-	res.Record(client.PlanStep{Action: client.StepAdd}, &added.ChangeResult)
+	o.step(res, client.PlanStep{Action: client.StepAdd}, &added.ChangeResult, "added %s (%s) as learner", o.Name, client.FormatID(added.ID))
 	return o.Printer.ReplaceAdd(o.Out, res)
 }
 
@@ -436,8 +438,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	id := res.Added.ID
 	deadline := time.Now().Add(o.WaitTimeout)
 	if r.New != nil && !r.New.IsLearner {
-		o.step(client.StepPromote, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
-		res.Record(client.PlanStep{Action: client.StepPromote, Done: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepPromote, Done: true}, nil, "%s (%s) is a voter already: promotion skipped", o.Name, client.FormatID(id))
 		return nil, o.waitServes(ctx, c, id, deadline)
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
@@ -445,8 +446,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	if err != nil {
 		return nil, err
 	}
-	o.step(client.StepPromote, "promoted %s (%s)", o.Name, client.FormatID(id))
-	res.Record(client.PlanStep{Action: client.StepPromote}, promoted)
+	o.step(res, client.PlanStep{Action: client.StepPromote}, promoted, "promoted %s (%s)", o.Name, client.FormatID(id))
 	if err := o.Printer.ReplaceChange(o.Out, printer.MemberPromote, promoted); err != nil {
 		return nil, err
 	}
@@ -460,11 +460,10 @@ func (o *memberReplaceOptions) progress(ctx context.Context, c *client.Client, i
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	p, err := c.FetchLearnerProgress(ctx, id)
-	var silent *client.LearnerSilentError
 	switch {
 	case errors.Is(err, client.ErrNoClientURL):
 		fmt.Fprintf(o.Err, "%s not started yet: waiting for its process\n", o.Name)
-	case errors.As(err, &silent):
+	case is[*client.LearnerSilentError](err):
 		fmt.Fprintf(o.Err, "%s starting: its client URL does not answer yet\n", o.Name)
 	case err != nil:
 		fmt.Fprintf(o.Err, "%s: waiting (its progress cannot be read now: %v)\n", o.Name, err)
@@ -544,22 +543,19 @@ func (o *memberReplaceOptions) gone(ctx context.Context, c *client.Client, id ui
 // returns the answer; one that is gone already counts as removed (nil).
 func (o *memberReplaceOptions) remove(ctx context.Context, c *client.Client, oldID uint64, res *printer.ReplaceResult) (*client.ChangeResult, error) {
 	removed, err := o.removeWaiting(ctx, c, oldID, o.OldRef)
-	if errors.Is(err, client.ErrMemberNotFound) {
-		o.step(client.StepRemove, "%s is gone already: removal skipped", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+	if errors.Is(err, rpcerr.ErrMemberNotFound) {
+		o.goneAlready(res)
 		return nil, nil
 	}
-	if errors.Is(err, client.ErrStopped) && o.gone(ctx, c, oldID) {
+	if errors.Is(err, rpcerr.ErrStopped) && o.gone(ctx, c, oldID) {
 		// The member that took the removal was the old member itself, which stops once it has
 		// applied its own removal (etcd answers "server stopped" then): it is done.
-		o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
-		res.Record(client.PlanStep{Action: client.StepRemove, Done: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepRemove, Done: true}, nil, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 		return nil, nil
 	}
 	if err != nil {
 		return nil, err
 	}
-	o.step(client.StepRemove, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
-	res.Record(client.PlanStep{Action: client.StepRemove}, removed)
+	o.step(res, client.PlanStep{Action: client.StepRemove}, removed, "removed %s (%s)", o.OldRef, client.FormatID(oldID))
 	return removed, o.Printer.ReplaceChange(o.Out, printer.MemberRemove, removed)
 }

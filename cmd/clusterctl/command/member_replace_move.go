@@ -8,6 +8,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
 // moveLeader hands leadership from the old member to the new one, once it is promoted, when the
@@ -29,8 +30,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 		members = list.Members
 	}
 	if !slices.ContainsFunc(members, func(m client.Member) bool { return m.ID == oldID && m.IsLeader }) {
-		o.step(client.StepMove, "%s does not lead: leadership not moved", o.OldRef)
-		res.Record(client.PlanStep{Action: client.StepMove, Skip: true}, nil)
+		o.step(res, client.PlanStep{Action: client.StepMove, Skip: true}, nil, "%s does not lead: leadership not moved", o.OldRef)
 		return nil
 	}
 	url, err := clientURLOf(members, oldID)
@@ -41,8 +41,7 @@ func (o *memberReplaceOptions) moveLeader(ctx context.Context, c *client.Client,
 	if err := moveToPromoted(ctx, c, url, newID); err != nil {
 		return err
 	}
-	o.step(client.StepMove, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
-	res.Record(client.PlanStep{Action: client.StepMove}, nil)
+	o.step(res, client.PlanStep{Action: client.StepMove}, nil, "moved leadership from %s to %s (%s)", o.OldRef, o.Name, client.FormatID(newID))
 	return nil
 }
 
@@ -57,7 +56,7 @@ func moveToPromoted(ctx context.Context, c *client.Client, url string, id uint64
 	deadline := time.Now().Add(transfereeGrace)
 	for {
 		_, err := c.MoveLeader(ctx, url, id)
-		if !errors.Is(err, client.ErrBadLeaderTransferee) || time.Now().After(deadline) {
+		if !errors.Is(err, rpcerr.ErrBadLeaderTransferee) || time.Now().After(deadline) {
 			return err
 		}
 		select {

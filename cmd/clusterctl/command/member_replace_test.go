@@ -11,6 +11,7 @@ import (
 	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server"
 )
 
@@ -192,7 +193,7 @@ func TestUntilHealthy(t *testing.T) {
 	err := g.untilHealthy(context.Background(), "the removal of infra1", func(context.Context) error {
 		calls++
 		if calls < 3 {
-			return client.ErrUnhealthyCluster
+			return rpcerr.ErrUnhealthyCluster
 		}
 		return nil
 	})
@@ -203,9 +204,9 @@ func TestUntilHealthy(t *testing.T) {
 	calls = 0
 	err = g.untilHealthy(context.Background(), "the add of infra3", func(context.Context) error {
 		calls++
-		return client.ErrNotEnoughStartedMembers
+		return rpcerr.ErrNotEnoughStartedMembers
 	})
-	if !errors.Is(err, client.ErrNotEnoughStartedMembers) || calls != 1 {
+	if !errors.Is(err, rpcerr.ErrNotEnoughStartedMembers) || calls != 1 {
 		t.Errorf("untilHealthy of another refusal: %v after %d calls; want it at once", err, calls)
 	}
 }

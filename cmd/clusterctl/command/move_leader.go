@@ -7,6 +7,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
+	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/spf13/cobra"
 )
 
@@ -54,7 +55,7 @@ func (o *moveLeaderOptions) run(ctx context.Context) error {
 			return err
 		}
 		if st.Leader == 0 {
-			return client.ErrNoLeader
+			return rpcerr.ErrNoLeader
 		}
 		url, err := clientURLOf(members, st.Leader)
 		if err != nil {

@@ -42,11 +42,9 @@ type Globals struct {
 	Client func() (*client.Client, error)
 	// built is the client Client built, if any: run closes it.
 	built *client.Client
-	// tlsFiles are the TLS settings as given, for a verb that passes them on (discovery new
-	// -w env); the client has read the files.
-	tlsFiles clienttls.Options
-	// given is the TLS and login settings as resolved, for a verb that prints clusterctl lines
-	// (datadir status); a password is never printed.
+	// given is the TLS and login settings as resolved, for a verb that passes the TLS files on
+	// (discovery new -w env) or prints clusterctl lines (datadir status); the client has read
+	// the files, and a password is never printed.
 	given security
 	// dialTimeout is --dial-timeout, for the clients of other contexts (cluster status
 	// --all-contexts).
@@ -75,16 +73,6 @@ func silenceGRPC() {
 	grpclog.SetLoggerV2(grpclog.NewLoggerV2(io.Discard, io.Discard, io.Discard))
 }
 
-// run is Main for a caller that goes on living, a test: it also closes the connection.
-func run(args []string, stdout, stderr io.Writer) int {
-	code, g := execute(args, stdout, stderr)
-	if g.built != nil {
-		// Closing a connection cannot change what the command did.
-		_ = g.built.Close()
-	}
-	return code
-}
-
 // execute runs one command line and returns its exit code and the settings it ran with.
 func execute(args []string, stdout, stderr io.Writer) (int, *Globals) {
 	g := &Globals{Out: stdout, Err: stderr}
@@ -96,7 +84,7 @@ func execute(args []string, stdout, stderr io.Writer) (int, *Globals) {
 }
 
 func newRootCmd(g *Globals) *cobra.Command {
-	root := &cobra.Command{
+	root := group(&cobra.Command{
 		Use:   "clusterctl",
 		Short: "Manage the members of a clusterd or etcd cluster",
 		Long: `clusterctl adds, removes, updates, promotes and lists the members of a clusterd or etcd
@@ -118,20 +106,23 @@ uses TLS, http:// never does, and a bare host:port does when any TLS flag is giv
   clusterctl --endpoints=https://10.0.0.1:2379 --cacert=ca.crt --cert=client.crt --key=client.key member list`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
-		Args:          noSubcommand,
-		RunE:          func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
+	}, newMemberCmd(g), newSnapshotCmd(g), newDiscoveryCmd(g), newEndpointCmd(g), newMoveLeaderCmd(g),
+		newVersionCmd(g), newClusterCmd(g), newConfigCmd(g), newDataDirCmd(g))
 	root.SetOut(g.Out)
 	root.SetErr(g.Err)
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return &usageError{err} })
 	addGlobalFlags(root.PersistentFlags())
-	root.AddCommand(newMemberCmd(g), newSnapshotCmd(g))
-	root.AddCommand(newDiscoveryCmd(g))
-	root.AddCommand(newEndpointCmd(g), newMoveLeaderCmd(g), newVersionCmd(g))
-	root.AddCommand(newClusterCmd(g), newConfigCmd(g))
-	root.AddCommand(newDataDirCmd(g))
 	registerCompletions(root)
 	return root
+}
+
+// group makes cmd a command of subcommands: alone it prints its help, and an unknown
+// subcommand is refused.
+func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
+	cmd.Args = noSubcommand
+	cmd.RunE = func(cmd *cobra.Command, _ []string) error { return cmd.Help() }
+	cmd.AddCommand(subs...)
+	return cmd
 }
 
 // noSubcommand refuses an unknown subcommand, which cobra would otherwise answer with the help
@@ -259,7 +250,6 @@ func (g *Globals) settle(v *viper.Viper, l login) error {
 	if err != nil {
 		return err
 	}
-	g.tlsFiles = security.tls
 	g.given = security
 	g.dialTimeout = dialTimeout
 	g.Client = func() (*client.Client, error) {

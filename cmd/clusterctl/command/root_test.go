@@ -2,6 +2,7 @@ package command
 
 import (
 	"bytes"
+	"io"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -25,6 +26,16 @@ func TestMain(m *testing.M) {
 	os.Setenv("CLUSTERCTL_CONFIG", "/nonexistent/clusterctl-test/config.yaml")
 	os.Unsetenv("CLUSTERCTL_CONTEXT")
 	os.Exit(m.Run())
+}
+
+// run is Main for a caller that goes on living, a test: it also closes the connection.
+func run(args []string, stdout, stderr io.Writer) int {
+	code, g := execute(args, stdout, stderr)
+	if g.built != nil {
+		// Closing a connection cannot change what the command did.
+		_ = g.built.Close()
+	}
+	return code
 }
 
 // beClusterctl set to 1 in its environment makes the test binary run clusterctl's Main.

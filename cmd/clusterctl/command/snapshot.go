@@ -11,18 +11,14 @@ import (
 var errNoSnapshotFile = errors.New("snapshot file not provided")
 
 func newSnapshotCmd(g *Globals) *cobra.Command {
-	cmd := &cobra.Command{
+	return group(&cobra.Command{
 		Use:   "snapshot",
 		Short: "Save a snapshot of a member, show what a snapshot holds, restore one into a new cluster",
 		Example: `  clusterctl --endpoints=10.0.0.1:2379 snapshot save backup.db
   clusterctl snapshot status backup.db -w table
   clusterctl snapshot restore backup.db --data-dir=/var/lib/clusterd --name=infra0 \
     --initial-cluster=infra0=http://10.0.1.1:2380 --initial-advertise-peer-urls=http://10.0.1.1:2380`,
-		Args: noSubcommand,
-		RunE: func(cmd *cobra.Command, _ []string) error { return cmd.Help() },
-	}
-	cmd.AddCommand(newSnapshotSaveCmd(g), newSnapshotStatusCmd(g), newSnapshotRestoreCmd(g))
-	return cmd
+	}, newSnapshotSaveCmd(g), newSnapshotStatusCmd(g), newSnapshotRestoreCmd(g))
 }
 
 // snapshotFile checks the one positional argument, a file name.

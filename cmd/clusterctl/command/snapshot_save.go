@@ -45,17 +45,13 @@ func (o *snapshotSaveOptions) validate(args []string) error {
 	return o.Printer.Check(printer.SnapshotSave)
 }
 
-func isDir(path string) bool {
-	fi, err := os.Stat(path)
-	return err == nil && fi.IsDir()
-}
-
 func (o *snapshotSaveOptions) run(ctx context.Context) error {
 	if _, err := os.Lstat(o.Path); err == nil {
 		return &usageError{fmt.Errorf("%s already exists: choose another file, or remove it first", o.Path)}
 	}
 	// A file that cannot be written is the command line's to fix, found before anything is sent.
-	if dir := filepath.Dir(o.Path); !isDir(dir) {
+	dir := filepath.Dir(o.Path)
+	if fi, err := os.Stat(dir); err != nil || !fi.IsDir() {
 		return &usageError{fmt.Errorf("cannot save %s: directory %s does not exist", o.Path, dir)}
 	}
 	c, err := o.Client()

@@ -45,8 +45,7 @@ func (o *snapshotStatusOptions) run(context.Context) error {
 		return err
 	}
 	if e := st.Etcd; e != nil {
-		return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{Etcd: &printer.EtcdSnapshotStatus{
-			Hash: e.Hash, Revision: e.Revision, TotalKey: e.TotalKey, TotalSize: e.TotalSize, Version: e.Version}})
+		return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{Etcd: (*printer.EtcdSnapshotStatus)(e)})
 	}
 	info := st.Clusterd
 	return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{

@@ -44,8 +44,7 @@ func (o *versionOptions) run(ctx context.Context) error {
 func (o *versionOptions) serverVersion(ctx context.Context) (string, error) {
 	c, err := o.Client()
 	if err != nil {
-		var u *usageError
-		if errors.As(err, &u) {
+		if u, ok := errors.AsType[*usageError](err); ok {
 			err = u.err
 		}
 		return "", err
