@@ -175,7 +175,7 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 	answers := make(chan answer, len(urls))
 	for _, u := range urls {
 		go func() {
-			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds, false)
+			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 			answers <- answer{info: info, byLeader: err == nil && answeredByLeader(info, u), err: err}
 		}()
 	}
@@ -339,7 +339,7 @@ func (s *Server) checkNoLiveQuorum(ctx context.Context, self membership.ID, c *m
 // leader it follows (zero for none yet).
 func (s *Server) peerLeader(ctx context.Context, cluster membership.ID, m *membership.Member) (alive bool, leader membership.ID) {
 	for _, u := range m.PeerURLs {
-		info, err := reconfig.FetchMembership(ctx, u, s.peerCreds, false)
+		info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 		if err != nil {
 			continue
 		}

@@ -109,14 +109,12 @@ func TestMembershipWithoutRemoved(t *testing.T) {
 		t.Fatal(err)
 	}
 	url := servePeer(t, lead)
-	for _, withRemoved := range []bool{true, false} {
-		info, err := FetchMembership(ctx, url, nil, withRemoved)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(info.Cluster.Members) != 3 || info.Cluster.IsRemoved(gone) != withRemoved {
-			t.Errorf("withRemoved %v: %d members, %s removed: %v", withRemoved, len(info.Cluster.Members), gone, info.Cluster.IsRemoved(gone))
-		}
+	info, err := FetchMembership(ctx, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(info.Cluster.Members) != 3 || info.Cluster.IsRemoved(gone) {
+		t.Errorf("%d members, %s removed: %v", len(info.Cluster.Members), gone, info.Cluster.IsRemoved(gone))
 	}
 	conn, err := transport.Dial(url, nil)
 	if err != nil {
@@ -128,8 +126,8 @@ func TestMembershipWithoutRemoved(t *testing.T) {
 	if ev, ok := lead.cfg.Node.Cluster().History.RemovalOf(gone); !ok || ev.By != who {
 		t.Fatalf("the history holds the removal as %+v, %v", ev, ok)
 	}
-	info, err := RemovalOn(ctx, conn, url, gone)
-	if err != nil || info.Removal == nil || info.Removal.Change != "remove" || info.Removal.MemberID != gone || !info.Removal.By.IsZero() {
+	info, err = RemovalOn(ctx, conn, url, gone)
+	if err != nil || !info.Cluster.IsRemoved(gone) || len(info.Cluster.Members) != 3 || info.Removal == nil || info.Removal.Change != "remove" || info.Removal.MemberID != gone || !info.Removal.By.IsZero() {
 		t.Errorf("removal of %s: %+v, %v", gone, info, err)
 	}
 	if info, err := RemovalOn(ctx, conn, url, membership.ID(waitLeader(t, coords))); err != nil || info.Removal != nil {
@@ -158,7 +156,7 @@ func TestFetchMembershipFromAnOlderMember(t *testing.T) {
 	t.Cleanup(srv.Stop)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err = FetchMembership(ctx, "http://"+lis.Addr().String(), nil, false)
+	_, err = FetchMembership(ctx, "http://"+lis.Addr().String(), nil)
 	if err == nil || !strings.Contains(err.Error(), "speaks an older peer protocol") {
 		t.Fatalf("got %v, want the older-protocol error", err)
 	}

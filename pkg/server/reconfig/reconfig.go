@@ -14,6 +14,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // Request is one membership change as a client asked for it; between members it travels as a
@@ -44,8 +45,10 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Coordinator routes and decides membership changes.
+// Coordinator routes and decides membership changes, and serves the Members service of the
+// peer port (peer.go).
 type Coordinator struct {
+	pb.UnimplementedMembersServer
 	cfg Config
 
 	mu    sync.Mutex
