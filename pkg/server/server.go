@@ -22,6 +22,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/api"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/portmux"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
@@ -136,13 +137,16 @@ type running struct {
 	peerSrv, peerTLS     *grpc.Server
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
-	// metrics serves /metrics, /health and, with --enable-pprof, the profiles on
+	// metricsHTTP serves /metrics, /health and, with --enable-pprof, the profiles on
 	// --listen-metrics-urls, and nowhere else. clientHTTP serves /metrics and /health alone on
 	// the HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
 	// HTTP half of every https:// one, and passes on the gRPC calls that come to it.
-	metrics, clientHTTP, metricsTLS *http.Server
-	muxes                           []*portmux.Mux
-	obs                             *observer
+	metricsHTTP, clientHTTP, metricsTLS *http.Server
+	muxes                               []*portmux.Mux
+	// metrics are this member's own (docs/metrics.md): a registry per member run, so that members
+	// in one process (the in-process cluster tests) do not share series.
+	metrics *metrics.Metrics
+	notify  *sdnotify.Notifier // the member's state to systemd (docs/systemd.md)
 }
 
 func (m *running) close() {
@@ -160,26 +164,26 @@ func (m *running) close() {
 // membership changes, and the services of the peer, client and metrics ports.
 func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
-	m.obs = newObserver(sdnotify.FromEnv(), s.cfg.OnReady, m.log)
+	m.metrics, m.notify = metrics.New(metrics.Options{}), sdnotify.FromEnv()
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
-		PeerCreds: s.peerCreds, Metrics: m.obs.metrics,
+		PeerCreds: s.peerCreds, Metrics: m.metrics,
 		PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs, PeerAllowedHostnames: s.cfg.TLS.Peer.AllowedHostnames})
 	m.tr.SetPeers(hints)
 	m.hints = hints
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
-		SnapshotCount: s.cfg.SnapshotCount, MaxHistory: s.cfg.MaxHistory, Logger: m.log, Metrics: m.obs.metrics,
+		SnapshotCount: s.cfg.SnapshotCount, MaxHistory: s.cfg.MaxHistory, Logger: m.log, Metrics: m.metrics,
 	})
 	if err != nil {
 		return err
 	}
 	m.node = node
-	m.obs.watch(node)
+	m.metrics.ReadStateFrom(node.MetricsState)
 	m.tr.Attach(node)
 	m.coord = reconfig.New(reconfig.Config{
 		Node: node, Transport: m.tr, ElectionTimeout: s.cfg.ElectionTimeout,
-		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Metrics: m.obs.metrics,
+		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Metrics: m.metrics,
 		Logger: m.log,
 	})
 
@@ -196,12 +200,12 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	})
 	admin := authz.New(s.cfg.AdminAllowedCNs)
 	client := func(opts ...grpc.ServerOption) *grpc.Server {
-		opts = append(append(transport.ServerWindow(), m.obs.metrics.GRPCServerOptions()...), opts...)
+		opts = append(append(transport.ServerWindow(), m.metrics.GRPCServerOptions()...), opts...)
 		srv := grpc.NewServer(append(opts,
 			grpc.ChainUnaryInterceptor(admin.Unary()), grpc.ChainStreamInterceptor(admin.Stream()))...)
 		clientAPI.Register(srv)
 		healthpb.RegisterHealthServer(srv, m.health)
-		m.obs.metrics.InitGRPC(srv)
+		m.metrics.InitGRPC(srv)
 		return srv
 	}
 	m.peerSrv, m.clientSrv = peer(), client()
@@ -211,8 +215,8 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	// The profiles (the command line, every goroutine) only on the metrics URLs, which
 	// docs/clusterd.md says hold them: a client URL serves any client, and on TLS any
 	// certificate the client CA signed, whatever --admin-cert-allowed-cn says.
-	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: httpHeaderTimeout}
-	handler := withMetrics(debugHandler(node, false), m.obs.metrics)
+	m.metricsHTTP = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.metrics), ReadHeaderTimeout: httpHeaderTimeout}
+	handler := withMetrics(debugHandler(node, false), m.metrics)
 	m.clientHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
 	if s.tls.Client != nil {
 		// The client port's mux terminates TLS (serveClients): the connections reach gRPC
@@ -262,12 +266,12 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	}
 	s.serveClients(&wg, ls.client, m)
 	for _, l := range ls.metrics {
-		wg.Go(func() { _ = m.metrics.Serve(l) })
+		wg.Go(func() { _ = m.metricsHTTP.Serve(l) })
 	}
 	// Listening now: peers that backed off from this member while it was down may send again.
 	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
-	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
+	wg.Go(func() { readyWhenJoined(runCtx, m.node, m.notify, s.cfg.OnReady, m.log) })
 	wg.Go(func() {
 		watchRemoval(runCtx, m.node, m.tr, m.hints, m.state.ClusterID, s.peerCreds, s.cfg.ElectionTimeout, m.log)
 	})
@@ -276,11 +280,14 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
 
 	runErr := m.node.Run(runCtx)
-	m.obs.stopping()
+	// As soon as shutdown begins: systemd reports the unit deactivating, not failed.
+	if err := m.notify.Stopping(); err != nil {
+		m.log.Warn("cannot tell systemd the member is stopping", "err", err)
+	}
 	cancel()
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
-	m.metrics.Close()
+	m.metricsHTTP.Close()
 	m.clientHTTP.Close()
 	if m.metricsTLS != nil {
 		m.metricsTLS.Close()

@@ -47,7 +47,8 @@ func (s *Server) open(ctx context.Context) (*opened, error) {
 		}
 		s.initial = initial
 	}
-	local, err := s.cfg.local(s.initial)
+	// This member's entry, checked against --initial-advertise-peer-urls.
+	local, err := datadir.Local(s.initial, s.cfg.Name, s.cfg.InitialAdvertisePeerURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -262,11 +263,7 @@ func describeInitial(initial []datadir.Initial) string {
 func describeMembers(members []*membership.Member) string {
 	var parts []string
 	for _, m := range members {
-		name := m.Name
-		if name == "" {
-			name = m.ID.String()
-		}
-		parts = append(parts, name+"="+strings.Join(m.PeerURLs, ","))
+		parts = append(parts, nameOf(m)+"="+strings.Join(m.PeerURLs, ","))
 	}
 	sort.Strings(parts)
 	return strings.Join(slices.Compact(parts), " ")
