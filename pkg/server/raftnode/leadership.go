@@ -27,8 +27,6 @@ func (n *Node) Matches() map[membership.ID]uint64 {
 // and a status request in turn, so the Matches read after Step returned include that message.
 // It gives up (false) when ctx ends, this member stops or does not lead, or the term changes.
 func (n *Node) WaitMatches(ctx context.Context, cond func(map[membership.ID]uint64) bool) bool {
-	n.ackWaiters.Add(1)
-	defer n.ackWaiters.Add(-1)
 	moved := n.leaderChanged()
 	for {
 		acked := n.ackedCh()

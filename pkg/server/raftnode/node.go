@@ -97,8 +97,6 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
-	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
-	snap atomic.Pointer[raftpb.Snapshot]
 	// stepMu makes the check of a peer's message and its step one (sane.go); stepCommit is the
 	// highest commit raft may hold from a message stepped.
 	stepMu     sync.Mutex
@@ -112,10 +110,8 @@ type Node struct {
 	reads    map[string]chan uint64
 	progress chan struct{} // closed and replaced whenever applied advances or the leader changes
 	leaderCh chan struct{} // closed and replaced whenever the leader or the term changes
-	// acked is closed and replaced after a peer's acknowledgement of entries is stepped while
-	// someone waits in WaitMatches (ackWaiters > 0); nobody pays for it otherwise.
-	acked      chan struct{}
-	ackWaiters atomic.Int32
+	// acked is closed and replaced after a peer's acknowledgement of entries is stepped.
+	acked chan struct{}
 
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
@@ -132,7 +128,7 @@ type Node struct {
 	done     chan struct{}
 
 	// heard is when, and in which term, raft's own traffic last came from each member
-	// (HeardWithin): ID to *atomic.Pointer[heardAt]. PeerLost deletes a member's entry.
+	// (HeardWithin): ID to heardAt. PeerLost deletes a member's entry.
 	heard sync.Map
 	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
 	ledSince atomic.Int64
@@ -269,11 +265,8 @@ func (n *Node) current(ch *chan struct{}) <-chan struct{} {
 // with ErrStopped. Idempotent.
 func (n *Node) stop() { n.stopOnce.Do(func() { close(n.stopping) }) }
 
-// Stopping is closed once this member knows it is removed or is shutting down. Nothing it
+// Stopped reports whether this member knows it is removed or is shutting down: nothing it
 // starts from then on can be answered by the cluster.
-func (n *Node) Stopping() <-chan struct{} { return n.stopping }
-
-// Stopped reports whether Stopping is closed.
 func (n *Node) Stopped() bool {
 	select {
 	case <-n.stopping:
@@ -365,7 +358,7 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	if err == nil {
 		n.hear(m)
 	}
-	if m.GetType() == raftpb.MessageType_MsgAppResp && n.ackWaiters.Load() > 0 {
+	if m.GetType() == raftpb.MessageType_MsgAppResp {
 		n.notifyAcked()
 	}
 	return err
@@ -389,7 +382,7 @@ func (n *Node) HeardWithin(id membership.ID, d time.Duration) bool {
 	if !ok {
 		return false
 	}
-	h := v.(*atomic.Pointer[heardAt]).Load()
+	h := v.(heardAt)
 	return h.term == n.term.Load() && time.Since(h.at) <= d
 }
 
@@ -464,8 +457,7 @@ func (n *Node) hear(m *raftpb.Message) {
 	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || !n.lists(id, m) {
 		return
 	}
-	v, _ := n.heard.LoadOrStore(id, new(atomic.Pointer[heardAt]))
-	v.(*atomic.Pointer[heardAt]).Store(&heardAt{term: m.GetTerm(), at: time.Now()})
+	n.heard.Store(id, heardAt{term: m.GetTerm(), at: time.Now()})
 }
 
 // ReportUnreachable tells raft a peer could not be reached.

@@ -349,28 +349,14 @@ func (n *Node) maybeSnapshot() error {
 // storage, as etcd sends its merged snapshot: the membership as applied now, with its index, term
 // and configuration. The stored snapshot may predate the member it is sent to (a member added
 // after it), and raft refuses a snapshot whose configuration does not include it; the applied
-// state is always at least as new and always includes it. The one made last is sent again while
-// the membership has not moved since: raft resends a snapshot a member did not acknowledge.
+// state is always at least as new and always includes it.
 func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
-	applied := n.applied.Load()
-	if s := n.snap.Load(); s.GetMetadata().GetIndex() == applied {
-		return s, nil
-	}
-	s, err := snapshotOf(n.cluster.Load(), applied, n.appliedTerm.Load())
-	if err != nil {
-		return nil, err
-	}
-	n.snap.Store(s)
-	return s, nil
-}
-
-// snapshotOf is the raft snapshot of the membership c, applied up to index of term.
-func snapshotOf(c *membership.Cluster, index, term uint64) (*raftpb.Snapshot, error) {
+	c := n.cluster.Load()
 	data, err := storage.SnapshotData(c)
 	if err != nil {
 		return nil, err
 	}
 	return &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: storage.ConfState(c),
+		Index: proto.Uint64(n.applied.Load()), Term: proto.Uint64(n.appliedTerm.Load()), ConfState: storage.ConfState(c),
 	}}, nil
 }
