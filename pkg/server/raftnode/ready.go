@@ -43,21 +43,10 @@ func (p *pass) changed() bool { return p.up.Cluster != nil }
 // below is one of its steps, and the order is what makes the loop safe: nothing is sent by a
 // follower, published or answered before it is durable, and proposers hear only after Advance.
 func (n *Node) handleReady(rd raft.Ready) error {
-	prevTerm := n.recordState(rd)
+	n.recordState(rd)
 	p, err := n.applyInMemory(rd)
 	if err != nil {
 		return err
-	}
-	// A leader writes to its disk while its followers write to theirs (raft thesis 10.2.1):
-	// its messages carry only entries it has appended, and raft counts the leader's own copy
-	// towards the commit only after Advance, once the write below is done. Other members
-	// must not answer (votes, appends) before their state is durable, nor may a leader whose
-	// term is new in this pass (a lone voter elects itself at once).
-	leading := n.lead.Load() == n.id && (rd.HardState == nil || rd.HardState.GetTerm() == prevTerm)
-	if leading {
-		if err := n.send(rd.Messages); err != nil {
-			return err
-		}
 	}
 	if err := n.persist(p); err != nil {
 		return err
@@ -65,10 +54,8 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	if err := n.appendToMemory(rd, p); err != nil {
 		return err
 	}
-	if !leading {
-		if err := n.send(rd.Messages); err != nil {
-			return err
-		}
+	if err := n.send(rd.Messages); err != nil {
+		return err
 	}
 	n.applyConfChanges(p.results)
 	n.publishApplied(p)
@@ -84,10 +71,10 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	return nil
 }
 
-// recordState records the term, then the leader, and returns the term before this pass. The
-// term comes first: whoever sees this member as leader then sees its new term too.
-func (n *Node) recordState(rd raft.Ready) (prevTerm uint64) {
-	prevTerm = n.term.Load()
+// recordState records the term, then the leader. The term comes first: whoever sees this member
+// as leader then sees its new term too.
+func (n *Node) recordState(rd raft.Ready) {
+	prevTerm := n.term.Load()
 	moved := false
 	if rd.HardState != nil {
 		n.term.Store(rd.HardState.GetTerm())
@@ -106,7 +93,6 @@ func (n *Node) recordState(rd raft.Ready) (prevTerm uint64) {
 	if moved {
 		n.notifyLeader()
 	}
-	return prevTerm
 }
 
 // applyInMemory applies the received snapshot, then every committed entry above the applied
