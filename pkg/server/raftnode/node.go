@@ -105,13 +105,13 @@ type Node struct {
 	// the loop applies it when raft hands the same data back, rather than decoding it again.
 	checked atomic.Pointer[checkedSnapshot]
 
-	mu       sync.Mutex
-	waiters  map[uint64]*waiter
-	reads    map[string]chan uint64
-	progress chan struct{} // closed and replaced whenever applied advances or the leader changes
-	leaderCh chan struct{} // closed and replaced whenever the leader or the term changes
-	// acked is closed and replaced after a peer's acknowledgement of entries is stepped.
-	acked chan struct{}
+	mu      sync.Mutex
+	waiters map[uint64]*waiter
+	reads   map[string]chan uint64
+	// Each is closed and replaced (notify) whenever: the applied index advances or the leader
+	// changes; the leader or the term changes (raft then drops a pending read silently, so the
+	// reads ask again at once); a peer's acknowledgement of entries is stepped.
+	progress, leaderCh, acked chan struct{}
 
 	confMu  sync.Mutex // one membership change in flight
 	removed chan struct{}
@@ -125,7 +125,6 @@ type Node struct {
 	// waits on a member that will never answer it.
 	stopping chan struct{}
 	stopOnce sync.Once
-	done     chan struct{}
 
 	// heard is when, and in which term, raft's own traffic last came from each member
 	// (HeardWithin): ID to heardAt. PeerLost deletes a member's entry.
@@ -175,7 +174,7 @@ func New(cfg Config) (*Node, error) {
 		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
-		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
+		removed: make(chan struct{}), stopping: make(chan struct{}),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -206,7 +205,6 @@ func New(cfg Config) (*Node, error) {
 // Run drives the node until ctx ends (nil) or this member is removed (ErrRemoved). A storage
 // error ends it too: a member that cannot persist must not go on voting.
 func (n *Node) Run(ctx context.Context) error {
-	defer close(n.done)
 	defer n.raft.Stop()
 	// Proposals still waiting were made: whether they apply is unknown.
 	defer n.failAll(ErrTimeout)
@@ -234,17 +232,6 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// notifyProgress wakes everyone waiting for the applied index or the leader to change.
-func (n *Node) notifyProgress() { n.notify(&n.progress) }
-
-func (n *Node) progressCh() <-chan struct{} { return n.current(&n.progress) }
-
-// notifyLeader wakes the reads waiting for an answer from the leader of the moment: raft drops
-// a pending read silently when the leader or the term changes, so they ask again at once.
-func (n *Node) notifyLeader() { n.notify(&n.leaderCh) }
-
-func (n *Node) leaderChanged() <-chan struct{} { return n.current(&n.leaderCh) }
 
 // notify closes *ch, waking whoever took it with current, and replaces it for the next wait.
 func (n *Node) notify(ch *chan struct{}) {
@@ -294,7 +281,7 @@ func (n *Node) WithStop(ctx context.Context) (context.Context, context.CancelFun
 // leader changes; it gives up (false) when ctx ends or the node stops.
 func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 	for {
-		ch := n.progressCh()
+		ch := n.current(&n.progress)
 		if cond() {
 			return true
 		}
@@ -359,7 +346,7 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 		n.hear(m)
 	}
 	if m.GetType() == raftpb.MessageType_MsgAppResp {
-		n.notifyAcked()
+		n.notify(&n.acked)
 	}
 	return err
 }

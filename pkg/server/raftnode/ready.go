@@ -88,10 +88,10 @@ func (n *Node) recordState(rd raft.Ready) {
 		}
 		n.lead.Store(rd.SoftState.Lead)
 		n.cfg.Metrics.ObserveLeader(rd.SoftState.Lead)
-		n.notifyProgress()
+		n.notify(&n.progress)
 	}
 	if moved {
-		n.notifyLeader()
+		n.notify(&n.leaderCh)
 	}
 }
 
@@ -235,7 +235,7 @@ func (n *Node) publishApplied(p *pass) {
 	n.applied.Store(p.applied)
 	n.appliedTerm.Store(p.lastTerm)
 	n.cfg.Transport.SetPeers(p.cluster)
-	n.notifyProgress()
+	n.notify(&n.progress)
 	if n.lead.Load() == n.id {
 		for _, ev := range p.recorded {
 			n.logChange(ev)
