@@ -150,9 +150,6 @@ type running struct {
 }
 
 func (m *running) close() {
-	if m.coord != nil {
-		m.coord.Close()
-	}
 	if m.tr != nil {
 		m.tr.Close()
 	}

@@ -134,10 +134,11 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	if m == nil || len(m.PeerURLs) == 0 {
 		return nil, raftnode.ErrNotLeader
 	}
-	conn, err := c.conn(m.PeerURLs[0])
+	conn, err := c.cfg.Transport.Dial(m.PeerURLs[0])
 	if err != nil {
 		return nil, err
 	}
+	defer conn.Close()
 	// A leader that stops answering after it was last heard (paused, cut off) would keep the
 	// request until the client's deadline: the leader's answer is awaited as long as the leader
 	// needs to give one (forwardWithin), and then the outcome is unknown (ErrTimeout), as it is
@@ -166,20 +167,6 @@ func (c *Coordinator) forwardWithin(req Request) time.Duration {
 	return req.ReadyWait + c.judgeWithin() + 3*c.cfg.ElectionTimeout
 }
 
-func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if conn, ok := c.conns[url]; ok {
-		return conn, nil
-	}
-	conn, err := c.cfg.Transport.Dial(url)
-	if err != nil {
-		return nil, err
-	}
-	c.conns[url] = conn
-	return conn, nil
-}
-
 // AwaitVoter waits, an election timeout at most, until member id has applied its own promotion,
 // as its answer to a Membership call on the peer port says. Raft's last step of a leadership
 // transfer, its invitation to campaign, goes out as soon as the target's log matches the
@@ -192,10 +179,11 @@ func (c *Coordinator) AwaitVoter(ctx context.Context, id membership.ID) {
 	if m == nil || m.IsLearner || len(m.PeerURLs) == 0 {
 		return
 	}
-	conn, err := c.conn(m.PeerURLs[0])
+	conn, err := c.cfg.Transport.Dial(m.PeerURLs[0])
 	if err != nil {
 		return
 	}
+	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
 	defer cancel()
 	for {
@@ -209,16 +197,6 @@ func (c *Coordinator) AwaitVoter(ctx context.Context, id membership.ID) {
 			return
 		case <-time.After(c.cfg.ElectionTimeout / 50):
 		}
-	}
-}
-
-// Close closes the connections to peers.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for url, conn := range c.conns {
-		conn.Close()
-		delete(c.conns, url)
 	}
 }
 

@@ -4,10 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
@@ -50,9 +47,6 @@ type Config struct {
 type Coordinator struct {
 	pb.UnimplementedMembersServer
 	cfg Config
-
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn // by peer URL
 }
 
 // New returns a Coordinator.
@@ -60,7 +54,7 @@ func New(cfg Config) *Coordinator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
+	return &Coordinator{cfg: cfg}
 }
 
 // retryable reports refusals after which the same request may go to the leader again: it was
