@@ -195,11 +195,10 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 		Node: node, Coordinator: m.coord, ClusterID: m.state.ClusterID, Store: m.store,
 		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout,
 	})
-	admin := authz.New(s.cfg.AdminAllowedCNs)
+	admin := authz.Interceptors(s.cfg.AdminAllowedCNs)
 	client := func(opts ...grpc.ServerOption) *grpc.Server {
 		opts = append(append(transport.ServerWindow(), m.metrics.GRPCServerOptions()...), opts...)
-		srv := grpc.NewServer(append(opts,
-			grpc.ChainUnaryInterceptor(admin.Unary()), grpc.ChainStreamInterceptor(admin.Stream()))...)
+		srv := grpc.NewServer(append(opts, admin...)...)
 		clientAPI.Register(srv)
 		healthpb.RegisterHealthServer(srv, m.health)
 		m.metrics.InitGRPC(srv)
