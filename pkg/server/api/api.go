@@ -286,19 +286,17 @@ func (s *Server) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotS
 	if _, err := s.cfg.Store.WriteTo(&buf); err != nil {
 		return rpcerr.Status(err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
 	data := buf.Bytes()
-	total := len(data)
-	for sent := 0; sent < total; {
-		n := min(snapshotChunk, total-sent)
-		resp := &pb.SnapshotResponse{Header: s.header(), RemainingBytes: uint64(total - sent - n), Blob: data[sent : sent+n]}
+	sum := sha256.Sum256(data)
+	for sent := 0; sent < len(data); sent += snapshotChunk {
+		n := min(snapshotChunk, len(data)-sent)
+		resp := &pb.SnapshotResponse{Header: s.header(), RemainingBytes: uint64(len(data) - sent - n), Blob: data[sent : sent+n]}
 		if sent == 0 {
 			resp.Version = Version
 		}
 		if err := stream.Send(resp); err != nil {
 			return err
 		}
-		sent += n
 	}
 	return stream.Send(&pb.SnapshotResponse{Header: s.header(), Blob: sum[:]})
 }

@@ -70,7 +70,12 @@ func (c *Coordinator) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.Cha
 	}
 	ctx, cancel := c.cfg.Node.WithStop(ctx)
 	defer cancel()
-	reply, err := c.decide(ctx, requestFromProto(in))
+	// A wait that is not a valid duration is none.
+	req := Request{Change: wire.ChangeFromProto(in.GetChange()), DryRun: in.GetDryRun()}
+	if w := in.GetReadyWait(); w.IsValid() {
+		req.ReadyWait = w.AsDuration()
+	}
+	reply, err := c.decide(ctx, req)
 	if errors.Is(err, raftnode.ErrStopped) {
 		// This leader stopped before it proposed anything: the caller tries the next one.
 		err = raftnode.ErrNotLeader
@@ -83,24 +88,6 @@ func (c *Coordinator) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.Cha
 		return wire.VerdictProto(reply, rpcerr.Status(err)), nil
 	}
 	return nil, rpcerr.Status(err)
-}
-
-// requestToProto is req as a member forwards it to its leader.
-func requestToProto(req Request) *pb.ChangeRequest {
-	p := &pb.ChangeRequest{Change: wire.ChangeToProto(req.Change), DryRun: req.DryRun}
-	if req.ReadyWait != 0 {
-		p.ReadyWait = durationpb.New(req.ReadyWait)
-	}
-	return p
-}
-
-// requestFromProto reads what requestToProto wrote; a wait that is not a valid duration is none.
-func requestFromProto(p *pb.ChangeRequest) Request {
-	req := Request{Change: wire.ChangeFromProto(p.GetChange()), DryRun: p.GetDryRun()}
-	if w := p.GetReadyWait(); w.IsValid() {
-		req.ReadyWait = w.AsDuration()
-	}
-	return req
 }
 
 // fromPeer reads what a call to another member failed with: a registered error by its message,
@@ -145,7 +132,11 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	// for any request sent and not answered.
 	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin(req))
 	defer cancel()
-	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req))
+	in := &pb.ChangeRequest{Change: wire.ChangeToProto(req.Change), DryRun: req.DryRun}
+	if req.ReadyWait != 0 {
+		in.ReadyWait = durationpb.New(req.ReadyWait)
+	}
+	reply, err := pb.NewMembersClient(conn).Change(ctx, in)
 	if err != nil {
 		return nil, fromPeer(err)
 	}
