@@ -257,7 +257,10 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, l := range ls.peer {
-		srv := pick(s.cfg.ListenPeerURLs[i], m.peerSrv, m.peerTLS)
+		srv := m.peerSrv
+		if secureURL(s.cfg.ListenPeerURLs[i]) {
+			srv = m.peerTLS // Validate made sure it exists
+		}
 		wg.Go(func() { _ = srv.Serve(l) })
 	}
 	s.serveClients(&wg, ls.client, m)
@@ -340,15 +343,6 @@ func watchHealth(ctx context.Context, node *raftnode.Node, h *health.Server, eve
 		case <-t.C:
 		}
 	}
-}
-
-// pick is the server of a listen URL: the TLS one for https:// and unixs:// (Validate made sure
-// it exists), else the plain one.
-func pick(listenURL string, plain, secure *grpc.Server) *grpc.Server {
-	if secureURL(listenURL) {
-		return secure
-	}
-	return plain
 }
 
 // secureURL reports whether a listen URL speaks TLS.
