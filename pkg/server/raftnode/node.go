@@ -113,16 +113,14 @@ type Node struct {
 	// reads ask again at once); a peer's acknowledgement of entries is stepped.
 	progress, leaderCh, acked chan struct{}
 
-	confMu  sync.Mutex // one membership change in flight
-	removed chan struct{}
-	rmOnce  sync.Once
+	confMu sync.Mutex // one membership change in flight
 	// toldRemoved: the cluster, not an applied entry, confirmed this member is removed; Run
 	// writes the tombstone then, since only the loop may write to the store and only while it
 	// is open.
 	toldRemoved atomic.Bool
 	// stopping is closed as soon as this member knows it is removed or Run is ending, before
 	// anything else of the shutdown: every wait for raft selects on it, so no client request
-	// waits on a member that will never answer it.
+	// waits on a member that will never answer it. While Run runs, only a removal closes it.
 	stopping chan struct{}
 	stopOnce sync.Once
 
@@ -174,7 +172,7 @@ func New(cfg Config) (*Node, error) {
 		snapIndex: st.Snapshot.GetMetadata().GetIndex(),
 		waiters:   map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
-		removed: make(chan struct{}), stopping: make(chan struct{}),
+		stopping: make(chan struct{}),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -215,7 +213,7 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-n.removed:
+		case <-n.stopping:
 			if n.toldRemoved.Load() {
 				if err := n.store.Save(storage.Update{Tombstone: true}); err != nil {
 					// Removed all the same: its peers refuse it whether or not the tombstone is on disk.
@@ -301,13 +299,7 @@ func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 // write the tombstone and return.
 func (n *Node) MarkRemoved() {
 	n.toldRemoved.Store(true)
-	n.markRemoved()
-}
-
-func (n *Node) markRemoved() {
-	// Released first, so that no request waits while Run winds down.
 	n.stop()
-	n.rmOnce.Do(func() { close(n.removed) })
 }
 
 // ErrRefused is a peer's message that carries what this member could not apply: a snapshot

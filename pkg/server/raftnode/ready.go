@@ -66,7 +66,7 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	n.raft.Advance()
 	n.answerProposers(p)
 	if p.selfRemoved {
-		n.markRemoved()
+		n.stop() // Run returns ErrRemoved
 	}
 	return nil
 }
