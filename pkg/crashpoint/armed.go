@@ -5,6 +5,7 @@ package crashpoint
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -38,11 +39,9 @@ func parse(v string) *armedPoint {
 			return nil
 		}
 	}
-	for _, known := range Names {
-		if known == name {
-			fmt.Fprintf(os.Stderr, "crashpoint: %s armed at hit %d\n", name, nth)
-			return &armedPoint{name: name, nth: nth}
-		}
+	if slices.Contains(Names, name) {
+		fmt.Fprintf(os.Stderr, "crashpoint: %s armed at hit %d\n", name, nth)
+		return &armedPoint{name: name, nth: nth}
 	}
 	fmt.Fprintf(os.Stderr, "crashpoint: %s=%q: no such crash point, nothing armed\n", EnvVar, v)
 	return nil

@@ -18,18 +18,13 @@ const (
 	KindPublish Kind = 5 // a member's own process announces its name and client URLs
 )
 
+var kindNames = map[Kind]string{
+	KindAdd: "add", KindRemove: "remove", KindUpdate: "update", KindPromote: "promote", KindPublish: "publish",
+}
+
 func (k Kind) String() string {
-	switch k {
-	case KindAdd:
-		return "add"
-	case KindRemove:
-		return "remove"
-	case KindUpdate:
-		return "update"
-	case KindPromote:
-		return "promote"
-	case KindPublish:
-		return "publish"
+	if name, ok := kindNames[k]; ok {
+		return name
 	}
 	return fmt.Sprintf("kind(%d)", int(k))
 }

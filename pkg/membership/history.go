@@ -177,14 +177,6 @@ func NewHistory(events []Event, dropped uint64, max int) History {
 	return History{events: events, dropped: dropped}.bounded(max)
 }
 
-// changeName is how the history names a change of this kind applied to m (as after the change).
-func changeName(k Kind, m *Member) string {
-	if k == KindAdd && m.IsLearner {
-		return "add-learner"
-	}
-	return k.String()
-}
-
 // ApplyRecorded is Apply, and the change recorded in the history of the result at st, keeping
 // the newest max events (all when max is zero). A refused change is not recorded: the cluster
 // comes back unchanged with Apply's error. Nor is a publish that changes nothing: a member
@@ -201,8 +193,12 @@ func (c *Cluster) ApplyRecorded(ch Change, st Stamp, max int) (*Cluster, error) 
 	if ch.Kind == KindRemove {
 		m = c.Members[ch.Member.ID]
 	}
+	name := ch.Kind.String()
+	if ch.Kind == KindAdd && m.IsLearner {
+		name = "add-learner"
+	}
 	ev := Event{
-		RaftIndex: st.Index, Term: st.Term, Time: st.Time, Change: changeName(ch.Kind, m),
+		RaftIndex: st.Index, Term: st.Term, Time: st.Time, Change: name,
 		MemberID: m.ID, Name: m.Name, PeerURLs: m.PeerURLs, IsLearner: m.IsLearner, By: ch.By,
 	}
 	n.History = c.History.With(ev, max)

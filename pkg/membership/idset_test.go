@@ -6,8 +6,7 @@ import (
 	"testing"
 )
 
-// Sets of every age stay as they were while later ones grow past the point where additions are
-// folded into a new base, and JSON carries a set whole.
+// Sets of every age stay as they were while later ones grow, and JSON carries a set whole.
 func TestIDSet(t *testing.T) {
 	var sets []IDSet
 	s := IDSet{}

@@ -1,5 +1,7 @@
 package membership
 
+import "maps"
+
 // Peers is raft's view of the members at the leader when a change is proposed.
 type Peers struct {
 	Leader ID
@@ -84,24 +86,13 @@ func (c *Cluster) CheckQuorum(ch Change, p Peers) (before, after QuorumReport, e
 		return before, before, err
 	}
 	if ch.Kind == KindUpdate {
-		p = p.without(ch.Member.ID)
+		p.Started, p.Connected = maps.Clone(p.Started), maps.Clone(p.Connected)
+		delete(p.Started, ch.Member.ID)
+		delete(p.Connected, ch.Member.ID)
 	}
 	after = next.Report(p)
 	if ch.Kind == KindAdd && !ch.Member.IsLearner && before.Voters == 1 && before.StartedVoters == 1 {
 		return before, after, nil
 	}
 	return before, after, after.Strict()
-}
-
-func (p Peers) without(id ID) Peers {
-	drop := func(set map[ID]bool) map[ID]bool {
-		out := make(map[ID]bool, len(set))
-		for k, v := range set {
-			if k != id {
-				out[k] = v
-			}
-		}
-		return out
-	}
-	return Peers{Leader: p.Leader, Started: drop(p.Started), Connected: drop(p.Connected)}
 }

@@ -48,11 +48,8 @@ func CanonicalURL(s string) (string, error) {
 	}
 	// A unix socket's address is its path: it has neither a port nor a path to refuse.
 	if strings.HasPrefix(u.Scheme, "unix") {
-		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-			return "", fmt.Errorf("URL must not contain a query or fragment: %s", s)
-		}
-		if u.User != nil {
-			return "", fmt.Errorf("URL must not contain a user: %s", s)
+		if err := checkNoExtras(u, s); err != nil {
+			return "", err
 		}
 		// A file name holds no NUL, and no control character belongs in one ("%00" decodes to
 		// one); the escaped form is kept, so that the canonical form parses back to itself.
@@ -68,11 +65,8 @@ func CanonicalURL(s string) (string, error) {
 	if u.Path != "" || u.RawPath != "" {
 		return "", fmt.Errorf("URL must not contain a path: %s", s)
 	}
-	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-		return "", fmt.Errorf("URL must not contain a query or fragment: %s", s)
-	}
-	if u.User != nil {
-		return "", fmt.Errorf("URL must not contain a user: %s", s)
+	if err := checkNoExtras(u, s); err != nil {
+		return "", err
 	}
 	if host == "" || strings.Trim(host, ".") == "" {
 		return "", fmt.Errorf("URL host must not be empty: %s", s)
@@ -85,6 +79,17 @@ func CanonicalURL(s string) (string, error) {
 	}
 	// url.URL writes an IPv6 zone's '%' as "%25", as it must be read back.
 	return (&url.URL{Scheme: u.Scheme, Host: net.JoinHostPort(host, port)}).String(), nil
+}
+
+// checkNoExtras refuses a query, a fragment or a user in u, parsed from s.
+func checkNoExtras(u *url.URL, s string) error {
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return fmt.Errorf("URL must not contain a query or fragment: %s", s)
+	}
+	if u.User != nil {
+		return fmt.Errorf("URL must not contain a user: %s", s)
+	}
+	return nil
 }
 
 // canonicalHost is a host's one spelling, or "" if it is neither an IP address (an IPv6 zone

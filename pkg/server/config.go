@@ -163,8 +163,3 @@ func checkURLs(flag string, urls []string, tls bool) error {
 	}
 	return nil
 }
-
-// local finds this member's entry, checking it against --initial-advertise-peer-urls.
-func (c *Config) local(initial []datadir.Initial) (datadir.Initial, error) {
-	return datadir.Local(initial, c.Name, c.InitialAdvertisePeerURLs)
-}

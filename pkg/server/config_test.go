@@ -72,12 +72,12 @@ func TestLocal(t *testing.T) {
 	c := validConfig()
 	initial, _ := c.validate()
 	c.Name = "z"
-	if _, err := c.local(initial); err == nil || err.Error() != `couldn't find local name "z" in the initial cluster configuration` {
+	if _, err := datadir.Local(initial, c.Name, c.InitialAdvertisePeerURLs); err == nil || err.Error() != `couldn't find local name "z" in the initial cluster configuration` {
 		t.Fatal(err)
 	}
 	c = validConfig()
 	c.InitialAdvertisePeerURLs = []string{"http://127.0.0.1:9999"}
-	if _, err := c.local(initial); err == nil || !strings.Contains(err.Error(), "--initial-advertise-peer-urls") {
+	if _, err := datadir.Local(initial, c.Name, c.InitialAdvertisePeerURLs); err == nil || !strings.Contains(err.Error(), "--initial-advertise-peer-urls") {
 		t.Fatal(err)
 	}
 	// name=a,name=b lists one member with two URLs, as etcd reads it.
@@ -85,7 +85,7 @@ func TestLocal(t *testing.T) {
 	c.InitialCluster = "a=http://127.0.0.1:2380,a=http://10.0.0.1:2380"
 	c.InitialAdvertisePeerURLs = []string{"http://10.0.0.1:2380", "http://127.0.0.1:2380"}
 	initial, _ = c.validate()
-	if _, err := c.local(initial); err != nil || len(initial) != 1 {
+	if _, err := datadir.Local(initial, c.Name, c.InitialAdvertisePeerURLs); err != nil || len(initial) != 1 {
 		t.Fatal(err, initial)
 	}
 }

@@ -17,15 +17,15 @@ import (
 
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/sdnotify"
 )
 
 // /metrics is served beside what the metrics port already serves, which keeps every other path.
 func TestWithMetrics(t *testing.T) {
-	o := newObserver(sdnotify.New(""), nil, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	next := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "next") })
-	srv := httptest.NewServer(withMetrics(next, o.metrics))
+	srv := httptest.NewServer(withMetrics(next, metrics.New(metrics.Options{})))
 	defer srv.Close()
 	for path, want := range map[string]string{
 		"/metrics": "# TYPE etcd_server_has_leader gauge",
@@ -75,9 +75,8 @@ func TestReadyOnlyOnceJoined(t *testing.T) {
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	node := startNode(t, ctx, log)
 	readied := make(chan struct{}, 2)
-	o := newObserver(sdnotify.New(sock), func() { readied <- struct{}{} }, log)
-	o.watch(node)
-	go o.readyWhenJoined(ctx, node)
+	notify := sdnotify.New(sock)
+	go readyWhenJoined(ctx, node, notify, func() { readied <- struct{}{} }, log)
 	select {
 	case s := <-states:
 		t.Fatalf("%q before the member's publish was applied", s)
@@ -114,7 +113,9 @@ func TestReadyOnlyOnceJoined(t *testing.T) {
 			if len(readied) != 1 {
 				t.Fatalf("OnReady called %d times by READY=1, want once", len(readied))
 			}
-			o.stopping()
+			if err := notify.Stopping(); err != nil {
+				t.Fatal(err)
+			}
 		}
 	}
 }

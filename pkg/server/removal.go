@@ -71,12 +71,12 @@ func watchRemoval(ctx context.Context, m *running, creds credentials.TransportCr
 		if v.yes >= v.need || v.need == 0 {
 			log.Error("a majority of the cluster's voters confirm that this member has been removed from the cluster",
 				"confirmed", v.yes, "needed", v.need)
-			m.obs.metrics.ForcedOut(false)
+			m.metrics.ForcedOut(false)
 			node.MarkRemoved()
 			return
 		}
 		forcedOut = len(v.forced) > 0
-		m.obs.metrics.ForcedOut(forcedOut)
+		m.metrics.ForcedOut(forcedOut)
 		m.noteForcedOut(v.forced)
 		if claimed {
 			claimGap = min(2*claimGap, time.Minute)

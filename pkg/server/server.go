@@ -23,6 +23,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/api"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/server/logfmt"
+	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/portmux"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
@@ -137,22 +138,22 @@ type running struct {
 	peerSrv, peerTLS     *grpc.Server
 	clientSrv, clientTLS *grpc.Server
 	health               *health.Server
-	// metrics serves /metrics, /health and, with --enable-pprof, the profiles on
+	// metricsHTTP serves /metrics, /health and, with --enable-pprof, the profiles on
 	// --listen-metrics-urls, and nowhere else. clientHTTP serves /metrics and /health alone on
 	// the HTTP/1 half of every plain client listener (muxes); metricsTLS serves the same on the
 	// HTTP half of every https:// one, and passes on the gRPC calls that come to it.
-	metrics, clientHTTP, metricsTLS *http.Server
-	muxes                           []*portmux.Mux
-	obs                             *observer
+	metricsHTTP, clientHTTP, metricsTLS *http.Server
+	muxes                               []*portmux.Mux
+	// metrics are this member's own (docs/metrics.md): a registry per member run, so that members
+	// in one process (the in-process cluster tests) do not share series.
+	metrics *metrics.Metrics
+	notify  *sdnotify.Notifier // the member's state to systemd (docs/systemd.md)
 	// forcedOut is what the last removal check found of a forced removal that the majority
 	// does not confirm (watchRemoval), for Status's errors; nil when nothing.
 	forcedOut atomic.Pointer[[]string]
 }
 
 func (m *running) close() {
-	if m.coord != nil {
-		m.coord.Close()
-	}
 	if m.tr != nil {
 		m.tr.Close()
 	}
@@ -164,26 +165,26 @@ func (m *running) close() {
 // membership changes, and the services of the peer, client and metrics ports.
 func (s *Server) build(m *running, hints *membership.Cluster) error {
 	m.log = logfmt.WithMember(s.cfg.Logger, uint64(m.state.MemberID))
-	m.obs = newObserver(sdnotify.FromEnv(), s.cfg.OnReady, m.log)
+	m.metrics, m.notify = metrics.New(metrics.Options{}), sdnotify.FromEnv()
 	m.tr = transport.New(transport.Config{LocalID: m.state.MemberID, ClusterID: m.state.ClusterID, Logger: m.log,
-		PeerCreds: s.peerCreds, Metrics: m.obs.metrics,
+		PeerCreds: s.peerCreds, Metrics: m.metrics,
 		PeerAllowedCNs: s.cfg.TLS.Peer.AllowedCNs, PeerAllowedHostnames: s.cfg.TLS.Peer.AllowedHostnames})
 	m.tr.SetPeers(hints)
 	m.hints = hints
 	node, err := raftnode.New(raftnode.Config{
 		Store: m.store, State: m.state, Transport: m.tr,
 		TickInterval: s.cfg.HeartbeatInterval, ElectionTicks: int(s.cfg.ElectionTimeout / s.cfg.HeartbeatInterval),
-		SnapshotCount: s.cfg.SnapshotCount, MaxHistory: s.cfg.MaxHistory, Logger: m.log, Metrics: m.obs.metrics,
+		SnapshotCount: s.cfg.SnapshotCount, MaxHistory: s.cfg.MaxHistory, Logger: m.log, Metrics: m.metrics,
 	})
 	if err != nil {
 		return err
 	}
 	m.node = node
-	m.obs.watch(node)
+	m.metrics.ReadStateFrom(node.MetricsState)
 	m.tr.Attach(node)
 	m.coord = reconfig.New(reconfig.Config{
 		Node: node, Transport: m.tr, ElectionTimeout: s.cfg.ElectionTimeout,
-		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Metrics: m.obs.metrics,
+		StrictReconfig: s.cfg.StrictReconfigCheck, MaxLearners: s.cfg.MaxLearners, Metrics: m.metrics,
 		Logger: m.log,
 	})
 
@@ -198,14 +199,13 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 		Node: node, Coordinator: m.coord, ClusterID: m.state.ClusterID, Store: m.store,
 		RequestTimeout: 5*time.Second + 2*s.cfg.ElectionTimeout, Conditions: m.conditions,
 	})
-	admin := authz.New(s.cfg.AdminAllowedCNs)
+	admin := authz.Interceptors(s.cfg.AdminAllowedCNs)
 	client := func(opts ...grpc.ServerOption) *grpc.Server {
-		opts = append(append(transport.ServerWindow(), m.obs.metrics.GRPCServerOptions()...), opts...)
-		srv := grpc.NewServer(append(opts,
-			grpc.ChainUnaryInterceptor(admin.Unary()), grpc.ChainStreamInterceptor(admin.Stream()))...)
+		opts = append(append(transport.ServerWindow(), m.metrics.GRPCServerOptions()...), opts...)
+		srv := grpc.NewServer(append(opts, admin...)...)
 		clientAPI.Register(srv)
 		healthpb.RegisterHealthServer(srv, m.health)
-		m.obs.metrics.InitGRPC(srv)
+		m.metrics.InitGRPC(srv)
 		return srv
 	}
 	m.peerSrv, m.clientSrv = peer(), client()
@@ -215,8 +215,8 @@ func (s *Server) build(m *running, hints *membership.Cluster) error {
 	// The profiles (the command line, every goroutine) only on the metrics URLs, which
 	// docs/clusterd.md says hold them: a client URL serves any client, and on TLS any
 	// certificate the client CA signed, whatever --admin-cert-allowed-cn says.
-	m.metrics = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.obs.metrics), ReadHeaderTimeout: httpHeaderTimeout}
-	handler := withMetrics(debugHandler(node, false), m.obs.metrics)
+	m.metricsHTTP = &http.Server{Handler: withMetrics(debugHandler(node, s.cfg.EnablePprof), m.metrics), ReadHeaderTimeout: httpHeaderTimeout}
+	handler := withMetrics(debugHandler(node, false), m.metrics)
 	m.clientHTTP = &http.Server{Handler: handler, ReadHeaderTimeout: httpHeaderTimeout}
 	if s.tls.Client != nil {
 		// The client port's mux terminates TLS (serveClients): the connections reach gRPC
@@ -261,17 +261,20 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 	defer cancel()
 	var wg sync.WaitGroup
 	for i, l := range ls.peer {
-		srv := pick(s.cfg.ListenPeerURLs[i], m.peerSrv, m.peerTLS)
+		srv := m.peerSrv
+		if secureURL(s.cfg.ListenPeerURLs[i]) {
+			srv = m.peerTLS // Validate made sure it exists
+		}
 		wg.Go(func() { _ = srv.Serve(l) })
 	}
 	s.serveClients(&wg, ls.client, m)
 	for _, l := range ls.metrics {
-		wg.Go(func() { _ = m.metrics.Serve(l) })
+		wg.Go(func() { _ = m.metricsHTTP.Serve(l) })
 	}
 	// Listening now: peers that backed off from this member while it was down may send again.
 	m.tr.Greet()
 	wg.Go(func() { publish(runCtx, m.coord, m.state.MemberID, m.state.Name, s.cfg.AdvertiseClientURLs) })
-	wg.Go(func() { m.obs.readyWhenJoined(runCtx, m.node) })
+	wg.Go(func() { readyWhenJoined(runCtx, m.node, m.notify, s.cfg.OnReady, m.log) })
 	wg.Go(func() {
 		watchRemoval(runCtx, m, s.peerCreds, s.cfg.ElectionTimeout)
 	})
@@ -280,11 +283,14 @@ func (s *Server) serve(ctx context.Context, ls *listeners, m *running) error {
 		"peer-urls", s.cfg.ListenPeerURLs, "client-urls", s.cfg.ListenClientURLs)
 
 	runErr := m.node.Run(runCtx)
-	m.obs.stopping()
+	// As soon as shutdown begins: systemd reports the unit deactivating, not failed.
+	if err := m.notify.Stopping(); err != nil {
+		m.log.Warn("cannot tell systemd the member is stopping", "err", err)
+	}
 	cancel()
 	m.health.Shutdown()
 	// A profile being taken is cut short: it would hold the member up for its whole length.
-	m.metrics.Close()
+	m.metricsHTTP.Close()
 	m.clientHTTP.Close()
 	if m.metricsTLS != nil {
 		m.metricsTLS.Close()
@@ -343,15 +349,6 @@ func watchHealth(ctx context.Context, node *raftnode.Node, h *health.Server, eve
 	}
 }
 
-// pick is the server of a listen URL: the TLS one for https:// and unixs:// (Validate made sure
-// it exists), else the plain one.
-func pick(listenURL string, plain, secure *grpc.Server) *grpc.Server {
-	if secureURL(listenURL) {
-		return secure
-	}
-	return plain
-}
-
 // secureURL reports whether a listen URL speaks TLS.
 func secureURL(listenURL string) bool {
 	return strings.HasPrefix(listenURL, "https://") || strings.HasPrefix(listenURL, "unixs://")
@@ -367,14 +364,11 @@ func stopGracefully(srv *grpc.Server, within time.Duration) {
 	}
 }
 
+// listenAll listens on urls, which Config.validate checked (ValidateURL): each one parses.
 func listenAll(flag string, urls []string) ([]net.Listener, error) {
 	var ls []net.Listener
 	for _, raw := range urls {
-		u, err := url.Parse(raw)
-		if err != nil {
-			closeAll(ls)
-			return nil, fmt.Errorf("%s %q: %v", flag, raw, err)
-		}
+		u, _ := url.Parse(raw)
 		network, addr := "tcp", u.Host
 		if u.Scheme == "unix" || u.Scheme == "unixs" {
 			network, addr = "unix", u.Path

@@ -47,7 +47,8 @@ func (s *Server) open(ctx context.Context) (*opened, error) {
 		}
 		s.initial = initial
 	}
-	local, err := s.cfg.local(s.initial)
+	// This member's entry, checked against --initial-advertise-peer-urls.
+	local, err := datadir.Local(s.initial, s.cfg.Name, s.cfg.InitialAdvertisePeerURLs)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +176,7 @@ func (s *Server) fetchMembership(ctx context.Context, local datadir.Initial) (*r
 	answers := make(chan answer, len(urls))
 	for _, u := range urls {
 		go func() {
-			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds, false)
+			info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 			answers <- answer{info: info, byLeader: err == nil && answeredByLeader(info, u), err: err}
 		}()
 	}
@@ -262,11 +263,7 @@ func describeInitial(initial []datadir.Initial) string {
 func describeMembers(members []*membership.Member) string {
 	var parts []string
 	for _, m := range members {
-		name := m.Name
-		if name == "" {
-			name = m.ID.String()
-		}
-		parts = append(parts, name+"="+strings.Join(m.PeerURLs, ","))
+		parts = append(parts, nameOf(m)+"="+strings.Join(m.PeerURLs, ","))
 	}
 	sort.Strings(parts)
 	return strings.Join(slices.Compact(parts), " ")
@@ -339,7 +336,7 @@ func (s *Server) checkNoLiveQuorum(ctx context.Context, self membership.ID, c *m
 // leader it follows (zero for none yet).
 func (s *Server) peerLeader(ctx context.Context, cluster membership.ID, m *membership.Member) (alive bool, leader membership.ID) {
 	for _, u := range m.PeerURLs {
-		info, err := reconfig.FetchMembership(ctx, u, s.peerCreds, false)
+		info, err := reconfig.FetchMembership(ctx, u, s.peerCreds)
 		if err != nil {
 			continue
 		}

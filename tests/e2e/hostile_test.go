@@ -22,8 +22,9 @@ import (
 	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 	"github.com/clusterctl/clusterctl/pkg/membership"
-	"github.com/clusterctl/clusterctl/pkg/server/reconfig"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
+	"github.com/clusterctl/clusterctl/pkg/wire"
+	"github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // A hostile peer speaks the peer protocol to a 3-member cluster with one voter killed: as a
@@ -223,7 +224,8 @@ func (h *hostile) attack(t *testing.T, target, dead *cluster.Member) {
 		refused("a stranger's message naming no URL", env(h.cluster, 0xdeadbeef, to, ack(0xdeadbeef, to, term)), nil)
 		refused("a stranger's message naming a member's URL", env(h.cluster, 0xdeadbeef, to, ack(0xdeadbeef, to, term)), []string{target.PeerURL})
 		// A forwarded membership change from a certificate that speaks for no member.
-		_, err := reconfig.SendChange(ctx, conn, reconfig.Request{Change: membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(to)}}})
+		removal := membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(to)}}
+		_, err := clusterdpb.NewMembersClient(conn).Change(ctx, &clusterdpb.ChangeRequest{Change: wire.ChangeToProto(removal)})
 		if status.Code(err) != codes.PermissionDenied {
 			t.Fatalf("a stranger's forwarded removal of %s: %v, want PermissionDenied", target.Name, err)
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // defaultQuota is etcd's default --quota-backend-bytes, which Maintenance.Status reports.
@@ -49,10 +50,14 @@ type Config struct {
 	Conditions func() []string
 }
 
-// Server implements the services.
+// Server implements the services: etcd's Cluster, Maintenance and KV, clusterd's History and
+// DryRun (clusterdpb) beside them.
 type Server struct {
 	pb.UnimplementedClusterServer
 	pb.UnimplementedMaintenanceServer
+	pb.UnimplementedKVServer
+	cpb.UnimplementedHistoryServer
+	cpb.UnimplementedDryRunServer
 	cfg Config
 }
 
@@ -63,9 +68,9 @@ func New(cfg Config) *Server { return &Server{cfg: cfg} }
 func (s *Server) Register(g *grpc.Server) {
 	pb.RegisterClusterServer(g, s)
 	pb.RegisterMaintenanceServer(g, s)
-	pb.RegisterKVServer(g, kvServer{s: s})
-	s.registerHistory(g)
-	s.registerDryRun(g)
+	pb.RegisterKVServer(g, s)
+	cpb.RegisterHistoryServer(g, s)
+	cpb.RegisterDryRunServer(g, s)
 }
 
 // withTimeout bounds a request that waits for the cluster: by the client's deadline, or by
@@ -89,6 +94,23 @@ func (s *Server) refuseStopped() error {
 		return rpcerr.Status(raftnode.ErrStopped)
 	}
 	return nil
+}
+
+// read is the applied membership, as of a linearizable read (ReadIndex) when linearizable.
+func (s *Server) read(ctx context.Context, linearizable bool) (*membership.Cluster, error) {
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
+	if !linearizable {
+		return s.cfg.Node.Cluster(), nil
+	}
+	ctx, cancel := s.withTimeout(ctx)
+	defer cancel()
+	c, err := s.cfg.Node.ReadIndex(ctx)
+	if err != nil {
+		return nil, rpcerr.Status(err)
+	}
+	return c, nil
 }
 
 func (s *Server) header() *pb.ResponseHeader {
@@ -130,8 +152,12 @@ func toProto(m *membership.Member) *pb.Member {
 	return p
 }
 
-// change makes ch and answers the change applied, or the refusal as a status.
+// change makes ch, unless this member is stopping, and answers the change applied, the members
+// after it set in the header (setMembersHeader), or the refusal as a status.
 func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Reply, error) {
+	if err := s.refuseStopped(); err != nil {
+		return nil, err
+	}
 	req := reconfig.Request{Change: ch}
 	if ch.Kind == membership.KindPromote {
 		// A value that is not a duration asks for no wait, as a key this server did not know
@@ -142,6 +168,7 @@ func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Re
 	if err != nil {
 		return nil, rpcerr.Status(err)
 	}
+	s.setMembersHeader(ctx, reply.Cluster)
 	return reply, nil
 }
 
@@ -171,9 +198,6 @@ func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.Mem
 	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
 		return nil, rpcerr.Status(err)
 	}
-	if err := s.refuseStopped(); err != nil {
-		return nil, err
-	}
 	ch := membership.Change{Kind: membership.KindAdd, Member: membership.Member{
 		Name: incoming(ctx, wire.MemberName), PeerURLs: r.GetPeerURLs(), IsLearner: r.GetIsLearner(),
 	}}
@@ -181,20 +205,15 @@ func (s *Server) MemberAdd(ctx context.Context, r *pb.MemberAddRequest) (*pb.Mem
 	if err != nil {
 		return nil, err
 	}
-	s.setMembersHeader(ctx, reply.Cluster)
 	return &pb.MemberAddResponse{Header: s.header(), Member: toProto(&reply.Member), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberRemove removes a member.
 func (s *Server) MemberRemove(ctx context.Context, r *pb.MemberRemoveRequest) (*pb.MemberRemoveResponse, error) {
-	if err := s.refuseStopped(); err != nil {
-		return nil, err
-	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: membership.ID(r.GetID())}})
 	if err != nil {
 		return nil, err
 	}
-	s.setMembersHeader(ctx, reply.Cluster)
 	return &pb.MemberRemoveResponse{Header: s.header(), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
@@ -203,44 +222,28 @@ func (s *Server) MemberUpdate(ctx context.Context, r *pb.MemberUpdateRequest) (*
 	if err := checkPeerURLs(r.GetPeerURLs()); err != nil {
 		return nil, rpcerr.Status(err)
 	}
-	if err := s.refuseStopped(); err != nil {
-		return nil, err
-	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: membership.ID(r.GetID()), PeerURLs: r.GetPeerURLs()}})
 	if err != nil {
 		return nil, err
 	}
-	s.setMembersHeader(ctx, reply.Cluster)
 	return &pb.MemberUpdateResponse{Header: s.header(), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberPromote makes a learner that has caught up a voter.
 func (s *Server) MemberPromote(ctx context.Context, r *pb.MemberPromoteRequest) (*pb.MemberPromoteResponse, error) {
-	if err := s.refuseStopped(); err != nil {
-		return nil, err
-	}
 	reply, err := s.change(ctx, membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: membership.ID(r.GetID())}})
 	if err != nil {
 		return nil, err
 	}
-	s.setMembersHeader(ctx, reply.Cluster)
 	return &pb.MemberPromoteResponse{Header: s.header(), Members: toProtoMembers(reply.Cluster)}, nil
 }
 
 // MemberList lists the members: linearizable unless the request asks for a serializable read,
 // which any member answers from what it has applied, even without a leader.
 func (s *Server) MemberList(ctx context.Context, r *pb.MemberListRequest) (*pb.MemberListResponse, error) {
-	if err := s.refuseStopped(); err != nil {
+	c, err := s.read(ctx, r.GetLinearizable())
+	if err != nil {
 		return nil, err
-	}
-	c := s.cfg.Node.Cluster()
-	if r.GetLinearizable() {
-		ctx2, cancel := s.withTimeout(ctx)
-		defer cancel()
-		var err error
-		if c, err = s.cfg.Node.ReadIndex(ctx2); err != nil {
-			return nil, rpcerr.Status(err)
-		}
 	}
 	s.setMembersHeader(ctx, c)
 	return &pb.MemberListResponse{Header: s.header(), Members: toProtoMembers(c)}, nil
@@ -289,19 +292,17 @@ func (s *Server) Snapshot(_ *pb.SnapshotRequest, stream pb.Maintenance_SnapshotS
 	if _, err := s.cfg.Store.WriteTo(&buf); err != nil {
 		return rpcerr.Status(err)
 	}
-	sum := sha256.Sum256(buf.Bytes())
 	data := buf.Bytes()
-	total := len(data)
-	for sent := 0; sent < total; {
-		n := min(snapshotChunk, total-sent)
-		resp := &pb.SnapshotResponse{Header: s.header(), RemainingBytes: uint64(total - sent - n), Blob: data[sent : sent+n]}
+	sum := sha256.Sum256(data)
+	for sent := 0; sent < len(data); sent += snapshotChunk {
+		n := min(snapshotChunk, len(data)-sent)
+		resp := &pb.SnapshotResponse{Header: s.header(), RemainingBytes: uint64(len(data) - sent - n), Blob: data[sent : sent+n]}
 		if sent == 0 {
 			resp.Version = Version
 		}
 		if err := stream.Send(resp); err != nil {
 			return err
 		}
-		sent += n
 	}
 	return stream.Send(&pb.SnapshotResponse{Header: s.header(), Blob: sum[:]})
 }

@@ -3,7 +3,6 @@ package api
 import (
 	"context"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -14,20 +13,11 @@ import (
 	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
-// registerDryRun adds clusterd's DryRun service (clusterdpb.DryRun) beside etcd's.
-func (s *Server) registerDryRun(g *grpc.Server) { cpb.RegisterDryRunServer(g, &dryRunService{s: s}) }
-
-type dryRunService struct {
-	cpb.UnimplementedDryRunServer
-	s *Server
-}
-
 // Check judges a membership change as the leader judges the change itself, and proposes
 // nothing. The verdict is the answer, a refusal included (wire.VerdictProto); a status is what
 // the change itself would meet before it was judged (a bad peer URL, this member stopping, no
 // leader in time).
-func (d *dryRunService) Check(ctx context.Context, in *cpb.Change) (*cpb.ChangeReply, error) {
-	s := d.s
+func (s *Server) Check(ctx context.Context, in *cpb.Change) (*cpb.ChangeReply, error) {
 	ch, err := judged(wire.ChangeFromProto(in))
 	if err != nil {
 		return nil, rpcerr.Status(err)

@@ -4,40 +4,21 @@ import (
 	"context"
 	"strconv"
 
-	"google.golang.org/grpc"
 	"google.golang.org/grpc/peer"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
-	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/authz"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 	cpb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
-// registerHistory adds clusterd's History service (clusterdpb.History) beside etcd's.
-func (s *Server) registerHistory(g *grpc.Server) { cpb.RegisterHistoryServer(g, &historyService{s: s}) }
-
-type historyService struct {
-	cpb.UnimplementedHistoryServer
-	s *Server
-}
-
 // List answers the events of the membership history the request selects: linearizable through
 // ReadIndex, as MemberList, or from this member's applied state.
-func (h *historyService) List(ctx context.Context, in *cpb.HistoryRequest) (*cpb.HistoryAnswer, error) {
-	s := h.s
+func (s *Server) List(ctx context.Context, in *cpb.HistoryRequest) (*cpb.HistoryAnswer, error) {
 	req := wire.HistoryRequestFromProto(in)
-	if err := s.refuseStopped(); err != nil {
+	c, err := s.read(ctx, req.Linearizable)
+	if err != nil {
 		return nil, err
-	}
-	c := s.cfg.Node.Cluster()
-	if req.Linearizable {
-		rctx, cancel := s.withTimeout(ctx)
-		defer cancel()
-		var err error
-		if c, err = s.cfg.Node.ReadIndex(rctx); err != nil {
-			return nil, rpcerr.Status(err)
-		}
 	}
 	hdr := s.header()
 	a := &cpb.HistoryAnswer{ClusterId: hdr.ClusterId, MemberId: hdr.MemberId, RaftTerm: hdr.RaftTerm, Dropped: c.History.Dropped()}

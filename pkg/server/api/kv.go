@@ -8,49 +8,36 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 )
 
-// healthKey is the key etcdctl's endpoint health reads.
+// healthKey is the key etcdctl's endpoint health reads: of etcd's KV service, clusterd answers
+// that read alone, empty, and refuses every other call with rpcerr.ErrNoKeys.
 const healthKey = "health"
-
-// kvServer is etcd's KV service as far as clusterd has one: the read etcdctl endpoint health
-// makes, answered empty, and every other call refused with rpcerr.ErrNoKeys.
-type kvServer struct {
-	pb.UnimplementedKVServer
-	s *Server
-}
 
 // Range answers a read of the key "health" alone, with no keys: linearizable unless the request
 // asks for a serializable read, as etcd answers it, so that the answer proves what etcd's does (a
 // leader, and a quorum that confirms it); a serializable one proves only that this member runs.
-func (k kvServer) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
+func (s *Server) Range(ctx context.Context, r *pb.RangeRequest) (*pb.RangeResponse, error) {
 	if string(r.GetKey()) != healthKey || len(r.GetRangeEnd()) != 0 {
 		return nil, rpcerr.Status(rpcerr.ErrNoKeys)
 	}
-	if err := k.s.refuseStopped(); err != nil {
+	if _, err := s.read(ctx, !r.GetSerializable()); err != nil {
 		return nil, err
 	}
-	if !r.GetSerializable() {
-		ctx, cancel := k.s.withTimeout(ctx)
-		defer cancel()
-		if _, err := k.s.cfg.Node.ReadIndex(ctx); err != nil {
-			return nil, rpcerr.Status(err)
-		}
-	}
-	return &pb.RangeResponse{Header: k.s.header()}, nil
+	return &pb.RangeResponse{Header: s.header()}, nil
 }
 
-func (kvServer) Put(context.Context, *pb.PutRequest) (*pb.PutResponse, error) {
+func (*Server) Put(context.Context, *pb.PutRequest) (*pb.PutResponse, error) {
 	return nil, rpcerr.Status(rpcerr.ErrNoKeys)
 }
 
-func (kvServer) DeleteRange(context.Context, *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
+func (*Server) DeleteRange(context.Context, *pb.DeleteRangeRequest) (*pb.DeleteRangeResponse, error) {
 	return nil, rpcerr.Status(rpcerr.ErrNoKeys)
 }
 
-func (kvServer) Txn(context.Context, *pb.TxnRequest) (*pb.TxnResponse, error) {
+func (*Server) Txn(context.Context, *pb.TxnRequest) (*pb.TxnResponse, error) {
 	return nil, rpcerr.Status(rpcerr.ErrNoKeys)
 }
 
-func (kvServer) Compact(context.Context, *pb.CompactionRequest) (*pb.CompactionResponse, error) {
+func (*Server) Compact(context.Context, *pb.CompactionRequest) (*pb.CompactionResponse, error) {
 	return nil, rpcerr.Status(rpcerr.ErrNoKeys)
 }
 

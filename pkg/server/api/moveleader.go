@@ -54,11 +54,7 @@ func checkTransferee(n *raftnode.Node, to membership.ID) error {
 	if n.Leader() != n.ID() {
 		return rpcerr.ErrNotLeader
 	}
-	m := n.Cluster().Member(to)
-	switch {
-	case m == nil, m.IsLearner:
-		return rpcerr.ErrBadLeaderTransferee
-	case to != n.ID() && !n.Live(to):
+	if m := n.Cluster().Member(to); m == nil || m.IsLearner || to != n.ID() && !n.Live(to) {
 		return rpcerr.ErrBadLeaderTransferee
 	}
 	return nil

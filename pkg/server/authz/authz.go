@@ -60,45 +60,34 @@ func CheckSetting(allowedCNs []string, clientCertAuth bool) error {
 	return nil
 }
 
-// Authorizer checks each call against the allowed CNs.
-type Authorizer struct {
-	allowed []string
-}
-
-// New allows admin operations to the certificates whose CN is in allowedCNs, or to every
-// caller when it is empty.
-func New(allowedCNs []string) *Authorizer {
-	return &Authorizer{allowed: slices.Clone(allowedCNs)}
-}
-
-// Allow returns nil when the caller in ctx may call fullMethod, else etcd's permission denied.
-func (a *Authorizer) Allow(ctx context.Context, fullMethod string) error {
-	if len(a.allowed) == 0 || !IsAdmin(fullMethod) {
-		return nil
-	}
-	if leaf := verifiedLeaf(ctx); leaf != nil && slices.Contains(a.allowed, leaf.Subject.CommonName) {
-		return nil
-	}
-	return rpctypes.ErrGRPCPermissionDenied
-}
-
-// Unary is the interceptor for unary calls (the membership changes, MoveLeader).
-func (a *Authorizer) Unary() grpc.UnaryServerInterceptor {
-	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
-		if err := a.Allow(ctx, info.FullMethod); err != nil {
-			return nil, err
+// Interceptors check each call, unary (the membership changes, MoveLeader) or streaming
+// (Snapshot): an admin operation (IsAdmin) is allowed to the certificates whose CN is in
+// allowedCNs, or to every caller when it is empty, and refused otherwise with etcd's permission
+// denied.
+func Interceptors(allowedCNs []string) []grpc.ServerOption {
+	allowed := slices.Clone(allowedCNs)
+	allow := func(ctx context.Context, fullMethod string) error {
+		if len(allowed) == 0 || !IsAdmin(fullMethod) {
+			return nil
 		}
-		return handler(ctx, req)
-	}
-}
-
-// Stream is the interceptor for streaming calls (Snapshot).
-func (a *Authorizer) Stream() grpc.StreamServerInterceptor {
-	return func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
-		if err := a.Allow(ss.Context(), info.FullMethod); err != nil {
-			return err
+		if leaf := verifiedLeaf(ctx); leaf != nil && slices.Contains(allowed, leaf.Subject.CommonName) {
+			return nil
 		}
-		return handler(srv, ss)
+		return rpctypes.ErrGRPCPermissionDenied
+	}
+	return []grpc.ServerOption{
+		grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
+			if err := allow(ctx, info.FullMethod); err != nil {
+				return nil, err
+			}
+			return handler(ctx, req)
+		}),
+		grpc.ChainStreamInterceptor(func(srv any, ss grpc.ServerStream, info *grpc.StreamServerInfo, handler grpc.StreamHandler) error {
+			if err := allow(ss.Context(), info.FullMethod); err != nil {
+				return err
+			}
+			return handler(srv, ss)
+		}),
 	}
 }
 

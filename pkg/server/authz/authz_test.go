@@ -106,8 +106,7 @@ func (e *env) start(t *testing.T, allowed []string) (string, *stub) {
 
 func serveStub(t *testing.T, creds credentials.TransportCredentials, allowed []string) (string, *stub) {
 	t.Helper()
-	a := New(allowed)
-	s := grpc.NewServer(grpc.Creds(creds), grpc.ChainUnaryInterceptor(a.Unary()), grpc.ChainStreamInterceptor(a.Stream()))
+	s := grpc.NewServer(append(Interceptors(allowed), grpc.Creds(creds))...)
 	st := &stub{}
 	pb.RegisterClusterServer(s, st)
 	pb.RegisterMaintenanceServer(s, st)

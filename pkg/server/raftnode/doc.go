@@ -9,11 +9,10 @@
 //     applied to the membership, which nobody sees yet;
 //  3. persist: the received snapshot, the HardState and the new entries, together with the
 //     membership the committed entries produce and the applied index, in one bbolt
-//     transaction (storage.Save); the leader of an unchanged term sends its messages just
-//     before, writing in parallel with its followers;
+//     transaction (storage.Save);
 //  4. appendToMemory: the snapshot and entries to raft's MemoryStorage, then markLog: the
 //     bound on raft's log end that Step checks a heartbeat against;
-//  5. send the messages (only now: a follower must not acknowledge what is not durable);
+//  5. send the messages (only now: no member acknowledges or votes on what is not durable);
 //  6. applyConfChanges: ApplyConfChange for each conf change, with NodeId 0 for a change the
 //     membership rules refused;
 //  7. publishApplied and releaseReads: the new membership to readers and the transport, the

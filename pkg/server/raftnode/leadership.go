@@ -27,11 +27,9 @@ func (n *Node) Matches() map[membership.ID]uint64 {
 // and a status request in turn, so the Matches read after Step returned include that message.
 // It gives up (false) when ctx ends, this member stops or does not lead, or the term changes.
 func (n *Node) WaitMatches(ctx context.Context, cond func(map[membership.ID]uint64) bool) bool {
-	n.ackWaiters.Add(1)
-	defer n.ackWaiters.Add(-1)
-	moved := n.leaderChanged()
+	moved := n.current(&n.leaderCh)
 	for {
-		acked := n.ackedCh()
+		acked := n.current(&n.acked)
 		if n.lead.Load() != n.id {
 			return false
 		}
@@ -49,7 +47,3 @@ func (n *Node) WaitMatches(ctx context.Context, cond func(map[membership.ID]uint
 		}
 	}
 }
-
-func (n *Node) notifyAcked() { n.notify(&n.acked) }
-
-func (n *Node) ackedCh() <-chan struct{} { return n.current(&n.acked) }

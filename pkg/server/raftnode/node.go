@@ -97,8 +97,6 @@ type Node struct {
 	// lastConf is where the latest conf-change entry was appended to this member's log.
 	lastConf  atomic.Pointer[logPos]
 	snapIndex uint64 // only the loop touches it
-	// snap is the newest snapshot of the applied membership made to be sent (currentSnapshot).
-	snap atomic.Pointer[raftpb.Snapshot]
 	// stepMu makes the check of a peer's message and its step one (sane.go), and guards the
 	// bounds on raft's last index (logStepped, noteReady, markLog): logFloor, at or below it
 	// whatever raft did with the messages stepped; recentEnd, the lowest end of log that a
@@ -116,32 +114,27 @@ type Node struct {
 	// the loop applies it when raft hands the same data back, rather than decoding it again.
 	checked atomic.Pointer[checkedSnapshot]
 
-	mu       sync.Mutex
-	waiters  map[uint64]*waiter
-	reads    map[string]chan uint64
-	progress chan struct{} // closed and replaced whenever applied advances or the leader changes
-	leaderCh chan struct{} // closed and replaced whenever the leader or the term changes
-	// acked is closed and replaced after a peer's acknowledgement of entries is stepped while
-	// someone waits in WaitMatches (ackWaiters > 0); nobody pays for it otherwise.
-	acked      chan struct{}
-	ackWaiters atomic.Int32
+	mu      sync.Mutex
+	waiters map[uint64]*waiter
+	reads   map[string]chan uint64
+	// Each is closed and replaced (notify) whenever: the applied index advances or the leader
+	// changes; the leader or the term changes (raft then drops a pending read silently, so the
+	// reads ask again at once); a peer's acknowledgement of entries is stepped.
+	progress, leaderCh, acked chan struct{}
 
-	confMu  sync.Mutex // one membership change in flight
-	removed chan struct{}
-	rmOnce  sync.Once
+	confMu sync.Mutex // one membership change in flight
 	// toldRemoved: the cluster, not an applied entry, confirmed this member is removed; Run
 	// writes the tombstone then, since only the loop may write to the store and only while it
 	// is open.
 	toldRemoved atomic.Bool
 	// stopping is closed as soon as this member knows it is removed or Run is ending, before
 	// anything else of the shutdown: every wait for raft selects on it, so no client request
-	// waits on a member that will never answer it.
+	// waits on a member that will never answer it. While Run runs, only a removal closes it.
 	stopping chan struct{}
 	stopOnce sync.Once
-	done     chan struct{}
 
 	// heard is when, and in which term, raft's own traffic last came from each member
-	// (HeardWithin): ID to *atomic.Pointer[heardAt]. PeerLost deletes a member's entry.
+	// (HeardWithin): ID to heardAt. PeerLost deletes a member's entry.
 	heard sync.Map
 	// ledSince is when this member last became leader, in Unix nanoseconds (LeadingFor).
 	ledSince atomic.Int64
@@ -189,7 +182,7 @@ func New(cfg Config) (*Node, error) {
 		termBase:  st.HardState.GetTerm(), termSince: time.Now(),
 		waiters: map[uint64]*waiter{}, reads: map[string]chan uint64{},
 		progress: make(chan struct{}), leaderCh: make(chan struct{}), acked: make(chan struct{}),
-		removed: make(chan struct{}), stopping: make(chan struct{}), done: make(chan struct{}),
+		stopping: make(chan struct{}),
 	}
 	n.cluster.Store(st.Cluster.WithMaxHistory(cfg.MaxHistory))
 	n.applied.Store(st.Applied)
@@ -221,7 +214,6 @@ func New(cfg Config) (*Node, error) {
 // Run drives the node until ctx ends (nil) or this member is removed (ErrRemoved). A storage
 // error ends it too: a member that cannot persist must not go on voting.
 func (n *Node) Run(ctx context.Context) error {
-	defer close(n.done)
 	defer n.raft.Stop()
 	// Proposals still waiting were made: whether they apply is unknown.
 	defer n.failAll(ErrTimeout)
@@ -232,7 +224,7 @@ func (n *Node) Run(ctx context.Context) error {
 		select {
 		case <-ctx.Done():
 			return nil
-		case <-n.removed:
+		case <-n.stopping:
 			if n.toldRemoved.Load() {
 				if err := n.store.Save(storage.Update{Tombstone: true}); err != nil {
 					// Removed all the same: its peers refuse it whether or not the tombstone is on disk.
@@ -249,17 +241,6 @@ func (n *Node) Run(ctx context.Context) error {
 		}
 	}
 }
-
-// notifyProgress wakes everyone waiting for the applied index or the leader to change.
-func (n *Node) notifyProgress() { n.notify(&n.progress) }
-
-func (n *Node) progressCh() <-chan struct{} { return n.current(&n.progress) }
-
-// notifyLeader wakes the reads waiting for an answer from the leader of the moment: raft drops
-// a pending read silently when the leader or the term changes, so they ask again at once.
-func (n *Node) notifyLeader() { n.notify(&n.leaderCh) }
-
-func (n *Node) leaderChanged() <-chan struct{} { return n.current(&n.leaderCh) }
 
 // notify closes *ch, waking whoever took it with current, and replaces it for the next wait.
 func (n *Node) notify(ch *chan struct{}) {
@@ -280,11 +261,8 @@ func (n *Node) current(ch *chan struct{}) <-chan struct{} {
 // with ErrStopped. Idempotent.
 func (n *Node) stop() { n.stopOnce.Do(func() { close(n.stopping) }) }
 
-// Stopping is closed once this member knows it is removed or is shutting down. Nothing it
+// Stopped reports whether this member knows it is removed or is shutting down: nothing it
 // starts from then on can be answered by the cluster.
-func (n *Node) Stopping() <-chan struct{} { return n.stopping }
-
-// Stopped reports whether Stopping is closed.
 func (n *Node) Stopped() bool {
 	select {
 	case <-n.stopping:
@@ -312,7 +290,7 @@ func (n *Node) WithStop(ctx context.Context) (context.Context, context.CancelFun
 // leader changes; it gives up (false) when ctx ends or the node stops.
 func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 	for {
-		ch := n.progressCh()
+		ch := n.current(&n.progress)
 		if cond() {
 			return true
 		}
@@ -332,13 +310,7 @@ func (n *Node) WaitFor(ctx context.Context, cond func() bool) bool {
 // write the tombstone and return.
 func (n *Node) MarkRemoved() {
 	n.toldRemoved.Store(true)
-	n.markRemoved()
-}
-
-func (n *Node) markRemoved() {
-	// Released first, so that no request waits while Run winds down.
 	n.stop()
-	n.rmOnce.Do(func() { close(n.removed) })
 }
 
 // ErrRefused is a peer's message that carries what this member could not apply: a snapshot
@@ -376,8 +348,8 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	if err == nil {
 		n.hear(m)
 	}
-	if m.GetType() == raftpb.MessageType_MsgAppResp && n.ackWaiters.Load() > 0 {
-		n.notifyAcked()
+	if m.GetType() == raftpb.MessageType_MsgAppResp {
+		n.notify(&n.acked)
 	}
 	return err
 }
@@ -405,7 +377,7 @@ func (n *Node) HeardSince(id membership.ID, t time.Time) bool {
 	if !ok {
 		return false
 	}
-	h := v.(*atomic.Pointer[heardAt]).Load()
+	h := v.(heardAt)
 	return h.term == n.term.Load() && !h.at.Before(t)
 }
 
@@ -480,8 +452,7 @@ func (n *Node) hear(m *raftpb.Message) {
 	if m.GetTerm() < n.term.Load() || id == membership.ID(n.id) || !n.lists(id, m) {
 		return
 	}
-	v, _ := n.heard.LoadOrStore(id, new(atomic.Pointer[heardAt]))
-	v.(*atomic.Pointer[heardAt]).Store(&heardAt{term: m.GetTerm(), at: time.Now()})
+	n.heard.Store(id, heardAt{term: m.GetTerm(), at: time.Now()})
 }
 
 // ReportUnreachable tells raft a peer could not be reached.

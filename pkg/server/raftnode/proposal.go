@@ -94,14 +94,12 @@ func (p proposal) encode() ([]byte, error) {
 
 // decodeProposal reads what encode wrote.
 func decodeProposal(data []byte) (*proposal, error) {
-	p := &proposal{}
 	m := &pb.Proposal{}
 	if err := proto.Unmarshal(data, m); err != nil {
 		return nil, err
 	}
 	// A missing change reads as the zero change, which no rule accepts.
-	p.RequestID, p.Term, p.Change, p.Time = m.GetRequestId(), m.GetTerm(), wire.ChangeFromProto(m.GetChange()), wire.TimeFromProto(m.GetTime())
-	return p, nil
+	return &proposal{RequestID: m.GetRequestId(), Term: m.GetTerm(), Change: wire.ChangeFromProto(m.GetChange()), Time: wire.TimeFromProto(m.GetTime())}, nil
 }
 
 func confChangeType(ch membership.Change) raftpb.ConfChangeType {

@@ -147,7 +147,7 @@ func (n *Node) ReadIndex(ctx context.Context) (*membership.Cluster, error) {
 		if n.Stopped() {
 			return nil, ErrStopped
 		}
-		moved := n.leaderChanged()
+		moved := n.current(&n.leaderCh)
 		lead, err := n.WaitLeader(ctx)
 		if err != nil {
 			return nil, err

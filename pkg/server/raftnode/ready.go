@@ -44,21 +44,10 @@ func (p *pass) changed() bool { return p.up.Cluster != nil }
 // follower, published or answered before it is durable, and proposers hear only after Advance.
 func (n *Node) handleReady(rd raft.Ready) error {
 	n.noteReady(rd)
-	prevTerm := n.recordState(rd)
+	n.recordState(rd)
 	p, err := n.applyInMemory(rd)
 	if err != nil {
 		return err
-	}
-	// A leader writes to its disk while its followers write to theirs (raft thesis 10.2.1):
-	// its messages carry only entries it has appended, and raft counts the leader's own copy
-	// towards the commit only after Advance, once the write below is done. Other members
-	// must not answer (votes, appends) before their state is durable, nor may a leader whose
-	// term is new in this pass (a lone voter elects itself at once).
-	leading := n.lead.Load() == n.id && (rd.HardState == nil || rd.HardState.GetTerm() == prevTerm)
-	if leading {
-		if err := n.send(rd.Messages); err != nil {
-			return err
-		}
 	}
 	if err := n.persist(p); err != nil {
 		return err
@@ -67,10 +56,8 @@ func (n *Node) handleReady(rd raft.Ready) error {
 		return err
 	}
 	n.markLog()
-	if !leading {
-		if err := n.send(rd.Messages); err != nil {
-			return err
-		}
+	if err := n.send(rd.Messages); err != nil {
+		return err
 	}
 	n.applyConfChanges(p.results)
 	n.publishApplied(p)
@@ -81,15 +68,15 @@ func (n *Node) handleReady(rd raft.Ready) error {
 	n.raft.Advance()
 	n.answerProposers(p)
 	if p.selfRemoved {
-		n.markRemoved()
+		n.stop() // Run returns ErrRemoved
 	}
 	return nil
 }
 
-// recordState records the term, then the leader, and returns the term before this pass. The
-// term comes first: whoever sees this member as leader then sees its new term too.
-func (n *Node) recordState(rd raft.Ready) (prevTerm uint64) {
-	prevTerm = n.term.Load()
+// recordState records the term, then the leader. The term comes first: whoever sees this member
+// as leader then sees its new term too.
+func (n *Node) recordState(rd raft.Ready) {
+	prevTerm := n.term.Load()
 	moved := false
 	if rd.HardState != nil {
 		n.term.Store(rd.HardState.GetTerm())
@@ -103,12 +90,11 @@ func (n *Node) recordState(rd raft.Ready) (prevTerm uint64) {
 		}
 		n.lead.Store(rd.SoftState.Lead)
 		n.cfg.Metrics.ObserveLeader(rd.SoftState.Lead)
-		n.notifyProgress()
+		n.notify(&n.progress)
 	}
 	if moved {
-		n.notifyLeader()
+		n.notify(&n.leaderCh)
 	}
-	return prevTerm
 }
 
 // applyInMemory applies the received snapshot, then every committed entry above the applied
@@ -251,7 +237,7 @@ func (n *Node) publishApplied(p *pass) {
 	n.applied.Store(p.applied)
 	n.appliedTerm.Store(p.lastTerm)
 	n.cfg.Transport.SetPeers(p.cluster)
-	n.notifyProgress()
+	n.notify(&n.progress)
 	if n.lead.Load() == n.id {
 		for _, ev := range p.recorded {
 			n.logChange(ev)
@@ -351,28 +337,14 @@ func (n *Node) maybeSnapshot() error {
 // storage, as etcd sends its merged snapshot: the membership as applied now, with its index, term
 // and configuration. The stored snapshot may predate the member it is sent to (a member added
 // after it), and raft refuses a snapshot whose configuration does not include it; the applied
-// state is always at least as new and always includes it. The one made last is sent again while
-// the membership has not moved since: raft resends a snapshot a member did not acknowledge.
+// state is always at least as new and always includes it.
 func (n *Node) currentSnapshot() (*raftpb.Snapshot, error) {
-	applied := n.applied.Load()
-	if s := n.snap.Load(); s.GetMetadata().GetIndex() == applied {
-		return s, nil
-	}
-	s, err := snapshotOf(n.cluster.Load(), applied, n.appliedTerm.Load())
-	if err != nil {
-		return nil, err
-	}
-	n.snap.Store(s)
-	return s, nil
-}
-
-// snapshotOf is the raft snapshot of the membership c, applied up to index of term.
-func snapshotOf(c *membership.Cluster, index, term uint64) (*raftpb.Snapshot, error) {
+	c := n.cluster.Load()
 	data, err := storage.SnapshotData(c)
 	if err != nil {
 		return nil, err
 	}
 	return &raftpb.Snapshot{Data: data, Metadata: &raftpb.SnapshotMetadata{
-		Index: proto.Uint64(index), Term: proto.Uint64(term), ConfState: storage.ConfState(c),
+		Index: proto.Uint64(n.applied.Load()), Term: proto.Uint64(n.appliedTerm.Load()), ConfState: storage.ConfState(c),
 	}}, nil
 }

@@ -53,9 +53,6 @@ func (n *Node) WaitJoined(ctx context.Context) error {
 		if errors.Is(err, ErrStopped) {
 			return err
 		}
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
 		// No leader or no answer yet: a joining member waits for the cluster to reach it.
 		select {
 		case <-ctx.Done():

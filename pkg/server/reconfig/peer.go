@@ -34,15 +34,11 @@ type ClusterInfo struct {
 
 // Register adds the Members service (clusterdpb.Members: Change and Membership) to a peer gRPC
 // server.
-func (c *Coordinator) Register(s *grpc.Server) { pb.RegisterMembersServer(s, &membersService{c: c}) }
+func (c *Coordinator) Register(s *grpc.Server) { pb.RegisterMembersServer(s, c) }
 
-type membersService struct {
-	pb.UnimplementedMembersServer
-	c *Coordinator
-}
-
-func (s *membersService) Membership(_ context.Context, req *pb.MembershipRequest) (*pb.MembershipAnswer, error) {
-	n := s.c.cfg.Node
+// Membership answers another member's question about the membership this member has applied.
+func (c *Coordinator) Membership(_ context.Context, req *pb.MembershipRequest) (*pb.MembershipAnswer, error) {
+	n := c.cfg.Node
 	// Without the history: a removed leader asks every 10 ms while its successor is elected.
 	full := n.Cluster()
 	cl := full.WithoutHistory()
@@ -63,8 +59,7 @@ func (s *membersService) Membership(_ context.Context, req *pb.MembershipRequest
 
 // Change decides a request another member forwarded. Errors leave as the registry's statuses,
 // which forward reads back as the same values.
-func (s *membersService) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.ChangeReply, error) {
-	c := s.c
+func (c *Coordinator) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.ChangeReply, error) {
 	if err := c.cfg.Transport.Vouched(ctx); err != nil {
 		return nil, status.Error(codes.PermissionDenied, err.Error())
 	}
@@ -75,7 +70,12 @@ func (s *membersService) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.
 	}
 	ctx, cancel := c.cfg.Node.WithStop(ctx)
 	defer cancel()
-	reply, err := c.decide(ctx, requestFromProto(in))
+	// A wait that is not a valid duration is none.
+	req := Request{Change: wire.ChangeFromProto(in.GetChange()), DryRun: in.GetDryRun()}
+	if w := in.GetReadyWait(); w.IsValid() {
+		req.ReadyWait = w.AsDuration()
+	}
+	reply, err := c.decide(ctx, req)
 	if errors.Is(err, raftnode.ErrStopped) {
 		// This leader stopped before it proposed anything: the caller tries the next one.
 		err = raftnode.ErrNotLeader
@@ -88,35 +88,6 @@ func (s *membersService) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.
 		return wire.VerdictProto(reply, rpcerr.Status(err)), nil
 	}
 	return nil, rpcerr.Status(err)
-}
-
-// requestToProto is req as a member forwards it to its leader.
-func requestToProto(req Request) *pb.ChangeRequest {
-	p := &pb.ChangeRequest{Change: wire.ChangeToProto(req.Change), DryRun: req.DryRun}
-	if req.ReadyWait != 0 {
-		p.ReadyWait = durationpb.New(req.ReadyWait)
-	}
-	return p
-}
-
-// requestFromProto reads what requestToProto wrote; a wait that is not a valid duration is none.
-func requestFromProto(p *pb.ChangeRequest) Request {
-	req := Request{Change: wire.ChangeFromProto(p.GetChange()), DryRun: p.GetDryRun()}
-	if w := p.GetReadyWait(); w.IsValid() {
-		req.ReadyWait = w.AsDuration()
-	}
-	return req
-}
-
-// SendChange sends req over conn as a member forwards a change to its leader, for a program that
-// speaks the peer protocol from outside a member (the hostile-peer test); forward is the
-// members' own way.
-func SendChange(ctx context.Context, conn *grpc.ClientConn, req Request) (*Reply, error) {
-	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req))
-	if err != nil {
-		return nil, err
-	}
-	return wire.ReportFromProto(reply), nil
 }
 
 // fromPeer reads what a call to another member failed with: a registered error by its message,
@@ -150,17 +121,22 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	if m == nil || len(m.PeerURLs) == 0 {
 		return nil, raftnode.ErrNotLeader
 	}
-	conn, err := c.conn(m.PeerURLs[0])
+	conn, err := c.cfg.Transport.Dial(m.PeerURLs[0])
 	if err != nil {
 		return nil, err
 	}
+	defer conn.Close()
 	// A leader that stops answering after it was last heard (paused, cut off) would keep the
 	// request until the client's deadline: the leader's answer is awaited as long as the leader
 	// needs to give one (forwardWithin), and then the outcome is unknown (ErrTimeout), as it is
 	// for any request sent and not answered.
 	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin(req))
 	defer cancel()
-	reply, err := pb.NewMembersClient(conn).Change(ctx, requestToProto(req))
+	in := &pb.ChangeRequest{Change: wire.ChangeToProto(req.Change), DryRun: req.DryRun}
+	if req.ReadyWait != 0 {
+		in.ReadyWait = durationpb.New(req.ReadyWait)
+	}
+	reply, err := pb.NewMembersClient(conn).Change(ctx, in)
 	if err != nil {
 		return nil, fromPeer(err)
 	}
@@ -182,20 +158,6 @@ func (c *Coordinator) forwardWithin(req Request) time.Duration {
 	return req.ReadyWait + c.judgeWithin() + 3*c.cfg.ElectionTimeout
 }
 
-func (c *Coordinator) conn(url string) (*grpc.ClientConn, error) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if conn, ok := c.conns[url]; ok {
-		return conn, nil
-	}
-	conn, err := c.cfg.Transport.Dial(url)
-	if err != nil {
-		return nil, err
-	}
-	c.conns[url] = conn
-	return conn, nil
-}
-
 // AwaitVoter waits, an election timeout at most, until member id has applied its own promotion,
 // as its answer to a Membership call on the peer port says. Raft's last step of a leadership
 // transfer, its invitation to campaign, goes out as soon as the target's log matches the
@@ -208,14 +170,15 @@ func (c *Coordinator) AwaitVoter(ctx context.Context, id membership.ID) {
 	if m == nil || m.IsLearner || len(m.PeerURLs) == 0 {
 		return
 	}
-	conn, err := c.conn(m.PeerURLs[0])
+	conn, err := c.cfg.Transport.Dial(m.PeerURLs[0])
 	if err != nil {
 		return
 	}
+	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, c.cfg.ElectionTimeout)
 	defer cancel()
 	for {
-		if info, err := MembershipOn(ctx, conn, m.PeerURLs[0], false); err == nil {
+		if info, err := ask(ctx, conn, m.PeerURLs[0], &pb.MembershipRequest{WithoutRemoved: true}); err == nil {
 			if self := info.Cluster.Member(id); self != nil && !self.IsLearner {
 				return
 			}
@@ -228,41 +191,25 @@ func (c *Coordinator) AwaitVoter(ctx context.Context, id membership.ID) {
 	}
 }
 
-// Close closes the connections to peers.
-func (c *Coordinator) Close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for url, conn := range c.conns {
-		conn.Close()
-		delete(c.conns, url)
-	}
-}
-
-// FetchMembership asks a member, by its peer URL, for the membership it has applied; creds
-// dial an https:// peer URL (nil without peer TLS settings). withRemoved: the answer is to say
-// which IDs were removed, not only who the members are.
-func FetchMembership(ctx context.Context, peerURL string, creds credentials.TransportCredentials, withRemoved bool) (*ClusterInfo, error) {
+// FetchMembership asks a member, by its peer URL, for the members it has applied, without the
+// removed IDs; creds dial an https:// peer URL (nil without peer TLS settings).
+func FetchMembership(ctx context.Context, peerURL string, creds credentials.TransportCredentials) (*ClusterInfo, error) {
 	conn, err := transport.Dial(peerURL, creds)
 	if err != nil {
 		return nil, err
 	}
 	defer conn.Close()
-	return MembershipOn(ctx, conn, peerURL, withRemoved)
+	return ask(ctx, conn, peerURL, &pb.MembershipRequest{WithoutRemoved: true})
 }
 
-// MembershipOn is FetchMembership on a connection already made to peerURL, for a caller that
-// asks the same member again.
-func MembershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, withRemoved bool) (*ClusterInfo, error) {
-	return membershipOn(ctx, conn, peerURL, &pb.MembershipRequest{WithoutRemoved: !withRemoved})
-}
-
-// RemovalOn is MembershipOn with the removed IDs, asking too for the event that removed member
-// id (ClusterInfo.Removal), so that a removed member can tell a forced removal from another.
+// RemovalOn asks the member at peerURL, on a connection already made to it, for its membership
+// with the removed IDs and the event that removed member id (ClusterInfo.Removal), so that a
+// removed member can tell a forced removal from another.
 func RemovalOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, id membership.ID) (*ClusterInfo, error) {
-	return membershipOn(ctx, conn, peerURL, &pb.MembershipRequest{RemovalOf: uint64(id)})
+	return ask(ctx, conn, peerURL, &pb.MembershipRequest{RemovalOf: uint64(id)})
 }
 
-func membershipOn(ctx context.Context, conn *grpc.ClientConn, peerURL string, req *pb.MembershipRequest) (*ClusterInfo, error) {
+func ask(ctx context.Context, conn *grpc.ClientConn, peerURL string, req *pb.MembershipRequest) (*ClusterInfo, error) {
 	a, err := pb.NewMembersClient(conn).Membership(ctx, req)
 	if err != nil {
 		if st, ok := status.FromError(err); ok && st.Code() == codes.Unavailable {

@@ -4,16 +4,14 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
-
-	"google.golang.org/grpc"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/wire"
+	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
 // Request is one membership change as a client asked for it; between members it travels as a
@@ -44,12 +42,11 @@ type Config struct {
 	Logger *slog.Logger
 }
 
-// Coordinator routes and decides membership changes.
+// Coordinator routes and decides membership changes, and serves the Members service of the
+// peer port (peer.go).
 type Coordinator struct {
+	pb.UnimplementedMembersServer
 	cfg Config
-
-	mu    sync.Mutex
-	conns map[string]*grpc.ClientConn // by peer URL
 }
 
 // New returns a Coordinator.
@@ -57,7 +54,7 @@ func New(cfg Config) *Coordinator {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
-	return &Coordinator{cfg: cfg, conns: map[string]*grpc.ClientConn{}}
+	return &Coordinator{cfg: cfg}
 }
 
 // retryable reports refusals after which the same request may go to the leader again: it was

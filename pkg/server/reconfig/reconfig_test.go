@@ -13,6 +13,7 @@ import (
 
 	"go.etcd.io/raft/v3/raftpb"
 
+	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
 	"github.com/clusterctl/clusterctl/pkg/datadir"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/raftnode"
@@ -97,9 +98,14 @@ func (n *memNet) run(ctx context.Context, id uint64) {
 func startNodes(t *testing.T, slow string) (*memNet, map[uint64]*Coordinator) {
 	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
+	// Free ports, which servePeers serves when a test asks: else nothing listens there.
+	ports, err := freeport.Ports(3)
+	if err != nil {
+		t.Fatal(err)
+	}
 	var initial []datadir.Initial
 	for i, name := range []string{"a", "b", "c"} {
-		initial = append(initial, datadir.Initial{Name: name, URLs: []string{fmt.Sprintf("http://127.0.0.1:%d", 1+i)}})
+		initial = append(initial, datadir.Initial{Name: name, URLs: []string{fmt.Sprintf("http://127.0.0.1:%d", ports[i])}})
 	}
 	c := datadir.NewCluster(initial, "test")
 	net := &memNet{nodes: map[uint64]*raftnode.Node{}, inbox: map[uint64]chan *raftpb.Message{}}

@@ -7,12 +7,6 @@ import (
 	"sync"
 )
 
-// The states sent, as the sd_notify protocol spells them.
-const (
-	ready    = "READY=1"
-	stopping = "STOPPING=1"
-)
-
 // Notifier sends the member's state to systemd. The zero value, like one made without a
 // socket, sends nothing. Safe for concurrent use.
 type Notifier struct {
@@ -38,7 +32,7 @@ func (n *Notifier) Ready() error {
 		return nil
 	}
 	n.ready = true
-	return n.send(ready)
+	return n.send("READY=1")
 }
 
 // Stopping sends STOPPING=1, the first time it is called; nothing is sent after it. Call it as
@@ -51,7 +45,7 @@ func (n *Notifier) Stopping() error {
 		return nil
 	}
 	n.stopping = true
-	return n.send(stopping)
+	return n.send("STOPPING=1")
 }
 
 // send writes one datagram. A new connection each time, as systemd's own sd_notify does: the
