@@ -21,7 +21,9 @@
 //   - the replacement of the leader by a new member, end to end: `clusterctl member replace
 //     OLD NEW --peer-urls=URL -w env` with the new member started as soon as the environment is
 //     printed, interleaved with the same steps as separate etcdctl commands (member add
-//     --learner, the start, member promote until it succeeds, move-leader, member remove);
+//     --learner, the start, member promote until it succeeds, endpoint health of the new member
+//     until it answers, which member replace checks before it returns, move-leader, member
+//     remove);
 //   - leader removals seen by etcd's own client (clientv3, round-robin over every endpoint)
 //     listing the members in a loop: the longest gap between successful lists of each;
 //   - after filling the log with conf changes (some of them behind a snapshot), how long a new

@@ -222,7 +222,8 @@ func readEnv(r io.Reader) ([]string, io.Reader, error) {
 
 // replaceEtcdctl runs the steps of member replace as separate etcdctl commands, as a runbook
 // does: member add --learner, the new member started from the environment it prints, member
-// promote again and again until it succeeds, move-leader to the new member if the old one leads,
+// promote again and again until it succeeds, endpoint health of the new member until it answers
+// (member replace returns only once the new member serves), move-leader to the new member if the old one leads,
 // member remove. The promotions follow each other with no pause, the fastest such a loop can go;
 // whether the old member leads is read in this process (one status call), where a script would
 // run another command. The time runs from just before member add until member remove exited.
@@ -248,7 +249,8 @@ func (b *bench) replaceEtcdctl(ctx context.Context, ms []*cluster.Member, oldID 
 }
 
 // addStartPromote runs `etcdctl member add --learner` for m, calls added, starts m from the
-// environment etcdctl printed and promotes it (promoteLoop), counting the attempts in r. It
+// environment etcdctl printed, promotes it (promoteLoop), counting the attempts in r, and waits
+// until it serves (healthLoop). It
 // returns the new member's ID as etcdctl printed it.
 func (b *bench) addStartPromote(ctx context.Context, eps string, m *cluster.Member, r *replaceResult, added func()) (string, error) {
 	add, err := b.r.run(ctx, b.etcdctl, eps, "member", "add", m.Name, "--peer-urls="+m.PeerURL, "--learner")
@@ -268,8 +270,28 @@ func (b *bench) addStartPromote(ctx context.Context, eps string, m *cluster.Memb
 	if err := b.c.Start(m.Name, m.ListenArgs(), env); err != nil {
 		return "", err
 	}
-	r.PromoteAttempts, err = b.promoteLoop(ctx, eps, id[1])
-	return id[1], err
+	if r.PromoteAttempts, err = b.promoteLoop(ctx, eps, id[1]); err != nil {
+		return id[1], err
+	}
+	return id[1], b.healthLoop(ctx, m)
+}
+
+// healthLoop runs `etcdctl endpoint health` against the new member m until it answers healthy:
+// the check that the new member serves (a linearizable read through its own client URL), which
+// member replace makes before it returns, bounded like promoteLoop.
+func (b *bench) healthLoop(ctx context.Context, m *cluster.Member) error {
+	var last error
+	for range 5000 {
+		_, err := b.r.run(ctx, b.etcdctl, "--endpoints="+m.ClientAddr, "endpoint", "health")
+		if err == nil {
+			return nil
+		}
+		if ctx.Err() != nil {
+			return fmt.Errorf("%w (last attempt: %v)", context.Cause(ctx), err)
+		}
+		last = err
+	}
+	return fmt.Errorf("etcdctl endpoint health of %s: %v", m.Name, last)
 }
 
 // moveLeaderEtcdctl runs `etcdctl move-leader NEW` at the old member if it leads, and once more
@@ -314,7 +336,7 @@ func (b *bench) promoteLoop(ctx context.Context, eps, id string) (int, error) {
 func (r *report) fillReplace(s map[string]samples, warmup int) {
 	r.fillVersus(s, warmup, versus{
 		key: "member_replace", figure: "clusterctl member replace of the leader, end to end (learner started from -w env)",
-		etcdKey: "etcdctl_replace", etcdFigure: "etcdctl add --learner, start, promote until it succeeds, move-leader, remove (same cluster)",
+		etcdKey: "etcdctl_replace", etcdFigure: "etcdctl add --learner, start, promote until it succeeds, endpoint health of the new member until it answers, move-leader, remove (same cluster)",
 		ratioFigure: "clusterctl member replace / etcdctl's steps (medians)", target: "< 1x", met: func(x float64) bool { return x < 1 },
 	})
 }

@@ -55,8 +55,8 @@ func (b *bench) deadReplaceOnce(ctx context.Context, key, name string) (replaceR
 
 // deadReplaceEtcdctl runs etcd's runbook for a dead member as etcdctl commands: member remove,
 // member add --learner, the new member started from the environment it prints, member promote
-// again and again until it succeeds. The time runs from just before member remove until the
-// promotion succeeded.
+// again and again until it succeeds, endpoint health of the new member until it answers. The
+// time runs from just before member remove until the new member answered.
 func (b *bench) deadReplaceEtcdctl(ctx context.Context, live []*cluster.Member, oldID uint64, m *cluster.Member, r *replaceResult) error {
 	eps := "--endpoints=" + cluster.Endpoints(live)
 	start := time.Now()
@@ -78,7 +78,7 @@ func (b *bench) deadReplaceEtcdctl(ctx context.Context, live []*cluster.Member, 
 func (r *report) fillDeadReplace(s map[string]samples, warmup int) {
 	r.fillVersus(s, warmup, versus{
 		key: "member_replace_dead", figure: "clusterctl member replace of a dead follower, end to end (removed first; learner started from -w env)",
-		etcdKey: "etcdctl_replace_dead", etcdFigure: "etcdctl remove, add --learner, start, promote until it succeeds (same cluster)",
+		etcdKey: "etcdctl_replace_dead", etcdFigure: "etcdctl remove, add --learner, start, promote until it succeeds, endpoint health of the new member until it answers (same cluster)",
 		ratioFigure: "clusterctl member replace of a dead member / etcdctl's steps (medians)", target: "< 1x", met: func(x float64) bool { return x < 1 },
 	})
 }

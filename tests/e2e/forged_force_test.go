@@ -113,7 +113,13 @@ func TestForgedForcedCluster(t *testing.T) {
 // removed by --force-new-cluster; any raft message or notice it refuses as a removed member's.
 func startForger(t *testing.T, victim *cluster.Member, others []*cluster.Member) *grpc.Server {
 	t.Helper()
-	info, err := reconfig.FetchMembership(ctx(t), others[0].PeerURL, nil, true)
+	conn, err := transport.Dial(others[0].PeerURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	// With the removed IDs, as a member asked about a removal answers.
+	info, err := reconfig.RemovalOn(ctx(t), conn, others[0].PeerURL, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -483,17 +483,15 @@ func thousands(n uint64) string {
 	return s
 }
 
-// servesEvery is how often waitServes asks again: the new member serves within moments of its
-// promotion, once it has applied it.
-const servesEvery = 50 * time.Millisecond
-
 // waitServes returns once the new member serves (client.Serves: a started voter that answers a
 // linearizable read through its own client URL), so that the command returns only then, and a
 // live old member is removed only then; a *notServingError once deadline has passed. One line
 // says what it waits for, another once it serves.
 func (o *memberReplaceOptions) waitServes(ctx context.Context, c *client.Client, id uint64, deadline time.Time) error {
 	said := false
-	for {
+	// Asked again as promotions are (replaceRetryAfter): the new member may be promoted, in
+	// sync, a moment before its own publication of its name and client URLs commits.
+	for attempt := 0; ; attempt++ {
 		actx, cancel := o.withTimeout(ctx)
 		err := c.Serves(actx, id)
 		cancel()
@@ -505,13 +503,14 @@ func (o *memberReplaceOptions) waitServes(ctx context.Context, c *client.Client,
 			fmt.Fprintf(o.Err, "%s promoted, waiting for it to serve a linearizable read through its own client URL\n", o.Name)
 			said = true
 		}
-		if !time.Now().Add(servesEvery).Before(deadline) {
+		next := replaceRetryAfter(attempt)
+		if !time.Now().Add(next).Before(deadline) {
 			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: err}
 		}
 		select {
 		case <-ctx.Done():
 			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: ctx.Err()}
-		case <-time.After(servesEvery):
+		case <-time.After(next):
 		}
 	}
 }
