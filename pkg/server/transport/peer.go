@@ -34,8 +34,8 @@ type peer struct {
 	// remote: added from a sender's stream, not from the membership, so without a prober until
 	// the membership lists it (Transport.answerSender); guarded by Transport.mu.
 	remote bool
-	// removed: the peer was removed from the membership, and what is queued for it still goes
-	// (flush) before its sender stops.
+	// removed: the peer was removed from the membership: how its sends went is raft's business
+	// no more (report).
 	removed atomic.Bool
 
 	mu   sync.Mutex
@@ -74,8 +74,10 @@ func (p *peer) enqueue(m *raftpb.Message) bool {
 
 func (p *peer) close() { p.once.Do(func() { close(p.stop) }) }
 
-// retire stops the sender of a peer removed from the membership, once it has sent what raft
-// queued for the peer while it was a member (flush).
+// retire stops the sender of a peer removed from the membership; what is still queued for it
+// is dropped. The peer learns of its removal from the entry if it got it, else from a refusal
+// or the Removed notice, confirmed with the cluster (pkg/server, watchRemoval): a removed
+// follower exits within tens of milliseconds of the removal either way.
 func (p *peer) retire() {
 	p.removed.Store(true)
 	p.close()
@@ -97,23 +99,17 @@ func (p *peer) run() {
 	defer s.closeConn()
 	idle := time.NewTimer(streamIdle)
 	defer idle.Stop()
-	stopped := func() {
-		if p.removed.Load() {
-			s.flush()
-		}
-		s.endStream()
-	}
 	for {
 		// The stop first: a removed or closing peer is not tried once for each queued message.
 		select {
 		case <-p.stop:
-			stopped()
+			s.endStream()
 			return
 		default:
 		}
 		select {
 		case <-p.stop:
-			stopped()
+			s.endStream()
 			return
 		case <-p.hello:
 			s.greet()
@@ -259,34 +255,6 @@ func (s *outbox) closeConn() {
 	if s.conn != nil {
 		s.conn.Close()
 		s.conn = nil
-	}
-}
-
-// flushWait bounds how long a removed peer's sender waits for the peer to take what was flushed
-// to it: as long as a notice's answer (invoke).
-const flushWait = time.Second
-
-// flush sends a removed peer, in one try, what raft queued for it while it was a member, ends
-// the stream and waits, flushWait at most, until the peer has taken it (a stream cancelled at
-// once would drop what is still in flight). What the leader queued holds the commit of the
-// peer's own removal: with it, the peer applies its removal and stops at once, instead of
-// learning it from a refusal or a Removed notice and confirming it with the cluster's voters
-// first, while its clients wait. Nothing of it is reported: raft no longer tracks the peer.
-func (s *outbox) flush() {
-	// Only this goroutine takes from the queue, and nothing is queued for a removed peer.
-	if len(s.p.q) == 0 || s.open() != nil {
-		return
-	}
-	for len(s.p.q) > 0 {
-		env := &pb.Envelope{ClusterId: uint64(s.p.t.cfg.ClusterID), From: uint64(s.p.t.cfg.LocalID), To: uint64(s.p.id), Message: <-s.p.q}
-		if s.stream.Send(env) != nil {
-			return
-		}
-	}
-	s.stream.CloseSend()
-	select {
-	case <-s.ended:
-	case <-time.After(flushWait):
 	}
 }
 
