@@ -171,10 +171,19 @@ func TestRemoveLeader(t *testing.T) {
 func leaderAndOther(t *testing.T, ms []*servertest.Member) (leader, other *servertest.Member, id uint64) {
 	t.Helper()
 	var md metadata.MD
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
-	defer cancel()
-	if _, err := ms[0].Client(t).MemberList(ctx, &pb.MemberListRequest{Linearizable: true}, grpc.Header(&md)); err != nil {
-		t.Fatal(err)
+	// A leader stopped a moment ago is replaced within two election timeouts; a loaded machine
+	// takes longer: asked again, each try bounded, until a deadline.
+	deadline := time.Now().Add(15 * time.Second)
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		_, err := ms[0].Client(t).MemberList(ctx, &pb.MemberListRequest{Linearizable: true}, grpc.Header(&md))
+		cancel()
+		if err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal(err)
+		}
 	}
 	fmt.Sscanf(md.Get(wire.Leader)[0], "%x", &id)
 	for _, m := range ms {

@@ -49,7 +49,7 @@ func leaderOf(t *testing.T, ms []*servertest.Member) *servertest.Member {
 // The election timeout is long, so that the bound (under half of it, which a held read waited)
 // stays far above what a busy machine adds to an answer.
 func TestRemovedLeaderLetsGo(t *testing.T) {
-	const electionTimeout = time.Second
+	const electionTimeout = 3 * time.Second
 	ms := servertest.Start(t, 5, func(c *server.Config) { c.ElectionTimeout = electionTimeout })
 	for round := range 2 {
 		lead := leaderOf(t, ms)
