@@ -110,9 +110,6 @@ type Node struct {
 	// clock alone they fix the highest term a peer's message may carry (termCeiling).
 	termBase  uint64
 	termSince time.Time
-	// checked is the membership of the last snapshot Step let through, decoded by its check:
-	// the loop applies it when raft hands the same data back, rather than decoding it again.
-	checked atomic.Pointer[checkedSnapshot]
 
 	mu      sync.Mutex
 	waiters map[uint64]*waiter
@@ -331,11 +328,9 @@ func (n *Node) Step(ctx context.Context, m *raftpb.Message) error {
 	}
 	switch m.GetType() {
 	case raftpb.MessageType_MsgSnap:
-		c, err := snapshotFit(m.GetSnapshot())
-		if err != nil {
+		if err := snapshotUnfit(m.GetSnapshot()); err != nil {
 			return n.refused(err)
 		}
-		n.checked.Store(&checkedSnapshot{data: m.GetSnapshot().GetData(), cluster: c})
 	case raftpb.MessageType_MsgApp:
 		for _, e := range m.GetEntries() {
 			if _, err := proposalOf(e); err != nil {

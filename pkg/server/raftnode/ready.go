@@ -107,7 +107,7 @@ func (n *Node) applyInMemory(rd raft.Ready) (*pass, error) {
 		cluster: n.cluster.Load(), applied: n.applied.Load(), lastTerm: n.appliedTerm.Load(),
 	}
 	if !raft.IsEmptySnap(rd.Snapshot) {
-		c, err := n.membershipOf(rd.Snapshot)
+		c, err := storage.SnapshotCluster(rd.Snapshot)
 		if err != nil {
 			// Step refused every snapshot whose data is not a membership.
 			return nil, fmt.Errorf("restoring snapshot %d: %w", rd.Snapshot.GetMetadata().GetIndex(), err)

@@ -1,7 +1,6 @@
 package raftnode
 
 import (
-	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -11,7 +10,6 @@ import (
 	"go.etcd.io/raft/v3"
 	"go.etcd.io/raft/v3/raftpb"
 
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
@@ -156,7 +154,7 @@ func (n *Node) absurdAppend(m *raftpb.Message, current bool) error {
 
 // absurdSnapshot refuses a snapshot of a term after the message's, or whose configuration
 // raft cannot restore (ConfState). That the configuration is the membership the data holds is
-// checked with the data (snapshotFit).
+// checked with the data (snapshotUnfit).
 func absurdSnapshot(m *raftpb.Message) error {
 	md := m.GetSnapshot().GetMetadata()
 	if md.GetTerm() > m.GetTerm() || md.GetTerm() == 0 || md.GetIndex() == 0 {
@@ -168,34 +166,18 @@ func absurdSnapshot(m *raftpb.Message) error {
 	return nil
 }
 
-// snapshotFit returns the membership a snapshot holds, and refuses one whose data is not a
-// membership, which the member could not apply, or whose configuration is not the
-// membership's: raft restores the configuration the metadata names, and panics on one it
-// cannot.
-func snapshotFit(s *raftpb.Snapshot) (*membership.Cluster, error) {
+// snapshotUnfit refuses a snapshot whose data is not a membership, which the member could not
+// apply, or whose configuration is not the membership's: raft restores the configuration the
+// metadata names, and panics on one it cannot.
+func snapshotUnfit(s *raftpb.Snapshot) error {
 	c, err := storage.SnapshotCluster(s)
 	if err != nil {
-		return nil, err
+		return err
 	}
 	if !sameConf(s.GetMetadata().GetConfState(), storage.ConfState(c)) {
-		return nil, fmt.Errorf("snapshot at %d: its configuration is not its membership's", s.GetMetadata().GetIndex())
+		return fmt.Errorf("snapshot at %d: its configuration is not its membership's", s.GetMetadata().GetIndex())
 	}
-	return c, nil
-}
-
-// checkedSnapshot is a snapshot's data as Step checked it, and the membership it decoded.
-type checkedSnapshot struct {
-	data    []byte
-	cluster *membership.Cluster
-}
-
-// membershipOf is the membership a snapshot raft hands the loop holds: the one Step decoded
-// when the data is the same, which it is unless raft took another snapshot since.
-func (n *Node) membershipOf(s *raftpb.Snapshot) (*membership.Cluster, error) {
-	if ck := n.checked.Swap(nil); ck != nil && bytes.Equal(ck.data, s.GetData()) {
-		return ck.cluster, nil
-	}
-	return storage.SnapshotCluster(s)
+	return nil
 }
 
 // sameConf reports whether two configurations name the same voters and learners, neither
