@@ -58,25 +58,21 @@ var clusterColumns = append([]column[*client.ClusterStatus]{
 		}
 		return uitoa(s.LeaderTerm)
 	}},
-}, append(quorumColumns(), column[*client.ClusterStatus]{
+}, append(each(quorumRows, quorumColumn), column[*client.ClusterStatus]{
 	name: "healthy", value: func(s *client.ClusterStatus) string { return strconv.FormatBool(s.Healthy()) },
 })...)
 
-// quorumColumns are a dry run's quorum rows, as a cluster's figures.
-func quorumColumns() []column[*client.ClusterStatus] {
-	out := make([]column[*client.ClusterStatus], len(quorumRows))
-	for i, r := range quorumRows {
-		name := r.label
-		if name == "connected voters" {
-			// Here they are the voters that answered this call, not those the leader hears.
-			name = "live voters"
-		}
-		out[i] = column[*client.ClusterStatus]{name: name, value: func(s *client.ClusterStatus) string {
-			q := s.Quorum()
-			return strconv.Itoa(r.value(&q))
-		}}
+// quorumColumn is one of a dry run's quorum rows as a cluster's figure.
+func quorumColumn(r quorumRow) column[*client.ClusterStatus] {
+	name := r.label
+	if name == "connected voters" {
+		// Here they are the voters that answered this call, not those the leader hears.
+		name = "live voters"
 	}
-	return out
+	return column[*client.ClusterStatus]{name: name, value: func(s *client.ClusterStatus) string {
+		q := s.Quorum()
+		return strconv.Itoa(r.value(&q))
+	}}
 }
 
 // leaderName is the leader's ID and, when it has one, its name in parentheses; "none" when no
@@ -119,40 +115,30 @@ func onContext(c column[*client.ClusterStatus]) column[ContextStatus] {
 // ClusterStatus prints one cluster: its figures as key: value lines, then a line (simple) or a
 // row (table) a member; in json one object.
 func (p Printer) ClusterStatus(w io.Writer, s *client.ClusterStatus) error {
-	if err := p.Check(ClusterStatus); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toClusterJSON(s))
-	}
-	var b bytes.Buffer
-	keyValues(&b, clusterColumns, s)
-	drawRows(&b, p.format, memberStatusColumns, s.Members)
-	return flush(w, &b)
+	return p.print(w, p.Check(ClusterStatus), toClusterJSON(s), func(b *bytes.Buffer) {
+		keyValues(b, clusterColumns, s)
+		drawRows(b, p.format, memberStatusColumns, s.Members)
+	})
 }
 
 // ContextStatuses prints --all-contexts: a line (simple) or a row (table) a context; in json
 // an array of the clusters' objects, each with its context.
 func (p Printer) ContextStatuses(w io.Writer, cs []ContextStatus) error {
-	return printRows(p, w, ClusterStatus, func() any {
-		out := make([]contextJSON, len(cs))
-		for i, c := range cs {
-			out[i] = contextJSON{Context: c.Context, Endpoints: nonNil(c.Endpoints), clusterJSON: toClusterJSON(c.Status), Error: errText(c.Err)}
-		}
-		return out
-	}, contextColumns, cs)
+	return printRows(p, w, ClusterStatus, each(cs, func(c ContextStatus) contextJSON {
+		return contextJSON{Context: c.Context, Endpoints: c.Endpoints, clusterJSON: toClusterJSON(c.Status), Error: errText(c.Err)}
+	}), contextColumns, cs)
 }
 
 // The JSON of cluster status (docs/output.md): never rename a field.
 
 type memberStatusJSON struct {
 	memberJSON
-	Reachable    bool     `json:"reachable"`
-	Version      string   `json:"version"`
-	RaftIndex    *uint64  `json:"raftIndex"`
-	BehindLeader *uint64  `json:"behindLeader"`
-	Errors       []string `json:"errors"`
-	Error        string   `json:"error"`
+	Reachable    bool         `json:"reachable"`
+	Version      string       `json:"version"`
+	RaftIndex    *uint64      `json:"raftIndex"`
+	BehindLeader *uint64      `json:"behindLeader"`
+	Errors       list[string] `json:"errors"`
+	Error        string       `json:"error"`
 }
 
 type clusterJSON struct {
@@ -180,23 +166,10 @@ type splitGroupJSON struct {
 	Membership []string `json:"membership"`
 }
 
-// toSplitJSON is the groups of a split, nil without one.
-func toSplitJSON(e *client.SplitError) []splitGroupJSON {
-	if e == nil {
-		return nil
-	}
-	out := make([]splitGroupJSON, len(e.Groups))
-	for i, g := range e.Groups {
-		out[i] = splitGroupJSON{ClusterID: client.FormatID(g.ClusterID), Leader: client.FormatID(g.Leader), RaftTerm: g.Term,
-			Members: client.FormatIDs(g.Members), Membership: client.FormatIDs(g.Membership)}
-	}
-	return out
-}
-
 type contextJSON struct {
-	Context   string   `json:"context"`
-	Endpoints []string `json:"endpoints"`
-	Error     string   `json:"error"`
+	Context   string       `json:"context"`
+	Endpoints list[string] `json:"endpoints"`
+	Error     string       `json:"error"`
 	clusterJSON
 }
 
@@ -208,22 +181,26 @@ func toClusterJSON(s *client.ClusterStatus) clusterJSON {
 	}
 	q := s.Quorum()
 	j := clusterJSON{
-		Header: toJSONHeader(s.Header), Members: make([]memberStatusJSON, len(s.Members)),
-		Voters: q.Voters, Learners: q.Learners, StartedVoters: q.StartedVoters, LiveVoters: q.ConnectedVoters,
-		Quorum: q.Quorum, FaultTolerance: q.FaultTolerance, RaftTerm: s.LeaderTerm, Healthy: s.Healthy(),
-		Split: toSplitJSON(s.Split),
+		Header: toJSONHeader(s.Header), Voters: q.Voters, Learners: q.Learners, StartedVoters: q.StartedVoters,
+		LiveVoters: q.ConnectedVoters, Quorum: q.Quorum, FaultTolerance: q.FaultTolerance, RaftTerm: s.LeaderTerm,
+		Healthy: s.Healthy(),
+		Members: each(s.Members, func(m client.MemberStatus) memberStatusJSON {
+			mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Error: errText(m.Err),
+				BehindLeader: behind(m.BehindKnown, m.Behind)}
+			if st := m.Status; st != nil {
+				mj.Version, mj.RaftIndex, mj.Errors = st.Version, &st.RaftIndex, st.Errors
+			}
+			return mj
+		}),
 	}
 	if s.Leader != 0 {
 		j.Leader = client.FormatID(s.Leader)
 	}
-	for i, m := range s.Members {
-		mj := memberStatusJSON{memberJSON: toJSONMember(m.Member), Reachable: m.Reachable(), Errors: []string{},
-			Error: errText(m.Err), BehindLeader: behind(m.BehindKnown, m.Behind)}
-		if st := m.Status; st != nil {
-			idx := st.RaftIndex
-			mj.Version, mj.RaftIndex, mj.Errors = st.Version, &idx, nonNil(st.Errors)
-		}
-		j.Members[i] = mj
+	if s.Split != nil {
+		j.Split = each(s.Split.Groups, func(g client.Group) splitGroupJSON {
+			return splitGroupJSON{ClusterID: client.FormatID(g.ClusterID), Leader: client.FormatID(g.Leader), RaftTerm: g.Term,
+				Members: client.FormatIDs(g.Members), Membership: client.FormatIDs(g.Membership)}
+		})
 	}
 	return j
 }

@@ -106,22 +106,23 @@ func drawRows[T any](b *bytes.Buffer, f Format, cols []column[T], items []T) {
 	}
 }
 
-// printRows prints items as kind k: in json the value asJSON makes, otherwise a line (simple)
-// or a row (table) an item.
-func printRows[T any](p Printer, w io.Writer, k Kind, asJSON func() any, cols []column[T], items []T) error {
-	if err := p.Check(k); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, asJSON())
-	}
-	var b bytes.Buffer
-	drawRows(&b, p.format, cols, items)
-	return flush(w, &b)
+// printRows prints items as kind k: in json v, otherwise a line (simple) or a row (table) an
+// item.
+func printRows[T any](p Printer, w io.Writer, k Kind, v any, cols []column[T], items []T) error {
+	return p.print(w, p.Check(k), v, func(b *bytes.Buffer) { drawRows(b, p.format, cols, items) })
 }
 
-// flush writes what was built in b to w in one Write, and returns its error.
-func flush(w io.Writer, b *bytes.Buffer) error {
+// print prints a result unless check, the format's check for its kind, refused it: in json v,
+// otherwise what text writes, built in a buffer and written in one Write.
+func (p Printer) print(w io.Writer, check error, v any, text func(b *bytes.Buffer)) error {
+	if check != nil {
+		return check
+	}
+	if p.format == JSON {
+		return writeJSON(w, v)
+	}
+	var b bytes.Buffer
+	text(&b)
 	_, err := w.Write(b.Bytes())
 	return err
 }
@@ -135,7 +136,7 @@ func addedLine(r *client.AddResult) string {
 	return fmt.Sprintf("Member %s added%s to cluster %s", client.FormatID(r.ID), as, client.FormatID(r.Header.ClusterID))
 }
 
-func simpleChange(w io.Writer, k Kind, r *client.ChangeResult) error {
-	_, err := fmt.Fprintf(w, "Member %s %s cluster %s\n", client.FormatID(r.ID), changeVerbs[k], client.FormatID(r.Header.ClusterID))
-	return err
+// changedLine is the simple output of member remove, update or promote, as k says.
+func changedLine(k Kind, r *client.ChangeResult) string {
+	return fmt.Sprintf("Member %s %s cluster %s\n", client.FormatID(r.ID), changeVerbs[k], client.FormatID(r.Header.ClusterID))
 }

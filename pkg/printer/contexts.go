@@ -5,13 +5,14 @@ import (
 	"strings"
 )
 
-// ContextRow is one context of config get-contexts.
+// ContextRow is one context of config get-contexts, with its JSON (docs/output.md): never rename
+// a field.
 type ContextRow struct {
-	Name      string
-	Current   bool
-	Endpoints []string
-	TLS       bool
-	User      string
+	Name      string       `json:"name"`
+	Current   bool         `json:"current"`
+	Endpoints list[string] `json:"endpoints"`
+	TLS       bool         `json:"tls"`
+	User      string       `json:"user"`
 }
 
 var contextRowColumns = []column[ContextRow]{
@@ -32,24 +33,10 @@ var contextRowColumns = []column[ContextRow]{
 	{name: "USER", value: func(r ContextRow) string { return r.User }},
 }
 
-type contextRowJSON struct {
-	Name      string   `json:"name"`
-	Current   bool     `json:"current"`
-	Endpoints []string `json:"endpoints"`
-	TLS       bool     `json:"tls"`
-	User      string   `json:"user"`
-}
-
 // Contexts prints config get-contexts: a line (simple) or a row (table) a context, in the file's
 // order; in json an array.
 func (p Printer) Contexts(w io.Writer, rs []ContextRow) error {
-	return printRows(p, w, ConfigContexts, func() any {
-		out := make([]contextRowJSON, len(rs))
-		for i, r := range rs {
-			out[i] = contextRowJSON{Name: r.Name, Current: r.Current, Endpoints: nonNil(r.Endpoints), TLS: r.TLS, User: r.User}
-		}
-		return out
-	}, contextRowColumns, rs)
+	return printRows(p, w, ConfigContexts, list[ContextRow](rs), contextRowColumns, rs)
 }
 
 // ConfigText prints what the other config verbs print, a line or the file, as it is.

@@ -9,36 +9,37 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/client"
 )
 
-// DataDirs is what datadir status prints: each data directory, and the choice among them.
+// DataDirs is what datadir status prints: each data directory, and the choice among them. The
+// tags are its JSON (docs/output.md): never rename a field.
 type DataDirs struct {
-	Dirs []DataDir
+	Dirs list[DataDir] `json:"dataDirs"`
 	// MostAdvanced is the data directory to restart from, empty when none can be; Reason says
 	// why, and Steps are the recovery's commands.
-	MostAdvanced string
-	Reason       string
-	Steps        []RecoveryStep
+	MostAdvanced string             `json:"mostAdvanced"`
+	Reason       string             `json:"reason"`
+	Steps        list[RecoveryStep] `json:"steps"`
 }
 
 // DataDir is one stopped member's data directory.
 type DataDir struct {
-	Path        string
-	Kind        string // clusterd or etcd
-	MemberID    uint64
-	Name        string
-	ClusterID   uint64
-	Term        uint64
-	LastIndex   uint64
-	CommitIndex uint64
-	Applied     uint64
-	Members     []client.Member
-	Removed     int
-	Tombstone   bool
+	Path        string     `json:"dataDir"`
+	Kind        string     `json:"kind"` // clusterd or etcd
+	MemberID    ID         `json:"memberID"`
+	Name        string     `json:"name"`
+	ClusterID   ID         `json:"clusterID"`
+	Term        uint64     `json:"term"`
+	LastIndex   uint64     `json:"lastIndex"`
+	CommitIndex uint64     `json:"commitIndex"`
+	Applied     uint64     `json:"appliedIndex"`
+	Members     memberList `json:"members"`
+	Removed     int        `json:"removed"`
+	Tombstone   bool       `json:"tombstone"`
 }
 
 // RecoveryStep is one step of the recovery: what it does, then its commands.
 type RecoveryStep struct {
-	Say      string
-	Commands []string
+	Say      string       `json:"say"`
+	Commands list[string] `json:"commands"`
 }
 
 // DataDirChecks is what datadir check prints: one result a path, in the order given.
@@ -62,9 +63,9 @@ type CheckProblem struct {
 var dataDirColumns = []column[DataDir]{
 	{name: "data dir", value: func(d DataDir) string { return d.Path }},
 	{name: "kind", value: func(d DataDir) string { return d.Kind }},
-	{name: "member ID", value: func(d DataDir) string { return client.FormatID(d.MemberID) }},
+	{name: "member ID", value: func(d DataDir) string { return d.MemberID.String() }},
 	{name: "name", value: func(d DataDir) string { return d.Name }},
-	{name: "cluster ID", value: func(d DataDir) string { return client.FormatID(d.ClusterID) }},
+	{name: "cluster ID", value: func(d DataDir) string { return d.ClusterID.String() }},
 	{name: "term", value: func(d DataDir) string { return uitoa(d.Term) }},
 	{name: "last index", value: func(d DataDir) string { return uitoa(d.LastIndex) }},
 	{name: "commit index", value: func(d DataDir) string { return uitoa(d.CommitIndex) }},
@@ -87,29 +88,23 @@ func countRole(ms []client.Member, learners bool) int {
 
 // DataDirStatus prints the result of datadir status.
 func (p Printer) DataDirStatus(w io.Writer, r *DataDirs) error {
-	if err := p.Check(DataDirStatus); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toDataDirsJSON(r))
-	}
-	var b bytes.Buffer
-	if p.format == Table {
-		table(&b, dataDirColumns, r.Dirs)
-	} else {
-		for i, d := range r.Dirs {
-			if i > 0 {
-				b.WriteByte('\n')
-			}
-			keyValues(&b, dataDirColumns, d)
-			// The member lines are member list's, so the same parsing reads both.
-			for _, m := range d.Members {
-				simpleLine(&b, fileMemberColumns, m)
+	return p.print(w, p.Check(DataDirStatus), r, func(b *bytes.Buffer) {
+		if p.format == Table {
+			table(b, dataDirColumns, r.Dirs)
+		} else {
+			for i, d := range r.Dirs {
+				if i > 0 {
+					b.WriteByte('\n')
+				}
+				keyValues(b, dataDirColumns, d)
+				// The member lines are member list's, so the same parsing reads both.
+				for _, m := range d.Members {
+					simpleLine(b, fileMemberColumns, m)
+				}
 			}
 		}
-	}
-	recovery(&b, r)
-	return flush(w, &b)
+		recovery(b, r)
+	})
 }
 
 // recovery is the end of the simple and table output: the choice, why, and the steps.
@@ -131,71 +126,23 @@ func recovery(b *bytes.Buffer, r *DataDirs) {
 // DataDirCheck prints the result of datadir check: in simple, one line a disagreement, each
 // starting with the path, or one line saying the path is sound.
 func (p Printer) DataDirCheck(w io.Writer, r DataDirChecks) error {
-	if err := p.Check(DataDirCheck); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toChecksJSON(r))
-	}
-	var b bytes.Buffer
-	for _, c := range r {
-		if len(c.Problems) == 0 {
-			fmt.Fprintf(&b, "%s: sound (%s)\n", c.Path, c.Kind)
-			continue
-		}
-		for _, pr := range c.Problems {
-			if pr.MemberID != 0 {
-				fmt.Fprintf(&b, "%s: member %s: %s\n", c.Path, client.FormatID(pr.MemberID), pr.Text)
-			} else {
-				fmt.Fprintf(&b, "%s: %s\n", c.Path, pr.Text)
+	return p.print(w, p.Check(DataDirCheck), toChecksJSON(r), func(b *bytes.Buffer) {
+		for _, c := range r {
+			if len(c.Problems) == 0 {
+				fmt.Fprintf(b, "%s: sound (%s)\n", c.Path, c.Kind)
+			}
+			for _, pr := range c.Problems {
+				if pr.MemberID != 0 {
+					fmt.Fprintf(b, "%s: member %s: %s\n", c.Path, client.FormatID(pr.MemberID), pr.Text)
+				} else {
+					fmt.Fprintf(b, "%s: %s\n", c.Path, pr.Text)
+				}
 			}
 		}
-	}
-	return flush(w, &b)
+	})
 }
 
-// The JSON of the datadir commands (docs/output.md). Never rename a field.
-
-type dataDirJSON struct {
-	DataDir      string       `json:"dataDir"`
-	Kind         string       `json:"kind"`
-	MemberID     string       `json:"memberID"`
-	Name         string       `json:"name"`
-	ClusterID    string       `json:"clusterID"`
-	Term         uint64       `json:"term"`
-	LastIndex    uint64       `json:"lastIndex"`
-	CommitIndex  uint64       `json:"commitIndex"`
-	AppliedIndex uint64       `json:"appliedIndex"`
-	Members      []memberJSON `json:"members"`
-	Removed      int          `json:"removed"`
-	Tombstone    bool         `json:"tombstone"`
-}
-
-type stepJSON struct {
-	Say      string   `json:"say"`
-	Commands []string `json:"commands"`
-}
-
-type dataDirsJSON struct {
-	DataDirs     []dataDirJSON `json:"dataDirs"`
-	MostAdvanced string        `json:"mostAdvanced"`
-	Reason       string        `json:"reason"`
-	Steps        []stepJSON    `json:"steps"`
-}
-
-func toDataDirsJSON(r *DataDirs) dataDirsJSON {
-	out := dataDirsJSON{DataDirs: []dataDirJSON{}, MostAdvanced: r.MostAdvanced, Reason: r.Reason, Steps: []stepJSON{}}
-	for _, d := range r.Dirs {
-		out.DataDirs = append(out.DataDirs, dataDirJSON{DataDir: d.Path, Kind: d.Kind, MemberID: client.FormatID(d.MemberID),
-			Name: d.Name, ClusterID: client.FormatID(d.ClusterID), Term: d.Term, LastIndex: d.LastIndex,
-			CommitIndex: d.CommitIndex, AppliedIndex: d.Applied, Members: toJSONMembers(d.Members),
-			Removed: d.Removed, Tombstone: d.Tombstone})
-	}
-	for _, s := range r.Steps {
-		out.Steps = append(out.Steps, stepJSON{Say: s.Say, Commands: nonNil(s.Commands)})
-	}
-	return out
-}
+// The JSON of datadir check (docs/output.md). Never rename a field.
 
 type problemJSON struct {
 	MemberID string `json:"memberID"`
@@ -206,26 +153,23 @@ type checkJSON struct {
 	Path     string        `json:"path"`
 	Kind     string        `json:"kind"`
 	Sound    bool          `json:"sound"`
-	Compared []string      `json:"compared"`
+	Compared list[string]  `json:"compared"`
 	Problems []problemJSON `json:"problems"`
 }
 
 func toChecksJSON(r DataDirChecks) any {
-	out := struct {
+	return struct {
 		Checks []checkJSON `json:"checks"`
-	}{Checks: []checkJSON{}}
-	for _, c := range r {
-		j := checkJSON{Path: c.Path, Kind: c.Kind, Sound: len(c.Problems) == 0, Compared: nonNil(c.Compared), Problems: []problemJSON{}}
-		for _, p := range c.Problems {
-			id := ""
-			if p.MemberID != 0 {
-				id = client.FormatID(p.MemberID)
-			}
-			j.Problems = append(j.Problems, problemJSON{MemberID: id, Text: p.Text})
-		}
-		out.Checks = append(out.Checks, j)
-	}
-	return out
+	}{each(r, func(c PathCheck) checkJSON {
+		return checkJSON{Path: c.Path, Kind: c.Kind, Sound: len(c.Problems) == 0, Compared: c.Compared,
+			Problems: each(c.Problems, func(p CheckProblem) problemJSON {
+				id := ""
+				if p.MemberID != 0 {
+					id = client.FormatID(p.MemberID)
+				}
+				return problemJSON{MemberID: id, Text: p.Text}
+			})}
+	})}
 }
 
 // TermReset is what datadir reset-term did to one directory.

@@ -9,9 +9,9 @@ func dataDirs() *DataDirs {
 	ms := snapshotMembers()
 	return &DataDirs{
 		Dirs: []DataDir{
-			{Path: "/var/lib/clusterd/infra0", Kind: "clusterd", MemberID: header.MemberID, Name: "infra0", ClusterID: header.ClusterID,
+			{Path: "/var/lib/clusterd/infra0", Kind: "clusterd", MemberID: ID(header.MemberID), Name: "infra0", ClusterID: ID(header.ClusterID),
 				Term: 3, LastIndex: 1210, CommitIndex: 1209, Applied: 1209, Members: ms, Removed: 2},
-			{Path: "/mnt/infra1", Kind: "clusterd", MemberID: 0xe52329470e35c0c0, Name: "infra1", ClusterID: header.ClusterID,
+			{Path: "/mnt/infra1", Kind: "clusterd", MemberID: 0xe52329470e35c0c0, Name: "infra1", ClusterID: ID(header.ClusterID),
 				Term: 2, LastIndex: 1188, CommitIndex: 1188, Applied: 1187, Members: ms, Removed: 2},
 		},
 		MostAdvanced: "/var/lib/clusterd/infra0",

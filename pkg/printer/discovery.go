@@ -12,15 +12,16 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/registry"
 )
 
-// NewToken is a token discovery new created.
+// NewToken is a token discovery new created, with its JSON (docs/commands/discovery-new.md):
+// never rename a field.
 type NewToken struct {
-	Token string
-	Size  int
+	Token string `json:"token"`
+	Size  int    `json:"size"`
 	// Endpoints are the discovery service's, as the members give them to --discovery-endpoints.
-	Endpoints []string
+	Endpoints list[string] `json:"endpoints"`
 	// TLS are the files the members reach the service with, nil when it was reached without
 	// TLS. Only -w env prints them; the JSON schema has no field for them.
-	TLS *clienttls.Options
+	TLS *clienttls.Options `json:"-"`
 }
 
 // TokenStatus is a token's registry as discovery status shows it.
@@ -32,25 +33,20 @@ type TokenStatus struct {
 // DiscoveryNew prints the token discovery new created: in simple the token alone, so that
 // TOKEN=$(clusterctl discovery new) works; in env the lines a member starts with.
 func (p Printer) DiscoveryNew(w io.Writer, r *NewToken) error {
-	if err := p.Check(DiscoveryNew); err != nil {
-		return err
-	}
-	switch p.format {
-	case JSON:
-		return writeJSON(w, newTokenJSON{Token: r.Token, Size: r.Size, Endpoints: nonNil(r.Endpoints)})
-	case Env:
-		return flush(w, discoveryEnv(r))
-	}
-	_, err := fmt.Fprintln(w, r.Token)
-	return err
+	return p.print(w, p.Check(DiscoveryNew), r, func(b *bytes.Buffer) {
+		if p.format == Env {
+			discoveryEnv(b, r)
+		} else {
+			b.WriteString(r.Token + "\n")
+		}
+	})
 }
 
 // discoveryEnv is the ETCD_DISCOVERY_* lines of a member: the token and endpoints, and with TLS
 // the settings that make etcd's discovery client use TLS as clusterctl did. Never a user or a
 // password: credentials are each member's own to give.
-func discoveryEnv(r *NewToken) *bytes.Buffer {
-	var b bytes.Buffer
-	line := func(k, v string) { fmt.Fprintf(&b, "%s=\"%s\"\n", k, dquote.Replace(v)) }
+func discoveryEnv(b *bytes.Buffer, r *NewToken) {
+	line := func(k, v string) { fmt.Fprintf(b, "%s=\"%s\"\n", k, dquote.Replace(v)) }
 	line("ETCD_DISCOVERY_TOKEN", r.Token)
 	line("ETCD_DISCOVERY_ENDPOINTS", strings.Join(r.Endpoints, ","))
 	if t := r.TLS; t != nil {
@@ -65,7 +61,6 @@ func discoveryEnv(r *NewToken) *bytes.Buffer {
 			line("ETCD_DISCOVERY_INSECURE_SKIP_TLS_VERIFY", "true")
 		}
 	}
-	return &b
 }
 
 // registrationColumns feed both the simple lines and the table of discovery status.
@@ -88,40 +83,26 @@ func registrationID(r registry.Registration) string {
 
 // DiscoveryStatus prints the expected size and every registration, in the cluster's order.
 func (p Printer) DiscoveryStatus(w io.Writer, r *TokenStatus) error {
-	if err := p.Check(DiscoveryStatus); err != nil {
-		return err
-	}
-	var b bytes.Buffer
 	c := r.Cluster
-	switch p.format {
-	case JSON:
-		return writeJSON(w, toTokenStatusJSON(r))
-	case Table:
-		table(&b, []column[*TokenStatus]{
+	return p.print(w, p.Check(DiscoveryStatus), toTokenStatusJSON(r), func(b *bytes.Buffer) {
+		if p.format == Simple {
+			fmt.Fprintf(b, "token: %s\nsize: %d\nregistered: %d\n", r.Token, c.Size, len(c.Members))
+			drawRows(b, p.format, registrationColumns, c.All)
+			return
+		}
+		table(b, []column[*TokenStatus]{
 			{name: "TOKEN", value: func(s *TokenStatus) string { return s.Token }},
 			{name: "SIZE", value: func(s *TokenStatus) string { return strconv.Itoa(s.Cluster.Size) }},
 			{name: "REGISTERED", value: func(s *TokenStatus) string { return strconv.Itoa(len(s.Cluster.Members)) }},
 			{name: "FULL", value: func(s *TokenStatus) string { return strconv.FormatBool(s.Cluster.Full()) }},
 		}, []*TokenStatus{r})
 		if len(c.All) > 0 {
-			table(&b, registrationColumns, c.All)
+			table(b, registrationColumns, c.All)
 		}
-	default:
-		fmt.Fprintf(&b, "token: %s\nsize: %d\nregistered: %d\n", r.Token, c.Size, len(c.Members))
-		for _, m := range c.All {
-			simpleLine(&b, registrationColumns, m)
-		}
-	}
-	return flush(w, &b)
+	})
 }
 
-// The JSON of the discovery commands (docs/commands/discovery-*.md). Never rename a field.
-
-type newTokenJSON struct {
-	Token     string   `json:"token"`
-	Size      int      `json:"size"`
-	Endpoints []string `json:"endpoints"`
-}
+// The JSON of discovery status (docs/commands/discovery-status.md). Never rename a field.
 
 type tokenStatusJSON struct {
 	Token      string             `json:"token"`
@@ -132,25 +113,24 @@ type tokenStatusJSON struct {
 }
 
 type registrationJSON struct {
-	ID             string   `json:"ID"`
-	Name           string   `json:"name"`
-	PeerURLs       []string `json:"peerURLs"`
-	State          string   `json:"state"`
-	CreateRevision int64    `json:"createRevision"`
+	ID             string       `json:"ID"`
+	Name           string       `json:"name"`
+	PeerURLs       list[string] `json:"peerURLs"`
+	State          string       `json:"state"`
+	CreateRevision int64        `json:"createRevision"`
 	// ConflictsWith is the ID of the earlier registration a conflict clashes with.
 	ConflictsWith string `json:"conflictsWith,omitempty"`
 }
 
 func toTokenStatusJSON(r *TokenStatus) tokenStatusJSON {
 	c := r.Cluster
-	out := tokenStatusJSON{Token: r.Token, Size: c.Size, Registered: len(c.Members), Full: c.Full(), Members: []registrationJSON{}}
-	for _, p := range c.All {
-		m := registrationJSON{ID: registrationID(p.Registration), Name: p.Name, PeerURLs: nonNil(p.PeerURLs),
-			State: string(p.State), CreateRevision: p.CreateRevision}
-		if with, ok := c.Find(p.With); ok {
-			m.ConflictsWith = registrationID(with.Registration)
-		}
-		out.Members = append(out.Members, m)
-	}
-	return out
+	return tokenStatusJSON{Token: r.Token, Size: c.Size, Registered: len(c.Members), Full: c.Full(),
+		Members: each(c.All, func(p registry.Placed) registrationJSON {
+			m := registrationJSON{ID: registrationID(p.Registration), Name: p.Name, PeerURLs: p.PeerURLs,
+				State: string(p.State), CreateRevision: p.CreateRevision}
+			if with, ok := c.Find(p.With); ok {
+				m.ConflictsWith = registrationID(with.Registration)
+			}
+			return m
+		})}
 }

@@ -15,7 +15,8 @@
 //   - The JSON field names are a documented, golden-tested schema (docs/output.md): a field is
 //     never renamed or removed, and every field is always present. A fact etcd prints has etcd's
 //     key (IDs as etcdctl's header: cluster_id, member_id; a snapshot's size as etcdutl's:
-//     totalSize), and the same fact has the same key in every output.
+//     totalSize), and the same fact has the same key in every output. A result this package
+//     defines carries the schema in its own tags; a shape of package client's has one JSON type.
 //   - The phase-two environment names every member, the new one included, sorted by name and
 //     then ID, with every value double-quoted so that the same lines work with eval, in a
 //     systemd EnvironmentFile= and, as docs/output.md explains, in Environment=.

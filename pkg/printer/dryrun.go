@@ -1,20 +1,22 @@
 package printer
 
 import (
+	"bytes"
 	"fmt"
-	"io"
 	"strconv"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 )
 
-// quorumRows are the rows of the before/after table, in the order printed; the labels are a
-// documented contract (docs/output.md) that scripts may match.
-var quorumRows = []struct {
+type quorumRow struct {
 	label string
 	value func(*client.QuorumReport) int
-}{
+}
+
+// quorumRows are the rows of the before/after table, in the order printed; the labels are a
+// documented contract (docs/output.md) that scripts may match.
+var quorumRows = []quorumRow{
 	{"voters", func(q *client.QuorumReport) int { return q.Voters }},
 	{"learners", func(q *client.QuorumReport) int { return q.Learners }},
 	{"started voters", func(q *client.QuorumReport) int { return q.StartedVoters }},
@@ -23,10 +25,11 @@ var quorumRows = []struct {
 	{"fault tolerance", func(q *client.QuorumReport) int { return q.FaultTolerance }},
 }
 
-// verdict is the last line of the simple output: one line a script can test with tail -n1.
-func verdict(r *client.DryRun) string {
-	if r.Err != nil {
-		return "would be refused: " + oneLine(r.Err.Error())
+// verdict is the last line of a dry run's simple output, err being the refusal: one line a
+// script can test with tail -n1.
+func verdict(err error) string {
+	if err != nil {
+		return "would be refused: " + oneLine(err.Error())
 	}
 	return "would be accepted"
 }
@@ -45,10 +48,9 @@ func role(m client.Member) string {
 	return "voter"
 }
 
-func simpleDryRun(w io.Writer, k Kind, r *client.DryRun) error {
-	var b strings.Builder
-	line := func(label, value string) { fmt.Fprintf(&b, "%-18s%s\n", label+":", value) }
-	fmt.Fprintf(&b, "Dry run of %s: nothing was changed\n", k)
+func simpleDryRun(b *bytes.Buffer, k Kind, r *client.DryRun) {
+	line := func(label, value string) { fmt.Fprintf(b, "%-18s%s\n", label+":", value) }
+	fmt.Fprintf(b, "Dry run of %s: nothing was changed\n", k)
 	id := client.FormatID(r.Member.ID)
 	if r.ProvisionalID {
 		id += " (provisional: the add itself assigns another ID)"
@@ -68,14 +70,11 @@ func simpleDryRun(w io.Writer, k Kind, r *client.DryRun) error {
 	line("peer URLs", peers)
 	line("cluster", client.FormatID(r.ClusterID))
 	b.WriteByte('\n')
-	fmt.Fprintf(&b, "%-18s%7s%7s\n", "", "before", "after")
+	fmt.Fprintf(b, "%-18s%7s%7s\n", "", "before", "after")
 	for _, row := range quorumRows {
-		fmt.Fprintf(&b, "%-18s%7s%7s\n", row.label, count(r.Before, row.value), count(r.After, row.value))
+		fmt.Fprintf(b, "%-18s%7s%7s\n", row.label, count(r.Before, row.value), count(r.After, row.value))
 	}
-	b.WriteByte('\n')
-	b.WriteString(verdict(r) + "\n")
-	_, err := io.WriteString(w, b.String())
-	return err
+	b.WriteString("\n" + verdict(r.Err) + "\n")
 }
 
 // count is one cell of the before/after table: "-" where the server did not count.
@@ -86,42 +85,26 @@ func count(q *client.QuorumReport, value func(*client.QuorumReport) int) string 
 	return strconv.Itoa(value(q))
 }
 
-// The dry run's JSON schema (docs/output.md): never rename a field.
-
-type quorumJSON struct {
-	Voters          int `json:"voters"`
-	Learners        int `json:"learners"`
-	StartedVoters   int `json:"startedVoters"`
-	ConnectedVoters int `json:"connectedVoters"`
-	Quorum          int `json:"quorum"`
-	FaultTolerance  int `json:"faultTolerance"`
-}
+// The dry run's JSON schema (docs/output.md): never rename a field. The quorum figures are
+// client.QuorumReport's own.
 
 type dryRunJSON struct {
-	DryRun        bool        `json:"dryRun"`
-	Change        string      `json:"change"`
-	ClusterID     string      `json:"cluster_id"`
-	ID            string      `json:"ID"`
-	ProvisionalID bool        `json:"provisionalID"`
-	Exists        bool        `json:"exists"`
-	Member        memberJSON  `json:"member"`
-	PeerURLs      []string    `json:"peerURLs"`
-	Before        *quorumJSON `json:"before"`
-	After         *quorumJSON `json:"after"`
-	Accepted      bool        `json:"accepted"`
-	Refusal       string      `json:"refusal"`
+	DryRun        bool                 `json:"dryRun"`
+	Change        string               `json:"change"`
+	ClusterID     string               `json:"cluster_id"`
+	ID            string               `json:"ID"`
+	ProvisionalID bool                 `json:"provisionalID"`
+	Exists        bool                 `json:"exists"`
+	Member        memberJSON           `json:"member"`
+	PeerURLs      list[string]         `json:"peerURLs"`
+	Before        *client.QuorumReport `json:"before"`
+	After         *client.QuorumReport `json:"after"`
+	Accepted      bool                 `json:"accepted"`
+	Refusal       string               `json:"refusal"`
 }
 
-func toQuorumJSON(q *client.QuorumReport) *quorumJSON {
-	if q == nil {
-		return nil
-	}
-	j := quorumJSON(*q)
-	return &j
-}
-
-func jsonDryRun(w io.Writer, k Kind, r *client.DryRun) error {
-	j := dryRunJSON{
+func toDryRunJSON(k Kind, r *client.DryRun) dryRunJSON {
+	return dryRunJSON{
 		DryRun:        true,
 		Change:        strings.TrimPrefix(k.String(), "member "), // add, remove, update, promote
 		ClusterID:     client.FormatID(r.ClusterID),
@@ -129,11 +112,10 @@ func jsonDryRun(w io.Writer, k Kind, r *client.DryRun) error {
 		ProvisionalID: r.ProvisionalID,
 		Exists:        r.Exists,
 		Member:        toJSONMember(r.Member),
-		PeerURLs:      nonNil(r.PeerURLs),
-		Before:        toQuorumJSON(r.Before),
-		After:         toQuorumJSON(r.After),
+		PeerURLs:      r.PeerURLs,
+		Before:        r.Before,
+		After:         r.After,
 		Accepted:      r.Err == nil,
 		Refusal:       refusal(r.Err),
 	}
-	return writeJSON(w, j)
 }

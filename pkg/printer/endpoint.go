@@ -93,7 +93,7 @@ func errText(err error) string {
 
 // EndpointStatus prints one row an endpoint, in the order given.
 func (p Printer) EndpointStatus(w io.Writer, rows []StatusRow) error {
-	return printRows(p, w, EndpointStatus, func() any { return toStatusJSON(rows) }, statusColumns, rows)
+	return printRows(p, w, EndpointStatus, each(rows, toStatusJSON), statusColumns, rows)
 }
 
 // healthColumns are etcdctl's endpoint health table columns.
@@ -108,29 +108,21 @@ func took(d time.Duration) string { return d.Round(10 * time.Microsecond).String
 
 // EndpointHealth prints one line an endpoint: in simple, etcdctl's sentences, all on stdout.
 func (p Printer) EndpointHealth(w io.Writer, hs []client.EndpointHealth) error {
-	if err := p.Check(EndpointHealth); err != nil {
-		return err
-	}
-	var b bytes.Buffer
-	switch p.format {
-	case JSON:
-		out := make([]healthJSON, len(hs))
-		for i, h := range hs {
-			out[i] = healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: errText(h.Err)}
+	return p.print(w, p.Check(EndpointHealth), each(hs, func(h client.EndpointHealth) healthJSON {
+		return healthJSON{Endpoint: h.Endpoint, Health: h.Healthy(), Took: took(h.Took), Error: errText(h.Err)}
+	}), func(b *bytes.Buffer) {
+		if p.format == Table {
+			table(b, healthColumns, hs)
+			return
 		}
-		return writeJSON(w, out)
-	case Table:
-		table(&b, healthColumns, hs)
-	default:
 		for _, h := range hs {
 			if h.Healthy() {
-				fmt.Fprintf(&b, "%s is healthy: took = %s\n", h.Endpoint, took(h.Took))
+				fmt.Fprintf(b, "%s is healthy: took = %s\n", h.Endpoint, took(h.Took))
 			} else {
-				fmt.Fprintf(&b, "%s is unhealthy: %s\n", h.Endpoint, errText(h.Err))
+				fmt.Fprintf(b, "%s is unhealthy: %s\n", h.Endpoint, errText(h.Err))
 			}
 		}
-	}
-	return flush(w, &b)
+	})
 }
 
 // LeaderMove is what move-leader did.
@@ -141,14 +133,10 @@ type LeaderMove struct {
 
 // MoveLeader prints etcdctl's line, or the move as JSON.
 func (p Printer) MoveLeader(w io.Writer, m *LeaderMove) error {
-	if err := p.Check(MoveLeader); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, moveJSON{Header: toJSONHeader(m.Header), From: client.FormatID(m.From), To: client.FormatID(m.To)})
-	}
-	_, err := fmt.Fprintf(w, "Leadership transferred from %s to %s\n", client.FormatID(m.From), client.FormatID(m.To))
-	return err
+	from, to := client.FormatID(m.From), client.FormatID(m.To)
+	return p.print(w, p.Check(MoveLeader), moveJSON{toJSONHeader(m.Header), from, to}, func(b *bytes.Buffer) {
+		fmt.Fprintf(b, "Leadership transferred from %s to %s\n", from, to)
+	})
 }
 
 // Versions is what version prints: the program's, the Go release it was built with, and the
@@ -161,19 +149,14 @@ type Versions struct {
 
 // Version prints the versions, one "what: version" line each in simple.
 func (p Printer) Version(w io.Writer, v *Versions) error {
-	if err := p.Check(Version); err != nil {
-		return err
-	}
 	serverErr := errText(v.ServerErr)
-	if p.format == JSON {
-		return writeJSON(w, versionJSON{Version: v.Program, Go: v.Go, Server: v.Server, ServerError: serverErr})
-	}
-	server := v.Server
-	if server == "" {
-		server = "unknown (" + serverErr + ")"
-	}
-	_, err := fmt.Fprintf(w, "%s version: %s\nGo version: %s\nserver version: %s\n", v.Name, v.Program, v.Go, server)
-	return err
+	return p.print(w, p.Check(Version), versionJSON{v.Program, v.Go, v.Server, serverErr}, func(b *bytes.Buffer) {
+		server := v.Server
+		if server == "" {
+			server = "unknown (" + serverErr + ")"
+		}
+		fmt.Fprintf(b, "%s version: %s\nGo version: %s\nserver version: %s\n", v.Name, v.Program, v.Go, server)
+	})
 }
 
 // The JSON of the maintenance commands (docs/output.md). etcdctl's names where etcdctl has the
@@ -191,32 +174,28 @@ type statusRowJSON struct {
 }
 
 type statusJSON struct {
-	Header           headerJSON `json:"header"`
-	Version          string     `json:"version"`
-	DBSize           int64      `json:"dbSize"`
-	Leader           string     `json:"leader"`
-	RaftIndex        uint64     `json:"raftIndex"`
-	RaftTerm         uint64     `json:"raftTerm"`
-	RaftAppliedIndex uint64     `json:"raftAppliedIndex"`
-	Errors           []string   `json:"errors"`
-	DBSizeInUse      int64      `json:"dbSizeInUse"`
-	IsLearner        bool       `json:"isLearner"`
+	Header           headerJSON   `json:"header"`
+	Version          string       `json:"version"`
+	DBSize           int64        `json:"dbSize"`
+	Leader           string       `json:"leader"`
+	RaftIndex        uint64       `json:"raftIndex"`
+	RaftTerm         uint64       `json:"raftTerm"`
+	RaftAppliedIndex uint64       `json:"raftAppliedIndex"`
+	Errors           list[string] `json:"errors"`
+	DBSizeInUse      int64        `json:"dbSizeInUse"`
+	IsLearner        bool         `json:"isLearner"`
 }
 
-func toStatusJSON(rows []StatusRow) []statusRowJSON {
-	out := make([]statusRowJSON, len(rows))
-	for i, r := range rows {
-		j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name, BehindLeader: behind(r.BehindKnown, r.Behind), Error: errText(r.Err)}
-		if s := r.Status; s != nil {
-			j.Status = &statusJSON{
-				Header: toJSONHeader(s.Header), Version: s.Version, DBSize: s.DBSize, Leader: client.FormatID(s.Leader),
-				RaftIndex: s.RaftIndex, RaftTerm: s.RaftTerm, RaftAppliedIndex: s.RaftAppliedIndex,
-				Errors: nonNil(s.Errors), DBSizeInUse: s.DBSizeInUse, IsLearner: s.IsLearner,
-			}
+func toStatusJSON(r StatusRow) statusRowJSON {
+	j := statusRowJSON{Endpoint: r.Endpoint, Name: r.Name, BehindLeader: behind(r.BehindKnown, r.Behind), Error: errText(r.Err)}
+	if s := r.Status; s != nil {
+		j.Status = &statusJSON{
+			Header: toJSONHeader(s.Header), Version: s.Version, DBSize: s.DBSize, Leader: client.FormatID(s.Leader),
+			RaftIndex: s.RaftIndex, RaftTerm: s.RaftTerm, RaftAppliedIndex: s.RaftAppliedIndex,
+			Errors: s.Errors, DBSizeInUse: s.DBSizeInUse, IsLearner: s.IsLearner,
 		}
-		out[i] = j
 	}
-	return out
+	return j
 }
 
 type healthJSON struct {

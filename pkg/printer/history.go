@@ -33,16 +33,18 @@ func eventTime(e membership.Event, layout string) string {
 	return e.Time.UTC().Format(layout)
 }
 
+// The JSON of member history (docs/output.md): never rename a field.
+
 type historyEventJSON struct {
-	RaftIndex uint64   `json:"raftIndex"`
-	Term      uint64   `json:"term"`
-	Time      string   `json:"time"`
-	Change    string   `json:"change"`
-	MemberID  string   `json:"memberID"`
-	Name      string   `json:"name"`
-	PeerURLs  []string `json:"peerURLs"`
-	IsLearner bool     `json:"isLearner"`
-	By        string   `json:"by"`
+	RaftIndex uint64       `json:"raftIndex"`
+	Term      uint64       `json:"term"`
+	Time      string       `json:"time"`
+	Change    string       `json:"change"`
+	MemberID  string       `json:"memberID"`
+	Name      string       `json:"name"`
+	PeerURLs  list[string] `json:"peerURLs"`
+	IsLearner bool         `json:"isLearner"`
+	By        string       `json:"by"`
 }
 
 type historyJSON struct {
@@ -51,18 +53,13 @@ type historyJSON struct {
 	Dropped uint64             `json:"dropped"`
 }
 
-func toHistoryJSON(r *client.HistoryResult) historyJSON {
-	out := historyJSON{Header: toJSONHeader(r.Header), History: make([]historyEventJSON, len(r.Events)), Dropped: r.Dropped}
-	for i, e := range r.Events {
-		out.History[i] = historyEventJSON{
-			RaftIndex: e.RaftIndex, Term: e.Term, Time: eventTime(e, time.RFC3339Nano), Change: e.Change,
-			MemberID: e.MemberID.String(), Name: e.Name, PeerURLs: nonNil(e.PeerURLs), IsLearner: e.IsLearner, By: e.By.String(),
-		}
-	}
-	return out
-}
-
 // MemberHistory prints the membership history, oldest first: one line a change in simple.
 func (p Printer) MemberHistory(w io.Writer, r *client.HistoryResult) error {
-	return printRows(p, w, MemberHistory, func() any { return toHistoryJSON(r) }, historyColumns, r.Events)
+	j := historyJSON{toJSONHeader(r.Header), each(r.Events, toEventJSON), r.Dropped}
+	return printRows(p, w, MemberHistory, j, historyColumns, r.Events)
+}
+
+func toEventJSON(e membership.Event) historyEventJSON {
+	return historyEventJSON{RaftIndex: e.RaftIndex, Term: e.Term, Time: eventTime(e, time.RFC3339Nano), Change: e.Change,
+		MemberID: e.MemberID.String(), Name: e.Name, PeerURLs: e.PeerURLs, IsLearner: e.IsLearner, By: e.By.String()}
 }

@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"slices"
@@ -55,7 +56,7 @@ const (
 )
 
 // kinds is, for every kind, its name and the formats that print it and its --dry-run (none for
-// a command without one), in the order help and errors name them. Check, CheckDryRun and
+// a command without one), in the order help and errors name them. Check, CheckFor and
 // FormatsNamed read this table only, so a new kind prints nothing until it has its row;
 // TestKindsHavePrinters checks that every format a row lists is printed.
 var kinds = map[Kind]struct {
@@ -144,21 +145,15 @@ func (p Printer) Check(k Kind) error {
 	return nil
 }
 
-// CheckFor is Check, or CheckDryRun for a dry run.
+// CheckFor is Check, or for a dry run the check against the formats of kind k's --dry-run; a
+// command calls it before sending.
 func (p Printer) CheckFor(k Kind, dryRun bool) error {
-	if dryRun {
-		return p.CheckDryRun(k)
-	}
-	return p.Check(k)
-}
-
-// CheckDryRun refuses a format that cannot print the dry run of kind k; a command calls it
-// before sending.
-func (p Printer) CheckDryRun(k Kind) error {
-	if kinds[k].dryRun == nil {
+	switch {
+	case !dryRun:
+		return p.Check(k)
+	case kinds[k].dryRun == nil:
 		return fmt.Errorf("%s has no --dry-run", k)
-	}
-	if !slices.Contains(kinds[k].dryRun, p.format) {
+	case !slices.Contains(kinds[k].dryRun, p.format):
 		return fmt.Errorf("output format %q is not supported by %s --dry-run (supported: %s)", p.format, k, join(kinds[k].dryRun))
 	}
 	return nil
@@ -166,18 +161,13 @@ func (p Printer) CheckDryRun(k Kind) error {
 
 // MemberAdd prints the result of member add.
 func (p Printer) MemberAdd(w io.Writer, r *client.AddResult) error {
-	if err := p.Check(MemberAdd); err != nil {
-		return err
-	}
-	switch p.format {
-	case JSON:
-		return writeJSON(w, addJSON{changeJSON: toJSONChange(&r.ChangeResult), Member: toJSONMember(r.Member), Env: newEnvironment(r)})
-	case Env:
-		_, err := io.WriteString(w, newEnvironment(r).String())
-		return err
-	}
-	_, err := fmt.Fprintf(w, "%s\n\n%s", addedLine(r), newEnvironment(r))
-	return err
+	env := newEnvironment(r)
+	return p.print(w, p.Check(MemberAdd), addJSON{toJSONChange(&r.ChangeResult), toJSONMember(r.Member), env}, func(b *bytes.Buffer) {
+		if p.format == Simple {
+			b.WriteString(addedLine(r) + "\n\n")
+		}
+		b.WriteString(env.String())
+	})
 }
 
 // MemberAddNote writes on w (stderr) what member add's output lacks in env format, whose stdout
@@ -193,39 +183,19 @@ func (p Printer) MemberAddNote(w io.Writer, r *client.AddResult) error {
 
 // MemberChange prints the result of member remove, update or promote, as k says.
 func (p Printer) MemberChange(w io.Writer, k Kind, r *client.ChangeResult) error {
-	if err := p.Check(k); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toJSONChange(r))
-	}
-	return simpleChange(w, k, r)
+	return p.print(w, p.Check(k), toJSONChange(r), func(b *bytes.Buffer) { b.WriteString(changedLine(k, r)) })
 }
 
 // DryRun prints the verdict of member add, remove, update or promote with --dry-run, as k says.
 func (p Printer) DryRun(w io.Writer, k Kind, r *client.DryRun) error {
-	if err := p.CheckDryRun(k); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return jsonDryRun(w, k, r)
-	}
-	return simpleDryRun(w, k, r)
+	return p.print(w, p.CheckFor(k, true), toDryRunJSON(k, r), func(b *bytes.Buffer) { simpleDryRun(b, k, r) })
 }
 
 // MemberList prints the result of member list.
 func (p Printer) MemberList(w io.Writer, r *client.ListResult) error {
-	return printRows(p, w, MemberList, func() any {
-		return listJSON{Header: toJSONHeader(r.Header), Members: toJSONMembers(r.Members)}
-	}, memberColumns, r.Members)
+	return printRows(p, w, MemberList, listJSON{toJSONHeader(r.Header), r.Members}, memberColumns, r.Members)
 }
 
-func names(fs []Format) []string {
-	s := make([]string, len(fs))
-	for i, f := range fs {
-		s[i] = string(f)
-	}
-	return s
-}
+func names(fs []Format) []string { return each(fs, func(f Format) string { return string(f) }) }
 
 func join(fs []Format) string { return strings.Join(names(fs), ", ") }

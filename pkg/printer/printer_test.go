@@ -149,8 +149,8 @@ func TestCheckDryRun(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := errString(p.CheckDryRun(tt.kind)); got != tt.want {
-			t.Errorf("%s.CheckDryRun(%s) = %q, want %q", tt.format, tt.kind, got, tt.want)
+		if got := errString(p.CheckFor(tt.kind, true)); got != tt.want {
+			t.Errorf("%s.CheckFor(%s, true) = %q, want %q", tt.format, tt.kind, got, tt.want)
 		}
 		if got := errString(p.DryRun(&bytes.Buffer{}, tt.kind, &client.DryRun{})); got != tt.want {
 			t.Errorf("%s.DryRun(%s) = %q, want %q", tt.format, tt.kind, got, tt.want)

@@ -1,6 +1,7 @@
 package printer
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"strings"
@@ -32,33 +33,25 @@ type Pruned struct {
 // Prune prints one line for one member member prune removed (or would remove), or, in a dry
 // run, keeps: in simple, what and why; in json, one object a line.
 func (p Printer) Prune(w io.Writer, r Pruned) error {
-	if err := p.CheckFor(MemberPrune, r.DryRun); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, prunedJSON{
-			DryRun: r.DryRun, ClusterID: client.FormatID(r.ClusterID), Member: toJSONMember(r.Member),
-			Reason: r.Reason, For: r.For.String(), Evidence: r.Evidence,
-		})
-	}
-	verb := "pruned"
-	switch {
-	case r.Reason == PruneLive:
-		verb = "would keep"
-	case r.DryRun:
-		verb = "would prune"
-	}
-	var why string
-	switch r.Reason {
-	case PruneUnstarted:
-		why = fmt.Sprintf("not started after %s, peer URLs %s", r.For, strings.Join(r.Member.PeerURLs, ","))
-	case PruneLive:
-		why = r.Evidence
-	default:
-		why = fmt.Sprintf("no answer for %s: %s", r.For, r.Evidence)
-	}
-	_, err := fmt.Fprintf(w, "%s %s (%s): %s, %s\n", verb, orDash(r.Member.Name), client.FormatID(r.Member.ID), role(r.Member), why)
-	return err
+	j := prunedJSON{DryRun: r.DryRun, ClusterID: client.FormatID(r.ClusterID), Member: toJSONMember(r.Member),
+		Reason: r.Reason, For: r.For.String(), Evidence: r.Evidence}
+	return p.print(w, p.CheckFor(MemberPrune, r.DryRun), j, func(b *bytes.Buffer) {
+		verb := "pruned"
+		switch {
+		case r.Reason == PruneLive:
+			verb = "would keep"
+		case r.DryRun:
+			verb = "would prune"
+		}
+		why := fmt.Sprintf("no answer for %s: %s", r.For, r.Evidence)
+		switch r.Reason {
+		case PruneUnstarted:
+			why = fmt.Sprintf("not started after %s, peer URLs %s", r.For, strings.Join(r.Member.PeerURLs, ","))
+		case PruneLive:
+			why = r.Evidence
+		}
+		fmt.Fprintf(b, "%s %s (%s): %s, %s\n", verb, orDash(r.Member.Name), client.FormatID(r.Member.ID), role(r.Member), why)
+	})
 }
 
 // member prune's JSON schema (docs/output.md): never rename a field.

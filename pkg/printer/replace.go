@@ -52,23 +52,18 @@ func (p Printer) ReplaceAdd(w io.Writer, r *ReplaceResult) error {
 // command's own success line in simple; nothing in env, whose output is the environment alone,
 // nor in json, whose last line says every step.
 func (p Printer) ReplaceChange(w io.Writer, k Kind, r *client.ChangeResult) error {
-	if err := p.Check(MemberReplace); err != nil {
-		return err
-	}
 	if p.format != Simple {
-		return nil
+		return p.Check(MemberReplace)
 	}
-	return simpleChange(w, k, r)
+	_, err := io.WriteString(w, changedLine(k, r))
+	return err
 }
 
 // ReplaceDone prints the end of a member replace that made or found every step: in json, the
 // last line, event "replaced"; nothing in simple and env, which said each step as it was made.
 func (p Printer) ReplaceDone(w io.Writer, r *ReplaceResult) error {
-	if err := p.Check(MemberReplace); err != nil {
-		return err
-	}
 	if p.format != JSON {
-		return nil
+		return p.Check(MemberReplace)
 	}
 	return writeJSON(w, toReplaceJSON("replaced", r))
 }
@@ -85,13 +80,10 @@ var stepWords = map[string]string{
 // configuration now and after each step, and, as the last line, the verdict a script can test
 // with tail -n1; in json, one object with the same facts.
 func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
-	if err := p.CheckDryRun(MemberReplace); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, toReplacePlanJSON(r))
-	}
-	var b bytes.Buffer
+	return p.print(w, p.CheckFor(MemberReplace, true), toReplacePlanJSON(r), func(b *bytes.Buffer) { simplePlan(b, r) })
+}
+
+func simplePlan(b *bytes.Buffer, r *client.ReplacePlan) {
 	id := func(m client.Member) string {
 		if m.ID == 0 {
 			return "-"
@@ -105,19 +97,19 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 	case r.OldLiveness != nil:
 		old += " (" + oldLiveness(r) + ")"
 	}
-	fmt.Fprintf(&b, "Dry run of member replace: nothing was changed\n")
-	fmt.Fprintf(&b, "%-18s%s\n", "old member:", old)
-	fmt.Fprintf(&b, "%-18s%s %s %s\n", "new member:", id(r.New), r.New.Name, strings.Join(r.New.PeerURLs, ","))
-	fmt.Fprintf(&b, "%-18s%s\n\n", "cluster:", client.FormatID(r.ClusterID))
+	fmt.Fprintf(b, "Dry run of member replace: nothing was changed\n")
+	fmt.Fprintf(b, "%-18s%s\n", "old member:", old)
+	fmt.Fprintf(b, "%-18s%s %s %s\n", "new member:", id(r.New), r.New.Name, strings.Join(r.New.PeerURLs, ","))
+	fmt.Fprintf(b, "%-18s%s\n\n", "cluster:", client.FormatID(r.ClusterID))
 	// The columns are the dry run's rows (quorumRows), one line per step.
 	line := func(label string, q *client.QuorumReport, state string) {
-		fmt.Fprintf(&b, "%-30s", label)
+		fmt.Fprintf(b, "%-30s", label)
 		for _, row := range quorumRows {
-			fmt.Fprintf(&b, "%*s", len(row.label)+2, count(q, row.value))
+			fmt.Fprintf(b, "%*s", len(row.label)+2, count(q, row.value))
 		}
 		b.WriteString(strings.TrimRight("  "+state, " ") + "\n")
 	}
-	fmt.Fprintf(&b, "%-30s", "after step")
+	fmt.Fprintf(b, "%-30s", "after step")
 	for _, row := range quorumRows {
 		b.WriteString("  " + row.label)
 	}
@@ -139,17 +131,12 @@ func (p Printer) ReplacePlan(w io.Writer, r *client.ReplacePlan) error {
 		}
 		line(fmt.Sprintf("%d. "+stepWords[s.Action], i+1, orDash(s.Who)), s.After, state)
 	}
-	b.WriteByte('\n')
-	if r.Err != nil {
-		b.WriteString("would be refused: " + oneLine(r.Err.Error()) + "\n")
-	} else {
-		b.WriteString("would be accepted\n")
-	}
-	return flush(w, &b)
+	b.WriteString("\n" + verdict(r.Err) + "\n")
 }
 
 // member replace's JSON schema (docs/output.md): never rename a field. The objects, the header
-// and the environment are those of member add's, under the same keys.
+// and the environment are those of member add's, under the same keys, and the quorum figures
+// client.QuorumReport's.
 
 type replaceStepJSON struct {
 	Action string `json:"action"`
@@ -162,16 +149,16 @@ type replaceJSON struct {
 	OldRef  string            `json:"oldRef"`
 	Old     *memberJSON       `json:"old"`
 	New     memberJSON        `json:"new"`
-	Members []memberJSON      `json:"members"`
+	Members memberList        `json:"members"`
 	Env     environment       `json:"env"`
 	Steps   []replaceStepJSON `json:"steps"`
 }
 
 type replacePlanStepJSON struct {
 	replaceStepJSON
-	After    *quorumJSON `json:"after"`
-	Accepted bool        `json:"accepted"`
-	Refusal  string      `json:"refusal"`
+	After    *client.QuorumReport `json:"after"`
+	Accepted bool                 `json:"accepted"`
+	Refusal  string               `json:"refusal"`
 }
 
 type replacePlanJSON struct {
@@ -183,9 +170,9 @@ type replacePlanJSON struct {
 	// OldLive is how the run judges the old member (oldLiveness); absent once it is gone.
 	OldLive  string                `json:"oldLiveness,omitempty"`
 	Name     string                `json:"name"`
-	PeerURLs []string              `json:"peerURLs"`
+	PeerURLs list[string]          `json:"peerURLs"`
 	New      *memberJSON           `json:"new"`
-	Before   *quorumJSON           `json:"before"`
+	Before   *client.QuorumReport  `json:"before"`
 	Steps    []replacePlanStepJSON `json:"steps"`
 	Accepted bool                  `json:"accepted"`
 	Refusal  string                `json:"refusal"`
@@ -212,19 +199,27 @@ func refusal(err error) string {
 	return err.Error()
 }
 
+// memberOrNull is m's object, or null where the cluster does not have the member (is is false).
+func memberOrNull(m client.Member, is bool) *memberJSON {
+	if !is {
+		return nil
+	}
+	j := toJSONMember(m)
+	return &j
+}
+
 func toReplaceJSON(event string, r *ReplaceResult) replaceJSON {
 	j := replaceJSON{
 		Event:   event,
 		Header:  toJSONHeader(r.Latest.Header),
 		OldRef:  r.OldRef,
 		New:     toJSONMember(r.Added.Member),
-		Members: toJSONMembers(r.Latest.Members),
+		Members: r.Latest.Members,
 		Env:     newEnvironment(r.Added),
-		Steps:   make([]replaceStepJSON, len(r.Steps)),
+		Steps:   each(r.Steps, func(s client.PlanStep) replaceStepJSON { return stepState(s, "done") }),
 	}
 	if r.Old != nil {
-		old := toJSONMember(*r.Old)
-		j.Old = &old
+		j.Old = memberOrNull(*r.Old, true)
 	}
 	// The new member as the latest answer has it (a voter once promoted), under the name it was
 	// added with, which etcd does not know before the member starts.
@@ -233,9 +228,6 @@ func toReplaceJSON(event string, r *ReplaceResult) replaceJSON {
 			m.Name = r.Added.Member.Name
 			j.New = toJSONMember(m)
 		}
-	}
-	for i, s := range r.Steps {
-		j.Steps[i] = stepState(s, "done")
 	}
 	return j
 }
@@ -256,35 +248,22 @@ func oldLiveness(r *client.ReplacePlan) string {
 }
 
 func toReplacePlanJSON(r *client.ReplacePlan) replacePlanJSON {
-	j := replacePlanJSON{
+	return replacePlanJSON{
 		DryRun:    true,
 		Change:    "replace",
 		ClusterID: client.FormatID(r.ClusterID),
 		OldRef:    r.OldRef,
-		OldLive:   oldLiveness(r),
-		Name:      r.New.Name,
-		PeerURLs:  nonNil(r.New.PeerURLs),
-		Before:    toQuorumJSON(r.Now),
-		Steps:     make([]replacePlanStepJSON, len(r.Steps)),
-		Accepted:  r.Err == nil,
-		Refusal:   refusal(r.Err),
+		// A member the cluster does not have is null: a gone old member, a new one not yet added.
+		Old:      memberOrNull(r.Old, !r.OldGone),
+		OldLive:  oldLiveness(r),
+		Name:     r.New.Name,
+		PeerURLs: r.New.PeerURLs,
+		New:      memberOrNull(r.New, r.New.ID != 0),
+		Before:   r.Now,
+		Steps: each(r.Steps, func(s client.PlanStep) replacePlanStepJSON {
+			return replacePlanStepJSON{replaceStepJSON: stepState(s, "pending"), After: s.After, Accepted: s.Err == nil, Refusal: refusal(s.Err)}
+		}),
+		Accepted: r.Err == nil,
+		Refusal:  refusal(r.Err),
 	}
-	// A member the cluster does not have is null: a gone old member, a new one not yet added.
-	if !r.OldGone {
-		old := toJSONMember(r.Old)
-		j.Old = &old
-	}
-	if r.New.ID != 0 {
-		m := toJSONMember(r.New)
-		j.New = &m
-	}
-	for i, s := range r.Steps {
-		j.Steps[i] = replacePlanStepJSON{
-			replaceStepJSON: stepState(s, "pending"),
-			After:           toQuorumJSON(s.After),
-			Accepted:        s.Err == nil,
-			Refusal:         refusal(s.Err),
-		}
-	}
-	return j
 }

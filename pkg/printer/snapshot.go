@@ -12,17 +12,17 @@ import (
 
 // SnapshotStatusResult is what a snapshot file holds, as snapshot status prints it. A snapshot
 // taken from etcd holds a key space rather than a membership: Etcd is then set, and only it is
-// printed, as etcdutl prints it.
+// printed, as etcdutl prints it. The tags are the JSON of a clusterd snapshot.
 type SnapshotStatusResult struct {
-	Etcd *EtcdSnapshotStatus
+	Etcd *EtcdSnapshotStatus `json:"-"`
 
-	ClusterID uint64
+	ClusterID ID `json:"cluster_id"`
 	// MemberID is the member the snapshot was taken from.
-	MemberID uint64
-	Applied  uint64
-	Size     int64  // bytes, checksum included
-	Checksum string // hex SHA-256 of the database part
-	Members  []client.Member
+	MemberID ID         `json:"member_id"`
+	Applied  uint64     `json:"appliedIndex"`
+	Size     int64      `json:"totalSize"` // bytes, checksum included
+	Checksum string     `json:"checksum"`  // hex SHA-256 of the database part
+	Members  memberList `json:"members"`
 }
 
 // EtcdSnapshotStatus is what `etcdutl snapshot status` shows of a snapshot taken from etcd, under
@@ -35,78 +35,61 @@ type EtcdSnapshotStatus struct {
 	Version   string `json:"version"` // the storage version; empty before etcd 3.6
 }
 
-// RestoreResult is the data directory snapshot restore created.
+// RestoreResult is the data directory snapshot restore created, with its JSON.
 type RestoreResult struct {
-	Path      string // the snapshot file
-	DataDir   string
-	Name      string
-	MemberID  uint64
-	ClusterID uint64
+	Path      string `json:"path"` // the snapshot file
+	DataDir   string `json:"dataDir"`
+	Name      string `json:"name"`
+	MemberID  ID     `json:"member_id"`
+	ClusterID ID     `json:"cluster_id"`
 	// Members are the new cluster's, as --initial-cluster gave them.
-	Members []client.Member
+	Members memberList `json:"members"`
 }
 
 // SnapshotSave prints the result of snapshot save.
 func (p Printer) SnapshotSave(w io.Writer, r *client.SnapshotResult) error {
-	if err := p.Check(SnapshotSave); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, savedJSON{Path: r.Path, TotalSize: r.Size, Checksum: r.Checksum,
-			ClusterID: client.FormatID(r.Header.ClusterID), MemberID: client.FormatID(r.Header.MemberID)})
-	}
-	// etcdctl's words, so scripts written for it keep matching.
-	_, err := fmt.Fprintf(w, "Snapshot saved at %s\n", r.Path)
-	return err
+	return p.print(w, p.Check(SnapshotSave), savedJSON{Path: r.Path, TotalSize: r.Size, Checksum: r.Checksum,
+		ClusterID: client.FormatID(r.Header.ClusterID), MemberID: client.FormatID(r.Header.MemberID)}, func(b *bytes.Buffer) {
+		// etcdctl's words, so scripts written for it keep matching.
+		fmt.Fprintf(b, "Snapshot saved at %s\n", r.Path)
+	})
 }
 
 // SnapshotStatus prints the result of snapshot status: in table, a table of the fields, a blank
 // line, and a table of the members.
 func (p Printer) SnapshotStatus(w io.Writer, r *SnapshotStatusResult) error {
-	if err := p.Check(SnapshotStatus); err != nil {
-		return err
+	var v any = r
+	if r.Etcd != nil {
+		v = r.Etcd
 	}
-	var b bytes.Buffer
-	switch {
-	case p.format == JSON && r.Etcd != nil:
-		return writeJSON(w, r.Etcd)
-	case p.format == JSON:
-		return writeJSON(w, snapshotStatusJSON{ClusterID: client.FormatID(r.ClusterID), MemberID: client.FormatID(r.MemberID),
-			AppliedIndex: r.Applied, TotalSize: r.Size, Checksum: r.Checksum, Members: toJSONMembers(r.Members)})
-	case r.Etcd != nil:
-		drawRows(&b, p.format, etcdSnapshotColumns, []*EtcdSnapshotStatus{r.Etcd})
-	case p.format == Table:
-		table(&b, snapshotColumns, []*SnapshotStatusResult{r})
-		b.WriteByte('\n')
-		table(&b, fileMemberColumns, r.Members)
-	default:
-		keyValues(&b, snapshotColumns, r)
-		// The member lines are member list's, so the same parsing reads both.
-		drawRows(&b, p.format, fileMemberColumns, r.Members)
-	}
-	return flush(w, &b)
+	return p.print(w, p.Check(SnapshotStatus), v, func(b *bytes.Buffer) {
+		switch {
+		case r.Etcd != nil:
+			drawRows(b, p.format, etcdSnapshotColumns, []*EtcdSnapshotStatus{r.Etcd})
+			return
+		case p.format == Table:
+			table(b, snapshotColumns, []*SnapshotStatusResult{r})
+			b.WriteByte('\n')
+		default:
+			keyValues(b, snapshotColumns, r)
+		}
+		// The member lines and rows are member list's, so the same parsing reads both.
+		drawRows(b, p.format, fileMemberColumns, r.Members)
+	})
 }
 
 // SnapshotRestore prints the result of snapshot restore.
 func (p Printer) SnapshotRestore(w io.Writer, r *RestoreResult) error {
-	if err := p.Check(SnapshotRestore); err != nil {
-		return err
-	}
-	if p.format == JSON {
-		return writeJSON(w, restoredJSON{Path: r.Path, DataDir: r.DataDir, Name: r.Name, MemberID: client.FormatID(r.MemberID),
-			ClusterID: client.FormatID(r.ClusterID), Members: toJSONMembers(r.Members)})
-	}
-	var b bytes.Buffer
-	fmt.Fprintf(&b, "Restored %s into %s as member %s (%s) of new cluster %s\n",
-		r.Path, r.DataDir, client.FormatID(r.MemberID), r.Name, client.FormatID(r.ClusterID))
-	drawRows(&b, p.format, fileMemberColumns, r.Members)
-	return flush(w, &b)
+	return p.print(w, p.Check(SnapshotRestore), r, func(b *bytes.Buffer) {
+		fmt.Fprintf(b, "Restored %s into %s as member %s (%s) of new cluster %s\n", r.Path, r.DataDir, r.MemberID, r.Name, r.ClusterID)
+		drawRows(b, p.format, fileMemberColumns, r.Members)
+	})
 }
 
 // snapshotColumns are snapshot status's key: value lines and table columns, in order.
 var snapshotColumns = []column[*SnapshotStatusResult]{
-	{name: "cluster ID", value: func(r *SnapshotStatusResult) string { return client.FormatID(r.ClusterID) }},
-	{name: "member ID", value: func(r *SnapshotStatusResult) string { return client.FormatID(r.MemberID) }},
+	{name: "cluster ID", value: func(r *SnapshotStatusResult) string { return r.ClusterID.String() }},
+	{name: "member ID", value: func(r *SnapshotStatusResult) string { return r.MemberID.String() }},
 	{name: "applied index", value: func(r *SnapshotStatusResult) string { return strconv.FormatUint(r.Applied, 10) }},
 	{name: "size", value: func(r *SnapshotStatusResult) string { return strconv.FormatInt(r.Size, 10) }},
 	{name: "sha256", value: func(r *SnapshotStatusResult) string { return r.Checksum }},
@@ -138,33 +121,14 @@ func humanBytes(n int64) string {
 	return fmt.Sprintf("%.0f %s", val, units[e])
 }
 
-// The JSON of the snapshot commands (docs/output.md). Keys follow etcd where etcd prints the same
-// fact: etcdutl's snapshot status for the size (totalSize), etcdctl's header for IDs (cluster_id,
-// member_id). The SHA-256 is not etcdutl's crc32 hash, so it has a key of its own. Never rename
-// a field.
-
+// The JSON of snapshot save (docs/output.md), whose keys, like those of SnapshotStatusResult and
+// RestoreResult, follow etcd where etcd prints the same fact: etcdutl's snapshot status for the
+// size (totalSize), etcdctl's header for IDs (cluster_id, member_id). The SHA-256 is not
+// etcdutl's crc32 hash, so it has a key of its own. Never rename a field.
 type savedJSON struct {
 	Path      string `json:"path"`
 	TotalSize int64  `json:"totalSize"`
 	Checksum  string `json:"checksum"`
 	ClusterID string `json:"cluster_id"`
 	MemberID  string `json:"member_id"`
-}
-
-type snapshotStatusJSON struct {
-	ClusterID    string       `json:"cluster_id"`
-	MemberID     string       `json:"member_id"`
-	AppliedIndex uint64       `json:"appliedIndex"`
-	TotalSize    int64        `json:"totalSize"`
-	Checksum     string       `json:"checksum"`
-	Members      []memberJSON `json:"members"`
-}
-
-type restoredJSON struct {
-	Path      string       `json:"path"`
-	DataDir   string       `json:"dataDir"`
-	Name      string       `json:"name"`
-	MemberID  string       `json:"member_id"`
-	ClusterID string       `json:"cluster_id"`
-	Members   []memberJSON `json:"members"`
 }

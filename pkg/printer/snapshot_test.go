@@ -25,7 +25,7 @@ func TestGoldenSnapshot(t *testing.T) {
 				Checksum: "444eabbdad684098b29254de0ee40a994b1002e30f016b89c4592094957c8109"})
 		}},
 		{"snapshot_status", SnapshotStatus, func(p Printer, b *bytes.Buffer) error {
-			return p.SnapshotStatus(b, &SnapshotStatusResult{ClusterID: header.ClusterID, MemberID: header.MemberID,
+			return p.SnapshotStatus(b, &SnapshotStatusResult{ClusterID: ID(header.ClusterID), MemberID: ID(header.MemberID),
 				Applied: 1207, Size: 20512, Checksum: "444eabbdad684098b29254de0ee40a994b1002e30f016b89c4592094957c8109",
 				Members: snapshotMembers()})
 		}},
@@ -65,8 +65,8 @@ func TestSnapshotFormats(t *testing.T) {
 		if got := errString(p.Check(tt.kind)); got != tt.want {
 			t.Errorf("%s.Check(%s) = %q, want %q", tt.format, tt.kind, got, tt.want)
 		}
-		if got := errString(p.CheckDryRun(tt.kind)); got == "" {
-			t.Errorf("%s.CheckDryRun(%s) accepted a command without --dry-run", tt.format, tt.kind)
+		if got := errString(p.CheckFor(tt.kind, true)); got == "" {
+			t.Errorf("%s.CheckFor(%s, true) accepted a command without --dry-run", tt.format, tt.kind)
 		}
 	}
 	// A printer refuses to print what Check refuses, so nothing half-printed can escape.

@@ -126,8 +126,8 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		out.Steps = append(out.Steps, printer.RecoveryStep{Say: s.Say, Commands: s.Commands})
 	}
 	for _, d := range dirs {
-		out.Dirs = append(out.Dirs, printer.DataDir{Path: d.Dir, Kind: d.Kind, MemberID: uint64(d.MemberID), Name: d.Name,
-			ClusterID: uint64(d.ClusterID), Term: d.Term, LastIndex: d.LastIndex, CommitIndex: d.CommitIndex,
+		out.Dirs = append(out.Dirs, printer.DataDir{Path: d.Dir, Kind: d.Kind, MemberID: printer.ID(d.MemberID), Name: d.Name,
+			ClusterID: printer.ID(d.ClusterID), Term: d.Term, LastIndex: d.LastIndex, CommitIndex: d.CommitIndex,
 			Applied: d.AppliedIndex, Members: members(d.Cluster), Removed: d.Cluster.Removed.Len(), Tombstone: d.Tombstone})
 	}
 	if err := o.Printer.DataDirStatus(o.Out, out); err != nil {

@@ -89,5 +89,5 @@ func (o *snapshotRestoreOptions) run(context.Context) error {
 		return err
 	}
 	return o.Printer.SnapshotRestore(o.Out, &printer.RestoreResult{Path: o.Path, DataDir: o.DataDir, Name: o.Name,
-		MemberID: uint64(r.MemberID), ClusterID: uint64(r.Cluster.ID), Members: members(r.Cluster)})
+		MemberID: printer.ID(r.MemberID), ClusterID: printer.ID(r.Cluster.ID), Members: members(r.Cluster)})
 }

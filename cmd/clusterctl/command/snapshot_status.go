@@ -49,7 +49,7 @@ func (o *snapshotStatusOptions) run(context.Context) error {
 	}
 	info := st.Clusterd
 	return o.Printer.SnapshotStatus(o.Out, &printer.SnapshotStatusResult{
-		ClusterID: uint64(info.ClusterID), MemberID: uint64(info.MemberID), Applied: info.Applied,
+		ClusterID: printer.ID(info.ClusterID), MemberID: printer.ID(info.MemberID), Applied: info.Applied,
 		Size: info.Size, Checksum: info.Checksum, Members: members(info.Cluster),
 	})
 }
