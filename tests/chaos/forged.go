@@ -14,6 +14,7 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
 
@@ -103,12 +104,12 @@ func (f *injector) forge(ctx context.Context, url string, creds credentials.Tran
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
 	for _, from := range append([]uint64{stranger}, others...) {
-		_ = transport.SendNotice(ctx, conn, transport.Removed, cluster, from, to)
+		_ = peerspeak.SendNotice(ctx, conn, peerspeak.Removed, cluster, from, to)
 	}
 	other := others[f.rnd.IntN(len(others))]
-	_ = transport.SendNotice(ctx, conn, transport.Hello, cluster, other, to)
+	_ = peerspeak.SendNotice(ctx, conn, peerspeak.Hello, cluster, other, to)
 	ack := &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(other), To: proto.Uint64(to), Term: proto.Uint64(staleTerm)}
-	_ = transport.SendRaft(ctx, conn, nil, []*transport.Envelope{{ClusterID: cluster, From: other, To: to, Message: ack}})
+	_ = peerspeak.SendRaft(ctx, conn, nil, []*peerspeak.Envelope{{ClusterID: cluster, From: other, To: to, Message: ack}})
 	f.forgeAbsurd(ctx, conn, cluster, to, other, staleTerm+1)
 }
 
@@ -130,7 +131,7 @@ func (f *injector) forgeAbsurd(ctx context.Context, conn *grpc.ClientConn, clust
 			msg(raftpb.MessageType_MsgApp, from, 1<<63+1),
 			msg(raftpb.MessageType_MsgHeartbeat, from, term+1<<33),
 		} {
-			err := transport.SendRaft(ctx, conn, nil, []*transport.Envelope{{ClusterID: cluster, From: from, To: to, Message: m}})
+			err := peerspeak.SendRaft(ctx, conn, nil, []*peerspeak.Envelope{{ClusterID: cluster, From: from, To: to, Message: m}})
 			if err == nil {
 				f.c.fail("%016x took a forged %s of term %d from %x", to, m.GetType(), m.GetTerm(), from)
 				return

@@ -14,6 +14,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 )
@@ -66,7 +67,7 @@ func (f *injector) forgedIdentity(ctx context.Context, sn snapshot) bool {
 			if fg.ahead {
 				m.Term = proto.Uint64(term + 1000)
 			}
-			err := sendForged(ctx, t.url, fg.creds, fg.urls, &transport.Envelope{ClusterID: cluster, From: identityStranger, To: t.id, Message: m})
+			err := sendForged(ctx, t.url, fg.creds, fg.urls, &peerspeak.Envelope{ClusterID: cluster, From: identityStranger, To: t.id, Message: m})
 			switch {
 			case fg.refused && err == nil:
 				f.c.fail("forged identity: %016x took raft messages from %s", t.id, fg.what)
@@ -136,7 +137,7 @@ func (f *injector) peerTargets(sn snapshot) []peerTarget {
 
 // sendForged sends env on one raft stream to url, naming urls as the sender's, and returns how the
 // member ended it; each answered or refused within two seconds.
-func sendForged(ctx context.Context, url string, creds credentials.TransportCredentials, urls []string, env *transport.Envelope) error {
+func sendForged(ctx context.Context, url string, creds credentials.TransportCredentials, urls []string, env *peerspeak.Envelope) error {
 	conn, err := transport.Dial(url, creds)
 	if err != nil {
 		return err
@@ -144,7 +145,7 @@ func sendForged(ctx context.Context, url string, creds credentials.TransportCred
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()
-	return transport.SendRaft(ctx, conn, urls, []*transport.Envelope{env})
+	return peerspeak.SendRaft(ctx, conn, urls, []*peerspeak.Envelope{env})
 }
 
 // issueTLS issues a peer certificate of ca for hosts (testpki's default hosts without opts).

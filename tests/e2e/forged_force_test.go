@@ -12,6 +12,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -62,7 +63,7 @@ func TestForgedForcedCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = transport.SendNotice(ctx(t), conn, transport.Removed, cid, victimID, id)
+		err = peerspeak.SendNotice(ctx(t), conn, peerspeak.Removed, cid, victimID, id)
 		conn.Close()
 		if err != nil {
 			t.Fatalf("the forger's Removed notice to %s: %v", m.Name, err)

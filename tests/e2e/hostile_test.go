@@ -19,6 +19,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -189,12 +190,12 @@ func (h *hostile) attack(t *testing.T, target, dead *cluster.Member) {
 	}
 	// Notices for this member of this cluster are taken (as hints); the others are refused.
 	for _, from := range senders {
-		for _, kind := range []transport.Notice{transport.Removed, transport.Hello, transport.Probe} {
-			if err := transport.SendNotice(ctx, conn, kind, h.cluster, from, to); err != nil {
+		for _, kind := range []peerspeak.Notice{peerspeak.Removed, peerspeak.Hello, peerspeak.Probe} {
+			if err := peerspeak.SendNotice(ctx, conn, kind, h.cluster, from, to); err != nil {
 				t.Fatalf("%s to %s from %x: %v", kind, target.Name, from, err)
 			}
 			for _, bad := range [][3]uint64{{h.cluster + 1, from, to}, {h.cluster, from, to + 1}} {
-				if err := transport.SendNotice(ctx, conn, kind, bad[0], bad[1], bad[2]); err == nil {
+				if err := peerspeak.SendNotice(ctx, conn, kind, bad[0], bad[1], bad[2]); err == nil {
 					t.Fatalf("%s to %s naming cluster %x and receiver %x: accepted", kind, target.Name, bad[0], bad[2])
 				}
 			}
@@ -202,17 +203,17 @@ func (h *hostile) attack(t *testing.T, target, dead *cluster.Member) {
 	}
 	term := h.term(t, target)
 	deadID := h.ids[dead.Name]
-	refused := func(what string, envs []*transport.Envelope, urls []string) {
+	refused := func(what string, envs []*peerspeak.Envelope, urls []string) {
 		t.Helper()
-		if err := transport.SendRaft(ctx, conn, urls, envs); err == nil {
+		if err := peerspeak.SendRaft(ctx, conn, urls, envs); err == nil {
 			t.Fatalf("%s to %s: accepted", what, target.Name)
 		}
 	}
 	ack := func(from, to, term uint64) *raftpb.Message {
 		return &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(term)}
 	}
-	env := func(cluster, from, to uint64, m *raftpb.Message) []*transport.Envelope {
-		return []*transport.Envelope{{ClusterID: cluster, From: from, To: to, Message: m}}
+	env := func(cluster, from, to uint64, m *raftpb.Message) []*peerspeak.Envelope {
+		return []*peerspeak.Envelope{{ClusterID: cluster, From: from, To: to, Message: m}}
 	}
 	refused("another cluster's message", env(h.cluster+1, deadID, to, ack(deadID, to, term)), nil)
 	refused("a message for another member", env(h.cluster, deadID, to+1, ack(deadID, to+1, term)), nil)
@@ -230,7 +231,7 @@ func (h *hostile) attack(t *testing.T, target, dead *cluster.Member) {
 			t.Fatalf("a stranger's forwarded removal of %s: %v, want PermissionDenied", target.Name, err)
 		}
 	} else {
-		if err := transport.SendRaft(ctx, conn, nil, stale); err != nil {
+		if err := peerspeak.SendRaft(ctx, conn, nil, stale); err != nil {
 			t.Fatalf("a stale message to %s on a plain peer network: %v", target.Name, err)
 		}
 		// A snapshot of the current term in the dead voter's name whose data is not a
@@ -277,19 +278,19 @@ func (h *hostile) claimLife(t *testing.T, lead, dead *cluster.Member) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	to, from := h.ids[lead.Name], h.ids[dead.Name]
-	if err := transport.SendNotice(ctx, conn, transport.Hello, h.cluster, from, to); err != nil {
+	if err := peerspeak.SendNotice(ctx, conn, peerspeak.Hello, h.cluster, from, to); err != nil {
 		t.Fatal(err)
 	}
 	term := h.term(t, lead)
 	if !h.secure {
 		term--
 	}
-	var envs []*transport.Envelope
+	var envs []*peerspeak.Envelope
 	for _, typ := range []raftpb.MessageType{raftpb.MessageType_MsgHeartbeatResp, raftpb.MessageType_MsgAppResp} {
-		envs = append(envs, &transport.Envelope{ClusterID: h.cluster, From: from, To: to,
+		envs = append(envs, &peerspeak.Envelope{ClusterID: h.cluster, From: from, To: to,
 			Message: &raftpb.Message{Type: typ.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(term), Index: proto.Uint64(1)}})
 	}
-	err = transport.SendRaft(ctx, conn, nil, envs)
+	err = peerspeak.SendRaft(ctx, conn, nil, envs)
 	if h.secure && status.Code(err) != codes.PermissionDenied {
 		t.Fatalf("acknowledgements in %s's name from a stranger's certificate: %v, want PermissionDenied", dead.Name, err)
 	}

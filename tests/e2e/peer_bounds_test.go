@@ -21,6 +21,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
@@ -63,7 +64,7 @@ func TestPeerPortBounds(t *testing.T) {
 	check("a Raft stream without an envelope", transport.ConnectTimeout, 0, func() error {
 		return raftStream(t, m, nil)
 	})
-	env := &transport.Envelope{ClusterID: cid, From: 0x5eed, To: to, Message: &raftpb.Message{
+	env := &peerspeak.Envelope{ClusterID: cid, From: 0x5eed, To: to, Message: &raftpb.Message{
 		Type: raftpb.MessageType_MsgHeartbeatResp.Enum(), From: proto.Uint64(0x5eed), To: proto.Uint64(to), Term: proto.Uint64(1)}}
 	check("a stranger's Raft stream gone quiet", transport.IdleTimeout, 0, func() error {
 		return raftStream(t, m, env)
@@ -94,7 +95,7 @@ func TestPeerPortBounds(t *testing.T) {
 }
 
 // raftStream opens a Raft stream to m, sends env on it unless nil, and waits until m ends it.
-func raftStream(t *testing.T, m *cluster.Member, env *transport.Envelope) error {
+func raftStream(t *testing.T, m *cluster.Member, env *peerspeak.Envelope) error {
 	conn, err := transport.Dial(m.PeerURL, nil)
 	if err != nil {
 		return err

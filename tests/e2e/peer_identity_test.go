@@ -18,6 +18,7 @@ import (
 
 	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
 	"github.com/clusterctl/clusterctl/internal/testkit/freeport"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/internal/testkit/proc"
 	"github.com/clusterctl/clusterctl/internal/testkit/testpki"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
@@ -178,7 +179,7 @@ func strangerSays(t *testing.T, target *cluster.Member, creds credentials.Transp
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	m := &raftpb.Message{Type: raftpb.MessageType_MsgHeartbeat.Enum(), From: proto.Uint64(from), To: proto.Uint64(to), Term: proto.Uint64(term)}
-	return transport.SendRaft(ctx, conn, urls, []*transport.Envelope{{ClusterID: cid, From: from, To: to, Message: m}})
+	return peerspeak.SendRaft(ctx, conn, urls, []*peerspeak.Envelope{{ClusterID: cid, From: from, To: to, Message: m}})
 }
 
 // ids are m's cluster and member IDs.

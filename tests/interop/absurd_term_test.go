@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/cluster"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/pkg/server/transport"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
@@ -51,7 +52,7 @@ func TestAbsurdTermRefusedByClusterd(t *testing.T) {
 	defer conn.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	err = transport.SendRaft(ctx, conn, nil, []*transport.Envelope{{ClusterID: clusterID, From: stranger, To: to, Message: absurdHeartbeat(to)}})
+	err = peerspeak.SendRaft(ctx, conn, nil, []*peerspeak.Envelope{{ClusterID: clusterID, From: stranger, To: to, Message: absurdHeartbeat(to)}})
 	if err == nil || !strings.Contains(err.Error(), "term 18446744073709551615") {
 		t.Fatalf("the forged heartbeat: %v, want refused naming its term", err)
 	}

@@ -5,7 +5,6 @@
 // transport.go is the Transport: the receiving end, the notices (Removed, Hello, Probe) and the
 // address book; identity.go decides whom a peer call may speak for, and logs what is refused;
 // bounds.go holds the peer port's time and size limits and the options that set them;
-// speak.go exports the calls for programs that speak the protocol from outside a member (tests);
 // peer.go is the sender to one peer, its queue and its stream; probe.go measures
 // the round trip to each peer; dial.go holds the
 // dial and server options every peer connection shares (backoff, the fixed window, the

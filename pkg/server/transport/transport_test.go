@@ -17,6 +17,7 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/logtest"
+	"github.com/clusterctl/clusterctl/internal/testkit/peerspeak"
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/server/metrics"
@@ -391,8 +392,8 @@ func TestStrangerSocketIsNotDialed(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close()
-	envs := []*Envelope{{ClusterID: 7, From: 5, To: 2, Message: heartbeat(5, 2)}}
-	if err := SendRaft(context.Background(), conn, []string{"unix:///var/run/docker.sock"}, envs); err != nil {
+	envs := []*peerspeak.Envelope{{ClusterID: 7, From: 5, To: 2, Message: heartbeat(5, 2)}}
+	if err := peerspeak.SendRaft(context.Background(), conn, []string{"unix:///var/run/docker.sock"}, envs); err != nil {
 		t.Fatal(err)
 	}
 	if member.count() != 1 {

@@ -1,4 +1,7 @@
-package transport
+// Package peerspeak speaks the peer protocol from outside a member, for tests: as a stranger
+// would, or as a member in another member's name (tests/e2e's hostile peer, the chaos test's
+// forged faults). It sends clusterdpb's messages with the generated client, as the members do.
+package peerspeak
 
 import (
 	"context"
@@ -14,12 +17,8 @@ import (
 	pb "github.com/clusterctl/clusterctl/pkg/wire/clusterdpb"
 )
 
-// The peer protocol's calls for a program that speaks it from outside a member: the tests that
-// speak it as a stranger would, or as a member in another member's name (tests/e2e's hostile
-// peer, the chaos test's forged-notice fault). They send clusterdpb's messages with its
-// generated client, as the members do.
-
-// Notice names one kind of notice (see peerService) by its method on the peer port.
+// Notice names one kind of notice (pkg/server/transport's peerService) by its method on the
+// peer port.
 type Notice string
 
 // The notices.
