@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -123,7 +121,6 @@ only the flags given change; the others stay as they were. The settings are chec
 flags are; nothing is dialed and no file named is read.`,
 		Example: `  clusterctl config set-context prod --endpoints=https://10.0.0.1:2379,https://10.0.0.2:2379 --cacert=/etc/prod/ca.crt --cert=/etc/prod/c.crt --key=/etc/prod/c.key
   clusterctl config set-context prod --command-timeout=10s`,
-		Args:              cobra.ArbitraryArgs,
 		RunE:              configRunE(g, o),
 		ValidArgsFunction: completeContextNames,
 	}
@@ -227,7 +224,6 @@ func newDeleteContextCmd(g *Globals) *cobra.Command {
 
 func newEditContextCmd(g *Globals, cmd *cobra.Command, change func(*contexts.File, string) error, done func(name, path string) string) *cobra.Command {
 	o := &editContextOptions{configOptions: configOptions{Globals: g}, change: change, done: done}
-	cmd.Args = cobra.ArbitraryArgs
 	cmd.RunE = configRunE(g, o)
 	cmd.ValidArgsFunction = completeContextNames
 	return cmd
@@ -266,15 +262,12 @@ type showOptions struct {
 
 func newShowCmd(g *Globals, cmd *cobra.Command, kind printer.Kind, show func(*showOptions, *contexts.File) error) *cobra.Command {
 	o := &showOptions{configOptions: configOptions{Globals: g}, kind: kind, show: show}
-	cmd.Args = cobra.ArbitraryArgs
+	cmd.Args = noArgs
 	cmd.RunE = configRunE(g, o)
 	return cmd
 }
 
-func (o *showOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *showOptions) validate([]string) error {
 	return o.Printer.Check(o.kind)
 }
 
@@ -360,5 +353,5 @@ func contextNames(prefix string) []cobra.Completion {
 	if err != nil {
 		return nil
 	}
-	return prefixed(slices.DeleteFunc(f.Names(), func(n string) bool { return !strings.HasPrefix(n, prefix) }), prefix)
+	return prefixed(f.Names(), prefix)
 }

@@ -68,10 +68,8 @@ func contextSettings(c contexts.Context, defaults map[string]string) (v *viper.V
 	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
 	addGlobalFlags(fs)
 	v = viper.New()
-	for _, name := range globalFlags {
-		if err = v.BindPFlag(name, fs.Lookup(name)); err != nil {
-			return
-		}
+	if err = v.BindPFlags(fs); err != nil {
+		return
 	}
 	for k, val := range defaults {
 		v.SetDefault(k, val)

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -61,7 +62,6 @@ command's --context, --config-file, TLS and login flags; a password never: --pas
     --trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --client-cert-auth \
     --peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt --peer-key-file=/etc/kubernetes/pki/etcd/peer.key \
     --peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --peer-client-cert-auth`,
-		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
 	addMemberTLSFlags(cmd.Flags(), &o.TLS)
@@ -141,9 +141,7 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 func (o *dataDirStatusOptions) serverTLS() datadir.MemberTLS {
 	t := o.TLS
 	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.TrustedCAFile, &t.PeerCertFile, &t.PeerKeyFile, &t.PeerTrustedCAFile} {
-		if *p != "" {
-			*p = absPath(*p)
-		}
+		*p = absPath(*p)
 	}
 	return t
 }
@@ -153,12 +151,17 @@ func (o *dataDirStatusOptions) serverTLS() datadir.MemberTLS {
 // never printed: a password file is, or a placeholder where the password was given inline.
 func (g *Globals) clusterctlFlags(flags *pflag.FlagSet) []string {
 	var f []string
-	if name := contextInUse(flags); name != "" {
+	// The context this command took its settings from, if any: --context, CLUSTERCTL_CONTEXT,
+	// else the contexts file's current one.
+	name := chosenContext(flags)
+	if cf, err := loadContexts(); name == "" && err == nil {
+		name = cf.Current()
+	}
+	if name != "" {
 		f = append(f, "--"+contextFlag+"="+name)
 	}
-	if c := flags.Lookup("config-file"); c != nil && c.Value.String() != "" {
-		f = append(f, "--config-file="+absPath(c.Value.String()))
-	} else if p := os.Getenv("CLUSTERCTL_CONFIG_FILE"); p != "" {
+	configFile, _ := flags.GetString("config-file")
+	if p := cmp.Or(configFile, os.Getenv("CLUSTERCTL_CONFIG_FILE")); p != "" {
 		f = append(f, "--config-file="+absPath(p))
 	}
 	t := memberTLS(g.given.tls)
@@ -193,20 +196,10 @@ func printedLogin(s security) []string {
 	return []string{"--user=" + name}
 }
 
-// contextInUse is the context whose settings this command took, if any: --context,
-// CLUSTERCTL_CONTEXT, else the contexts file's current one.
-func contextInUse(flags *pflag.FlagSet) string {
-	if name := chosenContext(flags); name != "" {
-		return name
-	}
-	if f, err := loadContexts(); err == nil {
-		return f.Current()
-	}
-	return ""
-}
-
+// absPath is p made absolute; "" stays "", and a path that cannot be made absolute (no working
+// directory) is kept as given.
 func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
+	if a, err := filepath.Abs(p); err == nil && p != "" {
 		return a
 	}
 	return p
@@ -230,7 +223,6 @@ listed as a member, every member has peer URLs and no two members share a name. 
 disagreement, naming the member ID and both sides, and exits 31 if there is any; exits 0 when
 every path is sound. See docs/commands/datadir-check.md.`,
 		Example: `  for d in /var/lib/etcd/*.snapshot.db; do clusterctl datadir check "$d"; done`,
-		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
 	}
 }
@@ -293,7 +285,6 @@ member.db, or etcd's last WAL file, to which a HardState record is appended) is 
 DIR.before-reset-term.<unix time>. A directory whose term is sound is refused (exit 128), as is one
 a running member holds (exit 25). See docs/commands/datadir-reset-term.md.`,
 		Example: `  clusterctl datadir reset-term /var/lib/clusterd/infra0`,
-		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
 	}
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
@@ -28,10 +29,7 @@ type endpointOptions struct {
 	kind    printer.Kind
 }
 
-func (o *endpointOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *endpointOptions) validate([]string) error {
 	return o.Printer.Check(o.kind)
 }
 
@@ -95,7 +93,7 @@ in one term, or each group holding an answering member the other's membership la
 split: every group is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl endpoint status --cluster -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 endpoint status -w json | jq '.[] | {name, behindLeader}'`,
-		Args: cobra.ArbitraryArgs,
+		Args: noArgs,
 		RunE: runE(g, o),
 	}
 	o.addFlags(cmd)
@@ -112,12 +110,11 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 		return err
 	}
 	var byID map[uint64]string
-	done := make(chan struct{})
+	var list sync.WaitGroup
 	if names == nil {
 		// The names come from a list asked at the same time as the statuses; without it the
 		// rows are printed without names.
-		go func() {
-			defer close(done)
+		list.Go(func() {
 			lctx, cancel := o.withTimeout(ctx)
 			defer cancel()
 			if ms, err := c.LocalMemberList(lctx); err == nil {
@@ -126,12 +123,10 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 					byID[m.ID] = m.Name
 				}
 			}
-		}()
-	} else {
-		close(done)
+		})
 	}
 	sts := c.StatusOfEach(ctx, eps, o.CommandTimeout)
-	<-done
+	list.Wait()
 	lctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	if err := c.CheckLogin(lctx, slices.ContainsFunc(sts, func(s client.EndpointStatus) bool { return s.Status != nil && s.Status.Leader != 0 })); err != nil {

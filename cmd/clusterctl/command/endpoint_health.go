@@ -21,7 +21,7 @@ long the check took and, when it failed, why. When any endpoint is unhealthy the
 is 26.`,
 		Example: `  clusterctl endpoint health --cluster
   clusterctl --endpoints=10.0.0.1:2379 endpoint health -w json`,
-		Args: cobra.ArbitraryArgs,
+		Args: noArgs,
 		RunE: runE(g, o),
 	}
 	o.addFlags(cmd)

@@ -27,10 +27,11 @@ func newMemberCmd(g *Globals) *cobra.Command {
 		newMemberListCmd(g), newMemberReplaceCmd(g), newMemberPruneCmd(g), newMemberHistoryCmd(g))
 }
 
-// memberRef checks the one positional argument that names a member by ID or name.
-func memberRef(args []string) (string, error) {
+// oneArg checks the one positional argument of member add (its name) or of a change (the
+// member's ID or name): none, or an empty one, is none.
+func oneArg(args []string, none error) (string, error) {
 	if len(args) == 0 || args[0] == "" {
-		return "", errNoID
+		return "", none
 	}
 	if len(args) > 1 {
 		return "", tooManyArgs(args[1:])

@@ -69,7 +69,6 @@ The file is created before anything is sent: one that cannot be is refused at on
 
   # would adding a voter keep the cluster's quorum?
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
-		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
@@ -81,17 +80,13 @@ The file is created before anything is sent: one that cannot be is refused at on
 }
 
 func (o *memberAddOptions) validate(args []string) error {
-	if len(args) == 0 || args[0] == "" {
-		return errNoName
+	var err error
+	if o.Name, err = oneArg(args, errNoName); err != nil {
+		return err
 	}
-	if len(args) > 1 {
-		return tooManyArgs(args[1:])
-	}
-	o.Name = args[0]
 	if err := checkName(o.Name); err != nil {
 		return err
 	}
-	var err error
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
 		return err
 	}

@@ -25,7 +25,7 @@ func addDryRunFlag(f *pflag.FlagSet, v *bool) {
 
 func (o *memberChangeOptions) validate(args []string) error {
 	var err error
-	if o.Ref, err = memberRef(args); err != nil {
+	if o.Ref, err = oneArg(args, errNoID); err != nil {
 		return err
 	}
 	return o.Printer.CheckFor(o.kind, o.DryRun)

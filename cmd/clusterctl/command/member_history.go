@@ -34,7 +34,7 @@ many older ones it dropped. etcd keeps no history: against it the command exits 
   clusterctl member history --member infra1 --since 2026-11-26T00:00:00Z
   clusterctl member history --since 1h
   clusterctl member history --limit 1 -w json | jq -r '.history[0].by'`,
-		Args: cobra.ArbitraryArgs,
+		Args: noArgs,
 		RunE: runE(g, o),
 	}
 	cmd.Flags().StringVar(&o.Member, "member", "", "only the changes of this member: its ID or name (a removed member's too)")
@@ -44,10 +44,7 @@ many older ones it dropped. etcd keeps no history: against it the command exits 
 	return cmd
 }
 
-func (o *memberHistoryOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *memberHistoryOptions) validate([]string) error {
 	if err := checkConsistency(o.Consistency); err != nil {
 		return err
 	}

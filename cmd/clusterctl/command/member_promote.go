@@ -39,7 +39,6 @@ quorum before and after and whether the promotion would be accepted.`,
 		Example: `  clusterctl member promote infra3
   clusterctl member promote 96dbf27657837fe1 --wait=2m
   clusterctl member promote infra3 --dry-run`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
 		RunE:              runE(g, o),
 	}

@@ -57,7 +57,7 @@ command's, from member lists, status calls and the leader's /metrics).`,
 		Example: `  clusterctl member prune --dry-run
   clusterctl member prune --unreachable-for=2m
   clusterctl member prune --unstarted-for=10m`,
-		Args: cobra.ArbitraryArgs,
+		Args: noArgs,
 		RunE: runE(g, o),
 	}
 	cmd.Flags().DurationVar(&o.UnreachableFor, "unreachable-for", pruneUnreachableFor, "remove a started member that does not answer for this long")
@@ -66,10 +66,7 @@ command's, from member lists, status calls and the leader's /metrics).`,
 	return cmd
 }
 
-func (o *memberPruneOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *memberPruneOptions) validate([]string) error {
 	if o.UnreachableFor <= 0 {
 		return fmt.Errorf("--unreachable-for must be positive, not %s", o.UnreachableFor)
 	}

@@ -41,7 +41,6 @@ voters and quorum before and after and whether the removal would be accepted.`,
 		Example: `  clusterctl member remove 96dbf27657837fe1
   clusterctl member remove infra3 --dry-run
   clusterctl member remove infra3 --ignore-not-found`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
 		RunE:              runE(g, o),
 	}

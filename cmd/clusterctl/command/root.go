@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -36,7 +37,7 @@ type Globals struct {
 	CommandTimeout time.Duration
 	Printer        printer.Printer
 	// Client builds the client from the global settings on its first call and returns the same
-	// one after. Only the verbs that talk to a cluster call it, so an offline verb (snapshot
+	// answer after. Only the verbs that talk to a cluster call it, so an offline verb (snapshot
 	// status, snapshot restore) never fails on a client setting it does not use. The client
 	// connects on its first request.
 	Client func() (*client.Client, error)
@@ -130,6 +131,14 @@ func group(cmd *cobra.Command, subs ...*cobra.Command) *cobra.Command {
 func noSubcommand(cmd *cobra.Command, args []string) error {
 	if len(args) > 0 {
 		return &usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+	}
+	return nil
+}
+
+// noArgs is the Args of a verb that takes no argument: cobra checks it before the verb runs.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &usageError{tooManyArgs(args)}
 	}
 	return nil
 }
@@ -236,8 +245,8 @@ func checkConfigFile(path string) error {
 // settle checks the global settings and makes Client. The durations and the format are checked
 // here, for every verb, as the flags' syntax; the endpoints only when Client builds the client.
 func (g *Globals) settle(v *viper.Viper, l login) error {
-	dialTimeout, err := duration(v, "dial-timeout")
-	if err != nil {
+	var err error
+	if g.dialTimeout, err = duration(v, "dial-timeout"); err != nil {
 		return err
 	}
 	if g.CommandTimeout, err = duration(v, "command-timeout"); err != nil {
@@ -246,24 +255,18 @@ func (g *Globals) settle(v *viper.Viper, l login) error {
 	if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
 		return err
 	}
-	security, err := securitySettings(v, l)
-	if err != nil {
+	if g.given, err = securitySettings(v, l); err != nil {
 		return err
 	}
-	g.given = security
-	g.dialTimeout = dialTimeout
-	g.Client = func() (*client.Client, error) {
-		if g.built != nil {
-			return g.built, nil
-		}
-		c, err := newClient(v, dialTimeout, security, g.askPassword)
+	g.Client = sync.OnceValues(func() (*client.Client, error) {
+		c, err := newClient(v, g.dialTimeout, g.given, g.askPassword)
 		if err != nil {
 			// A bad endpoint is found before anything is sent.
 			return nil, &usageError{err}
 		}
 		g.built = c
 		return c, nil
-	}
+	})
 	return nil
 }
 
@@ -277,14 +280,12 @@ func newClient(v *viper.Viper, dialTimeout time.Duration, s security, ask func()
 		endpoints = append(endpoints, membership.SplitURLs(e)...)
 	}
 	cfg := client.Config{Endpoints: endpoints, DialTimeout: dialTimeout, BareTLS: !s.insecureTransport}
+	var err error
 	if s.tls != (clienttls.Options{}) {
-		t, err := s.tls.Config()
-		if err != nil {
+		if cfg.TLS, err = s.tls.Config(); err != nil {
 			return nil, err
 		}
-		cfg.TLS = t
 	}
-	var err error
 	if cfg.Username, cfg.Password, err = s.credentials(ask); err != nil {
 		return nil, err
 	}

@@ -65,7 +65,7 @@ func (s security) credentials(ask func() (string, error)) (user, password string
 	case l.password != "":
 		return l.user, l.password, nil
 	case l.passwordFile != "":
-		pw, err := readPasswordFile(l.place.name("password-file"), l.passwordFile)
+		pw, err := readPasswordFile(l.place.names["password-file"], l.passwordFile)
 		return l.user, pw, err
 	}
 	if name, pw, ok := strings.Cut(l.user, ":"); ok {

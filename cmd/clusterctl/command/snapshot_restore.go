@@ -36,7 +36,6 @@ Then start the member with clusterd and the same --data-dir, --name, --initial-c
 		Example: `  clusterctl snapshot restore backup.db --data-dir=/var/lib/clusterd/infra0 --name=infra0 \
     --initial-cluster=infra0=http://10.0.1.1:2380 --initial-advertise-peer-urls=http://10.0.1.1:2380 \
     --initial-cluster-token=restored-1`,
-		Args: cobra.ArbitraryArgs,
 		RunE: runE(g, o),
 	}
 	f := cmd.Flags()

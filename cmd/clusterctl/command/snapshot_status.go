@@ -25,7 +25,6 @@ A snapshot taken from etcd (by clusterctl or etcdctl snapshot save) holds etcd's
 than a membership: it is shown as etcdutl snapshot status shows it, in every format (hash,
 revision, total keys, total size, version).`,
 		Example: `  clusterctl snapshot status backup.db -w table`,
-		Args:    cobra.ArbitraryArgs,
 		RunE:    runE(g, o),
 	}
 }

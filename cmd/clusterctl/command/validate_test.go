@@ -153,7 +153,6 @@ func TestMemberListValidate(t *testing.T) {
 		{"serializable table", nil, "s", printer.Table, ""},
 		{"json", nil, "l", printer.JSON, ""},
 		{"bad consistency", nil, "x", printer.Simple, `unknown consistency flag "x"`},
-		{"argument", []string{"x"}, "l", printer.Simple, "too many arguments"},
 		{"env refused", nil, "l", printer.Env, `output format "env" is not supported by member list (supported: simple, table, json)`},
 	}
 	for _, tt := range tests {
@@ -295,7 +294,6 @@ func TestMemberHistoryValidate(t *testing.T) {
 		{"all", memberHistoryOptions{Consistency: "l"}, nil, printer.Simple, ""},
 		{"selected", memberHistoryOptions{Consistency: "s", Member: "infra1", Since: "2026-11-26T15:04:05+01:00", Limit: 3}, nil, printer.Table, ""},
 		{"json", memberHistoryOptions{Consistency: "l", Since: "2026-11-26T15:04:05.5Z"}, nil, printer.JSON, ""},
-		{"extra", memberHistoryOptions{Consistency: "l"}, []string{"infra1"}, printer.Simple, "too many arguments"},
 		{"consistency", memberHistoryOptions{Consistency: "x"}, nil, printer.Simple, `unknown consistency flag "x"`},
 		{"negative limit", memberHistoryOptions{Consistency: "l", Limit: -1}, nil, printer.Simple, "--limit -1: must be 0 or more"},
 		{"since a duration", memberHistoryOptions{Consistency: "l", Since: "1h30m"}, nil, printer.Simple, ""},
