@@ -61,7 +61,7 @@ tolerance, healthy, error). Exit 33 when any cluster is degraded or does not ans
   clusterctl cluster status -w json | jq '.faultTolerance'
   clusterctl cluster status --all-contexts -w table`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.ClusterStatus, o),
 	}
 	cmd.Flags().BoolVar(&o.AllContexts, "all-contexts", false, "show every context's cluster, one row each")
 	cmd.Flags().StringSliceVar(&o.Contexts, "contexts", nil, "show these contexts' clusters, one row each")
@@ -96,7 +96,7 @@ func (o *clusterStatusOptions) validate([]string) error {
 			}
 		}
 	}
-	return o.Printer.Check(printer.ClusterStatus)
+	return nil
 }
 
 func (o *clusterStatusOptions) run(ctx context.Context) error {

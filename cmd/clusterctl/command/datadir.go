@@ -62,7 +62,7 @@ command's --context, --config-file, TLS and login flags; a password never: --pas
     --trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --client-cert-auth \
     --peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt --peer-key-file=/etc/kubernetes/pki/etcd/peer.key \
     --peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --peer-client-cert-auth`,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.DataDirStatus, o),
 	}
 	addMemberTLSFlags(cmd.Flags(), &o.TLS)
 	o.flags = cmd.Flags()
@@ -97,10 +97,8 @@ func pathArgs(args []string, none error) ([]string, error) {
 
 func (o *dataDirStatusOptions) validate(args []string) error {
 	var err error
-	if o.Dirs, err = pathArgs(args, errNoDataDir); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.DataDirStatus)
+	o.Dirs, err = pathArgs(args, errNoDataDir)
+	return err
 }
 
 // run reads every directory before it prints anything: one that cannot be read stops the
@@ -223,16 +221,14 @@ listed as a member, every member has peer URLs and no two members share a name. 
 disagreement, naming the member ID and both sides, and exits 31 if there is any; exits 0 when
 every path is sound. See docs/commands/datadir-check.md.`,
 		Example: `  for d in /var/lib/etcd/*.snapshot.db; do clusterctl datadir check "$d"; done`,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.DataDirCheck, o),
 	}
 }
 
 func (o *dataDirCheckOptions) validate(args []string) error {
 	var err error
-	if o.Paths, err = pathArgs(args, errNoPath); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.DataDirCheck)
+	o.Paths, err = pathArgs(args, errNoPath)
+	return err
 }
 
 // run checks every path before it prints: one that cannot be read stops the command with its
@@ -285,16 +281,14 @@ member.db, or etcd's last WAL file, to which a HardState record is appended) is 
 DIR.before-reset-term.<unix time>. A directory whose term is sound is refused (exit 128), as is one
 a running member holds (exit 25). See docs/commands/datadir-reset-term.md.`,
 		Example: `  clusterctl datadir reset-term /var/lib/clusterd/infra0`,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.DataDirResetTerm, o),
 	}
 }
 
 func (o *dataDirResetTermOptions) validate(args []string) error {
 	var err error
-	if o.Dirs, err = pathArgs(args, errNoDataDir); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.DataDirResetTerm)
+	o.Dirs, err = pathArgs(args, errNoDataDir)
+	return err
 }
 
 // run resets one directory after the other, printing each as it is done: one that cannot be

@@ -35,7 +35,7 @@ each member must have them at those paths. A user or password is never printed.`
 		Example: `  TOKEN=$(clusterctl --endpoints=10.0.0.9:2379 discovery new --size=3)
   clusterctl --endpoints=10.0.0.9:2379 discovery new --size=5 -w env > discovery.env`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.DiscoveryNew, o),
 	}
 	cmd.Flags().IntVar(&o.Size, "size", 3, "how many members the new cluster starts with")
 	cmd.Flags().StringVar(&o.Token, "token", "", "the token to create (default: 32 random hex digits)")
@@ -51,7 +51,7 @@ func (o *discoveryNewOptions) validate([]string) error {
 			return fmt.Errorf("--token: %w", err)
 		}
 	}
-	return o.Printer.Check(printer.DiscoveryNew)
+	return nil
 }
 
 func (o *discoveryNewOptions) run(ctx context.Context) error {

@@ -25,7 +25,7 @@ func newDiscoveryStatusCmd(g *Globals) *cobra.Command {
 they registered: the first <size> form the cluster (member); a registration after the cluster
 filled is beyond-size; one that takes an earlier registration's name or peer URL is conflict.`,
 		Example: `  clusterctl --endpoints=10.0.0.9:2379 discovery status 4a2f0c9e1b7d4e3a8c6b5d2e1f0a9b8c -w table`,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.DiscoveryStatus, o),
 	}
 }
 
@@ -36,11 +36,8 @@ func (o *discoveryStatusOptions) validate(args []string) error {
 	case len(args) > 1:
 		return tooManyArgs(args[1:])
 	}
-	if err := registry.ValidateToken(args[0]); err != nil {
-		return err
-	}
 	o.Token = args[0]
-	return o.Printer.Check(printer.DiscoveryStatus)
+	return registry.ValidateToken(o.Token)
 }
 
 func (o *discoveryStatusOptions) run(ctx context.Context) error {

@@ -22,15 +22,10 @@ with --endpoints, or with --cluster every client URL of the members.`,
 	}, newEndpointStatusCmd(g), newEndpointHealthCmd(g))
 }
 
-// endpointOptions are what endpoint status and health share: --cluster, and the kind printed.
+// endpointOptions are what endpoint status and health share: --cluster.
 type endpointOptions struct {
 	*Globals
 	Cluster bool
-	kind    printer.Kind
-}
-
-func (o *endpointOptions) validate([]string) error {
-	return o.Printer.Check(o.kind)
 }
 
 func (o *endpointOptions) addFlags(cmd *cobra.Command) {
@@ -80,7 +75,7 @@ func (e *endpointsError) Error() string {
 type endpointStatusOptions struct{ endpointOptions }
 
 func newEndpointStatusCmd(g *Globals) *cobra.Command {
-	o := &endpointStatusOptions{endpointOptions{Globals: g, kind: printer.EndpointStatus}}
+	o := &endpointStatusOptions{endpointOptions{Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each endpoint's member, version, database size, leadership and raft indexes",
@@ -94,7 +89,7 @@ split: every group is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl endpoint status --cluster -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 endpoint status -w json | jq '.[] | {name, behindLeader}'`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.EndpointStatus, o),
 	}
 	o.addFlags(cmd)
 	return cmd

@@ -10,7 +10,7 @@ import (
 type endpointHealthOptions struct{ endpointOptions }
 
 func newEndpointHealthCmd(g *Globals) *cobra.Command {
-	o := &endpointHealthOptions{endpointOptions{Globals: g, kind: printer.EndpointHealth}}
+	o := &endpointHealthOptions{endpointOptions{Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check that each endpoint serves a linearizable read",
@@ -22,7 +22,7 @@ is 26.`,
 		Example: `  clusterctl endpoint health --cluster
   clusterctl --endpoints=10.0.0.1:2379 endpoint health -w json`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.EndpointHealth, o),
 	}
 	o.addFlags(cmd)
 	return cmd

@@ -69,7 +69,7 @@ The file is created before anything is sent: one that cannot be is refused at on
 
   # would adding a voter keep the cluster's quorum?
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.MemberAdd, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().BoolVar(&o.Learner, "learner", false, "add the member as a learner (non-voting)")
@@ -97,7 +97,7 @@ func (o *memberAddOptions) validate(args []string) error {
 		// A dry run's ID is provisional: the add itself assigns another.
 		return errors.New("--id-file and --dry-run cannot be used together")
 	}
-	return o.Printer.CheckFor(printer.MemberAdd, o.DryRun)
+	return nil
 }
 
 // checkName refuses a new member's name that clusterd would refuse, or that cannot travel.

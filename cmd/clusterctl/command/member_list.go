@@ -29,17 +29,14 @@ is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl member list -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 member list --consistency=s -w json | jq -r '.members[].name'`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.MemberList, o),
 	}
 	consistencyFlag(cmd, &o.Consistency)
 	return cmd
 }
 
 func (o *memberListOptions) validate([]string) error {
-	if err := checkConsistency(o.Consistency); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.MemberList)
+	return checkConsistency(o.Consistency)
 }
 
 // checkConsistency refuses a --consistency other than etcdctl's l and s.

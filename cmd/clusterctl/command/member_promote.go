@@ -40,7 +40,7 @@ quorum before and after and whether the promotion would be accepted.`,
   clusterctl member promote 96dbf27657837fe1 --wait=2m
   clusterctl member promote infra3 --dry-run`,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, o.kind, o),
 	}
 	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "retry for this long while the learner is not in sync yet")
 	cmd.Flags().Lookup("wait").NoOptDefVal = "1m"

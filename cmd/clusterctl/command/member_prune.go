@@ -58,7 +58,7 @@ command's, from member lists, status calls and the leader's /metrics).`,
   clusterctl member prune --unreachable-for=2m
   clusterctl member prune --unstarted-for=10m`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.MemberPrune, o),
 	}
 	cmd.Flags().DurationVar(&o.UnreachableFor, "unreachable-for", pruneUnreachableFor, "remove a started member that does not answer for this long")
 	cmd.Flags().DurationVar(&o.UnstartedFor, "unstarted-for", 0, "remove a member still not started after this long (0: keep unstarted members)")
@@ -73,7 +73,7 @@ func (o *memberPruneOptions) validate([]string) error {
 	if o.UnstartedFor < 0 {
 		return fmt.Errorf("--unstarted-for must not be negative, not %s", o.UnstartedFor)
 	}
-	return o.Printer.CheckFor(printer.MemberPrune, o.DryRun)
+	return nil
 }
 
 // deadMember is a member member prune found dead, and why.

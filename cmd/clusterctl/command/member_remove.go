@@ -42,7 +42,7 @@ voters and quorum before and after and whether the removal would be accepted.`,
   clusterctl member remove infra3 --dry-run
   clusterctl member remove infra3 --ignore-not-found`,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, o.kind, o),
 	}
 	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "succeed when no member has this ID or name: it is gone already")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)

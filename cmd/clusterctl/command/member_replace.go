@@ -111,7 +111,7 @@ be refused changes nothing.`,
 
   clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, printer.MemberReplace, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start, catch up and, once promoted, serve")
@@ -137,10 +137,8 @@ func (o *memberReplaceOptions) validate(args []string) error {
 		return fmt.Errorf("--wait-timeout must be positive, not %s", o.WaitTimeout)
 	}
 	var err error
-	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
-		return err
-	}
-	return o.Printer.CheckFor(printer.MemberReplace, o.DryRun)
+	o.PeerURLs, err = peerURLs(o.PeerURLsFlag)
+	return err
 }
 
 // step writes the line of step s on stderr, numbered in the run's order, and records it with

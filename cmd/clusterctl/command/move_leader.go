@@ -30,7 +30,7 @@ the member leads.`,
 		Example: `  clusterctl move-leader infra1
   clusterctl --endpoints=10.0.0.1:2379 move-leader 8211f1d0f64f3269 -w json`,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, printer.MoveLeader, o),
 	}
 }
 
@@ -42,7 +42,7 @@ func (o *moveLeaderOptions) validate(args []string) error {
 		return tooManyArgs(args[1:])
 	}
 	o.Ref = args[0]
-	return o.Printer.Check(printer.MoveLeader)
+	return nil
 }
 
 func (o *moveLeaderOptions) run(ctx context.Context) error {

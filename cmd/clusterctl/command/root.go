@@ -305,25 +305,40 @@ func duration(v *viper.Viper, key string) (time.Duration, error) {
 	return d, nil
 }
 
-// command is a verb's options: validate checks the arguments and flags without any I/O, run
-// sends.
+// command is a verb's options: run sends.
 type command interface {
-	validate(args []string) error
 	run(ctx context.Context) error
 }
 
-// runE is the RunE of every verb: nothing is sent unless the settings and validate accept the
-// command line.
-func runE(g *Globals, c command) func(*cobra.Command, []string) error {
+// validator is a verb with arguments or flags to check: validate checks them without any I/O.
+type validator interface {
+	validate(args []string) error
+}
+
+// runE is the RunE of every verb, which prints kind k: nothing is sent unless the settings
+// accept the command line, then start.
+func runE(g *Globals, k printer.Kind, c command) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := g.resolve(cmd.Flags()); err != nil {
 			return err
 		}
-		if err := c.validate(args); err != nil {
+		return g.start(cmd, args, k, c)
+	}
+}
+
+// start runs c once its validate, if it has one, and the output format accept the command line:
+// the format must print kind k, or its dry run with --dry-run.
+func (g *Globals) start(cmd *cobra.Command, args []string, k printer.Kind, c command) error {
+	if v, ok := c.(validator); ok {
+		if err := v.validate(args); err != nil {
 			return &usageError{err}
 		}
-		return c.run(cmd.Context())
 	}
+	dryRun, _ := cmd.Flags().GetBool("dry-run")
+	if err := g.Printer.CheckFor(k, dryRun); err != nil {
+		return &usageError{err}
+	}
+	return c.run(cmd.Context())
 }
 
 // withTimeout bounds one request, or one short sequence of them, by --command-timeout.

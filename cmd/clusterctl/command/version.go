@@ -22,12 +22,8 @@ etcd's own from etcd). Offline it still exits 0 and says why the server's versio
 		Example: `  clusterctl version
   clusterctl --endpoints=10.0.0.1:2379 version -w json`,
 		Args: noArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.Version, o),
 	}
-}
-
-func (o *versionOptions) validate([]string) error {
-	return o.Printer.Check(printer.Version)
 }
 
 func (o *versionOptions) run(ctx context.Context) error {
