@@ -139,16 +139,13 @@ func (o *setContextOptions) validate(args []string) error {
 func (o *setContextOptions) given() map[string]any {
 	out := map[string]any{}
 	for _, k := range contexts.Keys {
-		f := o.flags.Lookup(k)
-		if f == nil || !f.Changed {
-			continue
+		switch f := o.flags.Lookup(k); {
+		case f == nil || !f.Changed:
+		case k == "endpoints":
+			out[k], _ = o.flags.GetStringSlice(k)
+		default:
+			out[k] = f.Value.String()
 		}
-		if k == "endpoints" {
-			eps, _ := o.flags.GetStringSlice(k)
-			out[k] = eps
-			continue
-		}
-		out[k] = f.Value.String()
 	}
 	return out
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"time"
@@ -47,10 +48,8 @@ func applyContext(v *viper.Viper, flags *pflag.FlagSet) (contexts.Context, error
 		}
 		return contexts.Context{}, err
 	}
-	if name == "" {
-		if name = f.Current(); name == "" {
-			return contexts.Context{}, nil
-		}
+	if name = cmp.Or(name, f.Current()); name == "" {
+		return contexts.Context{}, nil
 	}
 	c, err := f.Get(name)
 	if err != nil {

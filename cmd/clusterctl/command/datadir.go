@@ -64,14 +64,8 @@ command's --context, --config-file, TLS and login flags; a password never: --pas
     --peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --peer-client-cert-auth`,
 		RunE: runE(g, printer.DataDirStatus, o),
 	}
-	addMemberTLSFlags(cmd.Flags(), &o.TLS)
-	o.flags = cmd.Flags()
-	return cmd
-}
-
-// addMemberTLSFlags defines the members' TLS flags, named as etcd and clusterd name them.
-func addMemberTLSFlags(f *pflag.FlagSet, t *datadir.MemberTLS) {
-	const name = " ({name}: each member's name)"
+	// The members' TLS flags, named as etcd and clusterd name them.
+	f, t, name := cmd.Flags(), &o.TLS, " ({name}: each member's name)"
 	f.StringVar(&t.CertFile, "cert-file", "", "the members' client-port certificate, for their start lines"+name)
 	f.StringVar(&t.KeyFile, "key-file", "", "the private key of --cert-file"+name)
 	f.StringVar(&t.TrustedCAFile, "trusted-ca-file", "", "the CA the members verify clients with"+name)
@@ -80,6 +74,8 @@ func addMemberTLSFlags(f *pflag.FlagSet, t *datadir.MemberTLS) {
 	f.StringVar(&t.PeerKeyFile, "peer-key-file", "", "the private key of --peer-cert-file"+name)
 	f.StringVar(&t.PeerTrustedCAFile, "peer-trusted-ca-file", "", "the CA the members verify peers with"+name)
 	f.BoolVar(&t.PeerClientCertAuth, "peer-client-cert-auth", false, "the members ask peers for certificates")
+	o.flags = f
+	return cmd
 }
 
 // pathArgs checks the positional arguments of both verbs: at least one, none empty.
@@ -112,7 +108,12 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		}
 		dirs = append(dirs, st)
 	}
-	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags(o.flags)})
+	// The members' TLS files made absolute: a member does not run in this command's directory.
+	t := o.TLS
+	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.TrustedCAFile, &t.PeerCertFile, &t.PeerKeyFile, &t.PeerTrustedCAFile} {
+		*p = absPath(*p)
+	}
+	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: t, Clusterctl: o.clusterctlFlags(o.flags)})
 	if is[*datadir.DifferentClustersError](rankErr) {
 		return rankErr
 	}
@@ -132,16 +133,6 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		return err
 	}
 	return rankErr
-}
-
-// serverTLS is --cert-file and the others with their paths made absolute: a member does not run
-// in this command's directory.
-func (o *dataDirStatusOptions) serverTLS() datadir.MemberTLS {
-	t := o.TLS
-	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.TrustedCAFile, &t.PeerCertFile, &t.PeerKeyFile, &t.PeerTrustedCAFile} {
-		*p = absPath(*p)
-	}
-	return t
 }
 
 // clusterctlFlags are the flags the printed clusterctl lines need to reach the cluster as the

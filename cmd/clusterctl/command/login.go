@@ -125,11 +125,7 @@ func loginOf(places ...*loginPlace) (login, error) {
 }
 
 // commandLogin is the login of a command: its command line, else its environment, else the
-// config file read into v, else the context applied (ctxName empty: none).
+// config file read into v, else the context applied (none gives no settings).
 func commandLogin(flags *pflag.FlagSet, v *viper.Viper, ctxName string, ctxSettings map[string]any) (login, error) {
-	places := []*loginPlace{commandLinePlace(flags), environmentPlace(os.Getenv), configFilePlace(v)}
-	if ctxName != "" {
-		places = append(places, contextPlace(ctxName, ctxSettings))
-	}
-	return loginOf(places...)
+	return loginOf(commandLinePlace(flags), environmentPlace(os.Getenv), configFilePlace(v), contextPlace(ctxName, ctxSettings))
 }

@@ -168,15 +168,12 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 			return found, ferr
 		}
 	}
-	if err != nil {
-		return nil, o.withHolder(ctx, c, err)
-	}
-	return r, nil
+	return r, o.withHolder(ctx, c, err)
 }
 
-// withHolder is err, and when it is the refusal of a peer URL in use, the member that holds it
-// after the server's words, from one member list of the member that refused; err alone when the
-// list cannot be read or names no holder.
+// withHolder is err (nil when the add was accepted), and when it is the refusal of a peer URL in
+// use, the member that holds it after the server's words, from one member list of the member
+// that refused; err alone when the list cannot be read or names no holder.
 func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err error) error {
 	if !errors.Is(err, rpcerr.ErrPeerURLExists) || is[*client.MemberDiffersError](err) {
 		return err
@@ -200,11 +197,8 @@ func (o *memberAddOptions) existing(ctx context.Context, c *client.Client) (*cli
 		return nil, err
 	}
 	m, err := client.FindAdded(list.Members, o.Name, o.PeerURLs)
-	if err != nil {
+	if err != nil || m == nil {
 		return nil, err
-	}
-	if m == nil {
-		return nil, nil
 	}
 	return client.AddedResult(list, *m, o.Name), nil
 }

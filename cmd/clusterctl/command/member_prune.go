@@ -82,9 +82,10 @@ type deadMember struct {
 	reason string
 	seen   time.Duration
 	// ev is what every source said at the last question, evidence the same in words; neither
-	// for an unstarted member.
-	ev       client.Liveness
-	evidence string
+	// for an unstarted member. undecided is a member kept because not every source could speak.
+	ev        client.Liveness
+	evidence  string
+	undecided bool
 }
 
 func (o *memberPruneOptions) run(ctx context.Context) error {
@@ -124,10 +125,8 @@ type watched struct {
 	dead   []deadMember
 	alive  map[uint64]bool
 	latest *client.ListResult
-	// kept are the started members kept, each with its evidence, in the list's order; undecided
-	// those kept because not every source could speak.
-	kept      []deadMember
-	undecided map[uint64]bool
+	// kept are the started members kept, each with its evidence, in the list's order.
+	kept []deadMember
 }
 
 // watch asks every source about every started member (client.Liveness: its own client URLs,
@@ -137,7 +136,7 @@ type watched struct {
 // agreed it is gone, kept when the leader still hears it or its view could not be read.
 func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) (*watched, error) {
 	start := time.Now()
-	w := &watched{alive: map[uint64]bool{}, undecided: map[uint64]bool{}}
+	w := &watched{alive: map[uint64]bool{}}
 	last := map[uint64]client.Liveness{}
 	unstarted := map[uint64]bool{}
 	for _, m := range list.Members {
@@ -199,8 +198,7 @@ func (o *memberPruneOptions) judge(w *watched, list *client.ListResult, last map
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
 		case m.Started && asked:
-			w.undecided[m.ID] = !w.alive[m.ID]
-			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(w.latest.Members)})
+			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(w.latest.Members), undecided: !w.alive[m.ID]})
 		}
 		switch {
 		case d == nil:
@@ -256,7 +254,7 @@ func (o *memberPruneOptions) keep(w *watched) error {
 			continue
 		}
 		switch {
-		case w.undecided[k.m.ID]:
+		case k.undecided:
 			fmt.Fprintf(o.Err, "kept %s (%s): not every source could judge it: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)
 		case !k.ev.OwnURL:
 			fmt.Fprintf(o.Err, "kept %s (%s): the cluster reaches it where this command cannot: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)

@@ -41,8 +41,6 @@ type Globals struct {
 	// status, snapshot restore) never fails on a client setting it does not use. The client
 	// connects on its first request.
 	Client func() (*client.Client, error)
-	// built is the client Client built, if any: run closes it.
-	built *client.Client
 	// given is the TLS and login settings as resolved, for a verb that passes the TLS files on
 	// (discovery new -w env) or prints clusterctl lines (datadir status); the client has read
 	// the files, and a password is never printed.
@@ -264,7 +262,6 @@ func (g *Globals) settle(v *viper.Viper, l login) error {
 			// A bad endpoint is found before anything is sent.
 			return nil, &usageError{err}
 		}
-		g.built = c
 		return c, nil
 	})
 	return nil

@@ -31,9 +31,12 @@ func TestMain(m *testing.M) {
 // run is Main for a caller that goes on living, a test: it also closes the connection.
 func run(args []string, stdout, stderr io.Writer) int {
 	code, g := execute(args, stdout, stderr)
-	if g.built != nil {
-		// Closing a connection cannot change what the command did.
-		_ = g.built.Close()
+	if g.Client != nil {
+		// Closing a connection cannot change what the command did; a client the command did
+		// not build is built here without connecting.
+		if c, err := g.Client(); err == nil {
+			_ = c.Close()
+		}
 	}
 	return code
 }

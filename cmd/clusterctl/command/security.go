@@ -39,10 +39,8 @@ func securitySettings(v *viper.Viper, l login) (security, error) {
 	if s.tls.InsecureSkipVerify, err = boolSetting(v, "insecure-skip-tls-verify"); err != nil {
 		return s, err
 	}
-	if s.insecureTransport, err = boolSetting(v, "insecure-transport"); err != nil {
-		return s, err
-	}
-	return s, nil
+	s.insecureTransport, err = boolSetting(v, "insecure-transport")
+	return s, err
 }
 
 func boolSetting(v *viper.Viper, key string) (bool, error) {
