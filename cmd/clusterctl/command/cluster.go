@@ -83,13 +83,11 @@ tolerance, healthy, error). Exit 33 when any cluster is degraded or does not ans
 // from its context, so these are refused rather than silently ignored.
 var clusterFlags = []string{"endpoints", "cacert", "cert", "key", "user", "password", "password-file", "insecure-skip-tls-verify", "insecure-transport", contextFlag}
 
-func (o *clusterStatusOptions) several() bool { return o.AllContexts || len(o.Contexts) > 0 }
-
 func (o *clusterStatusOptions) validate([]string) error {
 	if o.AllContexts && len(o.Contexts) > 0 {
 		return errors.New("--all-contexts and --contexts: give one")
 	}
-	if o.several() {
+	if o.AllContexts || len(o.Contexts) > 0 {
 		for _, name := range clusterFlags {
 			if o.flags.Changed(name) {
 				return fmt.Errorf("--%s: with several contexts each cluster's settings are its context's", name)
@@ -100,7 +98,7 @@ func (o *clusterStatusOptions) validate([]string) error {
 }
 
 func (o *clusterStatusOptions) run(ctx context.Context) error {
-	if o.several() {
+	if o.AllContexts || len(o.Contexts) > 0 {
 		return o.runContexts(ctx)
 	}
 	c, err := o.Client()

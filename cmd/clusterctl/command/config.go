@@ -185,11 +185,9 @@ func checkContext(c contexts.Context) error {
 	}
 	if eps := c.Endpoints(); len(eps) > 0 {
 		// Only the endpoints' form: TLS and the mixing of kinds are the client's to judge.
-		if _, err := client.New(client.Config{Endpoints: eps, DialTimeout: dial, BareTLS: c.TLS()}); err != nil {
-			return err
-		}
+		_, err = client.New(client.Config{Endpoints: eps, DialTimeout: dial, BareTLS: c.TLS()})
 	}
-	return nil
+	return err
 }
 
 // editContextOptions are use-context's and delete-context's: one change to the context NAME,

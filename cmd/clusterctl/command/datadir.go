@@ -226,7 +226,7 @@ func (o *dataDirCheckOptions) validate(args []string) error {
 // one line. Disagreements are printed, then reported as one *UnsoundError (exit 31).
 func (o *dataDirCheckOptions) run(context.Context) error {
 	var out printer.DataDirChecks
-	var unsound *datadir.UnsoundError
+	var unsound datadir.UnsoundError
 	for _, p := range o.Paths {
 		r, err := datadir.Check(p)
 		if err != nil {
@@ -238,9 +238,6 @@ func (o *dataDirCheckOptions) run(context.Context) error {
 		}
 		out = append(out, c)
 		if !r.Sound() {
-			if unsound == nil {
-				unsound = &datadir.UnsoundError{}
-			}
 			unsound.Problems += len(r.Problems)
 			unsound.Paths++
 		}
@@ -248,8 +245,8 @@ func (o *dataDirCheckOptions) run(context.Context) error {
 	if err := o.Printer.DataDirCheck(o.Out, out); err != nil {
 		return err
 	}
-	if unsound != nil {
-		return unsound
+	if unsound.Paths > 0 {
+		return &unsound
 	}
 	return nil
 }
