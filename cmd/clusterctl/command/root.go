@@ -187,8 +187,6 @@ func (g *Globals) resolve(flags *pflag.FlagSet) error {
 // the config file, in that order, and reads the file when one is named.
 func loadSettings(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v := viper.New()
-	v.SetEnvPrefix("CLUSTERCTL")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	for _, name := range globalFlags {
 		if err := v.BindPFlag(name, flags.Lookup(name)); err != nil {
 			return nil, err
@@ -203,7 +201,7 @@ func loadSettings(flags *pflag.FlagSet) (*viper.Viper, error) {
 	if err := v.BindPFlag("config-file", flags.Lookup("config-file")); err != nil {
 		return nil, err
 	}
-	if err := v.BindEnv("config-file"); err != nil {
+	if err := v.BindEnv("config-file", "CLUSTERCTL_CONFIG_FILE"); err != nil {
 		return nil, err
 	}
 	if path := v.GetString("config-file"); path != "" {
