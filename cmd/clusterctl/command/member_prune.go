@@ -104,10 +104,8 @@ func (o *memberPruneOptions) run(ctx context.Context) error {
 		return err
 	}
 	err = o.prune(ctx, c, w.latest, w.dead, w.alive)
-	if kerr := o.keep(w); kerr != nil {
-		return kerr
-	}
-	return err
+	// What is kept is said after what is removed; a failure to say it comes first.
+	return cmp.Or(o.keep(w), err)
 }
 
 // list reads the members from a linearizable member list: a removal needs a leader anyway.
