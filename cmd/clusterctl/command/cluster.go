@@ -60,17 +60,15 @@ tolerance, healthy, error). Exit 33 when any cluster is degraded or does not ans
 		Example: `  clusterctl cluster status -w table
   clusterctl cluster status -w json | jq '.faultTolerance'
   clusterctl cluster status --all-contexts -w table`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.ClusterStatus, o),
 	}
 	cmd.Flags().BoolVar(&o.AllContexts, "all-contexts", false, "show every context's cluster, one row each")
 	cmd.Flags().StringSliceVar(&o.Contexts, "contexts", nil, "show these contexts' clusters, one row each")
 	_ = cmd.RegisterFlagCompletionFunc("contexts", func(_ *cobra.Command, _ []string, toComplete string) ([]cobra.Completion, cobra.ShellCompDirective) {
 		// A comma-separated list: complete its last name.
-		done, last := "", toComplete
-		if i := strings.LastIndex(toComplete, ","); i >= 0 {
-			done, last = toComplete[:i+1], toComplete[i+1:]
-		}
+		i := strings.LastIndex(toComplete, ",") + 1
+		done, last := toComplete[:i], toComplete[i:]
 		var out []cobra.Completion
 		for _, n := range contextNames(last) {
 			out = append(out, done+n)
@@ -85,27 +83,22 @@ tolerance, healthy, error). Exit 33 when any cluster is degraded or does not ans
 // from its context, so these are refused rather than silently ignored.
 var clusterFlags = []string{"endpoints", "cacert", "cert", "key", "user", "password", "password-file", "insecure-skip-tls-verify", "insecure-transport", contextFlag}
 
-func (o *clusterStatusOptions) several() bool { return o.AllContexts || len(o.Contexts) > 0 }
-
-func (o *clusterStatusOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *clusterStatusOptions) validate([]string) error {
 	if o.AllContexts && len(o.Contexts) > 0 {
 		return errors.New("--all-contexts and --contexts: give one")
 	}
-	if o.several() {
+	if o.AllContexts || len(o.Contexts) > 0 {
 		for _, name := range clusterFlags {
 			if o.flags.Changed(name) {
 				return fmt.Errorf("--%s: with several contexts each cluster's settings are its context's", name)
 			}
 		}
 	}
-	return o.Printer.Check(printer.ClusterStatus)
+	return nil
 }
 
 func (o *clusterStatusOptions) run(ctx context.Context) error {
-	if o.several() {
+	if o.AllContexts || len(o.Contexts) > 0 {
 		return o.runContexts(ctx)
 	}
 	c, err := o.Client()
@@ -181,11 +174,7 @@ func (o *clusterStatusOptions) runContexts(ctx context.Context) error {
 	var wg sync.WaitGroup
 	for i, c := range cs {
 		rows[i] = printer.ContextStatus{Context: c.Name, Endpoints: c.Endpoints()}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			rows[i].Status, rows[i].Err = o.contextStatus(ctx, c)
-		}()
+		wg.Go(func() { rows[i].Status, rows[i].Err = o.contextStatus(ctx, c) })
 	}
 	wg.Wait()
 	if err := o.Printer.ContextStatuses(o.Out, rows); err != nil {

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"slices"
-	"strings"
 
 	"github.com/spf13/cobra"
 	"github.com/spf13/pflag"
@@ -92,7 +90,7 @@ func (o *configOptions) edit(change func(*contexts.File) error) (*contexts.File,
 // configRunE is runE for the config verbs: of the settings they read -w alone, never a
 // context's, so a broken current context can still be mended; the other global flags are
 // set-context's values, checked as a context's.
-func configRunE(g *Globals, c command) func(*cobra.Command, []string) error {
+func configRunE(g *Globals, k printer.Kind, c command) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		v, err := loadSettings(cmd.Flags())
 		if err != nil {
@@ -101,10 +99,7 @@ func configRunE(g *Globals, c command) func(*cobra.Command, []string) error {
 		if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
 			return &usageError{err}
 		}
-		if err := c.validate(args); err != nil {
-			return &usageError{err}
-		}
-		return c.run(cmd.Context())
+		return g.start(cmd, args, k, c)
 	}
 }
 
@@ -123,8 +118,7 @@ only the flags given change; the others stay as they were. The settings are chec
 flags are; nothing is dialed and no file named is read.`,
 		Example: `  clusterctl config set-context prod --endpoints=https://10.0.0.1:2379,https://10.0.0.2:2379 --cacert=/etc/prod/ca.crt --cert=/etc/prod/c.crt --key=/etc/prod/c.key
   clusterctl config set-context prod --command-timeout=10s`,
-		Args:              cobra.ArbitraryArgs,
-		RunE:              configRunE(g, o),
+		RunE:              configRunE(g, printer.ConfigText, o),
 		ValidArgsFunction: completeContextNames,
 	}
 	o.flags = cmd.Flags()
@@ -138,23 +132,20 @@ func (o *setContextOptions) validate(args []string) error {
 	if o.flags.Changed(contextFlag) {
 		return errors.New("set-context takes the context's name as its argument, not --context")
 	}
-	return o.Printer.Check(printer.ConfigText)
+	return nil
 }
 
 // given are the settings the command line gives, by the flags' names.
 func (o *setContextOptions) given() map[string]any {
 	out := map[string]any{}
 	for _, k := range contexts.Keys {
-		f := o.flags.Lookup(k)
-		if f == nil || !f.Changed {
-			continue
+		switch f := o.flags.Lookup(k); {
+		case f == nil || !f.Changed:
+		case k == "endpoints":
+			out[k], _ = o.flags.GetStringSlice(k)
+		default:
+			out[k] = f.Value.String()
 		}
-		if k == "endpoints" {
-			eps, _ := o.flags.GetStringSlice(k)
-			out[k] = eps
-			continue
-		}
-		out[k] = f.Value.String()
 	}
 	return out
 }
@@ -194,11 +185,9 @@ func checkContext(c contexts.Context) error {
 	}
 	if eps := c.Endpoints(); len(eps) > 0 {
 		// Only the endpoints' form: TLS and the mixing of kinds are the client's to judge.
-		if _, err := client.New(client.Config{Endpoints: eps, DialTimeout: dial, BareTLS: c.TLS()}); err != nil {
-			return err
-		}
+		_, err = client.New(client.Config{Endpoints: eps, DialTimeout: dial, BareTLS: c.TLS()})
 	}
-	return nil
+	return err
 }
 
 // editContextOptions are use-context's and delete-context's: one change to the context NAME,
@@ -227,18 +216,12 @@ func newDeleteContextCmd(g *Globals) *cobra.Command {
 
 func newEditContextCmd(g *Globals, cmd *cobra.Command, change func(*contexts.File, string) error, done func(name, path string) string) *cobra.Command {
 	o := &editContextOptions{configOptions: configOptions{Globals: g}, change: change, done: done}
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = configRunE(g, o)
+	cmd.RunE = configRunE(g, printer.ConfigText, o)
 	cmd.ValidArgsFunction = completeContextNames
 	return cmd
 }
 
-func (o *editContextOptions) validate(args []string) error {
-	if err := o.oneName(args); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.ConfigText)
-}
+func (o *editContextOptions) validate(args []string) error { return o.oneName(args) }
 
 func (o *editContextOptions) run(context.Context) error {
 	f, err := o.edit(func(f *contexts.File) error {
@@ -260,22 +243,14 @@ func (o *editContextOptions) run(context.Context) error {
 // current-context, get-contexts and view.
 type showOptions struct {
 	configOptions
-	kind printer.Kind
 	show func(o *showOptions, f *contexts.File) error
 }
 
 func newShowCmd(g *Globals, cmd *cobra.Command, kind printer.Kind, show func(*showOptions, *contexts.File) error) *cobra.Command {
-	o := &showOptions{configOptions: configOptions{Globals: g}, kind: kind, show: show}
-	cmd.Args = cobra.ArbitraryArgs
-	cmd.RunE = configRunE(g, o)
+	o := &showOptions{configOptions: configOptions{Globals: g}, show: show}
+	cmd.Args = noArgs
+	cmd.RunE = configRunE(g, kind, o)
 	return cmd
-}
-
-func (o *showOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(o.kind)
 }
 
 func (o *showOptions) run(context.Context) error {
@@ -360,5 +335,5 @@ func contextNames(prefix string) []cobra.Completion {
 	if err != nil {
 		return nil
 	}
-	return prefixed(slices.DeleteFunc(f.Names(), func(n string) bool { return !strings.HasPrefix(n, prefix) }), prefix)
+	return prefixed(f.Names(), prefix)
 }

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"errors"
 	"os"
 	"time"
@@ -47,10 +48,8 @@ func applyContext(v *viper.Viper, flags *pflag.FlagSet) (contexts.Context, error
 		}
 		return contexts.Context{}, err
 	}
-	if name == "" {
-		if name = f.Current(); name == "" {
-			return contexts.Context{}, nil
-		}
+	if name = cmp.Or(name, f.Current()); name == "" {
+		return contexts.Context{}, nil
 	}
 	c, err := f.Get(name)
 	if err != nil {
@@ -68,10 +67,8 @@ func contextSettings(c contexts.Context, defaults map[string]string) (v *viper.V
 	fs := pflag.NewFlagSet(c.Name, pflag.ContinueOnError)
 	addGlobalFlags(fs)
 	v = viper.New()
-	for _, name := range globalFlags {
-		if err = v.BindPFlag(name, fs.Lookup(name)); err != nil {
-			return
-		}
+	if err = v.BindPFlags(fs); err != nil {
+		return
 	}
 	for k, val := range defaults {
 		v.SetDefault(k, val)

@@ -1,6 +1,7 @@
 package command
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"os"
@@ -61,17 +62,10 @@ command's --context, --config-file, TLS and login flags; a password never: --pas
     --trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --client-cert-auth \
     --peer-cert-file=/etc/kubernetes/pki/etcd/peer.crt --peer-key-file=/etc/kubernetes/pki/etcd/peer.key \
     --peer-trusted-ca-file=/etc/kubernetes/pki/etcd/ca.crt --peer-client-cert-auth`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.DataDirStatus, o),
 	}
-	addMemberTLSFlags(cmd.Flags(), &o.TLS)
-	o.flags = cmd.Flags()
-	return cmd
-}
-
-// addMemberTLSFlags defines the members' TLS flags, named as etcd and clusterd name them.
-func addMemberTLSFlags(f *pflag.FlagSet, t *datadir.MemberTLS) {
-	const name = " ({name}: each member's name)"
+	// The members' TLS flags, named as etcd and clusterd name them.
+	f, t, name := cmd.Flags(), &o.TLS, " ({name}: each member's name)"
 	f.StringVar(&t.CertFile, "cert-file", "", "the members' client-port certificate, for their start lines"+name)
 	f.StringVar(&t.KeyFile, "key-file", "", "the private key of --cert-file"+name)
 	f.StringVar(&t.TrustedCAFile, "trusted-ca-file", "", "the CA the members verify clients with"+name)
@@ -80,6 +74,8 @@ func addMemberTLSFlags(f *pflag.FlagSet, t *datadir.MemberTLS) {
 	f.StringVar(&t.PeerKeyFile, "peer-key-file", "", "the private key of --peer-cert-file"+name)
 	f.StringVar(&t.PeerTrustedCAFile, "peer-trusted-ca-file", "", "the CA the members verify peers with"+name)
 	f.BoolVar(&t.PeerClientCertAuth, "peer-client-cert-auth", false, "the members ask peers for certificates")
+	o.flags = f
+	return cmd
 }
 
 // pathArgs checks the positional arguments of both verbs: at least one, none empty.
@@ -97,10 +93,8 @@ func pathArgs(args []string, none error) ([]string, error) {
 
 func (o *dataDirStatusOptions) validate(args []string) error {
 	var err error
-	if o.Dirs, err = pathArgs(args, errNoDataDir); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.DataDirStatus)
+	o.Dirs, err = pathArgs(args, errNoDataDir)
+	return err
 }
 
 // run reads every directory before it prints anything: one that cannot be read stops the
@@ -114,7 +108,12 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 		}
 		dirs = append(dirs, st)
 	}
-	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: o.serverTLS(), Clusterctl: o.clusterctlFlags(o.flags)})
+	// The members' TLS files made absolute: a member does not run in this command's directory.
+	t := o.TLS
+	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.TrustedCAFile, &t.PeerCertFile, &t.PeerKeyFile, &t.PeerTrustedCAFile} {
+		*p = absPath(*p)
+	}
+	rec, rankErr := datadir.Rank(dirs, datadir.StepOptions{TLS: t, Clusterctl: o.clusterctlFlags(o.flags)})
 	if is[*datadir.DifferentClustersError](rankErr) {
 		return rankErr
 	}
@@ -136,29 +135,22 @@ func (o *dataDirStatusOptions) run(context.Context) error {
 	return rankErr
 }
 
-// serverTLS is --cert-file and the others with their paths made absolute: a member does not run
-// in this command's directory.
-func (o *dataDirStatusOptions) serverTLS() datadir.MemberTLS {
-	t := o.TLS
-	for _, p := range []*string{&t.CertFile, &t.KeyFile, &t.TrustedCAFile, &t.PeerCertFile, &t.PeerKeyFile, &t.PeerTrustedCAFile} {
-		if *p != "" {
-			*p = absPath(*p)
-		}
-	}
-	return t
-}
-
 // clusterctlFlags are the flags the printed clusterctl lines need to reach the cluster as the
 // command of flags would: its context, config file, TLS files (absolute) and login. A password is
 // never printed: a password file is, or a placeholder where the password was given inline.
 func (g *Globals) clusterctlFlags(flags *pflag.FlagSet) []string {
 	var f []string
-	if name := contextInUse(flags); name != "" {
+	// The context this command took its settings from, if any: --context, CLUSTERCTL_CONTEXT,
+	// else the contexts file's current one.
+	name := chosenContext(flags)
+	if cf, err := loadContexts(); name == "" && err == nil {
+		name = cf.Current()
+	}
+	if name != "" {
 		f = append(f, "--"+contextFlag+"="+name)
 	}
-	if c := flags.Lookup("config-file"); c != nil && c.Value.String() != "" {
-		f = append(f, "--config-file="+absPath(c.Value.String()))
-	} else if p := os.Getenv("CLUSTERCTL_CONFIG_FILE"); p != "" {
+	configFile, _ := flags.GetString("config-file")
+	if p := cmp.Or(configFile, os.Getenv("CLUSTERCTL_CONFIG_FILE")); p != "" {
 		f = append(f, "--config-file="+absPath(p))
 	}
 	t := memberTLS(g.given.tls)
@@ -193,20 +185,10 @@ func printedLogin(s security) []string {
 	return []string{"--user=" + name}
 }
 
-// contextInUse is the context whose settings this command took, if any: --context,
-// CLUSTERCTL_CONTEXT, else the contexts file's current one.
-func contextInUse(flags *pflag.FlagSet) string {
-	if name := chosenContext(flags); name != "" {
-		return name
-	}
-	if f, err := loadContexts(); err == nil {
-		return f.Current()
-	}
-	return ""
-}
-
+// absPath is p made absolute; "" stays "", and a path that cannot be made absolute (no working
+// directory) is kept as given.
 func absPath(p string) string {
-	if a, err := filepath.Abs(p); err == nil {
+	if a, err := filepath.Abs(p); err == nil && p != "" {
 		return a
 	}
 	return p
@@ -230,24 +212,21 @@ listed as a member, every member has peer URLs and no two members share a name. 
 disagreement, naming the member ID and both sides, and exits 31 if there is any; exits 0 when
 every path is sound. See docs/commands/datadir-check.md.`,
 		Example: `  for d in /var/lib/etcd/*.snapshot.db; do clusterctl datadir check "$d"; done`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.DataDirCheck, o),
 	}
 }
 
 func (o *dataDirCheckOptions) validate(args []string) error {
 	var err error
-	if o.Paths, err = pathArgs(args, errNoPath); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.DataDirCheck)
+	o.Paths, err = pathArgs(args, errNoPath)
+	return err
 }
 
 // run checks every path before it prints: one that cannot be read stops the command with its
 // one line. Disagreements are printed, then reported as one *UnsoundError (exit 31).
 func (o *dataDirCheckOptions) run(context.Context) error {
 	var out printer.DataDirChecks
-	var unsound *datadir.UnsoundError
+	var unsound datadir.UnsoundError
 	for _, p := range o.Paths {
 		r, err := datadir.Check(p)
 		if err != nil {
@@ -259,9 +238,6 @@ func (o *dataDirCheckOptions) run(context.Context) error {
 		}
 		out = append(out, c)
 		if !r.Sound() {
-			if unsound == nil {
-				unsound = &datadir.UnsoundError{}
-			}
 			unsound.Problems += len(r.Problems)
 			unsound.Paths++
 		}
@@ -269,8 +245,8 @@ func (o *dataDirCheckOptions) run(context.Context) error {
 	if err := o.Printer.DataDirCheck(o.Out, out); err != nil {
 		return err
 	}
-	if unsound != nil {
-		return unsound
+	if unsound.Paths > 0 {
+		return &unsound
 	}
 	return nil
 }
@@ -293,17 +269,14 @@ member.db, or etcd's last WAL file, to which a HardState record is appended) is 
 DIR.before-reset-term.<unix time>. A directory whose term is sound is refused (exit 128), as is one
 a running member holds (exit 25). See docs/commands/datadir-reset-term.md.`,
 		Example: `  clusterctl datadir reset-term /var/lib/clusterd/infra0`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.DataDirResetTerm, o),
 	}
 }
 
 func (o *dataDirResetTermOptions) validate(args []string) error {
 	var err error
-	if o.Dirs, err = pathArgs(args, errNoDataDir); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.DataDirResetTerm)
+	o.Dirs, err = pathArgs(args, errNoDataDir)
+	return err
 }
 
 // run resets one directory after the other, printing each as it is done: one that cannot be

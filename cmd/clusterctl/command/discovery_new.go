@@ -34,18 +34,15 @@ settings (ETCD_DISCOVERY_CACERT, _CERT, _KEY), naming the files --cacert, --cert
 each member must have them at those paths. A user or password is never printed.`,
 		Example: `  TOKEN=$(clusterctl --endpoints=10.0.0.9:2379 discovery new --size=3)
   clusterctl --endpoints=10.0.0.9:2379 discovery new --size=5 -w env > discovery.env`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.DiscoveryNew, o),
 	}
 	cmd.Flags().IntVar(&o.Size, "size", 3, "how many members the new cluster starts with")
 	cmd.Flags().StringVar(&o.Token, "token", "", "the token to create (default: 32 random hex digits)")
 	return cmd
 }
 
-func (o *discoveryNewOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *discoveryNewOptions) validate([]string) error {
 	if o.Size < 1 {
 		return fmt.Errorf("--size %d: a cluster has at least one member", o.Size)
 	}
@@ -54,7 +51,7 @@ func (o *discoveryNewOptions) validate(args []string) error {
 			return fmt.Errorf("--token: %w", err)
 		}
 	}
-	return o.Printer.Check(printer.DiscoveryNew)
+	return nil
 }
 
 func (o *discoveryNewOptions) run(ctx context.Context) error {
@@ -96,12 +93,10 @@ func (o *discoveryNewOptions) run(ctx context.Context) error {
 
 // memberTLS are the TLS settings a member reaches the discovery service with, as clusterctl
 // just did: the same files, made absolute, since a member does not run in clusterctl's
-// directory. A path that cannot be made absolute (no working directory) is kept as given.
+// directory.
 func memberTLS(o clienttls.Options) *clienttls.Options {
 	for _, p := range []*string{&o.CACert, &o.Cert, &o.Key} {
-		if *p != "" {
-			*p = absPath(*p)
-		}
+		*p = absPath(*p)
 	}
 	return &o
 }

@@ -18,17 +18,15 @@ var errNoToken = errors.New("discovery token not provided")
 
 func newDiscoveryStatusCmd(g *Globals) *cobra.Command {
 	o := &discoveryStatusOptions{Globals: g}
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "status <token>",
 		Short: "Show a discovery token's expected size and the members registered so far",
 		Long: `Show the expected size of a discovery token and every member registered under it, in the order
 they registered: the first <size> form the cluster (member); a registration after the cluster
 filled is beyond-size; one that takes an earlier registration's name or peer URL is conflict.`,
 		Example: `  clusterctl --endpoints=10.0.0.9:2379 discovery status 4a2f0c9e1b7d4e3a8c6b5d2e1f0a9b8c -w table`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.DiscoveryStatus, o),
 	}
-	return cmd
 }
 
 func (o *discoveryStatusOptions) validate(args []string) error {
@@ -38,11 +36,8 @@ func (o *discoveryStatusOptions) validate(args []string) error {
 	case len(args) > 1:
 		return tooManyArgs(args[1:])
 	}
-	if err := registry.ValidateToken(args[0]); err != nil {
-		return err
-	}
 	o.Token = args[0]
-	return o.Printer.Check(printer.DiscoveryStatus)
+	return registry.ValidateToken(o.Token)
 }
 
 func (o *discoveryStatusOptions) run(ctx context.Context) error {

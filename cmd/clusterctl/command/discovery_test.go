@@ -13,20 +13,17 @@ func TestDiscoveryValidate(t *testing.T) {
 	g := func(p printer.Printer) *Globals { return &Globals{Printer: p} }
 	tests := []struct {
 		name string
-		cmd  command
+		cmd  validator
 		args []string
 		want string
 	}{
 		{"new", &discoveryNewOptions{Globals: g(simple), Size: 3}, nil, ""},
 		{"new env", &discoveryNewOptions{Globals: g(env), Size: 3, Token: "abc"}, nil, ""},
-		{"new table", &discoveryNewOptions{Globals: g(table), Size: 3}, nil, `output format "table" is not supported by discovery new (supported: simple, json, env)`},
 		{"new size 0", &discoveryNewOptions{Globals: g(simple)}, nil, "--size 0: a cluster has at least one member"},
 		{"new bad token", &discoveryNewOptions{Globals: g(simple), Size: 1, Token: "a/b"}, nil, `--token: discovery token "a/b": must not contain '/' or spaces, nor be . or ..`},
-		{"new argument", &discoveryNewOptions{Globals: g(simple), Size: 1}, []string{"x"}, "too many arguments"},
 		{"status", &discoveryStatusOptions{Globals: g(table)}, []string{"abc"}, ""},
 		{"status no token", &discoveryStatusOptions{Globals: g(simple)}, nil, "discovery token not provided"},
 		{"status two", &discoveryStatusOptions{Globals: g(simple)}, []string{"a", "b"}, "too many arguments"},
-		{"status env", &discoveryStatusOptions{Globals: g(env)}, []string{"abc"}, `output format "env" is not supported by discovery status (supported: simple, table, json)`},
 	}
 	for _, tt := range tests {
 		err := tt.cmd.validate(tt.args)

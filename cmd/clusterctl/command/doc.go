@@ -3,8 +3,10 @@
 //
 // Invariants:
 //
-//   - Nothing is sent before every argument, flag and the output format have been checked: a
-//     command's validate() is pure and runs first, and every error it returns exits 128.
+//   - Nothing is sent before every argument, flag and the output format have been checked:
+//     noArgs (the Args of a verb that takes no argument), a command's validate(), which is pure,
+//     and the format's check for the verb's kind run first (Globals.start), and every error they
+//     return exits 128.
 //   - Global settings (endpoints, timeouts, output format) are resolved once, flag over
 //     CLUSTERCTL_* over ETCDCTL_* over config file over the context (--context,
 //     CLUSTERCTL_CONTEXT, the current one) over the defaults, when a verb or its completion

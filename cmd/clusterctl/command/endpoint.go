@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"sync"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
@@ -21,18 +22,10 @@ with --endpoints, or with --cluster every client URL of the members.`,
 	}, newEndpointStatusCmd(g), newEndpointHealthCmd(g))
 }
 
-// endpointOptions are what endpoint status and health share: --cluster, and the kind printed.
+// endpointOptions are what endpoint status and health share: --cluster.
 type endpointOptions struct {
 	*Globals
 	Cluster bool
-	kind    printer.Kind
-}
-
-func (o *endpointOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(o.kind)
 }
 
 func (o *endpointOptions) addFlags(cmd *cobra.Command) {
@@ -82,7 +75,7 @@ func (e *endpointsError) Error() string {
 type endpointStatusOptions struct{ endpointOptions }
 
 func newEndpointStatusCmd(g *Globals) *cobra.Command {
-	o := &endpointStatusOptions{endpointOptions{Globals: g, kind: printer.EndpointStatus}}
+	o := &endpointStatusOptions{endpointOptions{Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "status",
 		Short: "Show each endpoint's member, version, database size, leadership and raft indexes",
@@ -95,8 +88,8 @@ in one term, or each group holding an answering member the other's membership la
 split: every group is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl endpoint status --cluster -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 endpoint status -w json | jq '.[] | {name, behindLeader}'`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.EndpointStatus, o),
 	}
 	o.addFlags(cmd)
 	return cmd
@@ -112,12 +105,11 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 		return err
 	}
 	var byID map[uint64]string
-	done := make(chan struct{})
+	var list sync.WaitGroup
 	if names == nil {
 		// The names come from a list asked at the same time as the statuses; without it the
 		// rows are printed without names.
-		go func() {
-			defer close(done)
+		list.Go(func() {
 			lctx, cancel := o.withTimeout(ctx)
 			defer cancel()
 			if ms, err := c.LocalMemberList(lctx); err == nil {
@@ -126,12 +118,10 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 					byID[m.ID] = m.Name
 				}
 			}
-		}()
-	} else {
-		close(done)
+		})
 	}
 	sts := c.StatusOfEach(ctx, eps, o.CommandTimeout)
-	<-done
+	list.Wait()
 	lctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	if err := c.CheckLogin(lctx, slices.ContainsFunc(sts, func(s client.EndpointStatus) bool { return s.Status != nil && s.Status.Leader != 0 })); err != nil {

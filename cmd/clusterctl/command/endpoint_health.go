@@ -10,7 +10,7 @@ import (
 type endpointHealthOptions struct{ endpointOptions }
 
 func newEndpointHealthCmd(g *Globals) *cobra.Command {
-	o := &endpointHealthOptions{endpointOptions{Globals: g, kind: printer.EndpointHealth}}
+	o := &endpointHealthOptions{endpointOptions{Globals: g}}
 	cmd := &cobra.Command{
 		Use:   "health",
 		Short: "Check that each endpoint serves a linearizable read",
@@ -21,8 +21,8 @@ long the check took and, when it failed, why. When any endpoint is unhealthy the
 is 26.`,
 		Example: `  clusterctl endpoint health --cluster
   clusterctl --endpoints=10.0.0.1:2379 endpoint health -w json`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.EndpointHealth, o),
 	}
 	o.addFlags(cmd)
 	return cmd

@@ -92,17 +92,6 @@ func is[E error](err error) bool {
 	return ok
 }
 
-// argumentError reports whether err refuses what the command line asked: a snapshot file that is
-// not there or cannot be created where it was asked for, an etcd snapshot given to restore, a
-// data directory in use, a token or an --initial-cluster that does not fit, an endpoint that is a
-// peer URL, a sound term given to reset. Nothing was written or changed.
-func argumentError(err error) bool {
-	return is[*datadir.NoSnapshotFileError](err) || is[*datadir.NotEmptyError](err) || is[*datadir.TokenClashError](err) ||
-		is[*datadir.NameNotInClusterError](err) || is[*datadir.PeerURLsMismatchError](err) || is[*datadir.EtcdSnapshotError](err) ||
-		is[*client.PeerEndpointError](err) || is[*client.SnapshotFileError](err) || is[*datadir.NotDataDirError](err) ||
-		is[*datadir.DifferentClustersError](err) || errors.Is(err, datadir.ErrTermSound)
-}
-
 // exitCode is the code err ends the process with.
 func exitCode(err error) int {
 	if err == nil {
@@ -114,7 +103,15 @@ func exitCode(err error) int {
 	connect, isConnect := errors.AsType[*client.ConnectError](err)
 	endpoints, isEndpoints := errors.AsType[*endpointsError](err)
 	switch {
-	case is[*usageError](err), argumentError(err), is[*clienttls.ArgError](err):
+	case is[*usageError](err), is[*clienttls.ArgError](err),
+		// What the command line asked is refused: a snapshot file that is not there or cannot be
+		// created where it was asked for, an etcd snapshot given to restore, a data directory in
+		// use, a token or an --initial-cluster that does not fit, an endpoint that is a peer URL,
+		// a sound term given to reset. Nothing was written or changed.
+		is[*datadir.NoSnapshotFileError](err), is[*datadir.NotEmptyError](err), is[*datadir.TokenClashError](err),
+		is[*datadir.NameNotInClusterError](err), is[*datadir.PeerURLsMismatchError](err), is[*datadir.EtcdSnapshotError](err),
+		is[*client.PeerEndpointError](err), is[*client.SnapshotFileError](err), is[*datadir.NotDataDirError](err),
+		is[*datadir.DifferentClustersError](err), errors.Is(err, datadir.ErrTermSound):
 		return exitBadArgs
 	case isConnect && connect.TLS() != nil, is[*clienttls.Error](err):
 		// No endpoint answered and TLS stopped at least one: the configuration is what to fix,

@@ -43,9 +43,6 @@ func placeOf(userHint string, lookup func(key string) (value, name string, given
 	return p
 }
 
-// name is how a message names key as this place gives it.
-func (p *loginPlace) name(key string) string { return p.names[key] }
-
 // with is how a message names key with its value: "--user root", "ETCDCTL_USER=root", "user root
 // in context prod".
 func (p *loginPlace) with(key, value string) string {
@@ -113,13 +110,13 @@ func loginOf(places ...*loginPlace) (login, error) {
 		l := login{user: p.values["user"], password: p.values["password"], passwordFile: p.values["password-file"], place: p}
 		switch {
 		case l.password != "" && l.passwordFile != "":
-			return l, fmt.Errorf("%s and %s: give one", p.name("password"), p.name("password-file"))
+			return l, fmt.Errorf("%s and %s: give one", p.names["password"], p.names["password-file"])
 		case l.user != "":
 			return l, nil
 		case l.password != "":
-			return l, fmt.Errorf("%s needs %s", p.name("password"), p.userHint)
+			return l, fmt.Errorf("%s needs %s", p.names["password"], p.userHint)
 		case l.passwordFile != "":
-			return l, fmt.Errorf("%s needs %s", p.name("password-file"), p.userHint)
+			return l, fmt.Errorf("%s needs %s", p.names["password-file"], p.userHint)
 		}
 		// --user= alone: no login, and no other place's.
 		return login{}, nil
@@ -128,11 +125,7 @@ func loginOf(places ...*loginPlace) (login, error) {
 }
 
 // commandLogin is the login of a command: its command line, else its environment, else the
-// config file read into v, else the context applied (ctxName empty: none).
+// config file read into v, else the context applied (none gives no settings).
 func commandLogin(flags *pflag.FlagSet, v *viper.Viper, ctxName string, ctxSettings map[string]any) (login, error) {
-	places := []*loginPlace{commandLinePlace(flags), environmentPlace(os.Getenv), configFilePlace(v)}
-	if ctxName != "" {
-		places = append(places, contextPlace(ctxName, ctxSettings))
-	}
-	return loginOf(places...)
+	return loginOf(commandLinePlace(flags), environmentPlace(os.Getenv), configFilePlace(v), contextPlace(ctxName, ctxSettings))
 }

@@ -27,10 +27,11 @@ func newMemberCmd(g *Globals) *cobra.Command {
 		newMemberListCmd(g), newMemberReplaceCmd(g), newMemberPruneCmd(g), newMemberHistoryCmd(g))
 }
 
-// memberRef checks the one positional argument that names a member by ID or name.
-func memberRef(args []string) (string, error) {
+// oneArg checks the one positional argument of member add (its name) or of a change (the
+// member's ID or name): none, or an empty one, is none.
+func oneArg(args []string, none error) (string, error) {
 	if len(args) == 0 || args[0] == "" {
-		return "", errNoID
+		return "", none
 	}
 	if len(args) > 1 {
 		return "", tooManyArgs(args[1:])
@@ -38,14 +39,11 @@ func memberRef(args []string) (string, error) {
 	return args[0], nil
 }
 
-// memberFunc acts on member id within the command's --command-timeout. members is the
-// linearizable member list id was resolved in, nil when none was read.
-type memberFunc func(ctx context.Context, c *client.Client, members []client.Member, id uint64) error
-
 // onMember is how every command acting on one member starts: it dials, then within one
-// --command-timeout resolves ref (an ID or a name) and calls f. The member list is read when
+// --command-timeout resolves ref (an ID or a name) and calls f with the member's ID and the
+// linearizable member list it was resolved in (nil when none was read). The list is read when
 // ref is a name or the command needs it (withList); a full ID alone costs no request.
-func (g *Globals) onMember(ctx context.Context, ref string, withList bool, f memberFunc) error {
+func (g *Globals) onMember(ctx context.Context, ref string, withList bool, f func(ctx context.Context, c *client.Client, members []client.Member, id uint64) error) error {
 	c, err := g.Client()
 	if err != nil {
 		return err

@@ -69,8 +69,7 @@ The file is created before anything is sent: one that cannot be is refused at on
 
   # would adding a voter keep the cluster's quorum?
   clusterctl member add infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.MemberAdd, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().BoolVar(&o.Learner, "learner", false, "add the member as a learner (non-voting)")
@@ -81,17 +80,13 @@ The file is created before anything is sent: one that cannot be is refused at on
 }
 
 func (o *memberAddOptions) validate(args []string) error {
-	if len(args) == 0 || args[0] == "" {
-		return errNoName
+	var err error
+	if o.Name, err = oneArg(args, errNoName); err != nil {
+		return err
 	}
-	if len(args) > 1 {
-		return tooManyArgs(args[1:])
-	}
-	o.Name = args[0]
 	if err := checkName(o.Name); err != nil {
 		return err
 	}
-	var err error
 	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
 		return err
 	}
@@ -102,7 +97,7 @@ func (o *memberAddOptions) validate(args []string) error {
 		// A dry run's ID is provisional: the add itself assigns another.
 		return errors.New("--id-file and --dry-run cannot be used together")
 	}
-	return o.Printer.CheckFor(printer.MemberAdd, o.DryRun)
+	return nil
 }
 
 // checkName refuses a new member's name that clusterd would refuse, or that cannot travel.
@@ -173,15 +168,12 @@ func (o *memberAddOptions) add(ctx context.Context, c *client.Client) (*client.A
 			return found, ferr
 		}
 	}
-	if err != nil {
-		return nil, o.withHolder(ctx, c, err)
-	}
-	return r, nil
+	return r, o.withHolder(ctx, c, err)
 }
 
-// withHolder is err, and when it is the refusal of a peer URL in use, the member that holds it
-// after the server's words, from one member list of the member that refused; err alone when the
-// list cannot be read or names no holder.
+// withHolder is err (nil when the add was accepted), and when it is the refusal of a peer URL in
+// use, the member that holds it after the server's words, from one member list of the member
+// that refused; err alone when the list cannot be read or names no holder.
 func (o *memberAddOptions) withHolder(ctx context.Context, c *client.Client, err error) error {
 	if !errors.Is(err, rpcerr.ErrPeerURLExists) || is[*client.MemberDiffersError](err) {
 		return err
@@ -205,11 +197,8 @@ func (o *memberAddOptions) existing(ctx context.Context, c *client.Client) (*cli
 		return nil, err
 	}
 	m, err := client.FindAdded(list.Members, o.Name, o.PeerURLs)
-	if err != nil {
+	if err != nil || m == nil {
 		return nil, err
-	}
-	if m == nil {
-		return nil, nil
 	}
 	return client.AddedResult(list, *m, o.Name), nil
 }

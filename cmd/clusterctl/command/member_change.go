@@ -25,10 +25,8 @@ func addDryRunFlag(f *pflag.FlagSet, v *bool) {
 
 func (o *memberChangeOptions) validate(args []string) error {
 	var err error
-	if o.Ref, err = memberRef(args); err != nil {
-		return err
-	}
-	return o.Printer.CheckFor(o.kind, o.DryRun)
+	o.Ref, err = oneArg(args, errNoID)
+	return err
 }
 
 // sendFunc and dryRunFunc send one change of a member, or its dry run, with the client first so

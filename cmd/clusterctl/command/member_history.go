@@ -34,8 +34,8 @@ many older ones it dropped. etcd keeps no history: against it the command exits 
   clusterctl member history --member infra1 --since 2026-11-26T00:00:00Z
   clusterctl member history --since 1h
   clusterctl member history --limit 1 -w json | jq -r '.history[0].by'`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.MemberHistory, o),
 	}
 	cmd.Flags().StringVar(&o.Member, "member", "", "only the changes of this member: its ID or name (a removed member's too)")
 	cmd.Flags().StringVar(&o.Since, "since", "", "only the changes proposed at or after this time: RFC 3339 (2026-11-26T15:04:05Z), or a duration back from now (90m, 24h)")
@@ -44,24 +44,18 @@ many older ones it dropped. etcd keeps no history: against it the command exits 
 	return cmd
 }
 
-func (o *memberHistoryOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *memberHistoryOptions) validate([]string) error {
 	if err := checkConsistency(o.Consistency); err != nil {
 		return err
 	}
 	if o.Limit < 0 {
 		return fmt.Errorf("--limit %d: must be 0 or more", o.Limit)
 	}
+	var err error
 	if o.Since != "" {
-		t, err := parseSince(o.Since, time.Now())
-		if err != nil {
-			return err
-		}
-		o.since = t
+		o.since, err = parseSince(o.Since, time.Now())
 	}
-	return o.Printer.Check(printer.MemberHistory)
+	return err
 }
 
 // parseSince reads --since: a time in RFC 3339, or a duration back from now, as `docker logs

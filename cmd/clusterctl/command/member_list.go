@@ -3,6 +3,7 @@ package command
 import (
 	"context"
 	"fmt"
+	"sync"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
 	"github.com/clusterctl/clusterctl/pkg/printer"
@@ -27,21 +28,15 @@ member the other's membership lacks), are a split: the list printed is one group
 is named on the Error: line, and the exit status is 34.`,
 		Example: `  clusterctl member list -w table
   clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 member list --consistency=s -w json | jq -r '.members[].name'`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.MemberList, o),
 	}
 	consistencyFlag(cmd, &o.Consistency)
 	return cmd
 }
 
-func (o *memberListOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	if err := checkConsistency(o.Consistency); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.MemberList)
+func (o *memberListOptions) validate([]string) error {
+	return checkConsistency(o.Consistency)
 }
 
 // checkConsistency refuses a --consistency other than etcdctl's l and s.
@@ -65,16 +60,13 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	// concurrent use).
 	eps := c.GivenEndpoints()
 	var sts []client.EndpointStatus
-	done := make(chan struct{})
-	if len(eps) < 2 {
-		close(done)
-	} else {
-		go func() {
-			defer close(done)
+	var statuses sync.WaitGroup
+	if len(eps) > 1 {
+		statuses.Go(func() {
 			if others, err := c.Sibling(eps...); err == nil {
 				sts = others.StatusOfEach(ctx, eps, o.CommandTimeout)
 			}
-		}()
+		})
 	}
 	r, err := c.MemberList(ctx, o.Consistency == "l")
 	if err != nil {
@@ -83,7 +75,7 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	if err := o.Printer.MemberList(o.Out, r); err != nil {
 		return err
 	}
-	<-done
+	statuses.Wait()
 	if split := c.Split(ctx, sts, o.CommandTimeout); split != nil {
 		return split
 	}

@@ -39,9 +39,8 @@ quorum before and after and whether the promotion would be accepted.`,
 		Example: `  clusterctl member promote infra3
   clusterctl member promote 96dbf27657837fe1 --wait=2m
   clusterctl member promote infra3 --dry-run`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, o.kind, o),
 	}
 	cmd.Flags().DurationVar(&o.Wait, "wait", 0, "retry for this long while the learner is not in sync yet")
 	cmd.Flags().Lookup("wait").NoOptDefVal = "1m"
@@ -71,22 +70,24 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 }
 
 // promoteUntil promotes learner id, asking again while it is not in sync, until deadline.
-// Each attempt asks clusterd's leader to wait for the learner up to readyWait: the leader
-// promotes it the moment it is in sync, and a refusal comes only after that wait, so against
-// clusterd the next attempt goes at once. Real etcd answers at once: attempts then start
-// interval(attempt) apart. Before each attempt after the first, a progress line goes to stderr,
-// at most once per promoteRetryInterval: the figures cost a member list and two status calls,
-// more than an attempt, and a line every few milliseconds tells the reader nothing more. No
-// attempt starts after the deadline. Only "not in sync" is retried: it is a refusal, so nothing
-// changed and asking again is safe. The last refusal says so of a learner that never started.
+// Each attempt asks clusterd's leader to wait for the learner: the leader promotes it the
+// moment it is in sync, and a refusal comes only after that wait, so against clusterd the next
+// attempt goes at once. Real etcd answers at once: attempts then start interval(attempt) apart.
+// Before each attempt after the first, a progress line goes to stderr, at most once per
+// promoteRetryInterval: the figures cost a member list and two status calls, more than an
+// attempt, and a line every few milliseconds tells the reader nothing more. No attempt starts
+// after the deadline. Only "not in sync" is retried: it is a refusal, so nothing changed and
+// asking again is safe. The last refusal says so of a learner that never started.
 func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration,
 	progress func(context.Context, *client.Client, uint64)) (*client.ChangeResult, error) {
 	var nextLine time.Time // when the next progress line is due; the first is due at once
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		// Each attempt has its own --command-timeout; the deadline bounds them all.
+		// Each attempt has its own --command-timeout; the deadline bounds them all. The leader
+		// waits up to the next progress line, never past the deadline, and within half the
+		// attempt's --command-timeout, so that the promotion itself has time to be answered.
 		actx, cancel := g.withTimeout(ctx)
-		r, err := c.MemberPromote(actx, id, g.readyWait(deadline))
+		r, err := c.MemberPromote(actx, id, max(0, min(promoteRetryInterval, time.Until(deadline), g.CommandTimeout/2)))
 		cancel()
 		if !errors.Is(err, rpcerr.ErrLearnerNotReady) {
 			return r, err
@@ -134,13 +135,6 @@ func (g *Globals) notPromoted(ctx context.Context, c *client.Client, id uint64, 
 		}
 	}
 	return err
-}
-
-// readyWait is how long an attempt lets clusterd's leader wait for the learner: up to the next
-// progress line, never past the deadline, and within half the attempt's --command-timeout, so
-// that the promotion itself has time to be answered.
-func (g *Globals) readyWait(deadline time.Time) time.Duration {
-	return max(0, min(promoteRetryInterval, time.Until(deadline), g.CommandTimeout/2))
 }
 
 // progress prints how far the learner is behind. It is advice to the person waiting: when the

@@ -57,8 +57,8 @@ command's, from member lists, status calls and the leader's /metrics).`,
 		Example: `  clusterctl member prune --dry-run
   clusterctl member prune --unreachable-for=2m
   clusterctl member prune --unstarted-for=10m`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.MemberPrune, o),
 	}
 	cmd.Flags().DurationVar(&o.UnreachableFor, "unreachable-for", pruneUnreachableFor, "remove a started member that does not answer for this long")
 	cmd.Flags().DurationVar(&o.UnstartedFor, "unstarted-for", 0, "remove a member still not started after this long (0: keep unstarted members)")
@@ -66,17 +66,14 @@ command's, from member lists, status calls and the leader's /metrics).`,
 	return cmd
 }
 
-func (o *memberPruneOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
+func (o *memberPruneOptions) validate([]string) error {
 	if o.UnreachableFor <= 0 {
 		return fmt.Errorf("--unreachable-for must be positive, not %s", o.UnreachableFor)
 	}
 	if o.UnstartedFor < 0 {
 		return fmt.Errorf("--unstarted-for must not be negative, not %s", o.UnstartedFor)
 	}
-	return o.Printer.CheckFor(printer.MemberPrune, o.DryRun)
+	return nil
 }
 
 // deadMember is a member member prune found dead, and why.
@@ -85,9 +82,10 @@ type deadMember struct {
 	reason string
 	seen   time.Duration
 	// ev is what every source said at the last question, evidence the same in words; neither
-	// for an unstarted member.
-	ev       client.Liveness
-	evidence string
+	// for an unstarted member. undecided is a member kept because not every source could speak.
+	ev        client.Liveness
+	evidence  string
+	undecided bool
 }
 
 func (o *memberPruneOptions) run(ctx context.Context) error {
@@ -106,10 +104,8 @@ func (o *memberPruneOptions) run(ctx context.Context) error {
 		return err
 	}
 	err = o.prune(ctx, c, w.latest, w.dead, w.alive)
-	if kerr := o.keep(w); kerr != nil {
-		return kerr
-	}
-	return err
+	// What is kept is said after what is removed; a failure to say it comes first.
+	return cmp.Or(o.keep(w), err)
 }
 
 // list reads the members from a linearizable member list: a removal needs a leader anyway.
@@ -127,10 +123,8 @@ type watched struct {
 	dead   []deadMember
 	alive  map[uint64]bool
 	latest *client.ListResult
-	// kept are the started members kept, each with its evidence, in the list's order; undecided
-	// those kept because not every source could speak.
-	kept      []deadMember
-	undecided map[uint64]bool
+	// kept are the started members kept, each with its evidence, in the list's order.
+	kept []deadMember
 }
 
 // watch asks every source about every started member (client.Liveness: its own client URLs,
@@ -140,7 +134,7 @@ type watched struct {
 // agreed it is gone, kept when the leader still hears it or its view could not be read.
 func (o *memberPruneOptions) watch(ctx context.Context, c *client.Client, list *client.ListResult) (*watched, error) {
 	start := time.Now()
-	w := &watched{alive: map[uint64]bool{}, undecided: map[uint64]bool{}}
+	w := &watched{alive: map[uint64]bool{}}
 	last := map[uint64]client.Liveness{}
 	unstarted := map[uint64]bool{}
 	for _, m := range list.Members {
@@ -202,8 +196,7 @@ func (o *memberPruneOptions) judge(w *watched, list *client.ListResult, last map
 		case !m.Started && unstarted[m.ID] && seen >= o.UnstartedFor:
 			d = &deadMember{m: m, reason: printer.PruneUnstarted, seen: seen}
 		case m.Started && asked:
-			w.undecided[m.ID] = !w.alive[m.ID]
-			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(w.latest.Members)})
+			w.kept = append(w.kept, deadMember{m: m, reason: printer.PruneLive, ev: ev, evidence: ev.Evidence(w.latest.Members), undecided: !w.alive[m.ID]})
 		}
 		switch {
 		case d == nil:
@@ -259,7 +252,7 @@ func (o *memberPruneOptions) keep(w *watched) error {
 			continue
 		}
 		switch {
-		case w.undecided[k.m.ID]:
+		case k.undecided:
 			fmt.Fprintf(o.Err, "kept %s (%s): not every source could judge it: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)
 		case !k.ev.OwnURL:
 			fmt.Fprintf(o.Err, "kept %s (%s): the cluster reaches it where this command cannot: %s\n", orID(k.m), client.FormatID(k.m.ID), k.evidence)

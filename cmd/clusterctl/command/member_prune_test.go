@@ -50,10 +50,8 @@ func TestMemberPruneValidate(t *testing.T) {
 	}{
 		{"defaults", nil, pruneUnreachableFor, 0, printer.Simple, ""},
 		{"json", nil, time.Second, time.Minute, printer.JSON, ""},
-		{"argument", []string{"infra1"}, time.Second, 0, printer.Simple, "too many arguments"},
 		{"zero", nil, 0, 0, printer.Simple, "--unreachable-for must be positive, not 0s"},
 		{"negative unstarted", nil, time.Second, -time.Second, printer.Simple, "--unstarted-for must not be negative, not -1s"},
-		{"env", nil, time.Second, 0, printer.Env, `output format "env" is not supported by member prune (supported: simple, json)`},
 	} {
 		o := &memberPruneOptions{Globals: globals(t, tt.format), UnreachableFor: tt.unreachable, UnstartedFor: tt.unstarted}
 		check(t, tt.name, o.validate(tt.args), tt.want)

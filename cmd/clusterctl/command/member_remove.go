@@ -41,9 +41,8 @@ voters and quorum before and after and whether the removal would be accepted.`,
 		Example: `  clusterctl member remove 96dbf27657837fe1
   clusterctl member remove infra3 --dry-run
   clusterctl member remove infra3 --ignore-not-found`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, o.kind, o),
 	}
 	cmd.Flags().BoolVar(&o.IgnoreNotFound, "ignore-not-found", false, "succeed when no member has this ID or name: it is gone already")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)
@@ -58,23 +57,19 @@ func (o *memberRemoveOptions) validate(args []string) error {
 }
 
 func (o *memberRemoveOptions) run(ctx context.Context) error {
-	err := o.removeOnce(ctx)
+	// The list also counts the voters: by ID it costs one request more than the removal alone.
+	err := o.onMember(ctx, o.Ref, true, func(ctx context.Context, c *client.Client, members []client.Member, id uint64) error {
+		if removesOneOfTwoVoters(members, id) {
+			fmt.Fprintln(o.Err, twoVoterWarning)
+		}
+		return o.sendTo(ctx, c, id, (*client.Client).MemberRemove, (*client.Client).MemberRemoveDryRun)
+	})
 	if o.IgnoreNotFound && errors.Is(err, rpcerr.ErrMemberNotFound) {
 		// kubectl's --ignore-not-found: nothing on stdout, and a note on stderr for the person.
 		fmt.Fprintf(o.Err, "member %s not found: nothing to remove\n", o.Ref)
 		return nil
 	}
 	return err
-}
-
-func (o *memberRemoveOptions) removeOnce(ctx context.Context) error {
-	// The list also counts the voters: by ID it costs one request more than the removal alone.
-	return o.onMember(ctx, o.Ref, true, func(ctx context.Context, c *client.Client, members []client.Member, id uint64) error {
-		if removesOneOfTwoVoters(members, id) {
-			fmt.Fprintln(o.Err, twoVoterWarning)
-		}
-		return o.sendTo(ctx, c, id, (*client.Client).MemberRemove, (*client.Client).MemberRemoveDryRun)
-	})
 }
 
 // removesOneOfTwoVoters reports whether id is a voter of a configuration of exactly two voters.

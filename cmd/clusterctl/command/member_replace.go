@@ -64,7 +64,7 @@ var (
 )
 
 func newMemberReplaceCmd(g *Globals) *cobra.Command {
-	o := &memberReplaceOptions{Globals: g}
+	o := &memberReplaceOptions{Globals: g, order: liveOrder}
 	cmd := &cobra.Command{
 		Use:   "replace <old-id|old-name> <new-name> --peer-urls=URL[,URL...] [--wait-timeout=DURATION] [--dry-run]",
 		Short: "Replace a member by a new one: add it as a learner, promote it, remove the old one",
@@ -110,9 +110,8 @@ be refused changes nothing.`,
   # its first line, printed before the wait: jq -r 'select(.event == "added").env' replace.jsonl
 
   clusterctl member replace infra1 infra3 --peer-urls=http://10.0.0.4:2380 --dry-run`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, printer.MemberReplace, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the new member's peer URLs, comma-separated")
 	cmd.Flags().DurationVar(&o.WaitTimeout, "wait-timeout", 5*time.Minute, "how long to wait for the new member to start, catch up and, once promoted, serve")
@@ -130,27 +129,21 @@ func (o *memberReplaceOptions) validate(args []string) error {
 	case len(args) > 2:
 		return tooManyArgs(args[2:])
 	}
-	o.OldRef = args[0]
-	if err := checkName(args[1]); err != nil {
+	o.OldRef, o.Name = args[0], args[1]
+	if err := checkName(o.Name); err != nil {
 		return err
 	}
 	if o.WaitTimeout <= 0 {
 		return fmt.Errorf("--wait-timeout must be positive, not %s", o.WaitTimeout)
 	}
 	var err error
-	o.Name = args[1]
-	if o.PeerURLs, err = peerURLs(o.PeerURLsFlag); err != nil {
-		return err
-	}
-	return o.Printer.CheckFor(printer.MemberReplace, o.DryRun)
+	o.PeerURLs, err = peerURLs(o.PeerURLsFlag)
+	return err
 }
 
 // step writes the line of step s on stderr, numbered in the run's order, and records it with
 // answer, the server's answer to it (nil for a step that sent nothing).
 func (o *memberReplaceOptions) step(res *printer.ReplaceResult, s client.PlanStep, answer *client.ChangeResult, format string, a ...any) {
-	if o.order == nil {
-		o.order = liveOrder
-	}
 	n := slices.Index(o.order, s.Action) + 1
 	fmt.Fprintf(o.Err, "step %d of %d: "+format+"\n", append([]any{n, len(o.order)}, a...)...)
 	res.Record(s, answer)

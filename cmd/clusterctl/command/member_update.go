@@ -27,9 +27,8 @@ With --dry-run, clusterd runs every check without changing anything and clusterc
 voters and quorum before and after and whether the update would be accepted.`,
 		Example: `  clusterctl member update infra0 --peer-urls=http://10.0.0.1:2380,http://infra0.example:2380
   clusterctl member update infra0 --peer-urls=http://10.0.0.1:2380 --dry-run`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, o.kind, o),
 	}
 	cmd.Flags().StringVar(&o.PeerURLsFlag, "peer-urls", "", "the member's new peer URLs, comma-separated")
 	addDryRunFlag(cmd.Flags(), &o.DryRun)

@@ -20,7 +20,7 @@ var errNoTransferee = errors.New("member ID or name of the new leader not provid
 
 func newMoveLeaderCmd(g *Globals) *cobra.Command {
 	o := &moveLeaderOptions{Globals: g}
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "move-leader <id|name>",
 		Short: "Hand leadership to another voting member",
 		Long: `Hand leadership to the voting member given by ID or name (resolved as member remove resolves
@@ -29,11 +29,9 @@ the endpoints says who leads, and the request goes to that member's client URL. 
 the member leads.`,
 		Example: `  clusterctl move-leader infra1
   clusterctl --endpoints=10.0.0.1:2379 move-leader 8211f1d0f64f3269 -w json`,
-		Args:              cobra.ArbitraryArgs,
 		ValidArgsFunction: g.completeMember,
-		RunE:              runE(g, o),
+		RunE:              runE(g, printer.MoveLeader, o),
 	}
-	return cmd
 }
 
 func (o *moveLeaderOptions) validate(args []string) error {
@@ -44,7 +42,7 @@ func (o *moveLeaderOptions) validate(args []string) error {
 		return tooManyArgs(args[1:])
 	}
 	o.Ref = args[0]
-	return o.Printer.Check(printer.MoveLeader)
+	return nil
 }
 
 func (o *moveLeaderOptions) run(ctx context.Context) error {

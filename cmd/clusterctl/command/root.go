@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/clusterctl/clusterctl/pkg/client"
@@ -36,12 +37,10 @@ type Globals struct {
 	CommandTimeout time.Duration
 	Printer        printer.Printer
 	// Client builds the client from the global settings on its first call and returns the same
-	// one after. Only the verbs that talk to a cluster call it, so an offline verb (snapshot
+	// answer after. Only the verbs that talk to a cluster call it, so an offline verb (snapshot
 	// status, snapshot restore) never fails on a client setting it does not use. The client
 	// connects on its first request.
 	Client func() (*client.Client, error)
-	// built is the client Client built, if any: run closes it.
-	built *client.Client
 	// given is the TLS and login settings as resolved, for a verb that passes the TLS files on
 	// (discovery new -w env) or prints clusterctl lines (datadir status); the client has read
 	// the files, and a password is never printed.
@@ -134,6 +133,14 @@ func noSubcommand(cmd *cobra.Command, args []string) error {
 	return nil
 }
 
+// noArgs is the Args of a verb that takes no argument: cobra checks it before the verb runs.
+func noArgs(_ *cobra.Command, args []string) error {
+	if len(args) > 0 {
+		return &usageError{tooManyArgs(args)}
+	}
+	return nil
+}
+
 // addGlobalFlags defines the global flags in f: the root's, and a context's defaults.
 func addGlobalFlags(f *pflag.FlagSet) {
 	f.StringSlice("endpoints", []string{"127.0.0.1:2379"}, "client addresses of members, tried in order")
@@ -180,8 +187,6 @@ func (g *Globals) resolve(flags *pflag.FlagSet) error {
 // the config file, in that order, and reads the file when one is named.
 func loadSettings(flags *pflag.FlagSet) (*viper.Viper, error) {
 	v := viper.New()
-	v.SetEnvPrefix("CLUSTERCTL")
-	v.SetEnvKeyReplacer(strings.NewReplacer("-", "_"))
 	for _, name := range globalFlags {
 		if err := v.BindPFlag(name, flags.Lookup(name)); err != nil {
 			return nil, err
@@ -196,7 +201,7 @@ func loadSettings(flags *pflag.FlagSet) (*viper.Viper, error) {
 	if err := v.BindPFlag("config-file", flags.Lookup("config-file")); err != nil {
 		return nil, err
 	}
-	if err := v.BindEnv("config-file"); err != nil {
+	if err := v.BindEnv("config-file", "CLUSTERCTL_CONFIG_FILE"); err != nil {
 		return nil, err
 	}
 	if path := v.GetString("config-file"); path != "" {
@@ -236,8 +241,8 @@ func checkConfigFile(path string) error {
 // settle checks the global settings and makes Client. The durations and the format are checked
 // here, for every verb, as the flags' syntax; the endpoints only when Client builds the client.
 func (g *Globals) settle(v *viper.Viper, l login) error {
-	dialTimeout, err := duration(v, "dial-timeout")
-	if err != nil {
+	var err error
+	if g.dialTimeout, err = duration(v, "dial-timeout"); err != nil {
 		return err
 	}
 	if g.CommandTimeout, err = duration(v, "command-timeout"); err != nil {
@@ -246,24 +251,17 @@ func (g *Globals) settle(v *viper.Viper, l login) error {
 	if g.Printer, err = printer.New(printer.Format(v.GetString("write-out"))); err != nil {
 		return err
 	}
-	security, err := securitySettings(v, l)
-	if err != nil {
+	if g.given, err = securitySettings(v, l); err != nil {
 		return err
 	}
-	g.given = security
-	g.dialTimeout = dialTimeout
-	g.Client = func() (*client.Client, error) {
-		if g.built != nil {
-			return g.built, nil
-		}
-		c, err := newClient(v, dialTimeout, security, g.askPassword)
+	g.Client = sync.OnceValues(func() (*client.Client, error) {
+		c, err := newClient(v, g.dialTimeout, g.given, g.askPassword)
 		if err != nil {
 			// A bad endpoint is found before anything is sent.
 			return nil, &usageError{err}
 		}
-		g.built = c
 		return c, nil
-	}
+	})
 	return nil
 }
 
@@ -277,14 +275,12 @@ func newClient(v *viper.Viper, dialTimeout time.Duration, s security, ask func()
 		endpoints = append(endpoints, membership.SplitURLs(e)...)
 	}
 	cfg := client.Config{Endpoints: endpoints, DialTimeout: dialTimeout, BareTLS: !s.insecureTransport}
+	var err error
 	if s.tls != (clienttls.Options{}) {
-		t, err := s.tls.Config()
-		if err != nil {
+		if cfg.TLS, err = s.tls.Config(); err != nil {
 			return nil, err
 		}
-		cfg.TLS = t
 	}
-	var err error
 	if cfg.Username, cfg.Password, err = s.credentials(ask); err != nil {
 		return nil, err
 	}
@@ -304,25 +300,40 @@ func duration(v *viper.Viper, key string) (time.Duration, error) {
 	return d, nil
 }
 
-// command is a verb's options: validate checks the arguments and flags without any I/O, run
-// sends.
+// command is a verb's options: run sends.
 type command interface {
-	validate(args []string) error
 	run(ctx context.Context) error
 }
 
-// runE is the RunE of every verb: nothing is sent unless the settings and validate accept the
-// command line.
-func runE(g *Globals, c command) func(*cobra.Command, []string) error {
+// validator is a verb with arguments or flags to check: validate checks them without any I/O.
+type validator interface {
+	validate(args []string) error
+}
+
+// runE is the RunE of every verb, which prints kind k: nothing is sent unless the settings
+// accept the command line, then start.
+func runE(g *Globals, k printer.Kind, c command) func(*cobra.Command, []string) error {
 	return func(cmd *cobra.Command, args []string) error {
 		if err := g.resolve(cmd.Flags()); err != nil {
 			return err
 		}
-		if err := c.validate(args); err != nil {
+		return g.start(cmd, args, k, c)
+	}
+}
+
+// start runs c once its validate, if it has one, and the output format accept the command line:
+// the format must print kind k, or its dry run with --dry-run.
+func (g *Globals) start(cmd *cobra.Command, args []string, k printer.Kind, c command) error {
+	if v, ok := c.(validator); ok {
+		if err := v.validate(args); err != nil {
 			return &usageError{err}
 		}
-		return c.run(cmd.Context())
 	}
+	dryRun, _ := cmd.Flags().GetBool("dry-run")
+	if err := g.Printer.CheckFor(k, dryRun); err != nil {
+		return &usageError{err}
+	}
+	return c.run(cmd.Context())
 }
 
 // withTimeout bounds one request, or one short sequence of them, by --command-timeout.

@@ -31,9 +31,12 @@ func TestMain(m *testing.M) {
 // run is Main for a caller that goes on living, a test: it also closes the connection.
 func run(args []string, stdout, stderr io.Writer) int {
 	code, g := execute(args, stdout, stderr)
-	if g.built != nil {
-		// Closing a connection cannot change what the command did.
-		_ = g.built.Close()
+	if g.Client != nil {
+		// Closing a connection cannot change what the command did; a client the command did
+		// not build is built here without connecting.
+		if c, err := g.Client(); err == nil {
+			_ = c.Close()
+		}
 	}
 	return code
 }
@@ -88,8 +91,33 @@ func TestBadCommandLinesSendNothing(t *testing.T) {
 		{[]string{ep, "member", "add", "infra3", "--peer-urls=http://a:1", "--id-file=/nonexistent/x.id"}, "Error: --id-file: open /nonexistent/x.id: no such file or directory\n"},
 		{[]string{ep, "member", "promote", "infra3", "--dry-run", "--wait"}, "Error: --dry-run and --wait cannot be used together\n"},
 		{[]string{ep, "member", "list", "-w", "env"}, "Error: output format \"env\" is not supported by member list (supported: simple, table, json)\n"},
+		{[]string{ep, "member", "add", "infra3", "--peer-urls=http://a:1", "--dry-run", "-w", "table"}, "Error: output format \"table\" is not supported by member add --dry-run (supported: simple, json)\n"},
+		{[]string{ep, "member", "remove", "a", "-w", "env"}, "Error: output format \"env\" is not supported by member remove (supported: simple, json)\n"},
+		{[]string{ep, "member", "remove", "a", "--dry-run", "-w", "env"}, "Error: output format \"env\" is not supported by member remove --dry-run (supported: simple, json)\n"},
+		{[]string{ep, "member", "promote", "a", "-w", "table"}, "Error: output format \"table\" is not supported by member promote (supported: simple, json)\n"},
+		{[]string{ep, "member", "replace", "infra1", "infra3", "--peer-urls=http://a:1", "-w", "table"}, "Error: output format \"table\" is not supported by member replace (supported: simple, json, env)\n"},
+		{[]string{ep, "member", "replace", "infra1", "infra3", "--peer-urls=http://a:1", "--dry-run", "-w", "env"}, "Error: output format \"env\" is not supported by member replace --dry-run (supported: simple, json)\n"},
+		{[]string{ep, "member", "history", "-w", "env"}, "Error: output format \"env\" is not supported by member history (supported: simple, table, json)\n"},
+		{[]string{ep, "member", "prune", "-w", "env"}, "Error: output format \"env\" is not supported by member prune (supported: simple, json)\n"},
+		{[]string{ep, "discovery", "new", "-w", "table"}, "Error: output format \"table\" is not supported by discovery new (supported: simple, json, env)\n"},
+		{[]string{ep, "discovery", "status", "abc", "-w", "env"}, "Error: output format \"env\" is not supported by discovery status (supported: simple, table, json)\n"},
+		{[]string{ep, "snapshot", "save", "a.db", "-w", "env"}, "Error: output format \"env\" is not supported by snapshot save (supported: simple, json)\n"},
+		{[]string{ep, "snapshot", "save", "a.db", "-w", "table"}, "Error: output format \"table\" is not supported by snapshot save (supported: simple, json)\n"},
+		{[]string{ep, "snapshot", "restore", "s.db", "--data-dir=d", "--name=a", "--initial-cluster=a=http://10.0.0.1:2380", "--initial-advertise-peer-urls=http://10.0.0.1:2380", "-w", "table"}, "Error: output format \"table\" is not supported by snapshot restore (supported: simple, json)\n"},
 		{[]string{ep, "member", "list", "-w", "yaml"}, "Error: unknown output format \"yaml\" (supported: simple, table, json, env)\n"},
 		{[]string{ep, "member", "list", "--consistency=x"}, "Error: unknown consistency flag \"x\"\n"},
+		{[]string{ep, "member", "list", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "member", "history", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "member", "prune", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "cluster", "status", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "endpoint", "status", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "endpoint", "health", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "discovery", "new", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "version", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "config", "view", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "config", "get-contexts", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "config", "current-context", "x"}, "Error: too many arguments\n"},
+		{[]string{ep, "member", "list", "http://a:1"}, "Error: too many arguments, did you mean --peer-urls=http://a:1\n"},
 		{[]string{ep, "member", "list", "--bogus"}, "Error: unknown flag: --bogus\n"},
 		{[]string{ep, "member", "promote", "x", "--wait=soon"}, "Error: invalid argument \"soon\" for \"--wait\" flag: time: invalid duration \"soon\"\n"},
 		{[]string{ep, "member", "bogus"}, "Error: unknown command \"bogus\" for \"clusterctl member\"\n"},

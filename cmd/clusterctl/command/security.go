@@ -39,10 +39,8 @@ func securitySettings(v *viper.Viper, l login) (security, error) {
 	if s.tls.InsecureSkipVerify, err = boolSetting(v, "insecure-skip-tls-verify"); err != nil {
 		return s, err
 	}
-	if s.insecureTransport, err = boolSetting(v, "insecure-transport"); err != nil {
-		return s, err
-	}
-	return s, nil
+	s.insecureTransport, err = boolSetting(v, "insecure-transport")
+	return s, err
 }
 
 func boolSetting(v *viper.Viper, key string) (bool, error) {
@@ -65,7 +63,7 @@ func (s security) credentials(ask func() (string, error)) (user, password string
 	case l.password != "":
 		return l.user, l.password, nil
 	case l.passwordFile != "":
-		pw, err := readPasswordFile(l.place.name("password-file"), l.passwordFile)
+		pw, err := readPasswordFile(l.place.names["password-file"], l.passwordFile)
 		return l.user, pw, err
 	}
 	if name, pw, ok := strings.Cut(l.user, ":"); ok {

@@ -36,8 +36,7 @@ Then start the member with clusterd and the same --data-dir, --name, --initial-c
 		Example: `  clusterctl snapshot restore backup.db --data-dir=/var/lib/clusterd/infra0 --name=infra0 \
     --initial-cluster=infra0=http://10.0.1.1:2380 --initial-advertise-peer-urls=http://10.0.1.1:2380 \
     --initial-cluster-token=restored-1`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		RunE: runE(g, printer.SnapshotRestore, o),
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.DataDir, "data-dir", "", "the new member's data directory: must not exist or be empty")
@@ -73,10 +72,8 @@ func (o *snapshotRestoreOptions) validate(args []string) error {
 		return fmt.Errorf("--initial-advertise-peer-urls: %w", err)
 	}
 	// The same check clusterd makes before it starts this member with the same flags.
-	if _, err := datadir.Local(o.initial, o.Name, urls); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.SnapshotRestore)
+	_, err = datadir.Local(o.initial, o.Name, urls)
+	return err
 }
 
 // run restores offline: it never calls Client, so no client setting can fail it. Every check of

@@ -32,17 +32,14 @@ A save holds a lock on FILE.part while it writes. A FILE.part left by a save tha
 (kill -9, a power cut) holds no lock: the next save into FILE takes it over and succeeds. One that
 another running save holds is refused (exit 25), naming it.`,
 		Example: `  clusterctl --endpoints=10.0.0.1:2379,10.0.0.2:2379 snapshot save backup.db`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.SnapshotSave, o),
 	}
 }
 
 func (o *snapshotSaveOptions) validate(args []string) error {
 	var err error
-	if o.Path, err = snapshotFile(args); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.SnapshotSave)
+	o.Path, err = snapshotFile(args)
+	return err
 }
 
 func (o *snapshotSaveOptions) run(ctx context.Context) error {

@@ -25,17 +25,14 @@ A snapshot taken from etcd (by clusterctl or etcdctl snapshot save) holds etcd's
 than a membership: it is shown as etcdutl snapshot status shows it, in every format (hash,
 revision, total keys, total size, version).`,
 		Example: `  clusterctl snapshot status backup.db -w table`,
-		Args:    cobra.ArbitraryArgs,
-		RunE:    runE(g, o),
+		RunE:    runE(g, printer.SnapshotStatus, o),
 	}
 }
 
 func (o *snapshotStatusOptions) validate(args []string) error {
 	var err error
-	if o.Path, err = snapshotFile(args); err != nil {
-		return err
-	}
-	return o.Printer.Check(printer.SnapshotStatus)
+	o.Path, err = snapshotFile(args)
+	return err
 }
 
 // run reads the file offline: it never calls Client, so no client setting can fail it.

@@ -34,8 +34,6 @@ func TestSnapshotFileValidate(t *testing.T) {
 		{"no file", nil, printer.Simple, "snapshot file not provided"},
 		{"empty file", []string{""}, printer.Simple, "snapshot file not provided"},
 		{"two files", []string{"a.db", "b.db"}, printer.Simple, "too many arguments"},
-		{"env refused", []string{"a.db"}, printer.Env, `output format "env" is not supported by snapshot save (supported: simple, json)`},
-		{"table refused", []string{"a.db"}, printer.Table, `output format "table" is not supported by snapshot save (supported: simple, json)`},
 	}
 	for _, tt := range tests {
 		o := &snapshotSaveOptions{Globals: globals(t, tt.format)}
@@ -78,8 +76,6 @@ func TestSnapshotRestoreValidate(t *testing.T) {
 			"--initial-cluster has a=http://10.0.0.1:2380,a=http://10.0.0.9:2380 but --initial-advertise-peer-urls is http://10.0.0.1:2380"},
 		{"other member's URLs", []string{"s.db"}, "d", "b", ic, url, "tok", printer.Simple,
 			"--initial-cluster has b=http://10.0.0.2:2380 but --initial-advertise-peer-urls is " + url},
-		{"table refused", []string{"s.db"}, "d", "a", ic, url, "tok", printer.Table,
-			`output format "table" is not supported by snapshot restore (supported: simple, json)`},
 	}
 	for _, tt := range tests {
 		o := &snapshotRestoreOptions{Globals: globals(t, tt.format), DataDir: tt.dir, Name: tt.member,

@@ -67,8 +67,6 @@ func TestMemberAddValidate(t *testing.T) {
 		{"port 99999", []string{"infra6"}, "http://10.0.0.1:99999", printer.Simple, "URL port must be a number from 1 to 65535 without leading zeros: http://10.0.0.1:99999"},
 		{"empty host", []string{"infra6"}, "http://:2380", printer.Simple, "URL host must not be empty: http://:2380"},
 		{"leading zero port", []string{"infra6"}, "http://10.0.0.1:02380", printer.Simple, "URL port must be a number from 1 to 65535 without leading zeros: http://10.0.0.1:02380"},
-		{"table refused", []string{"infra3"}, "http://a:1", printer.Table,
-			`output format "table" is not supported by member add (supported: simple, json, env)`},
 	}
 	for _, tt := range tests {
 		o := &memberAddOptions{Globals: globals(t, tt.format), PeerURLsFlag: tt.urls}
@@ -88,11 +86,7 @@ func TestMemberChangeValidate(t *testing.T) {
 		{"remove by name", printer.MemberRemove, []string{"infra3"}, printer.JSON, ""},
 		{"remove nothing", printer.MemberRemove, nil, printer.Simple, "member ID is not provided"},
 		{"remove two", printer.MemberRemove, []string{"a", "b"}, printer.Simple, "too many arguments"},
-		{"remove env", printer.MemberRemove, []string{"a"}, printer.Env,
-			`output format "env" is not supported by member remove (supported: simple, json)`},
 		{"promote nothing", printer.MemberPromote, []string{""}, printer.Simple, "member ID is not provided"},
-		{"promote table", printer.MemberPromote, []string{"a"}, printer.Table,
-			`output format "table" is not supported by member promote (supported: simple, json)`},
 	}
 	for _, tt := range tests {
 		o := &memberChangeOptions{Globals: globals(t, tt.format), kind: tt.kind}
@@ -153,8 +147,6 @@ func TestMemberListValidate(t *testing.T) {
 		{"serializable table", nil, "s", printer.Table, ""},
 		{"json", nil, "l", printer.JSON, ""},
 		{"bad consistency", nil, "x", printer.Simple, `unknown consistency flag "x"`},
-		{"argument", []string{"x"}, "l", printer.Simple, "too many arguments"},
-		{"env refused", nil, "l", printer.Env, `output format "env" is not supported by member list (supported: simple, table, json)`},
 	}
 	for _, tt := range tests {
 		o := &memberListOptions{Globals: globals(t, tt.format), Consistency: tt.consistency}
@@ -162,10 +154,9 @@ func TestMemberListValidate(t *testing.T) {
 	}
 }
 
-// TestDryRunValidate covers --dry-run on every command that has it: the dry run prints simple
-// and json only, and the rest of the command line is checked as without it.
+// TestDryRunValidate covers --dry-run on every command that has it: the rest of the command line
+// is checked as without it.
 func TestDryRunValidate(t *testing.T) {
-	const envRefused = `output format "env" is not supported by member add --dry-run (supported: simple, json)`
 	add := func(f printer.Format, args []string, urls string) func() error {
 		return func() error {
 			o := &memberAddOptions{Globals: globals(t, f), PeerURLsFlag: urls, DryRun: true}
@@ -197,16 +188,11 @@ func TestDryRunValidate(t *testing.T) {
 	}{
 		{"add simple", add(printer.Simple, []string{"infra3"}, "http://a:1"), ""},
 		{"add json", add(printer.JSON, []string{"infra3"}, "http://a:1"), ""},
-		{"add env refused", add(printer.Env, []string{"infra3"}, "http://a:1"), envRefused},
-		{"add table refused", add(printer.Table, []string{"infra3"}, "http://a:1"),
-			`output format "table" is not supported by member add --dry-run (supported: simple, json)`},
 		{"add no URLs", add(printer.Simple, []string{"infra3"}, ""), "member peer urls not provided"},
 		{"add no name", add(printer.Simple, nil, "http://a:1"), "member name not provided"},
 		{"remove", change(printer.MemberRemove, printer.Simple, []string{"infra1"}), ""},
 		{"remove json", change(printer.MemberRemove, printer.JSON, []string{"96dbf27657837fe1"}), ""},
 		{"remove nothing", change(printer.MemberRemove, printer.Simple, nil), "member ID is not provided"},
-		{"remove env refused", change(printer.MemberRemove, printer.Env, []string{"a"}),
-			`output format "env" is not supported by member remove --dry-run (supported: simple, json)`},
 		{"update", update(printer.JSON, []string{"infra0"}, "http://a:1"), ""},
 		{"update bad URL", update(printer.Simple, []string{"infra0"}, "http://a"), `URL address does not have the form "host:port": http://a`},
 		{"promote", promote([]string{"infra3"}, 0), ""},
@@ -266,10 +252,6 @@ func TestMemberReplaceValidate(t *testing.T) {
 		{"bad name", []string{"infra1", "a,b"}, "http://a:1", printer.Simple, false, time.Minute,
 			`member name "a,b" must not contain ',' or '=', which separate --initial-cluster's entries`},
 		{"zero wait", []string{"infra1", "infra3"}, "http://a:1", printer.Simple, false, 0, "--wait-timeout must be positive, not 0s"},
-		{"table", []string{"infra1", "infra3"}, "http://a:1", printer.Table, false, time.Minute,
-			`output format "table" is not supported by member replace (supported: simple, json, env)`},
-		{"env dry run", []string{"infra1", "infra3"}, "http://a:1", printer.Env, true, time.Minute,
-			`output format "env" is not supported by member replace --dry-run (supported: simple, json)`},
 	}
 	for _, tt := range tests {
 		o := &memberReplaceOptions{Globals: globals(t, tt.format), PeerURLsFlag: tt.urls, DryRun: tt.dryRun, WaitTimeout: tt.wait}
@@ -295,7 +277,6 @@ func TestMemberHistoryValidate(t *testing.T) {
 		{"all", memberHistoryOptions{Consistency: "l"}, nil, printer.Simple, ""},
 		{"selected", memberHistoryOptions{Consistency: "s", Member: "infra1", Since: "2026-11-26T15:04:05+01:00", Limit: 3}, nil, printer.Table, ""},
 		{"json", memberHistoryOptions{Consistency: "l", Since: "2026-11-26T15:04:05.5Z"}, nil, printer.JSON, ""},
-		{"extra", memberHistoryOptions{Consistency: "l"}, []string{"infra1"}, printer.Simple, "too many arguments"},
 		{"consistency", memberHistoryOptions{Consistency: "x"}, nil, printer.Simple, `unknown consistency flag "x"`},
 		{"negative limit", memberHistoryOptions{Consistency: "l", Limit: -1}, nil, printer.Simple, "--limit -1: must be 0 or more"},
 		{"since a duration", memberHistoryOptions{Consistency: "l", Since: "1h30m"}, nil, printer.Simple, ""},
@@ -305,8 +286,6 @@ func TestMemberHistoryValidate(t *testing.T) {
 			`--since "-1h": neither an RFC 3339 time such as 2026-11-26T15:04:05Z nor a duration such as 90m`},
 		{"since zero", memberHistoryOptions{Consistency: "l", Since: "0s"}, nil, printer.Simple,
 			`--since "0s": neither an RFC 3339 time such as 2026-11-26T15:04:05Z nor a duration such as 90m`},
-		{"env", memberHistoryOptions{Consistency: "l"}, nil, printer.Env,
-			`output format "env" is not supported by member history (supported: simple, table, json)`},
 	}
 	for _, tt := range tests {
 		o := tt.o

@@ -13,7 +13,7 @@ type versionOptions struct{ *Globals }
 
 func newVersionCmd(g *Globals) *cobra.Command {
 	o := &versionOptions{Globals: g}
-	cmd := &cobra.Command{
+	return &cobra.Command{
 		Use:   "version",
 		Short: "Print clusterctl's version, its Go version and the server's version",
 		Long: `Print clusterctl's version (from git at build time), the Go release it was built with, and the
@@ -21,17 +21,9 @@ version of the first endpoint that answers (Maintenance Status: "3.7.1-clusterd"
 etcd's own from etcd). Offline it still exits 0 and says why the server's version is unknown.`,
 		Example: `  clusterctl version
   clusterctl --endpoints=10.0.0.1:2379 version -w json`,
-		Args: cobra.ArbitraryArgs,
-		RunE: runE(g, o),
+		Args: noArgs,
+		RunE: runE(g, printer.Version, o),
 	}
-	return cmd
-}
-
-func (o *versionOptions) validate(args []string) error {
-	if len(args) > 0 {
-		return tooManyArgs(args)
-	}
-	return o.Printer.Check(printer.Version)
 }
 
 func (o *versionOptions) run(ctx context.Context) error {
