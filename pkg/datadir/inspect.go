@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
@@ -135,11 +137,9 @@ func readClusterdDir(dir string) (*DirStatus, error) {
 	}
 	s := &DirStatus{Dir: dir, Kind: KindClusterd, MemberID: st.MemberID, ClusterID: st.ClusterID,
 		Term: st.HardState.GetTerm(), CommitIndex: st.HardState.GetCommit(), AppliedIndex: st.Applied,
-		Cluster: st.Cluster, Tombstone: st.Removed}
+		Cluster: st.Cluster, Tombstone: st.Removed, Name: st.Name}
 	if m := st.Cluster.Members[st.MemberID]; m != nil {
 		s.Name = m.Name
-	} else {
-		s.Name = st.Name
 	}
 	snap := st.Snapshot.GetMetadata()
 	s.LastIndex = snap.GetIndex()
@@ -160,7 +160,11 @@ func readClusterdDir(dir string) (*DirStatus, error) {
 
 func readEtcdDir(dir string) (*DirStatus, error) {
 	// The backend first: the lock a running etcd holds on it is how a running member is told.
-	b, err := viewEtcdBackend(filepath.Join(dir, etcdBackendPath))
+	var b *etcdBackend
+	err := storage.ViewFile(filepath.Join(dir, etcdBackendPath), func(tx *bolt.Tx) (err error) {
+		b, err = readEtcdBackend(tx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
