@@ -3,7 +3,6 @@ package datadir
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -108,13 +107,12 @@ func SameURLs(a, b []string) bool {
 	canon := func(urls []string) []string {
 		out := make([]string, len(urls))
 		for i, u := range urls {
+			out[i] = u
 			if c, err := membership.CanonicalURL(u); err == nil {
 				out[i] = c
-			} else {
-				out[i] = u
 			}
 		}
-		sort.Strings(out)
+		slices.Sort(out)
 		return out
 	}
 	return slices.Equal(canon(a), canon(b))

@@ -3,7 +3,9 @@ package datadir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 )
@@ -84,16 +86,6 @@ func checkEmpty(dir string) error {
 // oldIDs are the IDs the old cluster used, as members or removed, that the new one does not
 // reuse.
 func oldIDs(old, c *membership.Cluster) []membership.ID {
-	var out []membership.ID
-	for id := range old.Removed.All() {
-		if c.Member(id) == nil {
-			out = append(out, id)
-		}
-	}
-	for id := range old.Members {
-		if c.Member(id) == nil {
-			out = append(out, id)
-		}
-	}
-	return out
+	ids := slices.AppendSeq(slices.Collect(old.Removed.All()), maps.Keys(old.Members))
+	return slices.DeleteFunc(ids, func(id membership.ID) bool { return c.Member(id) != nil })
 }
