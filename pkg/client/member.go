@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
@@ -201,9 +201,13 @@ func fromClusterd(ms []Member, hdr metadata.MD) []Member {
 	for i := range ms {
 		ms[i].Started = ms[i].Name != "" // etcd names a member when it starts, not before
 	}
-	if known := clusterdMembers(hdr); known != nil {
-		for i := range ms {
-			if k, ok := known[ms[i].ID]; ok {
+	// clusterd-members-bin that is missing or cannot be read leaves etcd's rule in force rather
+	// than failing: the answer itself is valid, and after a change it reports something that has
+	// already happened.
+	if v := hdr.Get(wire.Members); len(v) > 0 {
+		known, _ := wire.MembersFromValue(v[0])
+		for _, k := range known {
+			if i := slices.IndexFunc(ms, func(m Member) bool { return m.ID == uint64(k.ID) }); i >= 0 {
 				ms[i].Name, ms[i].Started = k.Name, k.Started
 			}
 		}
@@ -214,25 +218,6 @@ func fromClusterd(ms []Member, hdr metadata.MD) []Member {
 		}
 	}
 	return ms
-}
-
-// clusterdMembers decodes clusterd-members-bin. Metadata that is missing or cannot be read
-// leaves etcd's own rule in force rather than failing: the answer itself is valid, and after a
-// change it reports something that has already happened.
-func clusterdMembers(hdr metadata.MD) map[uint64]membership.Member {
-	v := hdr.Get(wire.Members)
-	if len(v) == 0 {
-		return nil
-	}
-	list, err := wire.MembersFromValue(v[0])
-	if err != nil {
-		return nil
-	}
-	known := make(map[uint64]membership.Member, len(list))
-	for _, m := range list {
-		known[uint64(m.ID)] = m
-	}
-	return known
 }
 
 func markLeader(ms []Member, leader uint64) {
