@@ -139,15 +139,14 @@ func readEtcdBackend(tx *bolt.Tx) (*etcdBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	var removed []membership.ID
+	b.Cluster.Removed = membership.NewIDSet() // b's own: filled in place
 	err = forEachID(tx, "members_removed", func(id membership.ID, _ []byte) error {
-		removed = append(removed, id)
+		b.Cluster.Removed[id] = struct{}{}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.Cluster.Removed = membership.NewIDSet(removed...)
 	return b, nil
 }
 

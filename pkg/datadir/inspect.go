@@ -143,13 +143,11 @@ func readClusterdDir(dir string) (*DirStatus, error) {
 	}
 	snap := st.Snapshot.GetMetadata()
 	s.LastIndex = snap.GetIndex()
-	if n := len(st.Entries); n > 0 {
-		s.LastIndex = max(s.LastIndex, st.Entries[n-1].GetIndex())
-	}
 	if s.CommitIndex == snap.GetIndex() {
 		s.CommitTerm = snap.GetTerm()
 	}
 	for _, e := range st.Entries {
+		s.LastIndex = max(s.LastIndex, e.GetIndex())
 		if e.GetIndex() == s.CommitIndex {
 			s.CommitTerm = e.GetTerm()
 		}
