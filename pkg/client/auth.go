@@ -132,18 +132,12 @@ func (c *Client) sharedLogin() func(ctx context.Context, one *Client) {
 	if c.username == "" || c.authed {
 		return func(context.Context, *Client) {}
 	}
-	var (
-		mu    sync.Mutex
-		tried bool
-	)
+	var once sync.Once
 	return func(ctx context.Context, one *Client) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !tried {
-			tried = true
-			// Bounded by the first caller's context, as its own login would be.
+		// Bounded by the first caller's context, as its own login would be.
+		once.Do(func() {
 			_ = c.call(ctx, true, pb.Auth_Authenticate_FullMethodName, func(context.Context, *grpc.ClientConn) error { return nil })
-		}
+		})
 		if c.authed {
 			one.token, one.authed = c.token, true
 		}

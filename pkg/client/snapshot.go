@@ -144,8 +144,8 @@ func (c *Client) fillIDs(ctx context.Context, h *Header) {
 func (c *Client) streamSnapshot(ctx context.Context, f *os.File) (*SnapshotResult, error) {
 	var (
 		res      SnapshotResult
-		sum      = newChecksum() // of the last attempt: none when the stream never started
-		streamed error           // a failure after the first byte, which call must not retry
+		sum      = &checksum{h: sha256.New()} // of the last attempt: none when the stream never started
+		streamed error                        // a failure after the first byte, which call must not retry
 	)
 	err := c.call(ctx, true, pb.Maintenance_Snapshot_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) error {
 		// The stream is abandoned on return, so its goroutines end with this context.
@@ -155,7 +155,7 @@ func (c *Client) streamSnapshot(ctx context.Context, f *os.File) (*SnapshotResul
 		if err != nil {
 			return err
 		}
-		sum = newChecksum()
+		sum = &checksum{h: sha256.New()}
 		for first := true; ; first = false {
 			a, err := s.Recv()
 			switch {
@@ -213,8 +213,6 @@ type checksum struct {
 	tail []byte
 	n    int64
 }
-
-func newChecksum() *checksum { return &checksum{h: sha256.New()} }
 
 func (c *checksum) Write(b []byte) {
 	c.n += int64(len(b))
