@@ -198,9 +198,6 @@ func (c *Client) invoke(ctx context.Context, read bool, method string, req, answ
 // fromClusterd completes the members of an answer: names, the started flag and the leader from
 // clusterd's metadata when it is there, and etcd's rule otherwise.
 func fromClusterd(ms []Member, hdr metadata.MD) []Member {
-	for i := range ms {
-		ms[i].Started = ms[i].Name != "" // etcd names a member when it starts, not before
-	}
 	// clusterd-members-bin that is missing or cannot be read leaves etcd's rule in force rather
 	// than failing: the answer itself is valid, and after a change it reports something that has
 	// already happened.
