@@ -8,6 +8,7 @@ import (
 	"slices"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // RestoreConfig is the member of a new cluster that Restore builds from a snapshot file, as
@@ -66,7 +67,8 @@ func Restore(cfg RestoreConfig) (*Restored, error) {
 }
 
 // checkEmpty refuses a data directory that holds anything but what an interrupted restore left
-// (leftover); one that does not exist is empty.
+// there (storage's database under construction, which storage.Create removes before it starts);
+// one that does not exist is empty.
 func checkEmpty(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -76,7 +78,7 @@ func checkEmpty(dir string) error {
 		return fmt.Errorf("--data-dir %q: %w", dir, err)
 	}
 	for _, e := range entries {
-		if !leftover(e.Name()) {
+		if e.Name() != storage.FileName+".tmp" {
 			return &NotEmptyError{Dir: dir}
 		}
 	}
