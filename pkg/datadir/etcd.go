@@ -67,10 +67,12 @@ func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 			if !isKey {
 				return nil
 			}
-			main, tombstone, ok := etcdRevision(k)
-			if !ok {
+			// The main revision (8 bytes, big-endian), '_', the sub revision (8 bytes), and a
+			// trailing 't' on a tombstone.
+			if (len(k) != 17 && len(k) != 18) || k[8] != '_' {
 				return fmt.Errorf("key bucket: %q is not a revision", k)
 			}
+			main, tombstone := int64(binary.BigEndian.Uint64(k[:8])), len(k) == 18 && k[17] == 't'
 			kv := &mvccpb.KeyValue{}
 			if proto.Unmarshal(v, kv) != nil {
 				return fmt.Errorf("key bucket: revision %d holds no key-value", main)
@@ -90,15 +92,6 @@ func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 	info.TotalKey = len(alive)
 	info.Hash = h.Sum32()
 	return info, nil
-}
-
-// etcdRevision reads a key of etcd's key bucket: the main revision (8 bytes, big-endian), '_',
-// the sub revision (8 bytes), and a trailing 't' on a tombstone.
-func etcdRevision(k []byte) (main int64, tombstone, ok bool) {
-	if (len(k) != 17 && len(k) != 18) || k[8] != '_' {
-		return 0, false, false
-	}
-	return int64(binary.BigEndian.Uint64(k[:8])), len(k) == 18 && k[17] == 't', true
 }
 
 // etcdBackend is what etcd's backend (bbolt) says of the membership.

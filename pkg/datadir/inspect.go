@@ -113,12 +113,11 @@ func ReadDir(dir string) (*DirStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st *DirStatus
+	read := readEtcdDir
 	if kind == KindClusterd {
-		st, err = readClusterdDir(dir)
-	} else {
-		st, err = readEtcdDir(dir)
+		read = readClusterdDir
 	}
+	st, err := read(dir)
 	switch {
 	case errors.Is(err, storage.ErrInUse):
 		return nil, &InUseError{Dir: dir}

@@ -57,7 +57,9 @@ func Restore(cfg RestoreConfig) (*Restored, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Removed = membership.NewIDSet(oldIDs(info.Cluster, c)...)
+	// Every ID the old cluster used, as a member or removed, that the new one does not reuse.
+	old := slices.AppendSeq(slices.Collect(info.Cluster.Removed.All()), maps.Keys(info.Cluster.Members))
+	c.Removed = membership.NewIDSet(slices.DeleteFunc(old, func(id membership.ID) bool { return c.Member(id) != nil })...)
 	// The membership history goes on: who changed the old cluster stays on record.
 	c.History = info.Cluster.History
 	if err := install(cfg.DataDir, cfg.Name, c); err != nil {
@@ -83,11 +85,4 @@ func checkEmpty(dir string) error {
 		}
 	}
 	return nil
-}
-
-// oldIDs are the IDs the old cluster used, as members or removed, that the new one does not
-// reuse.
-func oldIDs(old, c *membership.Cluster) []membership.ID {
-	ids := slices.AppendSeq(slices.Collect(old.Removed.All()), maps.Keys(old.Members))
-	return slices.DeleteFunc(ids, func(id membership.ID) bool { return c.Member(id) != nil })
 }

@@ -330,16 +330,15 @@ func readSnapFile(dir string) (*raftpb.SnapshotMetadata, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	sp := &snappb.Snapshot{}
-	if err := proto.Unmarshal(b, sp); err != nil {
-		return nil, "", &WALError{File: newest, Reason: err.Error()}
+	sp, s := &snappb.Snapshot{}, &raftpb.Snapshot{}
+	err = proto.Unmarshal(b, sp)
+	if err == nil && crc32.Checksum(sp.GetData(), castagnoli()) != sp.GetCrc() {
+		err = errors.New("CRC mismatch")
 	}
-	data := sp.GetData()
-	if crc32.Checksum(data, castagnoli()) != sp.GetCrc() {
-		return nil, "", &WALError{File: newest, Reason: "CRC mismatch"}
+	if err == nil {
+		err = proto.Unmarshal(sp.GetData(), s)
 	}
-	s := &raftpb.Snapshot{}
-	if err := proto.Unmarshal(data, s); err != nil {
+	if err != nil {
 		return nil, "", &WALError{File: newest, Reason: err.Error()}
 	}
 	return s.GetMetadata(), newest, nil
