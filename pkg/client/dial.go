@@ -84,6 +84,9 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 	stagger := time.NewTimer(delay)
 	defer stagger.Stop()
 	start := func() {
+		if started == len(eps) {
+			return
+		}
 		go func(i int) { results <- dial(ctx, i, eps[i], c.creds, c.dialed[from+i]) }(started)
 		started++
 		pending++
@@ -111,13 +114,9 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 				tried[r.i].Reason = r.reason
 			}
 			tried[r.i].TLS, tried[r.i].Peer = r.tls, r.peer
-			if started < len(eps) {
-				start()
-			}
+			start()
 		case <-stagger.C:
-			if started < len(eps) {
-				start()
-			}
+			start()
 		case <-ctx.Done():
 			// The attempts end on the same context; their reasons are not waited for, since
 			// the deadline is the reason.

@@ -144,14 +144,12 @@ func named(cr ChangeResult, name string) *AddResult {
 
 // MemberRemove removes the member with the given ID.
 func (c *Client) MemberRemove(ctx context.Context, id uint64) (*ChangeResult, error) {
-	var a pb.MemberRemoveResponse
-	return c.change(ctx, pb.Cluster_MemberRemove_FullMethodName, id, &pb.MemberRemoveRequest{ID: id}, &a)
+	return c.change(ctx, pb.Cluster_MemberRemove_FullMethodName, id, &pb.MemberRemoveRequest{ID: id}, &pb.MemberRemoveResponse{})
 }
 
 // MemberUpdate replaces the peer URLs of the member with the given ID.
 func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) (*ChangeResult, error) {
-	var a pb.MemberUpdateResponse
-	return c.change(ctx, pb.Cluster_MemberUpdate_FullMethodName, id, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &a)
+	return c.change(ctx, pb.Cluster_MemberUpdate_FullMethodName, id, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &pb.MemberUpdateResponse{})
 }
 
 // MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
@@ -162,8 +160,7 @@ func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Du
 	if readyWait > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, readyWait.String())
 	}
-	var a pb.MemberPromoteResponse
-	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &a)
+	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &pb.MemberPromoteResponse{})
 }
 
 // clusterAnswer is every Cluster answer but an add's: a header and the members after the change.

@@ -265,15 +265,14 @@ func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string,
 // reconfiguration check.
 func PlanReplace(f ReplaceFacts) (*ReplacePlan, error) {
 	r := f.R
-	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil, OldLiveness: r.OldLiveness, Members: r.List.Members}
-	p.Old = Member{Name: r.OldRef}
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, Old: Member{Name: r.OldRef}, OldGone: r.Old == nil,
+		OldLiveness: r.OldLiveness, Members: r.List.Members, New: Member{Name: f.Name, PeerURLs: f.PeerURLs, IsLearner: true}}
 	switch {
 	case r.Old != nil:
 		p.Old = *r.Old
 	case r.Removed != nil:
 		p.Old = Member{ID: uint64(r.Removed.MemberID), Name: r.Removed.Name, PeerURLs: r.Removed.PeerURLs}
 	}
-	p.New = Member{Name: f.Name, PeerURLs: f.PeerURLs, IsLearner: true}
 	if r.New != nil {
 		p.New = *r.New
 		p.New.Name = f.Name

@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -192,11 +193,8 @@ func (c *Client) streamSnapshot(ctx context.Context, f *os.File) (*SnapshotResul
 		}
 		return nil, fmt.Errorf("snapshot save interrupted: %w", cause)
 	}
-	if err != nil {
+	if err := cmp.Or(err, streamed); err != nil {
 		return nil, err
-	}
-	if streamed != nil {
-		return nil, streamed
 	}
 	if !sum.ok() {
 		return nil, ErrSnapshotChecksum

@@ -117,10 +117,7 @@ func (c *Client) Split(ctx context.Context, answers []EndpointStatus, timeout ti
 	}
 	eps := make([]string, len(groups))
 	for i, g := range groups {
-		eps[i] = g.Endpoints[0]
-		if j := slices.Index(g.Members, g.Leader); j >= 0 {
-			eps[i] = g.Endpoints[j]
-		}
+		eps[i] = g.Endpoints[max(slices.Index(g.Members, g.Leader), 0)] // the leader's, else the first
 	}
 	// Each call fills in its own group.
 	c.onEach(ctx, eps, timeout, func(ctx context.Context, i int, one *Client, _ func(context.Context, *Client)) error {
