@@ -66,42 +66,38 @@ const loginPatience = 200 * time.Millisecond
 func (c *Client) authenticate(ctx context.Context) error {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	type answer struct {
-		resp *pb.AuthenticateResponse
-		err  error
-	}
-	done := make(chan answer, 1)
+	// a is read only once done has answered.
+	var a pb.AuthenticateResponse
+	done := make(chan error, 1)
 	go func() {
-		var a pb.AuthenticateResponse
-		err := c.conn.Invoke(lctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
-		done <- answer{&a, err}
+		done <- c.conn.Invoke(lctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
 	}()
-	var got answer
+	var err error
 	select {
-	case got = <-done:
+	case err = <-done:
 	case <-time.After(loginPatience):
 		leader := make(chan error, 1)
 		go func() { leader <- waitLeader(lctx, c.connStatus) }()
 		select {
-		case got = <-done:
-		case err := <-leader:
-			if !errors.Is(err, rpcerr.ErrNoLeader) || ctx.Err() != nil {
-				got = <-done
+		case err = <-done:
+		case lerr := <-leader:
+			if !errors.Is(lerr, rpcerr.ErrNoLeader) || ctx.Err() != nil {
+				err = <-done
 				break
 			}
 			return rpcerr.ErrNoLeader
 		}
 	}
-	if se := serverAnswer(got.err); se != nil && (rpctypes.Error(se) == rpctypes.ErrAuthNotEnabled || se.Code == codes.Unimplemented) {
+	if se := serverAnswer(err); se != nil && (rpctypes.Error(se) == rpctypes.ErrAuthNotEnabled || se.Code == codes.Unimplemented) {
 		// No auth on this server (clusterd has no Auth service), so no token, as in etcd's
 		// clients: its TLS settings decide.
 		c.authed, c.token = true, ""
 		return nil
 	}
-	if got.err != nil {
-		return got.err
+	if err != nil {
+		return err
 	}
-	c.authed, c.token = true, got.resp.GetToken()
+	c.authed, c.token = true, a.GetToken()
 	return nil
 }
 
@@ -136,18 +132,12 @@ func (c *Client) sharedLogin() func(ctx context.Context, one *Client) {
 	if c.username == "" || c.authed {
 		return func(context.Context, *Client) {}
 	}
-	var (
-		mu    sync.Mutex
-		tried bool
-	)
+	var once sync.Once
 	return func(ctx context.Context, one *Client) {
-		mu.Lock()
-		defer mu.Unlock()
-		if !tried {
-			tried = true
-			// Bounded by the first caller's context, as its own login would be.
+		// Bounded by the first caller's context, as its own login would be.
+		once.Do(func() {
 			_ = c.call(ctx, true, pb.Auth_Authenticate_FullMethodName, func(context.Context, *grpc.ClientConn) error { return nil })
-		}
+		})
 		if c.authed {
 			one.token, one.authed = c.token, true
 		}

@@ -1,11 +1,13 @@
 package client
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"net"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -86,11 +88,8 @@ func New(cfg Config) (*Client, error) {
 	}
 	c.creds = insecure.NewCredentials()
 	if c.dialed[0].TLS {
-		t := cfg.TLS
-		if t == nil {
-			t = &tls.Config{MinVersion: tls.VersionTLS12}
-		}
-		c.creds, c.tls = credentials.NewTLS(t), t
+		c.tls = cmp.Or(cfg.TLS, &tls.Config{MinVersion: tls.VersionTLS12})
+		c.creds = credentials.NewTLS(c.tls)
 	}
 	return c, nil
 }
@@ -163,10 +162,8 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 			if !ok {
 				return err
 			}
-			for _, t := range ce.Tried {
-				if t.Peer {
-					return &PeerEndpointError{Endpoint: t.Endpoint, Message: "it answers etcd's peer /version"}
-				}
+			if i := slices.IndexFunc(ce.Tried, func(t EndpointFailure) bool { return t.Peer }); i >= 0 {
+				return &PeerEndpointError{Endpoint: ce.Tried[i].Endpoint, Message: "it answers etcd's peer /version"}
 			}
 			return gaveUp(ctx, append(failed, ce.Tried...))
 		}
@@ -177,7 +174,7 @@ func (c *Client) call(ctx context.Context, read bool, method string, rpc func(co
 		endpoint := c.shown(c.at)
 		se := serverAnswer(err)
 		if se != nil && peerEndpoint(se) {
-			return &PeerEndpointError{Endpoint: c.shown(c.at), Message: se.Message}
+			return &PeerEndpointError{Endpoint: endpoint, Message: se.Message}
 		}
 		if !read && sent {
 			return c.changeAnswer(se, err)

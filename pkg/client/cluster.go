@@ -136,10 +136,9 @@ func (s *ClusterStatus) settleLeader() {
 	for i := range s.Members {
 		m := &s.Members[i]
 		m.IsLeader = m.ID == s.Leader
-		if m.Status == nil {
-			continue
+		if m.Status != nil {
+			m.BehindKnown, m.Behind = true, max(leader.RaftIndex, m.Status.RaftIndex)-m.Status.RaftIndex
 		}
-		m.BehindKnown, m.Behind = true, max(leader.RaftIndex, m.Status.RaftIndex)-m.Status.RaftIndex
 	}
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -32,21 +33,17 @@ func (c *Client) connect(ctx context.Context, from int) error {
 	}
 	c.Close()
 	limit := c.dialTimeout
-	var (
-		dctx   context.Context
-		cancel context.CancelFunc
-	)
 	if d, ok := ctx.Deadline(); ok && time.Until(d) < limit {
 		// The caller's deadline comes first: dial under it rather than under a timer of the same
 		// length, which could fire a moment before it and make a timeout look like a failure to
 		// connect.
 		limit = time.Until(d)
-		dctx, cancel = context.WithCancel(ctx)
 	} else {
-		dctx, cancel = context.WithTimeout(ctx, limit)
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, limit)
+		defer cancel()
 	}
-	defer cancel()
-	conn, i, tried := c.dialFirst(dctx, from, "no answer within "+limit.Round(time.Millisecond).String())
+	conn, i, tried := c.dialFirst(ctx, from, "no answer within "+limit.Round(time.Millisecond).String())
 	if conn == nil {
 		return &ConnectError{Tried: tried}
 	}
@@ -87,6 +84,9 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 	stagger := time.NewTimer(delay)
 	defer stagger.Stop()
 	start := func() {
+		if started == len(eps) {
+			return
+		}
 		go func(i int) { results <- dial(ctx, i, eps[i], c.creds, c.dialed[from+i]) }(started)
 		started++
 		pending++
@@ -114,13 +114,9 @@ func (c *Client) dialFirst(ctx context.Context, from int, silent string) (*grpc.
 				tried[r.i].Reason = r.reason
 			}
 			tried[r.i].TLS, tried[r.i].Peer = r.tls, r.peer
-			if started < len(eps) {
-				start()
-			}
+			start()
 		case <-stagger.C:
-			if started < len(eps) {
-				start()
-			}
+			start()
 		case <-ctx.Done():
 			// The attempts end on the same context; their reasons are not waited for, since
 			// the deadline is the reason.
@@ -191,9 +187,7 @@ func dial(ctx context.Context, i int, addr string, creds credentials.TransportCr
 				return dialResult{i: i}
 			}
 			r := failedHandshake(i, why, how)
-			if r.reason == notGRPC && etcdPeerPort(ctx, addr, how) {
-				r.peer = true
-			}
+			r.peer = r.reason == notGRPC && etcdPeerPort(ctx, addr, how)
 			return r
 		}
 	}
@@ -249,10 +243,6 @@ func etcdPeerPort(ctx context.Context, addr string, how clienttls.Dialed) bool {
 // connectionClosed reports whether grpc-go's reason is the connection ending rather than
 // something unexpected arriving on it.
 func connectionClosed(msg string) bool {
-	for _, s := range []string{"EOF", "connection reset by peer", "broken pipe", "use of closed network connection"} {
-		if strings.Contains(msg, s) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc([]string{"EOF", "connection reset by peer", "broken pipe", "use of closed network connection"},
+		func(s string) bool { return strings.Contains(msg, s) })
 }

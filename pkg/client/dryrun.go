@@ -50,41 +50,22 @@ func (e *DryRunUnsupportedError) Error() string {
 
 // MemberAddDryRun asks the server whether MemberAdd with these arguments would be accepted.
 func (c *Client) MemberAddDryRun(ctx context.Context, name string, peerURLs []string, learner bool) (*DryRun, error) {
-	r, err := c.dryRun(ctx, membership.KindAdd, membership.Member{Name: name, PeerURLs: peerURLs, IsLearner: learner})
-	if r != nil {
-		r.ProvisionalID = true
-		r.PeerURLs = peerURLs
-	}
-	return r, err
+	return c.dryRun(ctx, membership.KindAdd, membership.Member{Name: name, PeerURLs: peerURLs, IsLearner: learner})
 }
 
 // MemberRemoveDryRun asks the server whether MemberRemove of id would be accepted.
 func (c *Client) MemberRemoveDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return ofExistingMember(c.dryRun(ctx, membership.KindRemove, membership.Member{ID: membership.ID(id)}))
+	return c.dryRun(ctx, membership.KindRemove, membership.Member{ID: membership.ID(id)})
 }
 
 // MemberUpdateDryRun asks the server whether MemberUpdate of id would be accepted.
 func (c *Client) MemberUpdateDryRun(ctx context.Context, id uint64, peerURLs []string) (*DryRun, error) {
-	r, err := ofExistingMember(c.dryRun(ctx, membership.KindUpdate, membership.Member{ID: membership.ID(id), PeerURLs: peerURLs}))
-	if r != nil {
-		r.PeerURLs = peerURLs
-	}
-	return r, err
+	return c.dryRun(ctx, membership.KindUpdate, membership.Member{ID: membership.ID(id), PeerURLs: peerURLs})
 }
 
 // MemberPromoteDryRun asks the server whether MemberPromote of id would be accepted.
 func (c *Client) MemberPromoteDryRun(ctx context.Context, id uint64) (*DryRun, error) {
-	return ofExistingMember(c.dryRun(ctx, membership.KindPromote, membership.Member{ID: membership.ID(id)}))
-}
-
-// ofExistingMember keeps only the ID of a member the cluster does not have, for a change that is
-// about a member already there (all but an add): the server echoes the request for such a
-// member (an update's new peer URLs), which would read as the member's current state.
-func ofExistingMember(r *DryRun, err error) (*DryRun, error) {
-	if r != nil && !r.Exists {
-		r.Member = Member{ID: r.Member.ID}
-	}
-	return r, err
+	return c.dryRun(ctx, membership.KindPromote, membership.Member{ID: membership.ID(id)})
 }
 
 // dryRun asks clusterd's DryRun service to judge the change of kind about m. A verdict, the
@@ -106,6 +87,13 @@ func (c *Client) dryRun(ctx context.Context, kind membership.Kind, m membership.
 	}
 	rep, refusal := wire.VerdictFromProto(reply)
 	r := dryRunOf(rep)
+	r.ProvisionalID, r.PeerURLs = kind == membership.KindAdd, m.PeerURLs
+	if kind != membership.KindAdd && !r.Exists {
+		// A change about a member already there, of one the cluster does not have: the server
+		// echoes the request for it (an update's new peer URLs), which would read as the
+		// member's current state. Only its ID is kept.
+		r.Member = Member{ID: r.Member.ID}
+	}
 	if refusal != nil {
 		// The error the change itself would have been answered with.
 		r.Err = c.changeAnswer(serverAnswer(refusal), refusal)

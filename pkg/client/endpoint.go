@@ -67,15 +67,8 @@ func (c *Client) Sibling(endpoints ...string) (*Client, error) {
 	// The token too, once c holds one: etcd assigns a token on every member as it applies the
 	// Authenticate entry, so each sibling need not make an entry of its own (a member that has
 	// not applied it yet answers "invalid auth token", and the sibling authenticates itself).
-	one := &Client{
-		creds:       c.creds,
-		tls:         c.tls,
-		dialTimeout: c.dialTimeout,
-		username:    c.username,
-		password:    c.password,
-		token:       c.token,
-		authed:      c.authed,
-	}
+	one := *c
+	one.endpoints, one.dialed, one.conn, one.at = nil, nil, nil, 0
 	for _, endpoint := range endpoints {
 		addr, secure, err := parseEndpoint(endpoint, first.TLS)
 		if err != nil {
@@ -87,7 +80,7 @@ func (c *Client) Sibling(endpoints ...string) (*Client, error) {
 		one.endpoints = append(one.endpoints, addr)
 		one.dialed = append(one.dialed, clienttls.Dialed{Endpoint: endpoint, TLS: secure, ClientCert: first.ClientCert})
 	}
-	return one, nil
+	return &one, nil
 }
 
 // At is a client of endpoint alone: c's own connection when c is connected there, which saves a
@@ -118,9 +111,7 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 	errs := make([]error, len(endpoints))
 	var wg sync.WaitGroup
 	for i, ep := range endpoints {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+		wg.Go(func() {
 			one, err := c.Sibling(ep)
 			if err != nil {
 				errs[i] = err
@@ -131,7 +122,7 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 			ctx, cancel := context.WithTimeout(ctx, timeout)
 			defer cancel()
 			errs[i] = fn(ctx, i, one, login)
-		}()
+		})
 	}
 	wg.Wait()
 	return errs
@@ -142,11 +133,8 @@ func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Du
 // too.
 func (c *Client) StatusOfEach(ctx context.Context, endpoints []string, timeout time.Duration) []EndpointStatus {
 	out := make([]EndpointStatus, len(endpoints))
-	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, _ func(context.Context, *Client)) error {
-		st, err := one.Status(ctx)
-		if err == nil {
-			out[i].Status = st
-		}
+	errs := c.onEach(ctx, endpoints, timeout, func(ctx context.Context, i int, one *Client, _ func(context.Context, *Client)) (err error) {
+		out[i].Status, err = one.Status(ctx)
 		return err
 	})
 	for i, ep := range endpoints {

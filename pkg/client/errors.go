@@ -80,9 +80,9 @@ func (e *ConnectError) TLS() *clienttls.Error {
 
 // TimeoutError reports that the caller's deadline ran out before any member answered (in full:
 // a snapshot stream that had not ended counts), and that nothing was changed: a read that went
-// unanswered or unfinished, or a change that was never sent because
-// connecting took the whole time. Tried names every endpoint, each with what it said or did.
-// A change that was sent and went unanswered is an *OutcomeUnknownError instead.
+// unanswered or unfinished, or a change that was never sent because connecting took the whole
+// time. Tried names every endpoint, each with what it said or did. A change that was sent and
+// went unanswered is an *OutcomeUnknownError instead.
 type TimeoutError struct {
 	Tried []EndpointFailure
 }

@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -49,16 +51,12 @@ func (l Liveness) leaderKnows() bool { return l.Leader != 0 && l.LeaderErr == ni
 // membership, names the leader.
 func (l Liveness) Evidence(members []Member) string {
 	leaderName := FormatID(l.Leader)
-	for _, m := range members {
-		if m.ID == l.Leader && m.Name != "" {
-			leaderName = m.Name
-		}
+	if i := slices.IndexFunc(members, func(m Member) bool { return m.ID == l.Leader && m.Name != "" }); i >= 0 {
+		leaderName = members[i].Name
 	}
-	var out []string
+	out := []string{"no answer on its client URLs"}
 	if l.OwnURL {
-		out = append(out, "answers on its client URL")
-	} else {
-		out = append(out, "no answer on its client URLs")
+		out[0] = "answers on its client URL"
 	}
 	if l.Endpoint != "" {
 		out = append(out, "answers as itself on "+l.Endpoint)
@@ -98,17 +96,13 @@ func (c *Client) Liveness(ctx context.Context, list *ListResult, members []Membe
 			l.Endpoint = g.Endpoint
 		}
 	}
-	own := make(chan func(), len(members))
+	// Each member's own question writes its own Liveness.
+	var own sync.WaitGroup
 	for _, m := range members {
-		go func() {
-			alive := c.Answers(ctx, m, within)
-			own <- func() { out[m.ID].OwnURL = alive }
-		}()
+		own.Go(func() { out[m.ID].OwnURL = c.Answers(ctx, m, within) })
 	}
 	view, leader, err := c.leaderView(ctx, list, leaderNamed(sts), within)
-	for range members {
-		(<-own)()
-	}
+	own.Wait()
 	for id, l := range out {
 		l.Leader, l.Leads, l.LeaderErr = leader, id == leader, err
 		l.LeaderSees = view[id]

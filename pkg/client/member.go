@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -12,7 +13,6 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
 	"github.com/clusterctl/clusterctl/pkg/wire"
 )
@@ -144,14 +144,12 @@ func named(cr ChangeResult, name string) *AddResult {
 
 // MemberRemove removes the member with the given ID.
 func (c *Client) MemberRemove(ctx context.Context, id uint64) (*ChangeResult, error) {
-	var a pb.MemberRemoveResponse
-	return c.change(ctx, pb.Cluster_MemberRemove_FullMethodName, id, &pb.MemberRemoveRequest{ID: id}, &a)
+	return c.change(ctx, pb.Cluster_MemberRemove_FullMethodName, id, &pb.MemberRemoveRequest{ID: id}, &pb.MemberRemoveResponse{})
 }
 
 // MemberUpdate replaces the peer URLs of the member with the given ID.
 func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string) (*ChangeResult, error) {
-	var a pb.MemberUpdateResponse
-	return c.change(ctx, pb.Cluster_MemberUpdate_FullMethodName, id, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &a)
+	return c.change(ctx, pb.Cluster_MemberUpdate_FullMethodName, id, &pb.MemberUpdateRequest{ID: id, PeerURLs: peerURLs}, &pb.MemberUpdateResponse{})
 }
 
 // MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
@@ -162,8 +160,7 @@ func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Du
 	if readyWait > 0 {
 		ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, readyWait.String())
 	}
-	var a pb.MemberPromoteResponse
-	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &a)
+	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &pb.MemberPromoteResponse{})
 }
 
 // clusterAnswer is every Cluster answer but an add's: a header and the members after the change.
@@ -198,12 +195,13 @@ func (c *Client) invoke(ctx context.Context, read bool, method string, req, answ
 // fromClusterd completes the members of an answer: names, the started flag and the leader from
 // clusterd's metadata when it is there, and etcd's rule otherwise.
 func fromClusterd(ms []Member, hdr metadata.MD) []Member {
-	for i := range ms {
-		ms[i].Started = ms[i].Name != "" // etcd names a member when it starts, not before
-	}
-	if known := clusterdMembers(hdr); known != nil {
-		for i := range ms {
-			if k, ok := known[ms[i].ID]; ok {
+	// clusterd-members-bin that is missing or cannot be read leaves etcd's rule in force rather
+	// than failing: the answer itself is valid, and after a change it reports something that has
+	// already happened.
+	if v := hdr.Get(wire.Members); len(v) > 0 {
+		known, _ := wire.MembersFromValue(v[0])
+		for _, k := range known {
+			if i := slices.IndexFunc(ms, func(m Member) bool { return m.ID == uint64(k.ID) }); i >= 0 {
 				ms[i].Name, ms[i].Started = k.Name, k.Started
 			}
 		}
@@ -214,25 +212,6 @@ func fromClusterd(ms []Member, hdr metadata.MD) []Member {
 		}
 	}
 	return ms
-}
-
-// clusterdMembers decodes clusterd-members-bin. Metadata that is missing or cannot be read
-// leaves etcd's own rule in force rather than failing: the answer itself is valid, and after a
-// change it reports something that has already happened.
-func clusterdMembers(hdr metadata.MD) map[uint64]membership.Member {
-	v := hdr.Get(wire.Members)
-	if len(v) == 0 {
-		return nil
-	}
-	list, err := wire.MembersFromValue(v[0])
-	if err != nil {
-		return nil
-	}
-	known := make(map[uint64]membership.Member, len(list))
-	for _, m := range list {
-		known[uint64(m.ID)] = m
-	}
-	return known
 }
 
 func markLeader(ms []Member, leader uint64) {

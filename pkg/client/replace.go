@@ -222,16 +222,6 @@ type ReplacePlan struct {
 	Err error
 }
 
-// ReplaceDryRun judges the replacement r with clusterd's dry runs (judgeReplacement) and plans it
-// (PlanReplace). It needs clusterd (a *DryRunUnsupportedError otherwise).
-func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string, peerURLs []string) (*ReplacePlan, error) {
-	f, err := c.judgeReplacement(ctx, r, name, peerURLs)
-	if err != nil {
-		return nil, err
-	}
-	return PlanReplace(f)
-}
-
 // ReplaceFacts is what clusterd says of a replacement before any change is made: the facts
 // PlanReplace makes the plan of.
 type ReplaceFacts struct {
@@ -248,20 +238,23 @@ type ReplaceFacts struct {
 	Add *DryRun
 }
 
-// judgeReplacement asks clusterd's dry runs of the replacement r: one for each step the server can
-// judge against the configuration now.
-func (c *Client) judgeReplacement(ctx context.Context, r *Replacement, name string, peerURLs []string) (ReplaceFacts, error) {
+// ReplaceDryRun asks clusterd's dry runs of the replacement r, one for each step the server can
+// judge against the configuration now, and plans it (PlanReplace). It needs clusterd (a
+// *DryRunUnsupportedError otherwise).
+func (c *Client) ReplaceDryRun(ctx context.Context, r *Replacement, name string, peerURLs []string) (*ReplacePlan, error) {
 	f := ReplaceFacts{R: r, Name: name, PeerURLs: peerURLs}
 	var err error
 	if r.Old != nil {
 		if f.Remove, err = c.MemberRemoveDryRun(ctx, r.OldID); err != nil {
-			return f, err
+			return nil, err
 		}
 	}
 	if r.New == nil && (r.Old == nil || !r.RemoveFirst) {
-		f.Add, err = c.MemberAddDryRun(ctx, name, peerURLs, true)
+		if f.Add, err = c.MemberAddDryRun(ctx, name, peerURLs, true); err != nil {
+			return nil, err
+		}
 	}
-	return f, err
+	return PlanReplace(f)
 }
 
 // PlanReplace is the plan of a replacement from the facts its dry runs gathered: the steps in
@@ -272,15 +265,14 @@ func (c *Client) judgeReplacement(ctx context.Context, r *Replacement, name stri
 // reconfiguration check.
 func PlanReplace(f ReplaceFacts) (*ReplacePlan, error) {
 	r := f.R
-	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, OldGone: r.Old == nil, OldLiveness: r.OldLiveness, Members: r.List.Members}
-	p.Old = Member{Name: r.OldRef}
+	p := &ReplacePlan{ClusterID: r.List.Header.ClusterID, OldRef: r.OldRef, Old: Member{Name: r.OldRef}, OldGone: r.Old == nil,
+		OldLiveness: r.OldLiveness, Members: r.List.Members, New: Member{Name: f.Name, PeerURLs: f.PeerURLs, IsLearner: true}}
 	switch {
 	case r.Old != nil:
 		p.Old = *r.Old
 	case r.Removed != nil:
 		p.Old = Member{ID: uint64(r.Removed.MemberID), Name: r.Removed.Name, PeerURLs: r.Removed.PeerURLs}
 	}
-	p.New = Member{Name: f.Name, PeerURLs: f.PeerURLs, IsLearner: true}
 	if r.New != nil {
 		p.New = *r.New
 		p.New.Name = f.Name
@@ -300,7 +292,10 @@ func PlanReplace(f ReplaceFacts) (*ReplacePlan, error) {
 	} else {
 		p.Steps = addFirstSteps(f, p)
 	}
-	return p.judged(), nil
+	if i := slices.IndexFunc(p.Steps, func(s PlanStep) bool { return s.Err != nil }); i >= 0 {
+		p.Err = p.Steps[i].Err
+	}
+	return p, nil
 }
 
 // addFirstSteps are the steps of a replacement whose old member answers (or is gone): add the
@@ -358,15 +353,4 @@ func removeFirstSteps(f ReplaceFacts, p *ReplacePlan) []PlanStep {
 		promote.After, promote.Err = &promoted, promoted.Strict()
 	}
 	return []PlanStep{remove, add, promote}
-}
-
-// judged sets p.Err from the first refused step.
-func (p *ReplacePlan) judged() *ReplacePlan {
-	for _, s := range p.Steps {
-		if s.Err != nil {
-			p.Err = s.Err
-			break
-		}
-	}
-	return p
 }

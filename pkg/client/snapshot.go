@@ -2,6 +2,7 @@ package client
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -100,11 +101,7 @@ func (c *Client) SaveSnapshot(ctx context.Context, path string) (res *SnapshotRe
 			os.Remove(part)
 		}
 	}()
-	res, err = c.streamSnapshot(ctx, f)
-	if we, ok := errors.AsType[*writeError](err); ok {
-		return nil, &LocalWriteError{Path: part, Err: we.err}
-	}
-	if err != nil {
+	if res, err = c.streamSnapshot(ctx, f); err != nil {
 		return nil, err
 	}
 	if err = f.Sync(); err != nil {
@@ -142,20 +139,14 @@ func (c *Client) fillIDs(ctx context.Context, h *Header) {
 	h.ClusterID, h.MemberID = st.Header.ClusterID, st.Header.MemberID
 }
 
-// writeError is a failure to write the stream into the local file, told apart from the
-// stream's own failures.
-type writeError struct{ err error }
-
-func (e *writeError) Error() string { return e.err.Error() }
-
-// streamSnapshot copies the Snapshot stream into w and checks its checksum. A member that cannot
+// streamSnapshot copies the Snapshot stream into f and checks its checksum. A member that cannot
 // be reached or fails before its first byte is replaced by the next endpoint, as for any read;
 // once bytes have been written, a failure ends the save.
-func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResult, error) {
+func (c *Client) streamSnapshot(ctx context.Context, f *os.File) (*SnapshotResult, error) {
 	var (
 		res      SnapshotResult
-		sum      = newChecksum() // of the last attempt: none when the stream never started
-		streamed error           // a failure after the first byte, which call must not retry
+		sum      = &checksum{h: sha256.New()} // of the last attempt: none when the stream never started
+		streamed error                        // a failure after the first byte, which call must not retry
 	)
 	err := c.call(ctx, true, pb.Maintenance_Snapshot_FullMethodName, func(ctx context.Context, conn *grpc.ClientConn) error {
 		// The stream is abandoned on return, so its goroutines end with this context.
@@ -165,40 +156,33 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		if err != nil {
 			return err
 		}
-		sum = newChecksum()
+		sum = &checksum{h: sha256.New()}
 		for first := true; ; first = false {
 			a, err := s.Recv()
-			if err == io.EOF {
+			switch {
+			case err == io.EOF:
 				return nil
-			}
-			if err == nil && first {
-				res.Header = headerOf(a.GetHeader())
-			}
-			if err == nil {
-				if _, werr := w.Write(a.GetBlob()); werr != nil {
-					// The disk, not the member: no other endpoint is asked.
-					streamed = &writeError{werr}
-					return nil
-				}
-				sum.Write(a.GetBlob())
-			}
-			if err != nil {
-				if sum.n == 0 {
-					return err
-				}
+			case err != nil && sum.n == 0:
+				return err
+			case err != nil:
 				streamed = &SnapshotStreamError{Endpoint: c.shown(c.at), Received: sum.n, Err: err}
 				return nil
+			case first:
+				res.Header = headerOf(a.GetHeader())
 			}
+			if _, werr := f.Write(a.GetBlob()); werr != nil {
+				// The disk, not the member: no other endpoint is asked.
+				streamed = &LocalWriteError{Path: f.Name(), Err: werr}
+				return nil
+			}
+			sum.Write(a.GetBlob())
 		}
 	})
-	var (
-		ce   *ConnectError
-		cut  *SnapshotStreamError
-		late = errors.As(streamed, &cut) && status.Code(cut.Err) == codes.DeadlineExceeded
-	)
 	// The member learns the deadline with the request and may end the stream on it a moment
 	// before this side's context does: that is the same timeout.
-	if ctx.Err() != nil && !errors.As(err, &ce) || late {
+	cut, _ := streamed.(*SnapshotStreamError)
+	late := cut != nil && status.Code(cut.Err) == codes.DeadlineExceeded
+	if _, connect := errors.AsType[*ConnectError](err); ctx.Err() != nil && !connect || late {
 		// Interrupted or out of time once connected: whatever the stream said last, that is
 		// the reason. Not connecting at all stays a ConnectError: nothing was received.
 		cause := context.Cause(ctx)
@@ -209,11 +193,8 @@ func (c *Client) streamSnapshot(ctx context.Context, w io.Writer) (*SnapshotResu
 		}
 		return nil, fmt.Errorf("snapshot save interrupted: %w", cause)
 	}
-	if err != nil {
+	if err := cmp.Or(err, streamed); err != nil {
 		return nil, err
-	}
-	if streamed != nil {
-		return nil, streamed
 	}
 	if !sum.ok() {
 		return nil, ErrSnapshotChecksum
@@ -230,8 +211,6 @@ type checksum struct {
 	tail []byte
 	n    int64
 }
-
-func newChecksum() *checksum { return &checksum{h: sha256.New()} }
 
 func (c *checksum) Write(b []byte) {
 	c.n += int64(len(b))

@@ -117,25 +117,19 @@ func (c *Client) Split(ctx context.Context, answers []EndpointStatus, timeout ti
 	}
 	eps := make([]string, len(groups))
 	for i, g := range groups {
-		eps[i] = g.Endpoints[0]
-		if j := slices.Index(g.Members, g.Leader); j >= 0 {
-			eps[i] = g.Endpoints[j]
-		}
+		eps[i] = g.Endpoints[max(slices.Index(g.Members, g.Leader), 0)] // the leader's, else the first
 	}
-	lists := make([][]uint64, len(groups))
+	// Each call fills in its own group.
 	c.onEach(ctx, eps, timeout, func(ctx context.Context, i int, one *Client, _ func(context.Context, *Client)) error {
 		ms, err := one.LocalMemberList(ctx)
 		if err != nil {
 			return err
 		}
-		lists[i] = make([]uint64, 0, len(ms))
+		groups[i].Membership = make([]uint64, 0, len(ms))
 		for _, m := range ms {
-			lists[i] = append(lists[i], m.ID)
+			groups[i].Membership = append(groups[i].Membership, m.ID)
 		}
 		return nil
 	})
-	for i := range groups {
-		groups[i].Membership = lists[i]
-	}
 	return SplitOf(groups)
 }

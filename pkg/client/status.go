@@ -69,7 +69,6 @@ func (c *Client) statusOf(ctx context.Context, m Member) (*Status, error) {
 
 // LearnerProgress is how far a learner's log is behind the leader's.
 type LearnerProgress struct {
-	LeaderID uint64
 	// LeaderIndex is the leader's last raft index, LearnerApplied the learner's applied index.
 	LeaderIndex    uint64
 	LearnerApplied uint64
@@ -127,7 +126,7 @@ func (c *Client) FetchLearnerProgress(ctx context.Context, id uint64) (*LearnerP
 	if err != nil {
 		return nil, &LearnerSilentError{Err: err}
 	}
-	return &LearnerProgress{LeaderID: leader.ID, LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
+	return &LearnerProgress{LeaderIndex: lst.RaftIndex, LearnerApplied: sst.RaftAppliedIndex}, nil
 }
 
 // Answers reports whether member m answers on one of its client URLs within within: a member

@@ -13,14 +13,14 @@ func headerOf(h *pb.ResponseHeader) Header {
 	return Header{ClusterID: h.GetClusterId(), MemberID: h.GetMemberId(), RaftTerm: h.GetRaftTerm()}
 }
 
-// membersOf converts the members of a Cluster answer. The started flag and the leader are not
-// on the wire; fromClusterd sets them.
+// membersOf converts the members of a Cluster answer. The started flag is not on the wire: etcd
+// names a member when it starts, not before (fromClusterd corrects it, and sets the leader).
 func membersOf(ms []*pb.Member) []Member {
 	out := make([]Member, len(ms))
 	for i, m := range ms {
 		out[i] = Member{
-			ID: m.GetID(), Name: m.GetName(), PeerURLs: m.GetPeerURLs(), ClientURLs: m.GetClientURLs(),
-			IsLearner: m.GetIsLearner(),
+			ID: m.GetID(), Name: m.GetName(), Started: m.GetName() != "", PeerURLs: m.GetPeerURLs(),
+			ClientURLs: m.GetClientURLs(), IsLearner: m.GetIsLearner(),
 		}
 	}
 	return out

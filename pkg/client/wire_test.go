@@ -18,7 +18,7 @@ var (
 	wantHeader  = Header{ClusterID: 0x998d851d58177d55, MemberID: 0x77f41cbd71028a3a, RaftTerm: 3}
 	wantMembers = []Member{
 		{ID: 0x96dbf27657837fe1, PeerURLs: []string{"http://127.0.0.1:42380"}, IsLearner: true},
-		{ID: 0x77f41cbd71028a3a, Name: "infra0", PeerURLs: []string{"http://127.0.0.1:12380", "http://localhost:12380"}, ClientURLs: []string{"http://127.0.0.1:12379"}},
+		{ID: 0x77f41cbd71028a3a, Name: "infra0", Started: true, PeerURLs: []string{"http://127.0.0.1:12380", "http://localhost:12380"}, ClientURLs: []string{"http://127.0.0.1:12379"}},
 	}
 )
 

@@ -1,6 +1,7 @@
 package datadir
 
 import (
+	"cmp"
 	"fmt"
 	"maps"
 	"os"
@@ -83,12 +84,12 @@ func checkSnapshot(path string) (*CheckResult, error) {
 	if err != nil {
 		return nil, err
 	}
+	r := &CheckResult{Path: path, Kind: KindEtcd}
 	if b != nil {
-		r := &CheckResult{Path: path, Kind: KindEtcd, Snapshot: true}
 		checkEtcdBackend(r, b)
-		return r, nil
+	} else {
+		r = checkClusterd(path, st)
 	}
-	r := checkClusterd(path, st)
 	r.Snapshot = true
 	return r, nil
 }
@@ -143,21 +144,9 @@ func checkEtcdBackend(r *CheckResult, b *etcdBackend) {
 	r.rules("the members bucket", b.Cluster)
 }
 
-// role is a member's role in one place: "voter", "learner", or "" when it is not there.
-type role string
-
-func (r role) String() string {
-	if r == "" {
-		return "no such member"
-	}
-	return string(r)
-}
-
-// conf is each ID's role in raft's configuration (or one being replayed: apply).
-type conf map[membership.ID]role
-
-func confRoles(cs *raftpb.ConfState) conf {
-	out := conf{}
+// confRoles is each ID's role in raft's configuration: "voter" or "learner".
+func confRoles(cs *raftpb.ConfState) map[membership.ID]string {
+	out := map[membership.ID]string{}
 	for _, id := range cs.GetVoters() {
 		out[membership.ID(id)] = "voter"
 	}
@@ -177,7 +166,7 @@ func (r *CheckResult) compare(side string, a *raftpb.ConfState, other string, b 
 	for _, id := range slices.Sorted(maps.Keys(all)) {
 		if ra[id] != rb[id] {
 			r.Problems = append(r.Problems, Problem{MemberID: id,
-				Text: fmt.Sprintf("%s says %s, %s says %s", side, ra[id], other, rb[id])})
+				Text: fmt.Sprintf("%s says %s, %s says %s", side, cmp.Or(ra[id], "no such member"), other, cmp.Or(rb[id], "no such member"))})
 		}
 	}
 	if len(b.GetVotersOutgoing()) > 0 || len(b.GetLearnersNext()) > 0 {
@@ -214,32 +203,18 @@ func (r *CheckResult) rules(side string, c *membership.Cluster) {
 	}
 }
 
-// apply applies one conf change as raft does for etcd's (never joint) changes.
-func (c conf) apply(cc *raftpb.ConfChange) {
-	id := membership.ID(cc.GetNodeId())
-	if id == 0 {
+// apply applies one conf change to cs as raft does for etcd's (never joint) changes.
+func apply(cs *raftpb.ConfState, cc *raftpb.ConfChange) {
+	id, t := cc.GetNodeId(), cc.GetType()
+	if id == 0 || t != raftpb.ConfChangeAddNode && t != raftpb.ConfChangeAddLearnerNode && t != raftpb.ConfChangeRemoveNode {
 		return
 	}
-	switch cc.GetType() {
+	is := func(x uint64) bool { return x == id }
+	cs.Voters, cs.Learners = slices.DeleteFunc(cs.Voters, is), slices.DeleteFunc(cs.Learners, is)
+	switch t {
 	case raftpb.ConfChangeAddNode:
-		c[id] = "voter"
+		cs.Voters = append(cs.Voters, id)
 	case raftpb.ConfChangeAddLearnerNode:
-		c[id] = "learner"
-	case raftpb.ConfChangeRemoveNode:
-		delete(c, id)
+		cs.Learners = append(cs.Learners, id)
 	}
-}
-
-func (c conf) confState() *raftpb.ConfState {
-	cs := &raftpb.ConfState{}
-	for id, r := range c {
-		if r == "voter" {
-			cs.Voters = append(cs.Voters, uint64(id))
-		} else {
-			cs.Learners = append(cs.Learners, uint64(id))
-		}
-	}
-	slices.Sort(cs.Voters)
-	slices.Sort(cs.Learners)
-	return cs
 }

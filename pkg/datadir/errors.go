@@ -95,14 +95,13 @@ func (e *SnapshotContentError) Error() string {
 // snapshotContentError reports err, met reading the database of snapshot file path from a
 // temporary copy, without the copy's name.
 func snapshotContentError(path string, err error) error {
-	var ce *storage.CorruptError
-	var fe *storage.FormatError
-	switch {
-	case errors.As(err, &ce):
+	if ce, ok := errors.AsType[*storage.CorruptError](err); ok {
 		return &SnapshotContentError{Path: path, Reason: ce.Reason}
-	case errors.As(err, &fe):
+	}
+	if fe, ok := errors.AsType[*storage.FormatError](err); ok {
 		return &SnapshotContentError{Path: path, Reason: "its database " + fe.Reason()}
-	case errors.Is(err, storage.ErrNotBootstrapped):
+	}
+	if errors.Is(err, storage.ErrNotBootstrapped) {
 		return &SnapshotContentError{Path: path, Reason: "it has no member's meta bucket"}
 	}
 	return fmt.Errorf("snapshot file %s: %w", path, err)

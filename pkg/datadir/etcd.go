@@ -38,12 +38,6 @@ func (e *EtcdSnapshotError) Error() string {
 	return fmt.Sprintf("snapshot file %s was taken from etcd: clusterctl restores clusterd snapshots; restore an etcd snapshot with etcdutl snapshot restore", e.Path)
 }
 
-// isEtcd reports whether a bbolt database is etcd's: it has etcd's key and meta buckets.
-// clusterd's database never has a key bucket.
-func isEtcd(tx *bolt.Tx) bool {
-	return tx.Bucket([]byte("key")) != nil && tx.Bucket([]byte("meta")) != nil
-}
-
 // storageVersion is the form etcd writes its storage version in (a semantic version); anything
 // else is not shown, as etcdutl shows nothing for what it cannot parse.
 var storageVersion = regexp.MustCompile(`^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)(-[0-9A-Za-z.-]+)?(\+[0-9A-Za-z.-]+)?$`)
@@ -73,19 +67,21 @@ func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 			if !isKey {
 				return nil
 			}
-			main, tombstone, ok := etcdRevision(k)
-			if !ok {
+			// The main revision (8 bytes, big-endian), '_', the sub revision (8 bytes), and a
+			// trailing 't' on a tombstone.
+			if (len(k) != 17 && len(k) != 18) || k[8] != '_' {
 				return fmt.Errorf("key bucket: %q is not a revision", k)
 			}
-			key, ok := etcdKey(v)
-			if !ok {
+			main, tombstone := int64(binary.BigEndian.Uint64(k[:8])), len(k) == 18 && k[17] == 't'
+			kv := &mvccpb.KeyValue{}
+			if proto.Unmarshal(v, kv) != nil {
 				return fmt.Errorf("key bucket: revision %d holds no key-value", main)
 			}
 			info.Revision = main
 			if tombstone {
-				delete(alive, string(key))
+				delete(alive, string(kv.GetKey()))
 			} else {
-				alive[string(key)] = true
+				alive[string(kv.GetKey())] = true
 			}
 			return nil
 		})
@@ -98,30 +94,11 @@ func etcdStatus(tx *bolt.Tx) (*EtcdSnapshotInfo, error) {
 	return info, nil
 }
 
-// etcdRevision reads a key of etcd's key bucket: the main revision (8 bytes, big-endian), '_',
-// the sub revision (8 bytes), and a trailing 't' on a tombstone.
-func etcdRevision(k []byte) (main int64, tombstone, ok bool) {
-	if (len(k) != 17 && len(k) != 18) || k[8] != '_' {
-		return 0, false, false
-	}
-	return int64(binary.BigEndian.Uint64(k[:8])), len(k) == 18 && k[17] == 't', true
-}
-
-// etcdKey is the key of an mvccpb.KeyValue.
-func etcdKey(v []byte) (key []byte, ok bool) {
-	kv := &mvccpb.KeyValue{}
-	if err := proto.Unmarshal(v, kv); err != nil {
-		return nil, false
-	}
-	return kv.GetKey(), true
-}
-
 // etcdBackend is what etcd's backend (bbolt) says of the membership.
 type etcdBackend struct {
 	Cluster         *membership.Cluster
 	ConfState       *raftpb.ConfState // nil before etcd 3.5
 	ConsistentIndex uint64
-	Term            uint64 // the term of the entry at ConsistentIndex (etcd 3.5 on)
 }
 
 // readEtcdBackend reads etcd's members, members_removed and meta buckets in tx.
@@ -133,9 +110,6 @@ func readEtcdBackend(tx *bolt.Tx) (*etcdBackend, error) {
 	b := &etcdBackend{Cluster: membership.NewCluster(0, nil)}
 	if v := meta.Get([]byte("consistent_index")); len(v) == 8 {
 		b.ConsistentIndex = binary.BigEndian.Uint64(v)
-	}
-	if v := meta.Get([]byte("term")); len(v) == 8 {
-		b.Term = binary.BigEndian.Uint64(v)
 	}
 	if v := meta.Get([]byte("confState")); v != nil {
 		b.ConfState = &raftpb.ConfState{}
@@ -158,15 +132,14 @@ func readEtcdBackend(tx *bolt.Tx) (*etcdBackend, error) {
 	if err != nil {
 		return nil, err
 	}
-	var removed []membership.ID
+	b.Cluster.Removed = membership.NewIDSet() // b's own: filled in place
 	err = forEachID(tx, "members_removed", func(id membership.ID, _ []byte) error {
-		removed = append(removed, id)
+		b.Cluster.Removed[id] = struct{}{}
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	b.Cluster.Removed = membership.NewIDSet(removed...)
 	return b, nil
 }
 
@@ -184,15 +157,4 @@ func forEachID(tx *bolt.Tx, name string, f func(membership.ID, []byte) error) er
 		}
 		return f(membership.ID(id), v)
 	})
-}
-
-// viewEtcdBackend reads the etcd backend at path, read-only.
-func viewEtcdBackend(path string) (*etcdBackend, error) {
-	var b *etcdBackend
-	err := storage.ViewFile(path, func(tx *bolt.Tx) error {
-		var err error
-		b, err = readEtcdBackend(tx)
-		return err
-	})
-	return b, err
 }

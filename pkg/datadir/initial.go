@@ -3,7 +3,6 @@ package datadir
 import (
 	"fmt"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
@@ -26,7 +25,6 @@ type Initial struct {
 // whether it was given twice to one member or to two.
 func ParseInitialCluster(s string) ([]Initial, error) {
 	var out []Initial
-	index := map[string]int{}
 	usedBy := map[string]Initial{} // by address key: the first member and URL that gave it
 	for _, part := range strings.Split(s, ",") {
 		name, u, ok := strings.Cut(strings.TrimSpace(part), "=")
@@ -47,11 +45,10 @@ func ParseInitialCluster(s string) ([]Initial, error) {
 		if err := checkAddressFree(usedBy, name, u); err != nil {
 			return nil, fmt.Errorf("--initial-cluster %q: %v", s, err)
 		}
-		if i, ok := index[name]; ok {
+		if i := slices.IndexFunc(out, func(m Initial) bool { return m.Name == name }); i >= 0 {
 			out[i].URLs = append(out[i].URLs, u)
 			continue
 		}
-		index[name] = len(out)
 		out = append(out, Initial{Name: name, URLs: []string{u}})
 	}
 	return out, nil
@@ -108,13 +105,12 @@ func SameURLs(a, b []string) bool {
 	canon := func(urls []string) []string {
 		out := make([]string, len(urls))
 		for i, u := range urls {
+			out[i] = u
 			if c, err := membership.CanonicalURL(u); err == nil {
 				out[i] = c
-			} else {
-				out[i] = u
 			}
 		}
-		sort.Strings(out)
+		slices.Sort(out)
 		return out
 	}
 	return slices.Equal(canon(a), canon(b))

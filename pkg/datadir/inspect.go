@@ -6,6 +6,8 @@ import (
 	"os"
 	"path/filepath"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/storage"
 )
@@ -111,12 +113,11 @@ func ReadDir(dir string) (*DirStatus, error) {
 	if err != nil {
 		return nil, err
 	}
-	var st *DirStatus
+	read := readEtcdDir
 	if kind == KindClusterd {
-		st, err = readClusterdDir(dir)
-	} else {
-		st, err = readEtcdDir(dir)
+		read = readClusterdDir
 	}
+	st, err := read(dir)
 	switch {
 	case errors.Is(err, storage.ErrInUse):
 		return nil, &InUseError{Dir: dir}
@@ -135,21 +136,17 @@ func readClusterdDir(dir string) (*DirStatus, error) {
 	}
 	s := &DirStatus{Dir: dir, Kind: KindClusterd, MemberID: st.MemberID, ClusterID: st.ClusterID,
 		Term: st.HardState.GetTerm(), CommitIndex: st.HardState.GetCommit(), AppliedIndex: st.Applied,
-		Cluster: st.Cluster, Tombstone: st.Removed}
+		Cluster: st.Cluster, Tombstone: st.Removed, Name: st.Name}
 	if m := st.Cluster.Members[st.MemberID]; m != nil {
 		s.Name = m.Name
-	} else {
-		s.Name = st.Name
 	}
 	snap := st.Snapshot.GetMetadata()
 	s.LastIndex = snap.GetIndex()
-	if n := len(st.Entries); n > 0 {
-		s.LastIndex = max(s.LastIndex, st.Entries[n-1].GetIndex())
-	}
 	if s.CommitIndex == snap.GetIndex() {
 		s.CommitTerm = snap.GetTerm()
 	}
 	for _, e := range st.Entries {
+		s.LastIndex = max(s.LastIndex, e.GetIndex())
 		if e.GetIndex() == s.CommitIndex {
 			s.CommitTerm = e.GetTerm()
 		}
@@ -160,7 +157,11 @@ func readClusterdDir(dir string) (*DirStatus, error) {
 
 func readEtcdDir(dir string) (*DirStatus, error) {
 	// The backend first: the lock a running etcd holds on it is how a running member is told.
-	b, err := viewEtcdBackend(filepath.Join(dir, etcdBackendPath))
+	var b *etcdBackend
+	err := storage.ViewFile(filepath.Join(dir, etcdBackendPath), func(tx *bolt.Tx) (err error) {
+		b, err = readEtcdBackend(tx)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}

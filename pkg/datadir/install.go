@@ -9,7 +9,6 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/crashpoint"
 	"github.com/clusterctl/clusterctl/pkg/fsync"
 	"github.com/clusterctl/clusterctl/pkg/membership"
-	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // A restore never leaves a half-built data directory where clusterd would find it, and nothing it
@@ -94,7 +93,3 @@ func claim(tmp string) (unlock func(), err error) {
 	}
 	return unlock, nil
 }
-
-// leftover is what an interrupted restore may leave in an existing data directory: storage's
-// database under construction, which storage.Create removes before it starts.
-func leftover(name string) bool { return name == storage.FileName+".tmp" }

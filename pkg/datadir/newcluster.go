@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/binary"
 	"slices"
-	"sort"
 	"strings"
 
 	"go.etcd.io/raft/v3/raftpb"
@@ -16,17 +15,13 @@ import (
 
 // MemberID derives a bootstrap member's ID from its peer URLs and the cluster token.
 func MemberID(urls []string, token string) membership.ID {
-	u := slices.Clone(urls)
-	sort.Strings(u)
-	return hashID(strings.Join(u, ",") + "|" + token)
+	return hashID(strings.Join(slices.Sorted(slices.Values(urls)), ",") + "|" + token)
 }
 
 // ClusterID derives the cluster ID from its first members' IDs and the token.
 func ClusterID(ids []membership.ID, token string) membership.ID {
-	s := slices.Clone(ids)
-	slices.Sort(s)
 	var b strings.Builder
-	for _, id := range s {
+	for _, id := range slices.Sorted(slices.Values(ids)) {
 		b.WriteString(id.String())
 	}
 	return hashID(b.String() + "|" + token)

@@ -82,23 +82,22 @@ func Rank(dirs []*DirStatus, how StepOptions) (*Recovery, error) {
 			return nil, &DifferentClustersError{A: dirs[0], B: d}
 		}
 	}
+	var can []*DirStatus
 	var ok, out []string
-	var best *DirStatus
 	for _, d := range dirs {
 		if why := excluded(d); why != "" {
 			out = append(out, fmt.Sprintf("%s is left out: %s", d.Dir, why))
-			continue
-		}
-		if best == nil || ahead(d, best) < 0 {
-			best = d
+		} else {
+			can = append(can, d)
 		}
 	}
-	if best == nil {
+	if len(can) == 0 {
 		r := &Recovery{Reason: "no data directory can be restarted from: " + strings.Join(out, "; ")}
 		return r, &NoRestartError{Reason: r.Reason}
 	}
-	for _, d := range dirs {
-		if d != best && excluded(d) == "" {
+	best := slices.MinFunc(can, ahead) // the first of equals
+	for _, d := range can {
+		if d != best {
 			ok = append(ok, fmt.Sprintf("%s has index %d at term %d", d.Dir, d.CommitIndex, d.CommitTerm))
 		}
 	}

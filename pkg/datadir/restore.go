@@ -3,9 +3,12 @@ package datadir
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
+	"github.com/clusterctl/clusterctl/pkg/storage"
 )
 
 // RestoreConfig is the member of a new cluster that Restore builds from a snapshot file, as
@@ -54,7 +57,9 @@ func Restore(cfg RestoreConfig) (*Restored, error) {
 	if err != nil {
 		return nil, err
 	}
-	c.Removed = membership.NewIDSet(oldIDs(info.Cluster, c)...)
+	// Every ID the old cluster used, as a member or removed, that the new one does not reuse.
+	old := slices.AppendSeq(slices.Collect(info.Cluster.Removed.All()), maps.Keys(info.Cluster.Members))
+	c.Removed = membership.NewIDSet(slices.DeleteFunc(old, func(id membership.ID) bool { return c.Member(id) != nil })...)
 	// The membership history goes on: who changed the old cluster stays on record.
 	c.History = info.Cluster.History
 	if err := install(cfg.DataDir, cfg.Name, c); err != nil {
@@ -64,7 +69,8 @@ func Restore(cfg RestoreConfig) (*Restored, error) {
 }
 
 // checkEmpty refuses a data directory that holds anything but what an interrupted restore left
-// (leftover); one that does not exist is empty.
+// there (storage's database under construction, which storage.Create removes before it starts);
+// one that does not exist is empty.
 func checkEmpty(dir string) error {
 	entries, err := os.ReadDir(dir)
 	switch {
@@ -74,26 +80,9 @@ func checkEmpty(dir string) error {
 		return fmt.Errorf("--data-dir %q: %w", dir, err)
 	}
 	for _, e := range entries {
-		if !leftover(e.Name()) {
+		if e.Name() != storage.FileName+".tmp" {
 			return &NotEmptyError{Dir: dir}
 		}
 	}
 	return nil
-}
-
-// oldIDs are the IDs the old cluster used, as members or removed, that the new one does not
-// reuse.
-func oldIDs(old, c *membership.Cluster) []membership.ID {
-	var out []membership.ID
-	for id := range old.Removed.All() {
-		if c.Member(id) == nil {
-			out = append(out, id)
-		}
-	}
-	for id := range old.Members {
-		if c.Member(id) == nil {
-			out = append(out, id)
-		}
-	}
-	return out
 }

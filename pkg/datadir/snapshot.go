@@ -107,7 +107,8 @@ func readSnapshotDB(path string, etcd func(*bolt.Tx) error) (st *storage.State, 
 	defer os.RemoveAll(dir)
 	fromEtcd := false
 	err = storage.ViewFile(filepath.Join(dir, storage.FileName), func(tx *bolt.Tx) error {
-		if fromEtcd = isEtcd(tx); fromEtcd {
+		// etcd's has its key and meta buckets; clusterd's never has a key bucket.
+		if fromEtcd = tx.Bucket([]byte("key")) != nil && tx.Bucket([]byte("meta")) != nil; fromEtcd {
 			return etcd(tx)
 		}
 		return nil
@@ -133,17 +134,20 @@ func extract(path string) (dir string, size int64, sum string, err error) {
 	if err != nil {
 		return "", 0, "", err
 	}
-	size = fi.Size()
-	if size <= sha256.Size {
+	if size = fi.Size(); size <= sha256.Size {
 		return "", 0, "", ErrChecksum
 	}
-	dir, err = os.MkdirTemp("", "clusterd-snapshot-")
+	tmp, err := os.MkdirTemp("", "clusterd-snapshot-")
 	if err != nil {
 		return "", 0, "", err
 	}
-	out, err := os.Create(filepath.Join(dir, storage.FileName))
+	defer func() {
+		if err != nil {
+			os.RemoveAll(tmp)
+		}
+	}()
+	out, err := os.Create(filepath.Join(tmp, storage.FileName))
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", 0, "", err
 	}
 	h := sha256.New()
@@ -159,8 +163,7 @@ func extract(path string) (dir string, size int64, sum string, err error) {
 		err = ErrChecksum
 	}
 	if err != nil {
-		os.RemoveAll(dir)
 		return "", 0, "", err
 	}
-	return dir, size, hex.EncodeToString(want), nil
+	return tmp, size, hex.EncodeToString(want), nil
 }

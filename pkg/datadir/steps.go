@@ -77,8 +77,7 @@ func (o StepOptions) steps(chosen *DirStatus, dirs []*DirStatus) []Step {
 	}
 	chosenDir := abs(chosen.Dir)
 	ctl := o.clusterctl(self.ClientURLs)
-	var out []Step
-	out = append(out, Step{Say: "Stop every member of the cluster that still runs, on every host."})
+	out := []Step{{Say: "Stop every member of the cluster that still runs, on every host."}}
 	if len(aside) > 0 {
 		out = append(out, Step{Say: "Move the other data directories aside; never delete them.", Commands: aside})
 	}
@@ -92,11 +91,7 @@ func (o StepOptions) steps(chosen *DirStatus, dirs []*DirStatus) []Step {
 		if m.ID == chosen.MemberID {
 			continue
 		}
-		dir, ok := dirOf[m.ID]
-		if !ok {
-			dir = PlaceholderDataDir
-		}
-		out = append(out, told(o.addBack(server, ctl, m, dir)))
+		out = append(out, told(o.addBack(server, ctl, m, cmp.Or(dirOf[m.ID], PlaceholderDataDir))))
 	}
 	return out
 }

@@ -70,24 +70,27 @@ func ResetTerm(dir string) (*ResetResult, error) {
 	}
 	res := &ResetResult{Dir: dir, Kind: st.Kind, MemberID: st.MemberID, From: st.Term}
 	backup := fmt.Sprintf("%s.before-reset-term.%d", filepath.Clean(dir), time.Now().Unix())
+	reset := resetEtcd
 	if st.Kind == KindClusterd {
-		err = resetClusterd(dir, backup, res)
-	} else {
-		err = resetEtcd(dir, backup, res)
+		reset = resetClusterd
 	}
-	if err != nil {
+	if err := reset(dir, backup, res); err != nil {
 		return nil, err
 	}
 	return res, nil
 }
 
-// newTerm is the term a reset gives a log whose highest term is logTerm.
-func newTerm(res *ResetResult, logTerm uint64) (*raftpb.HardState, error) {
+// newTerm is the HardState a reset gives a log whose highest term is logTerm, committed up to
+// commit, once file, the one it rewrites, is copied into backup.
+func newTerm(res *ResetResult, logTerm, commit uint64, backup, file string) (hs *raftpb.HardState, err error) {
 	if logTerm > storage.MaxTerm-resetMargin {
 		return nil, fmt.Errorf("the log holds an entry of term %d, past any term a cluster reaches: restore the member from a snapshot instead", logTerm)
 	}
 	res.LogTerm, res.To = logTerm, logTerm+resetMargin
-	return &raftpb.HardState{Term: proto.Uint64(res.To), Vote: proto.Uint64(0)}, nil
+	if res.Backup, err = copyInto(backup, file); err != nil {
+		return nil, err
+	}
+	return &raftpb.HardState{Term: proto.Uint64(res.To), Vote: proto.Uint64(0), Commit: proto.Uint64(commit)}, nil
 }
 
 func resetClusterd(dir, backup string, res *ResetResult) error {
@@ -104,12 +107,8 @@ func resetClusterd(dir, backup string, res *ResetResult) error {
 	for _, e := range st.Entries {
 		logTerm = max(logTerm, e.GetTerm())
 	}
-	hs, err := newTerm(res, logTerm)
+	hs, err := newTerm(res, logTerm, st.HardState.GetCommit(), backup, filepath.Join(dir, storage.FileName))
 	if err != nil {
-		return err
-	}
-	hs.Commit = proto.Uint64(st.HardState.GetCommit())
-	if res.Backup, err = copyInto(backup, filepath.Join(dir, storage.FileName)); err != nil {
 		return err
 	}
 	return store.Save(storage.Update{HardState: hs})
@@ -130,12 +129,8 @@ func resetEtcd(dir, backup string, res *ResetResult) error {
 	for _, e := range w.Entries {
 		logTerm = max(logTerm, e.Term)
 	}
-	hs, err := newTerm(res, logTerm)
+	hs, err := newTerm(res, logTerm, w.HardState.GetCommit(), backup, w.tailFile)
 	if err != nil {
-		return err
-	}
-	hs.Commit = proto.Uint64(w.HardState.GetCommit())
-	if res.Backup, err = copyInto(backup, w.tailFile); err != nil {
 		return err
 	}
 	return appendWALState(w, hs)

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
@@ -73,51 +74,37 @@ type WALError struct {
 
 func (e *WALError) Error() string { return fmt.Sprintf("WAL file %s: %s", e.File, e.Reason) }
 
-// walFiles lists the WAL files in dir in etcd's order (their names: sequence-index.wal).
-func walFiles(dir string) ([]string, error) {
+// readWAL reads every WAL file in dir in etcd's order (their names: sequence-index.wal; os.ReadDir
+// sorts by name), reading nothing past the first zero length in a file (etcd preallocates its
+// files with zeros).
+func readWAL(dir string) (*walLog, error) {
 	des, err := os.ReadDir(dir)
 	if err != nil {
 		return nil, err
 	}
-	var names []string
+	var files []string
 	for _, de := range des {
 		if !de.IsDir() && strings.HasSuffix(de.Name(), ".wal") {
-			names = append(names, filepath.Join(dir, de.Name()))
+			files = append(files, filepath.Join(dir, de.Name()))
 		}
-	}
-	return names, nil // os.ReadDir sorts by name
-}
-
-// readWAL reads every WAL file in dir, in order, reading nothing past the first zero length in a
-// file (etcd preallocates its files with zeros).
-func readWAL(dir string) (*walLog, error) {
-	files, err := walFiles(dir)
-	if err != nil {
-		return nil, err
 	}
 	if len(files) == 0 {
 		return nil, &WALError{File: dir, Reason: "no .wal file"}
 	}
 	w := &walLog{HardState: &raftpb.HardState{}}
-	r := &walReader{log: w}
 	for i, f := range files {
 		// Only the last file may end torn: the loop ends with it.
-		if err := r.readFile(f, i == len(files)-1); err != nil {
+		if err := w.readFile(f, i == len(files)-1); err != nil {
 			return nil, err
 		}
 	}
 	return w, nil
 }
 
-// walReader decodes records one after the other, carrying the CRC across files.
-type walReader struct {
-	log *walLog
-	crc uint32
-}
-
-// readFile decodes the records of one file. A record that is cut short or fails its CRC ends
-// the log when the file is the last (etcd's torn write); anywhere else it is a *WALError.
-func (r *walReader) readFile(path string, last bool) error {
+// readFile decodes the records of one file, carrying the CRC on from the file before. A record
+// that is cut short or fails its CRC ends the log when the file is the last (etcd's torn write);
+// anywhere else it is a *WALError.
+func (w *walLog) readFile(path string, last bool) error {
 	f, err := os.Open(path)
 	if err != nil {
 		return err
@@ -134,7 +121,7 @@ func (r *walReader) readFile(path string, last bool) error {
 		if _, err := io.ReadFull(br, lenField[:]); errors.Is(err, io.EOF) {
 			return nil
 		} else if err != nil {
-			return r.bad(name, last, "a record's length is cut short")
+			return w.bad(name, last, "a record's length is cut short")
 		}
 		l := binary.LittleEndian.Uint64(lenField[:])
 		if l == 0 {
@@ -146,31 +133,31 @@ func (r *walReader) readFile(path string, last bool) error {
 		}
 		off += 8
 		if size+pad > fi.Size()-off {
-			return r.bad(name, last, fmt.Sprintf("a record of %d bytes at offset %d runs past the end of the file", size, off-8))
+			return w.bad(name, last, fmt.Sprintf("a record of %d bytes at offset %d runs past the end of the file", size, off-8))
 		}
 		buf := make([]byte, size+pad)
 		if _, err := io.ReadFull(br, buf); err != nil {
-			return r.bad(name, last, "a record is cut short")
+			return w.bad(name, last, "a record is cut short")
 		}
 		off += size + pad
-		if err := r.record(buf[:size]); err != nil {
-			return r.bad(name, last, fmt.Sprintf("the record ending at offset %d: %v", off, err))
+		if err := w.record(buf[:size]); err != nil {
+			return w.bad(name, last, fmt.Sprintf("the record ending at offset %d: %v", off, err))
 		}
-		r.log.tailFile, r.log.tailEnd, r.log.crc = path, off, r.crc
+		w.tailFile, w.tailEnd = path, off
 	}
 }
 
 // bad ends the log at a damaged record of the last file, or refuses one of an earlier file.
-func (r *walReader) bad(name string, last bool, reason string) error {
+func (w *walLog) bad(name string, last bool, reason string) error {
 	if last {
-		r.log.TornTail = true
+		w.TornTail = true
 		return nil
 	}
 	return &WALError{File: name, Reason: reason}
 }
 
 // record decodes one walpb.Record, checks its CRC and keeps what it says.
-func (r *walReader) record(b []byte) error {
+func (w *walLog) record(b []byte) error {
 	rec := &walpb.Record{}
 	if err := proto.Unmarshal(b, rec); err != nil {
 		return err
@@ -178,22 +165,21 @@ func (r *walReader) record(b []byte) error {
 	typ, crc, data := rec.GetType(), rec.GetCrc(), rec.GetData()
 	if typ == walCRC {
 		// A new file starts with the CRC of everything before it.
-		if r.crc != 0 && crc != r.crc {
-			return fmt.Errorf("the file's first CRC %08x is not the previous file's %08x", crc, r.crc)
+		if w.crc != 0 && crc != w.crc {
+			return fmt.Errorf("the file's first CRC %08x is not the previous file's %08x", crc, w.crc)
 		}
-		r.crc = crc
+		w.crc = crc
 		return nil
 	}
-	r.crc = crc32.Update(r.crc, castagnoli(), data)
-	if crc != r.crc {
+	if crc != crc32.Update(w.crc, castagnoli(), data) {
 		return fmt.Errorf("CRC mismatch")
 	}
-	return r.keep(typ, data)
+	w.crc = crc
+	return w.keep(typ, data)
 }
 
 // keep records what one record of type typ says.
-func (r *walReader) keep(typ int64, data []byte) error {
-	w := r.log
+func (w *walLog) keep(typ int64, data []byte) error {
 	switch typ {
 	case walMetadata:
 		md := &pb.Metadata{}
@@ -215,14 +201,14 @@ func (r *walReader) keep(typ int64, data []byte) error {
 			w.HardState = hs
 		}
 	case walEntry:
-		return r.entry(data)
+		return w.entry(data)
 	case walSnapshot:
-		return r.snapshot(data)
+		return w.snapshot(data)
 	}
 	return nil
 }
 
-func (r *walReader) entry(data []byte) error {
+func (w *walLog) entry(data []byte) error {
 	e := &raftpb.Entry{}
 	if err := proto.Unmarshal(data, e); err != nil {
 		return fmt.Errorf("entry: %w", err)
@@ -238,7 +224,6 @@ func (r *walReader) entry(data []byte) error {
 	case raftpb.EntryConfChangeV2:
 		return fmt.Errorf("conf change v2 at %d: etcd never writes one", e.GetIndex())
 	}
-	w := r.log
 	if n := len(w.Entries); n > 0 && info.Index > w.Entries[0].Index && info.Index <= w.Entries[n-1].Index+1 {
 		// An entry at index i replaces the log from i on (raft overwrote a follower's tail).
 		w.Entries = append(w.Entries[:info.Index-w.Entries[0].Index], info)
@@ -249,13 +234,12 @@ func (r *walReader) entry(data []byte) error {
 	return nil
 }
 
-func (r *walReader) snapshot(data []byte) error {
+func (w *walLog) snapshot(data []byte) error {
 	ws := &walpb.Snapshot{}
 	if err := proto.Unmarshal(data, ws); err != nil {
 		return fmt.Errorf("snapshot: %w", err)
 	}
-	s := walSnapshotInfo{Index: ws.GetIndex(), Term: ws.GetTerm(), ConfState: ws.GetConfState()}
-	r.log.Snapshots = append(r.log.Snapshots, s)
+	w.Snapshots = append(w.Snapshots, walSnapshotInfo{Index: ws.GetIndex(), Term: ws.GetTerm(), ConfState: ws.GetConfState()})
 	return nil
 }
 
@@ -305,17 +289,17 @@ func (w *walLog) confStateAt(i uint64) (cs *raftpb.ConfState, ok bool) {
 	if from == nil {
 		return nil, false
 	}
-	c := confRoles(from.ConfState)
+	cs = &raftpb.ConfState{Voters: slices.Clone(from.ConfState.GetVoters()), Learners: slices.Clone(from.ConfState.GetLearners())}
 	for next := from.Index + 1; next <= i; next++ {
 		t, has := w.entryAt(next)
 		if !has {
 			return nil, false
 		}
 		if t.ConfChange != nil {
-			c.apply(t.ConfChange)
+			apply(cs, t.ConfChange)
 		}
 	}
-	return c.confState(), true
+	return cs, true
 }
 
 func (w *walLog) entryAt(i uint64) (walEntryInfo, bool) {
@@ -346,16 +330,15 @@ func readSnapFile(dir string) (*raftpb.SnapshotMetadata, string, error) {
 	if err != nil {
 		return nil, "", err
 	}
-	sp := &snappb.Snapshot{}
-	if err := proto.Unmarshal(b, sp); err != nil {
-		return nil, "", &WALError{File: newest, Reason: err.Error()}
+	sp, s := &snappb.Snapshot{}, &raftpb.Snapshot{}
+	err = proto.Unmarshal(b, sp)
+	if err == nil && crc32.Checksum(sp.GetData(), castagnoli()) != sp.GetCrc() {
+		err = errors.New("CRC mismatch")
 	}
-	data := sp.GetData()
-	if crc32.Checksum(data, castagnoli()) != sp.GetCrc() {
-		return nil, "", &WALError{File: newest, Reason: "CRC mismatch"}
+	if err == nil {
+		err = proto.Unmarshal(sp.GetData(), s)
 	}
-	s := &raftpb.Snapshot{}
-	if err := proto.Unmarshal(data, s); err != nil {
+	if err != nil {
 		return nil, "", &WALError{File: newest, Reason: err.Error()}
 	}
 	return s.GetMetadata(), newest, nil

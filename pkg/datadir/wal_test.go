@@ -37,7 +37,7 @@ func TestReadWALAcrossFiles(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The CRC after the first file, as etcd carries it into the next.
-	r := &walReader{log: &walLog{HardState: &raftpb.HardState{}}}
+	r := &walLog{HardState: &raftpb.HardState{}}
 	if err := r.readFile(etcdWALFile, false); err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +48,7 @@ func TestReadWALAcrossFiles(t *testing.T) {
 			crc = crc32.Update(crc, castagnoli(), data)
 			out = append(out, walFrame(typ, crc, data)...)
 		}
-		meta, _ := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(r.log.NodeID), ClusterID: proto.Uint64(r.log.ClusterID)})
+		meta, _ := proto.Marshal(&pb.Metadata{NodeID: proto.Uint64(r.NodeID), ClusterID: proto.Uint64(r.ClusterID)})
 		add(walMetadata, meta)
 		hs, _ := proto.Marshal(&raftpb.HardState{Term: proto.Uint64(3), Commit: proto.Uint64(18)})
 		add(walState, hs)
