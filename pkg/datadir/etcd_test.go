@@ -52,8 +52,8 @@ func TestEtcdSnapshotStatus(t *testing.T) {
 	if *st.Etcd != want {
 		t.Errorf("got %+v\nwant %+v", *st.Etcd, want)
 	}
-	if _, err := ReadSnapshot(etcdSnapshot); !errors.As(err, new(*EtcdSnapshotError)) {
-		t.Errorf("ReadSnapshot: %v", err)
+	if _, err := readSnapshot(etcdSnapshot); !errors.As(err, new(*EtcdSnapshotError)) {
+		t.Errorf("readSnapshot: %v", err)
 	}
 }
 

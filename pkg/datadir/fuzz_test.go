@@ -50,7 +50,7 @@ func FuzzParseInitialCluster(f *testing.F) {
 	})
 }
 
-// FuzzReadStatus: no snapshot file panics ReadStatus, ReadSnapshot (Restore's reader) or Check
+// FuzzReadStatus: no snapshot file panics ReadStatus, readSnapshot (Restore's reader) or Check
 // (datadir check's). Each input is tried as a whole
 // file and, so that the fuzzer gets past the checksum to the database, as a database followed by
 // its correct SHA-256. The seeds are a real clusterd snapshot and a real etcd one.
@@ -76,9 +76,9 @@ func FuzzReadStatus(f *testing.F) {
 			if err == nil && (st.Clusterd == nil) == (st.Etcd == nil) {
 				t.Fatalf("%d: exactly one of Clusterd and Etcd must be set: %+v", i, st)
 			}
-			// Restore reads the file with ReadSnapshot, and only writes (and syncs) after.
-			if info, err := ReadSnapshot(path); err == nil && (st == nil || st.Clusterd == nil || info.Cluster == nil) {
-				t.Fatalf("%d: ReadSnapshot accepts what ReadStatus does not call clusterd's: %+v", i, st)
+			// Restore reads the file with readSnapshot, and only writes (and syncs) after.
+			if info, err := readSnapshot(path); err == nil && (st == nil || st.Clusterd == nil || info.Cluster == nil) {
+				t.Fatalf("%d: readSnapshot accepts what ReadStatus does not call clusterd's: %+v", i, st)
 			}
 			// datadir check reads the same database, for its membership.
 			if r, err := Check(path); err == nil && (r.Kind == "" || !r.Snapshot) {

@@ -24,7 +24,7 @@ func TestRestore(t *testing.T) {
 	}
 	defer st.Close()
 	state, _ := st.Load()
-	old, _ := ReadSnapshot(path)
+	old, _ := readSnapshot(path)
 	if len(state.Cluster.Members) != 1 || state.Cluster.ID == old.ClusterID {
 		t.Fatalf("restored: %+v", state.Cluster)
 	}

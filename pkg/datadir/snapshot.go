@@ -43,16 +43,8 @@ func ReadStatus(path string) (*SnapshotStatus, error) {
 	return readStatus(path)
 }
 
-// ReadSnapshot is ReadStatus for a clusterd snapshot: an etcd snapshot is an
-// *EtcdSnapshotError.
-func ReadSnapshot(path string) (*SnapshotInfo, error) {
-	if err := checkSnapshotFile(path); err != nil {
-		return nil, err
-	}
-	return readSnapshot(path)
-}
-
-// readSnapshot is ReadSnapshot once the file is known to be there.
+// readSnapshot is ReadStatus for a clusterd snapshot, once the file is known to be there: an
+// etcd snapshot is an *EtcdSnapshotError.
 func readSnapshot(path string) (*SnapshotInfo, error) {
 	st, err := readStatus(path)
 	if err != nil {

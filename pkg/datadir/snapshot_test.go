@@ -50,7 +50,7 @@ func snapshotFile(t *testing.T) (string, []Initial) {
 
 func TestReadSnapshot(t *testing.T) {
 	path, initial := snapshotFile(t)
-	info, err := ReadSnapshot(path)
+	info, err := readSnapshot(path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestSnapshotRefusesDamage(t *testing.T) {
 	empty := filepath.Join(t.TempDir(), "e.db")
 	os.WriteFile(empty, nil, 0o600)
 	for _, p := range []string{truncated, flipped, empty} {
-		if _, err := ReadSnapshot(p); !errors.Is(err, ErrChecksum) {
+		if _, err := readSnapshot(p); !errors.Is(err, ErrChecksum) {
 			t.Errorf("%s: %v", filepath.Base(p), err)
 		}
 		dir := filepath.Join(t.TempDir(), "new")

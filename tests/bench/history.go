@@ -212,9 +212,13 @@ func (b *bench) historySizes(ctx context.Context, c *cluster.Cluster, cl *client
 		return hs, err
 	}
 	hs.SnapshotFileBytes = fi.Size()
-	info, err := datadir.ReadSnapshot(path)
+	st2, err := datadir.ReadStatus(path)
 	if err != nil {
 		return hs, err
+	}
+	info := st2.Clusterd
+	if info == nil {
+		return hs, fmt.Errorf("%s: not a clusterd snapshot", path)
 	}
 	data, err := storage.SnapshotData(info.Cluster)
 	if err != nil {

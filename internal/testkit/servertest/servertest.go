@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -244,21 +243,6 @@ func Eventually(t testing.TB, within time.Duration, f func() error) {
 	if err := Poll(within, f); err != nil {
 		t.Fatal(err)
 	}
-}
-
-// Metrics returns the member's /metrics page, read on its client port.
-func (m *Member) Metrics(t testing.TB) string {
-	t.Helper()
-	resp, err := http.Get(m.ClientURL + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil || resp.StatusCode != http.StatusOK {
-		t.Fatalf("GET %s/metrics: %v %v", m.ClientURL, resp.Status, err)
-	}
-	return string(b)
 }
 
 // Counter returns the value of series (its name and labels, as a /metrics page writes them) on
