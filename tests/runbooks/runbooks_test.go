@@ -203,6 +203,8 @@ func TestRunbooks(t *testing.T) {
 			}
 			if !strings.Contains(strings.Join(bs, "\n"), "pgrep") {
 				t.Parallel()
+			} else {
+				noLocalMembers(t)
 			}
 			work := workspace(t)
 			off := portOffset(t, layoutPorts)
@@ -219,6 +221,23 @@ func TestRunbooks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// noLocalMembers waits until no process of a runbook's member (bin/clusterd, run from a
+// workspace) is left from an earlier runbook: one killed a moment ago may take seconds to go on a
+// loaded machine, and a runbook that finds its members with pgrep would find it too.
+func noLocalMembers(t *testing.T) {
+	t.Helper()
+	err := proc.Poll(30*time.Second, "no member of an earlier runbook left", func() (bool, error) {
+		out, err := exec.Command("pgrep", "-f", "^bin/clusterd ").Output()
+		if err != nil {
+			return true, nil // pgrep exits 1 when nothing matches
+		}
+		return false, fmt.Errorf("still running: %s", strings.Join(strings.Fields(string(out)), " "))
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
 
