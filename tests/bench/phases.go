@@ -195,6 +195,14 @@ func (b *bench) measure(ctx context.Context) error {
 		gaps = append(gaps, rr.LongestGapMS)
 	}
 
+	var etcdReady samples
+	if b.etcdBin != "" {
+		b.logf("learner ready on real etcd 3.7.1: %d puts, then %d cycles (+%d warm-up)", b.opt.entries, b.opt.cycles, warm)
+		if etcdReady, err = b.etcdLearnerReady(ctx); err != nil {
+			return fmt.Errorf("real etcd: %w", err)
+		}
+	}
+
 	// Last, since they leave thousands of removed IDs behind, which the figures above are not
 	// measured with.
 	b.logf("%d learners added and removed, then conf changes again", b.opt.history)
@@ -220,7 +228,7 @@ func (b *bench) measure(ctx context.Context) error {
 
 	b.rep.fill(figures{
 		lists: lists, statuses: statuses, clusterStat: clusterStat, peaks: peaks, inits: inits, pairs: pairs, conf: conf, confLong: confLong, urls: urls, fsync: fsync, bolt: commits, rss: rss,
-		ready: ready, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, deadReplaces: deadReplaces, deadReplacements: deadReplacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf, history: history,
+		ready: ready, etcdReady: etcdReady, learners: learners, gaps: gaps, removals: removals, replaces: replaces, replacements: replacements, deadReplaces: deadReplaces, deadReplacements: deadReplacements, v3: v3, etcdV3: etcdV3, fill: fill, tls: tlsf, history: history,
 	})
 	return nil
 }

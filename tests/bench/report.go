@@ -178,6 +178,7 @@ type figures struct {
 	bolt         samples
 	rss          samples
 	ready        samples
+	etcdReady    samples // learner ready on etcd 3.7.1, the same steps
 	learners     []learnerResult
 	gaps         samples
 	removals     []removalResult
@@ -295,6 +296,13 @@ func (r *report) fill(f figures) {
 	ready := stat("learner_ready", fmt.Sprintf("learner ready: process start to promote (log of %d entries)", f.fill.RaftIndex), "ms", f.ready, cw, "<= 52 ms")
 	ready.Met = ptr(ready.Median <= 52)
 	r.Rows = append(r.Rows, lr, ready)
+	if len(f.etcdReady) > 0 {
+		e := stat("etcd_learner_ready", "learner ready on etcd 3.7.1, the same steps, behind -entries puts of 100 bytes", "ms", f.etcdReady, cw, "report")
+		ready.Target, ready.Met = "<= etcd's", ptr(ready.Median <= e.Median)
+		ready.Ratio, ready.RatioTo = ptr(ready.Median/e.Median), "etcd_learner_ready"
+		r.Rows[len(r.Rows)-1] = ready
+		r.Rows = append(r.Rows, e)
+	}
 	r.fillReplace(f.replaces, cw)
 	r.fillLeaderMove(f.replacements, cw)
 	r.Replacements = f.replacements
