@@ -304,15 +304,15 @@ func (c *Coordinator) peers(cl *membership.Cluster, match map[membership.ID]uint
 	return peers
 }
 
-// confirmLive backs a change the checks accepted with evidence newer than the request. The
-// checks count a voter heard within an election timeout whose connection has not broken; a
-// voter that stopped a moment ago still counts until the end of its connection reaches this
-// member, which a loaded machine delays. So the leader has raft confirm its leadership (a
+// confirmLive backs a change of the voters the checks accepted with evidence newer than the
+// request. The checks count a voter heard within an election timeout whose connection has not
+// broken; a voter that stopped a moment ago still counts until the end of its connection reaches
+// this member, which a loaded machine delays. So the leader has raft confirm its leadership (a
 // heartbeat to every member) and accepts only once the voters heard since then keep the
 // strict check's quorum after the change: a stopped voter is never heard again, and the change
 // is refused (unhealthy cluster) within judgeWithin. A live cluster answers within a round trip.
 func (c *Coordinator) confirmLive(ctx, jctx context.Context, cl *membership.Cluster, ch membership.Change) error {
-	if !c.cfg.StrictReconfig || ch.Kind == membership.KindPublish {
+	if !c.cfg.StrictReconfig || !changesVoters(cl, ch) {
 		return nil
 	}
 	n := c.cfg.Node
@@ -339,6 +339,21 @@ func (c *Coordinator) confirmLive(ctx, jctx context.Context, cl *membership.Clus
 		case <-tick.C:
 		}
 	}
+}
+
+// changesVoters reports whether ch changes the voters or a voter's address: a learner's add,
+// removal or update, or a publish, leaves the quorum as it is, and needs no fresh evidence.
+func changesVoters(cl *membership.Cluster, ch membership.Change) bool {
+	switch ch.Kind {
+	case membership.KindPublish:
+		return false
+	case membership.KindAdd:
+		return !ch.Member.IsLearner
+	case membership.KindRemove, membership.KindUpdate:
+		m := cl.Member(ch.Member.ID)
+		return m == nil || !m.IsLearner
+	}
+	return true
 }
 
 // recheckNewLeader judges again a change refused as "unhealthy cluster" by a leader that has led

@@ -521,3 +521,29 @@ func TestNewLeaderRefusesWhenAVoterStaysSilent(t *testing.T) {
 		t.Fatal("the refused removal was applied")
 	}
 }
+
+// Only a change of the voters waits for fresh liveness: a learner's add, removal or update, and a
+// publish, leave the quorum as it is.
+func TestChangesVoters(t *testing.T) {
+	cl := membership.NewCluster(7, []*membership.Member{
+		{ID: 1, PeerURLs: []string{"http://127.0.0.1:1"}},
+		{ID: 2, PeerURLs: []string{"http://127.0.0.1:2"}, IsLearner: true},
+	})
+	for _, tc := range []struct {
+		ch   membership.Change
+		want bool
+	}{
+		{membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: 3}}, true},
+		{membership.Change{Kind: membership.KindAdd, Member: membership.Member{ID: 3, IsLearner: true}}, false},
+		{membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 1}}, true},
+		{membership.Change{Kind: membership.KindRemove, Member: membership.Member{ID: 2}}, false},
+		{membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: 1}}, true},
+		{membership.Change{Kind: membership.KindUpdate, Member: membership.Member{ID: 2}}, false},
+		{membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: 2}}, true},
+		{membership.Change{Kind: membership.KindPublish, Member: membership.Member{ID: 1}}, false},
+	} {
+		if got := changesVoters(cl, tc.ch); got != tc.want {
+			t.Errorf("%v of %s: %v, want %v", tc.ch.Kind, tc.ch.Member.ID, got, tc.want)
+		}
+	}
+}
