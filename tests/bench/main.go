@@ -81,19 +81,16 @@ func parseFlags(args []string, stderr io.Writer) (options, error) {
 	fs.IntVar(&o.rssRuns, "rss-runs", 20, "`member list` processes per CLI and of the floor whose peak RSS is read")
 	fs.IntVar(&o.changeRuns, "change-runs", 50, "measured add+remove pairs of processes per CLI")
 	fs.IntVar(&o.confRuns, "conf-runs", 100, "measured add+remove pairs in process (two changes each)")
-	fs.IntVar(&o.historyConfRuns, "history-conf-runs", 300, "measured add+remove pairs in process per cluster in the history phase, whose target is a ratio of two medians within 1.1x: "+
-		"more than -conf-runs, as 100 gave ratios 0.05x apart in runs of one code")
+	fs.IntVar(&o.historyConfRuns, "history-conf-runs", 100, "measured add+remove pairs in process per cluster in the history phase (the ratio of the two medians is reported; runs of one code gave ratios 0.05x apart: read it over runs, -pool)")
 	fs.IntVar(&o.urlRuns, "url-runs", 50, "measured updates of a learner's peer URLs, with one URL and with the most a member may have, and dry-run adds of 3,000 URLs beside it")
 	fs.IntVar(&o.history, "history", 2500, "learners added and removed before conf changes are measured again, so the cluster's history holds that many removed IDs; the history phase does the same in its two clusters")
 	fs.IntVar(&o.historyEntries, "history-entries", 10000, "changes made in each of the history phase's two clusters, one keeping the default --max-history, one keeping one change: a fill of peer URL updates (at least 3x -snapshot-count), then the -history learners added and removed; 0 skips the phase")
 	fs.IntVar(&o.fsyncRuns, "fsync-runs", 500, "measured appends of the fsync floor")
-	fs.IntVar(&o.cycles, "cycles", 5, "learner-ready and leader-removal measurements (one of each per cycle)")
+	fs.IntVar(&o.cycles, "cycles", 11, "learner-ready and leader-removal measurements (one of each per cycle); a learner waits up to a heartbeat interval (100 ms) for the leader's next heartbeat, by chance, so fewer cycles leave the median to chance")
 	fs.BoolVar(&o.historyControl, "history-control", false, "the history phase's second cluster keeps the default --max-history too: a run in which the two clusters differ in nothing, whose ratios show how far the comparison strays from 1x by chance")
-	fs.IntVar(&o.historyCycles, "history-cycles", 31, "learner-ready and leader-removal cycles per cluster in the history phase, whose targets are ratios of two medians within 1.1x: "+
-		"more than -cycles, as the medians of 5 on a loaded 2-core machine do not tell 1.1x from 1.2x, and those of 11 moved by 0.1x to 0.3x between runs of one code; "+
-		"with two clusters alike (-history-control) a run's ratios of 31 still strayed to 1.15x and 1.24x, so the targets are read over runs (-pool)")
+	fs.IntVar(&o.historyCycles, "history-cycles", 11, "learner-ready and leader-removal cycles per cluster in the history phase (the ratios of the two medians are reported; with two clusters alike, -history-control, a run's ratios of 31 cycles strayed to 1.24x: read them over runs, -pool)")
 	fs.IntVar(&o.replaceRuns, "replace-runs", 20, "measured replacements of the leader per CLI: clusterctl member replace and the same steps as etcdctl commands (one unmeasured each first unless -warmup=0)")
-	fs.IntVar(&o.deadReplaceRuns, "dead-replace-runs", 5, "measured replacements of a dead follower (killed just before) per CLI: clusterctl member replace and etcdctl's remove, add, promote steps (one unmeasured each first unless -warmup=0)")
+	fs.IntVar(&o.deadReplaceRuns, "dead-replace-runs", 15, "measured replacements of a dead follower (killed just before) per CLI: clusterctl member replace and etcdctl's remove, add, promote steps (one unmeasured each first unless -warmup=0); each waits by chance up to a heartbeat interval for the new member's first heartbeat, so fewer runs leave the ratio to chance")
 	fs.IntVar(&o.removals, "removals", 20, "measured leader removals seen by etcd's clientv3 (one unmeasured first unless -warmup=0; each adds a member back)")
 	fs.IntVar(&o.etcdRemovals, "etcd-removals", 0, "leader removals seen by clientv3 on a real etcd 3.7.1 cluster, for comparison (0: none; needs etcd built, see -build-etcd; each takes seconds, as etcd's gap is over a second)")
 	fs.IntVar(&o.entries, "entries", 10000, "raft log entries the cluster holds before the first learner starts")

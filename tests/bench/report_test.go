@@ -168,13 +168,14 @@ func TestWriteJSON(t *testing.T) {
 	if v := rows["tls_member_list_share"]["median"].(float64); math.Abs(v-100*3/8.45) > 1e-9 {
 		t.Errorf("tls_member_list_share %v, want %v", v, 100*3/8.45)
 	}
-	if v := rows["tls_member_list_vs_etcdctl"]; math.Abs(v["median"].(float64)-8.45/20.45) > 1e-9 || v["met"] != true {
+	// Reported: the targets are those docs/benchmarks.md lists.
+	if v := rows["tls_member_list_vs_etcdctl"]; math.Abs(v["median"].(float64)-8.45/20.45) > 1e-9 || v["met"] != nil {
 		t.Errorf("tls_member_list_vs_etcdctl %v", v)
 	}
 }
 
-// The history rows: each ratio of the full cluster's median to the other's, judged against
-// 1.1x; a control run names its second cluster for what it is.
+// The history rows: each ratio of the full cluster's median to the other's, reported without a
+// target; a control run names its second cluster for what it is.
 func TestFillHistory(t *testing.T) {
 	h := &historyFigures{
 		conf:  map[bool]samples{true: {2.0, 2.1, 2.2}, false: {2.0, 2.0, 2.1}},
@@ -197,10 +198,10 @@ func TestFillHistory(t *testing.T) {
 		for _, x := range r.Rows {
 			rows[x.Key] = x
 		}
-		for key, met := range map[string]bool{"conf_change_full_history": true, "learner_ready_full_history": false, "leader_removal_gap_full_history": true} {
+		for key, ratio := range map[string]float64{"conf_change_full_history": 2.1 / 2.0, "learner_ready_full_history": 31.0 / 26, "leader_removal_gap_full_history": 1} {
 			x := rows[key]
-			if x.Ratio == nil || x.Met == nil || *x.Met != met {
-				t.Fatalf("control %v, %s: ratio %v met %v, want met %v", control, key, x.Ratio, x.Met, met)
+			if x.Ratio == nil || math.Abs(*x.Ratio-ratio) > 1e-9 || x.Met != nil || x.Target != "report" {
+				t.Fatalf("control %v, %s: ratio %v met %v target %q, want ratio %v, reported", control, key, x.Ratio, x.Met, x.Target, ratio)
 			}
 		}
 		want := map[bool]string{false: "--max-history=1", true: "the default --max-history too (-history-control)"}[control]
