@@ -17,6 +17,10 @@ import (
 // promotes it soon after; each attempt costs the leader one refused proposal check.
 const promoteRetryInterval = 500 * time.Millisecond
 
+// progressRepeat is how often a progress line that says the same as the one before is printed
+// again: a line a second for minutes of waiting on an unchanged state is noise, and nothing new.
+const progressRepeat = 5 * time.Second
+
 type memberPromoteOptions struct {
 	memberChangeOptions
 	// Wait is how long to keep retrying while the learner is not in sync; 0 tries once.
@@ -75,12 +79,15 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 // attempt goes at once. Real etcd answers at once: attempts then start interval(attempt) apart.
 // Before each attempt after the first, a progress line goes to stderr, at most once per
 // promoteRetryInterval: the figures cost a member list and two status calls, more than an
-// attempt, and a line every few milliseconds tells the reader nothing more. No attempt starts
+// attempt, and a line every few milliseconds tells the reader nothing more. A line that says
+// the same as the last one printed waits progressRepeat. No attempt starts
 // after the deadline. Only "not in sync" is retried: it is a refusal, so nothing changed and
 // asking again is safe. The last refusal says so of a learner that never started.
 func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration,
-	progress func(context.Context, *client.Client, uint64)) (*client.ChangeResult, error) {
+	progress func(context.Context, *client.Client, uint64) string) (*client.ChangeResult, error) {
 	var nextLine time.Time // when the next progress line is due; the first is due at once
+	var last string        // the last progress line printed
+	var lastAt time.Time
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
 		// Each attempt has its own --command-timeout; the deadline bounds them all. The leader
@@ -97,7 +104,10 @@ func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64,
 			return nil, g.notPromoted(ctx, c, id, err)
 		}
 		if !time.Now().Before(nextLine) {
-			progress(ctx, c, id)
+			if line := progress(ctx, c, id); line != last || time.Since(lastAt) >= progressRepeat {
+				fmt.Fprintln(g.Err, line)
+				last, lastAt = line, time.Now()
+			}
 			nextLine = time.Now().Add(promoteRetryInterval)
 		}
 		select {
@@ -137,16 +147,15 @@ func (g *Globals) notPromoted(ctx context.Context, c *client.Client, id uint64, 
 	return err
 }
 
-// progress prints how far the learner is behind. It is advice to the person waiting: when the
+// progress says how far the learner is behind. It is advice to the person waiting: when the
 // figures cannot be had, it says why and the wait goes on.
-func (g *Globals) progress(ctx context.Context, c *client.Client, id uint64) {
+func (g *Globals) progress(ctx context.Context, c *client.Client, id uint64) string {
 	ctx, cancel := g.withTimeout(ctx)
 	defer cancel()
 	p, err := c.FetchLearnerProgress(ctx, id)
 	if err != nil {
-		fmt.Fprintf(g.Err, "learner %s not in sync yet: %v\n", client.FormatID(id), err)
-		return
+		return fmt.Sprintf("learner %s not in sync yet: %v", client.FormatID(id), err)
 	}
-	fmt.Fprintf(g.Err, "learner %s not in sync yet: %d entries behind the leader (applied %d of %d, %.1f%%)\n",
+	return fmt.Sprintf("learner %s not in sync yet: %d entries behind the leader (applied %d of %d, %.1f%%)",
 		client.FormatID(id), p.Behind(), p.LearnerApplied, p.LeaderIndex, p.Percent())
 }

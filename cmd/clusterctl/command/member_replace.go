@@ -446,25 +446,24 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 	return promoted, o.waitServes(ctx, c, id, deadline)
 }
 
-// progress says on stderr where the new member stands while the promotion waits for it, in
-// words that name no error: a failure to read the figures is part of the wait (the member not
-// started, its client URL not answering yet), and only the promotion's end is a verdict.
-func (o *memberReplaceOptions) progress(ctx context.Context, c *client.Client, id uint64) {
+// progress says where the new member stands while the promotion waits for it, in words that
+// name no error: a failure to read the figures is part of the wait (the member not started, its
+// client URL not answering yet), and only the promotion's end is a verdict.
+func (o *memberReplaceOptions) progress(ctx context.Context, c *client.Client, id uint64) string {
 	ctx, cancel := o.withTimeout(ctx)
 	defer cancel()
 	p, err := c.FetchLearnerProgress(ctx, id)
 	switch {
 	case errors.Is(err, client.ErrNoClientURL):
-		fmt.Fprintf(o.Err, "%s not started yet: waiting for its process\n", o.Name)
+		return o.Name + " not started yet: waiting for its process"
 	case is[*client.LearnerSilentError](err):
-		fmt.Fprintf(o.Err, "%s starting: its client URL does not answer yet\n", o.Name)
+		return o.Name + " starting: its client URL does not answer yet"
 	case err != nil:
-		fmt.Fprintf(o.Err, "%s: waiting (its progress cannot be read now: %v)\n", o.Name, err)
+		return fmt.Sprintf("%s: waiting (its progress cannot be read now: %v)", o.Name, err)
 	case p.Behind() > 0:
-		fmt.Fprintf(o.Err, "%s catching up: %s of %s entries\n", o.Name, thousands(p.LearnerApplied), thousands(p.LeaderIndex))
-	default:
-		fmt.Fprintf(o.Err, "%s started and caught up (%s entries), promoting\n", o.Name, thousands(p.LeaderIndex))
+		return fmt.Sprintf("%s catching up: %s of %s entries", o.Name, thousands(p.LearnerApplied), thousands(p.LeaderIndex))
 	}
+	return fmt.Sprintf("%s started and caught up (%s entries), promoting", o.Name, thousands(p.LeaderIndex))
 }
 
 // thousands writes n with a comma every three digits, as a person reads a count.
