@@ -109,14 +109,18 @@ func (c *Client) At(endpoint string) (one *Client, release func(), err error) {
 func (c *Client) onEach(ctx context.Context, endpoints []string, timeout time.Duration, fn func(ctx context.Context, i int, one *Client, login func(context.Context, *Client)) error) []error {
 	login := c.sharedLogin()
 	errs := make([]error, len(endpoints))
-	var wg sync.WaitGroup
+	// Every client is made before any call starts: a sibling copies c, and the shared login
+	// writes c's connection and token while the calls run.
+	ones := make([]*Client, len(endpoints))
 	for i, ep := range endpoints {
+		ones[i], errs[i] = c.Sibling(ep)
+	}
+	var wg sync.WaitGroup
+	for i, one := range ones {
+		if one == nil {
+			continue
+		}
 		wg.Go(func() {
-			one, err := c.Sibling(ep)
-			if err != nil {
-				errs[i] = err
-				return
-			}
 			// The process usually ends right after; closing is for callers that go on.
 			defer one.Close()
 			ctx, cancel := context.WithTimeout(ctx, timeout)

@@ -104,6 +104,12 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	// The statuses go on a copy of c made before the list below starts to change c (its
+	// connection, its token): c is not for concurrent use.
+	each, err := c.Sibling(c.GivenEndpoints()...)
+	if err != nil {
+		return err
+	}
 	var byID map[uint64]string
 	var list sync.WaitGroup
 	if names == nil {
@@ -120,7 +126,7 @@ func (o *endpointStatusOptions) run(ctx context.Context) error {
 			}
 		})
 	}
-	sts := c.StatusOfEach(ctx, eps, o.CommandTimeout)
+	sts := each.StatusOfEach(ctx, eps, o.CommandTimeout)
 	list.Wait()
 	lctx, cancel := o.withTimeout(ctx)
 	defer cancel()

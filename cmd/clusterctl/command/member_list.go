@@ -57,16 +57,12 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	// With several endpoints, each is asked for its status too, so that members that answer as
 	// another group (a split) are not folded into the list unnoticed. Status needs no token, so
 	// the statuses go at the same time as the list, on connections of their own (c is not for
-	// concurrent use).
+	// concurrent use: the sibling is made before the list starts to change c).
 	eps := c.GivenEndpoints()
 	var sts []client.EndpointStatus
 	var statuses sync.WaitGroup
-	if len(eps) > 1 {
-		statuses.Go(func() {
-			if others, err := c.Sibling(eps...); err == nil {
-				sts = others.StatusOfEach(ctx, eps, o.CommandTimeout)
-			}
-		})
+	if others, err := c.Sibling(eps...); err == nil && len(eps) > 1 {
+		statuses.Go(func() { sts = others.StatusOfEach(ctx, eps, o.CommandTimeout) })
 	}
 	r, err := c.MemberList(ctx, o.Consistency == "l")
 	if err != nil {
