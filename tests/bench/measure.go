@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -291,6 +292,17 @@ func addRemoveLoopIn(ctx context.Context, c *cluster.Cluster, via route, pairs i
 	return s, nil
 }
 
+// heartbeatInterval is the members' heartbeat interval (clusterd's and etcd's default).
+const heartbeatInterval = 100 * time.Millisecond
+
+// dephase pauses, untimed, for a random part of a heartbeat interval before a measured start
+// of a new member. A new member waits for the leader's next heartbeat, which comes on the
+// leader's own clock; a series of steps at a steady pace would start its members at much the
+// same point of that clock run after run, and its median would be that point's, not the
+// expected wait (two whole runs gave a dead member's replacement 0.68x and 1.17x of etcdctl's
+// steps that way).
+func dephase() { time.Sleep(rand.N(heartbeatInterval)) }
+
 // fillResult says how the log was filled.
 type fillResult struct {
 	Changes   int     `json:"changes"`
@@ -431,6 +443,7 @@ func (b *bench) learnerReadyIn(ctx context.Context, c *cluster.Cluster, name str
 	if id == 0 {
 		return res, fmt.Errorf("%s (%s) is not in the member list after member add", name, m.PeerURL)
 	}
+	dephase()
 	start := time.Now()
 	res.StartedAt = start.UTC().Format(time.RFC3339Nano)
 	if err := c.Start(name, m.ListenArgs(), env); err != nil {

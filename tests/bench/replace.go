@@ -57,6 +57,7 @@ func (b *bench) replaceSeries(ctx context.Context, runs int, prefix, what string
 	for i := range warm + runs {
 		for j := range keys {
 			k := keys[(i+j)%len(keys)]
+			dephase()
 			r, err := once(ctx, k, fmt.Sprintf("%s-%s-%d", prefix, k, i))
 			if err != nil {
 				return nil, nil, fmt.Errorf("%s %d with %s: %w", what, i, k, err)
