@@ -61,8 +61,10 @@ func (o *memberListOptions) run(ctx context.Context) error {
 	eps := c.GivenEndpoints()
 	var sts []client.EndpointStatus
 	var statuses sync.WaitGroup
-	if others, err := c.Sibling(eps...); err == nil && len(eps) > 1 {
-		statuses.Go(func() { sts = others.StatusOfEach(ctx, eps, o.CommandTimeout) })
+	if len(eps) > 1 {
+		if others, err := c.Sibling(eps...); err == nil {
+			statuses.Go(func() { sts = others.StatusOfEach(ctx, eps, o.CommandTimeout) })
+		}
 	}
 	r, err := c.MemberList(ctx, o.Consistency == "l")
 	if err != nil {
