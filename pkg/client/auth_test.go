@@ -413,3 +413,23 @@ func TestCheckLogin(t *testing.T) {
 		t.Errorf("a login that timed out: %v, want nil", err)
 	}
 }
+
+// TestSplitReadsWithoutLogin: the groups' memberships are read without a login (a member list
+// needs no token), so that telling a split makes no Authenticate, which on etcd is a raft entry
+// in each group.
+func TestSplitReadsWithoutLogin(t *testing.T) {
+	a := newAuthServer()
+	f0, f1 := &fakeServer{}, &fakeServer{}
+	eps := []string{serveSecure(t, nil, f0, a), serveSecure(t, nil, f1, a)}
+	c := secureClient(t, clienttls.Options{}, "root", "secret", eps...)
+	// One cluster ID, two leaders in two terms: the answers alone prove nothing, so each group's
+	// membership is read.
+	answers := []EndpointStatus{
+		{Endpoint: eps[0], Status: &Status{Header: Header{ClusterID: 1, MemberID: 10}, Leader: 10, RaftTerm: 5}},
+		{Endpoint: eps[1], Status: &Status{Header: Header{ClusterID: 1, MemberID: 20}, Leader: 20, RaftTerm: 6}},
+	}
+	c.Split(context.Background(), answers, 5*time.Second)
+	if f0.calls.Load() != 1 || f1.calls.Load() != 1 || a.auths != 0 {
+		t.Errorf("%d and %d member lists, %d authentications; want one list a group and none", f0.calls.Load(), f1.calls.Load(), a.auths)
+	}
+}
