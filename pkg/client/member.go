@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
 	"google.golang.org/grpc"
@@ -153,13 +152,8 @@ func (c *Client) MemberUpdate(ctx context.Context, id uint64, peerURLs []string)
 }
 
 // MemberPromote makes the learner with the given ID a voter. A learner not in sync yet is
-// refused (rpcerr.ErrLearnerNotReady); with readyWait, clusterd's leader first waits up to that long for
-// it and promotes it the moment it is in sync, so a caller that waits for a learner need not ask
-// again and again. Real etcd does not wait.
-func (c *Client) MemberPromote(ctx context.Context, id uint64, readyWait time.Duration) (*ChangeResult, error) {
-	if readyWait > 0 {
-		ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, readyWait.String())
-	}
+// refused (rpcerr.ErrLearnerNotReady) at once: a caller that waits for a learner asks again.
+func (c *Client) MemberPromote(ctx context.Context, id uint64) (*ChangeResult, error) {
 	return c.change(ctx, pb.Cluster_MemberPromote_FullMethodName, id, &pb.MemberPromoteRequest{ID: id}, &pb.MemberPromoteResponse{})
 }
 

@@ -9,14 +9,11 @@ import (
 	"time"
 
 	pb "go.etcd.io/etcd/api/v3/etcdserverpb"
-	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
 	"github.com/clusterctl/clusterctl/internal/testkit/servertest"
-	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/server"
 	"github.com/clusterctl/clusterctl/pkg/storage"
-	"github.com/clusterctl/clusterctl/pkg/wire"
 )
 
 // startLearner adds a learner through c, starts it, and waits until it is ready to promote.
@@ -187,88 +184,6 @@ func TestRestartBeforeFirstSnapshot(t *testing.T) {
 	// Restarted without any --initial-cluster of use: only what it stored can help it.
 	n.Start(t, n.Config("x=http://127.0.0.1:1", "existing", nil))
 	servertest.WaitMembers(t, n, 4, false)
-}
-
-// promoteWaiting sends MemberPromote of id through c, asking the leader to wait up to wait for
-// the learner, and returns the answer's message ("" when promoted) and how long it took.
-func promoteWaiting(c pb.ClusterClient, id uint64, wait time.Duration) (string, time.Duration) {
-	ctx, cancel := context.WithTimeout(context.Background(), wait+10*time.Second)
-	defer cancel()
-	ctx = metadata.AppendToOutgoingContext(ctx, wire.ReadyWait, wait.String())
-	start := time.Now()
-	_, err := c.MemberPromote(ctx, &pb.MemberPromoteRequest{ID: id})
-	return message(err), time.Since(start)
-}
-
-// A promotion sent through a follower before the learner has even started, asking the leader
-// to wait, is answered once, with the promotion, as soon as the learner is in sync; meanwhile
-// the leader goes on deciding other changes.
-func TestPromoteWaitsForTheLearner(t *testing.T) {
-	ms := servertest.Start(t, 3, nil)
-	_, other, _ := leaderAndOther(t, ms)
-	n, added, initial := addMember(t, ms[0].Client(t), "l", true)
-	id := added.Member.ID
-	type answer struct {
-		msg  string
-		took time.Duration
-	}
-	done := make(chan answer, 1)
-	go func() {
-		msg, took := promoteWaiting(other.Client(t), id, 30*time.Second)
-		done <- answer{msg, took}
-	}()
-	// The waiting promotion holds no lock: another change is decided meanwhile.
-	dry := membership.Change{Kind: membership.KindAdd, Member: membership.Member{PeerURLs: []string{"http://127.0.0.1:1"}}}
-	if v, err := dryRun(t, other, dry); err != nil || v.GetRefusal() != nil {
-		t.Fatalf("a change while a promotion waits: %v, %v", v, err)
-	}
-	select {
-	case a := <-done:
-		t.Fatalf("the promotion was answered before the learner started: %q after %v", a.msg, a.took)
-	default:
-	}
-	started := time.Now()
-	n.Start(t, n.Config(initial, "existing", nil))
-	a := <-done
-	if a.msg != "" {
-		t.Fatalf("promote: %q after %v", a.msg, a.took)
-	}
-	t.Logf("promoted %v after the learner's start", time.Since(started))
-	for _, m := range append(ms, n) {
-		servertest.WaitMembers(t, m, 4, false)
-	}
-}
-
-// The wait is bounded by the one asked for: a learner that never starts is refused as not in
-// sync after it, and a dry run, a voter and an unknown member are answered at once.
-func TestPromoteReadyWaitEnds(t *testing.T) {
-	ms := servertest.Start(t, 3, nil)
-	_, added, _ := addMember(t, ms[0].Client(t), "l", true)
-	const wait = 300 * time.Millisecond
-	msg, took := promoteWaiting(ms[1].Client(t), added.Member.ID, wait)
-	if msg != "etcdserver: can only promote a learner member which is in sync with leader" || took < wait || took > wait+3*time.Second {
-		t.Fatalf("promote of a learner that never starts: %q after %v, want the refusal after %v", msg, took, wait)
-	}
-	voter := namesOf(t, ms[0].Client(t))
-	for id := range voter {
-		if id == added.Member.ID {
-			continue
-		}
-		msg, took = promoteWaiting(ms[1].Client(t), id, time.Minute)
-		if msg != "etcdserver: can only promote a learner member" || took > 5*time.Second {
-			t.Fatalf("promote of voter %016x: %q after %v", id, msg, took)
-		}
-		break
-	}
-	msg, took = promoteWaiting(ms[1].Client(t), 0x1234, time.Minute)
-	if msg != "etcdserver: member not found" || took > 5*time.Second {
-		t.Fatalf("promote of an unknown member: %q after %v", msg, took)
-	}
-	start := time.Now()
-	v, err := dryRun(t, ms[1], membership.Change{Kind: membership.KindPromote, Member: membership.Member{ID: membership.ID(added.Member.ID)}})
-	if err != nil || v.GetRefusal().GetMessage() != "etcdserver: can only promote a learner member which is in sync with leader" || time.Since(start) > 5*time.Second {
-		t.Fatalf("dry run: %v, %v after %v", v, err, time.Since(start))
-	}
 }
 
 // A joining member is ready (the linearizable read of WaitJoined answered, its publish applied)

@@ -11,8 +11,6 @@ import (
 const (
 	// MemberName is MemberAdd's new member's name, stored with the member from the start.
 	MemberName = "clusterd-member-name"
-	// ReadyWait is a Go duration on MemberPromote: how long the leader may wait for the learner.
-	ReadyWait = "clusterd-ready-wait"
 	// MDVia is on a membership change: the clusterctl command that makes it, one of the Via
 	// values (history.go), recorded in the history beside who asked; any other value is not.
 	MDVia = "clusterd-via"

@@ -461,7 +461,7 @@ func (b *bench) learnerReadyIn(ctx context.Context, c *cluster.Cluster, name str
 			return res, fmt.Errorf("learner %s exited (%v): %s", name, e, proc.Tail(m.Stderr, 10))
 		}
 		cctx, cancel := context.WithTimeout(ctx, rpcTimeout)
-		_, err := cl.MemberPromote(cctx, id, 0)
+		_, err := cl.MemberPromote(cctx, id)
 		cancel()
 		res.Attempts++
 		if err == nil {

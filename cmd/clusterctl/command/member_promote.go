@@ -12,10 +12,25 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// promoteRetryInterval is how often --wait asks again. A learner started on an empty data
-// directory catches up within a fraction of a second on a small cluster, so a short interval
-// promotes it soon after; each attempt costs the leader one refused proposal check.
-const promoteRetryInterval = 500 * time.Millisecond
+// A waiting promotion (member promote --wait, member replace) asks again promoteRetry after each
+// refusal for its first promoteFastAttempts: a learner started at once is in sync tens of
+// milliseconds after its process starts, and the server answers at once, clusterd as etcd. After
+// those attempts the interval doubles up to promoteRetryInterval, for a learner with much to
+// catch up or not started yet. A refused attempt costs the leader one check and the heartbeat
+// round that confirms its refusal.
+const (
+	promoteRetry         = 5 * time.Millisecond
+	promoteFastAttempts  = 40
+	promoteRetryInterval = 500 * time.Millisecond
+)
+
+// promoteRetryAfter is the interval from promotion attempt attempt to the next.
+func promoteRetryAfter(attempt int) time.Duration {
+	if attempt < promoteFastAttempts {
+		return promoteRetry
+	}
+	return min(promoteRetry<<min(attempt-promoteFastAttempts+1, 8), promoteRetryInterval)
+}
 
 // progressRepeat is how often a progress line that says the same as the one before is printed
 // again: a line a second for minutes of waiting on an unchanged state is noise, and nothing new.
@@ -34,9 +49,9 @@ func newMemberPromoteCmd(g *Globals) *cobra.Command {
 		Short: "Promote a learner to a voting member",
 		Long: `Promote a learner to a voting member. The server refuses while the learner's log is behind
 the leader's (exit 13); with --wait, clusterctl asks again, printing on stderr how far the
-learner is behind, until it is promoted or the duration (1m when none is given) is over. Against
-clusterd the leader waits for the learner and promotes it the moment it is in sync; real etcd
-answers at once, and clusterctl asks again every 500ms.
+learner is behind, until it is promoted or the duration (1m when none is given) is over: every
+5ms for the first 40 attempts (a learner started at once catches up within tens of
+milliseconds), then at doubling intervals up to every 500ms.
 
 With --dry-run, clusterd runs every check without promoting and clusterctl prints the voters and
 quorum before and after and whether the promotion would be accepted.`,
@@ -67,39 +82,34 @@ func (o *memberPromoteOptions) run(ctx context.Context) error {
 	deadline := time.Now().Add(o.Wait)
 	return o.change(ctx, func(c *client.Client, cctx context.Context, id uint64) (*client.ChangeResult, error) {
 		if o.Wait == 0 {
-			return c.MemberPromote(cctx, id, 0)
+			return c.MemberPromote(cctx, id)
 		}
-		return o.promoteUntil(ctx, c, id, deadline, func(int) time.Duration { return promoteRetryInterval }, o.progress)
+		return o.promoteUntil(ctx, c, id, deadline, o.progress)
 	}, (*client.Client).MemberPromoteDryRun)
 }
 
-// promoteUntil promotes learner id, asking again while it is not in sync, until deadline.
-// Each attempt asks clusterd's leader to wait for the learner: the leader promotes it the
-// moment it is in sync, and a refusal comes only after that wait, so against clusterd the next
-// attempt goes at once. Real etcd answers at once: attempts then start interval(attempt) apart.
-// Before each attempt after the first, a progress line goes to stderr, at most once per
-// promoteRetryInterval: the figures cost a member list and two status calls, more than an
-// attempt, and a line every few milliseconds tells the reader nothing more. A line that says
-// the same as the last one printed waits progressRepeat. No attempt starts
-// after the deadline. Only "not in sync" is retried: it is a refusal, so nothing changed and
-// asking again is safe. The last refusal says so of a learner that never started.
-func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time, interval func(attempt int) time.Duration,
+// promoteUntil promotes learner id, asking again while it is not in sync (promoteRetryAfter),
+// until deadline. Before each attempt after the first, a progress line goes to stderr, at most
+// once per promoteRetryInterval: the figures cost a member list and two status calls, more than
+// an attempt, and a line every few milliseconds tells the reader nothing more. A line that says
+// the same as the last one printed waits progressRepeat. No attempt starts after the deadline.
+// Only "not in sync" is retried: it is a refusal, so nothing changed and asking again is safe.
+// The last refusal says so of a learner that never started.
+func (g *Globals) promoteUntil(ctx context.Context, c *client.Client, id uint64, deadline time.Time,
 	progress func(context.Context, *client.Client, uint64) string) (*client.ChangeResult, error) {
 	var nextLine time.Time // when the next progress line is due; the first is due at once
 	var last string        // the last progress line printed
 	var lastAt time.Time
 	for attempt := 0; ; attempt++ {
 		start := time.Now()
-		// Each attempt has its own --command-timeout; the deadline bounds them all. The leader
-		// waits up to the next progress line, never past the deadline, and within half the
-		// attempt's --command-timeout, so that the promotion itself has time to be answered.
+		// Each attempt has its own --command-timeout; the deadline bounds them all.
 		actx, cancel := g.withTimeout(ctx)
-		r, err := c.MemberPromote(actx, id, max(0, min(promoteRetryInterval, time.Until(deadline), g.CommandTimeout/2)))
+		r, err := c.MemberPromote(actx, id)
 		cancel()
 		if !errors.Is(err, rpcerr.ErrLearnerNotReady) {
 			return r, err
 		}
-		next := start.Add(interval(attempt))
+		next := start.Add(promoteRetryAfter(attempt))
 		if !next.Before(deadline) {
 			return nil, g.notPromoted(ctx, c, id, err)
 		}

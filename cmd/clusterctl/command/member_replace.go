@@ -18,26 +18,6 @@ import (
 	"github.com/spf13/pflag"
 )
 
-// replaceRetry is how far apart member replace starts two promotions of a new member that is not
-// in sync yet, for its first replaceFastAttempts, where the server answers at once (real etcd;
-// clusterd's leader waits for the learner itself): a learner started at once is in sync tens of
-// milliseconds after its process starts, and every millisecond between its catching up and the
-// next attempt is one the replacement waits for nothing. A refused attempt costs the leader one
-// check. After those attempts the interval doubles up to promoteRetryInterval, for a learner with
-// much to catch up.
-const (
-	replaceRetry        = 5 * time.Millisecond
-	replaceFastAttempts = 40
-)
-
-// replaceRetryAfter is the interval from promotion attempt attempt to the next of member replace.
-func replaceRetryAfter(attempt int) time.Duration {
-	if attempt < replaceFastAttempts {
-		return replaceRetry
-	}
-	return min(replaceRetry<<min(attempt-replaceFastAttempts+1, 8), promoteRetryInterval)
-}
-
 type memberReplaceOptions struct {
 	*Globals
 	PeerURLsFlag string
@@ -435,7 +415,7 @@ func (o *memberReplaceOptions) promote(ctx context.Context, c *client.Client, r 
 		return nil, o.waitServes(ctx, c, id, deadline)
 	}
 	fmt.Fprintf(o.Err, "waiting up to %s for %s to start and catch up\n", o.WaitTimeout, o.Name)
-	promoted, err := o.promoteUntil(ctx, c, id, deadline, replaceRetryAfter, o.progress)
+	promoted, err := o.promoteUntil(ctx, c, id, deadline, o.progress)
 	if err != nil {
 		return nil, err
 	}
@@ -481,7 +461,7 @@ func thousands(n uint64) string {
 // says what it waits for, another once it serves.
 func (o *memberReplaceOptions) waitServes(ctx context.Context, c *client.Client, id uint64, deadline time.Time) error {
 	said := false
-	// Asked again as promotions are (replaceRetryAfter): the new member may be promoted, in
+	// Asked again as promotions are (promoteRetryAfter): the new member may be promoted, in
 	// sync, a moment before its own publication of its name and client URLs commits.
 	for attempt := 0; ; attempt++ {
 		actx, cancel := o.withTimeout(ctx)
@@ -495,7 +475,7 @@ func (o *memberReplaceOptions) waitServes(ctx context.Context, c *client.Client,
 			fmt.Fprintf(o.Err, "%s promoted, waiting for it to serve a linearizable read through its own client URL\n", o.Name)
 			said = true
 		}
-		next := replaceRetryAfter(attempt)
+		next := promoteRetryAfter(attempt)
 		if !time.Now().Add(next).Before(deadline) {
 			return &notServingError{name: o.Name, id: id, wait: o.WaitTimeout, err: err}
 		}

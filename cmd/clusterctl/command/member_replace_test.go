@@ -15,31 +15,6 @@ import (
 	"github.com/clusterctl/clusterctl/pkg/server"
 )
 
-func TestReplaceRetryAfter(t *testing.T) {
-	var fast time.Duration
-	for attempt := range replaceFastAttempts {
-		if got := replaceRetryAfter(attempt); got != replaceRetry {
-			t.Fatalf("attempt %d: wait %v, want %v", attempt, got, replaceRetry)
-		}
-		fast += replaceRetryAfter(attempt)
-	}
-	// The fast attempts cover the start of a learner with little to catch up, and no more.
-	if fast < 100*time.Millisecond || fast > 500*time.Millisecond {
-		t.Errorf("the fast attempts wait %v in all", fast)
-	}
-	prev := replaceRetry
-	for attempt := replaceFastAttempts; attempt < replaceFastAttempts+100; attempt++ {
-		got := replaceRetryAfter(attempt)
-		if got < prev || got > promoteRetryInterval || (got != 2*prev && got != promoteRetryInterval) {
-			t.Fatalf("attempt %d: wait %v after %v: want it doubled, up to %v", attempt, got, prev, promoteRetryInterval)
-		}
-		prev = got
-	}
-	if prev != promoteRetryInterval {
-		t.Errorf("the wait ends at %v, want %v", prev, promoteRetryInterval)
-	}
-}
-
 // listOf is the linearizable member list of the cluster of ms.
 func listOf(t *testing.T, ms []*servertest.Member) []client.Member {
 	t.Helper()

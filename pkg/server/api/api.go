@@ -158,13 +158,7 @@ func (s *Server) change(ctx context.Context, ch membership.Change) (*reconfig.Re
 	if err := s.refuseStopped(); err != nil {
 		return nil, err
 	}
-	req := reconfig.Request{Change: ch}
-	if ch.Kind == membership.KindPromote {
-		// A value that is not a duration asks for no wait, as a key this server did not know
-		// would; the request's own deadline bounds the wait.
-		req.ReadyWait, _ = time.ParseDuration(incoming(ctx, wire.ReadyWait))
-	}
-	reply, err := s.do(ctx, req)
+	reply, err := s.do(ctx, reconfig.Request{Change: ch})
 	if err != nil {
 		return nil, rpcerr.Status(err)
 	}

@@ -11,7 +11,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/status"
-	"google.golang.org/protobuf/types/known/durationpb"
 
 	"github.com/clusterctl/clusterctl/pkg/membership"
 	"github.com/clusterctl/clusterctl/pkg/rpcerr"
@@ -70,12 +69,7 @@ func (c *Coordinator) Change(ctx context.Context, in *pb.ChangeRequest) (*pb.Cha
 	}
 	ctx, cancel := c.cfg.Node.WithStop(ctx)
 	defer cancel()
-	// A wait that is not a valid duration is none.
-	req := Request{Change: wire.ChangeFromProto(in.GetChange()), DryRun: in.GetDryRun()}
-	if w := in.GetReadyWait(); w.IsValid() {
-		req.ReadyWait = w.AsDuration()
-	}
-	reply, err := c.decide(ctx, req)
+	reply, err := c.decide(ctx, Request{Change: wire.ChangeFromProto(in.GetChange()), DryRun: in.GetDryRun()})
 	if errors.Is(err, raftnode.ErrStopped) {
 		// This leader stopped before it proposed anything: the caller tries the next one.
 		err = raftnode.ErrNotLeader
@@ -130,12 +124,9 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 	// request until the client's deadline: the leader's answer is awaited as long as the leader
 	// needs to give one (forwardWithin), and then the outcome is unknown (ErrTimeout), as it is
 	// for any request sent and not answered.
-	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin(req))
+	ctx, cancel := context.WithTimeout(ctx, c.forwardWithin())
 	defer cancel()
 	in := &pb.ChangeRequest{Change: wire.ChangeToProto(req.Change), DryRun: req.DryRun}
-	if req.ReadyWait != 0 {
-		in.ReadyWait = durationpb.New(req.ReadyWait)
-	}
 	reply, err := pb.NewMembersClient(conn).Change(ctx, in)
 	if err != nil {
 		return nil, fromPeer(err)
@@ -151,11 +142,11 @@ func (c *Coordinator) forward(ctx context.Context, lead membership.ID, req Reque
 }
 
 // forwardWithin is how long a member waits for its leader's answer to a forwarded request: the
-// learner's readiness wait the request asks for, the leader's judgement (judgeWithin), and three
-// election timeouts for the change to commit and apply, which takes a round trip on a live
-// cluster. With the default election timeout that is 4 s, inside etcdctl's 5 s.
-func (c *Coordinator) forwardWithin(req Request) time.Duration {
-	return req.ReadyWait + c.judgeWithin() + 3*c.cfg.ElectionTimeout
+// leader's judgement (judgeWithin), and three election timeouts for the change to commit and
+// apply, which takes a round trip on a live cluster. With the default election timeout that is
+// 4 s, inside etcdctl's 5 s.
+func (c *Coordinator) forwardWithin() time.Duration {
+	return c.judgeWithin() + 3*c.cfg.ElectionTimeout
 }
 
 // AwaitVoter waits, an election timeout at most, until member id has applied its own promotion,

@@ -19,10 +19,6 @@ import (
 type Request struct {
 	Change membership.Change
 	DryRun bool
-	// ReadyWait is how long the leader may wait for a learner to promote to be in sync before
-	// it judges the promotion, which then goes through the moment the learner is: a client that
-	// waits for the learner asks once instead of again and again.
-	ReadyWait time.Duration
 }
 
 // Reply is the outcome of a Request. A dry run that would be refused has one too, beside the
@@ -144,10 +140,6 @@ func (c *Coordinator) count(req Request, err error) {
 func (c *Coordinator) decide(ctx context.Context, req Request) (*Reply, error) {
 	n := c.cfg.Node
 	ch := req.Change
-	if ch.Kind == membership.KindPromote && req.ReadyWait > 0 && !req.DryRun {
-		// Before the lock: other changes go on meanwhile.
-		c.awaitReady(ctx, ch.Member.ID, req.ReadyWait)
-	}
 	if ch.Kind != membership.KindPublish {
 		defer n.ConfLock()()
 	}
@@ -383,17 +375,6 @@ func (c *Coordinator) recheckNewLeader(ctx context.Context, cl *membership.Clust
 func (c *Coordinator) learnerReady(match map[membership.ID]uint64, id membership.ID) bool {
 	leader, learner := match[c.cfg.Node.ID()], match[id]
 	return learner > 0 && float64(learner) >= 0.9*float64(leader)
-}
-
-// awaitReady waits up to wait for learner id to be ready for its promotion. A member that is
-// not a learner is not waited for: the checks refuse its promotion at once.
-func (c *Coordinator) awaitReady(ctx context.Context, id membership.ID, wait time.Duration) {
-	if m := c.cfg.Node.Cluster().Member(id); m == nil || !m.IsLearner {
-		return
-	}
-	ctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	c.cfg.Node.WaitMatches(ctx, func(match map[membership.ID]uint64) bool { return c.learnerReady(match, id) })
 }
 
 // handOff asks the most up-to-date voter that is up to take over, and answers ErrNotLeader

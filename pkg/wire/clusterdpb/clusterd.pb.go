@@ -19,7 +19,6 @@ import (
 	raftpb "go.etcd.io/raft/v3/raftpb"
 	protoreflect "google.golang.org/protobuf/reflect/protoreflect"
 	protoimpl "google.golang.org/protobuf/runtime/protoimpl"
-	durationpb "google.golang.org/protobuf/types/known/durationpb"
 	timestamppb "google.golang.org/protobuf/types/known/timestamppb"
 	reflect "reflect"
 	sync "sync"
@@ -567,9 +566,7 @@ type ChangeRequest struct {
 	state  protoimpl.MessageState `protogen:"open.v1"`
 	Change *Change                `protobuf:"bytes,1,opt,name=change,proto3" json:"change,omitempty"`
 	// dry_run: every check runs, nothing is proposed.
-	DryRun bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
-	// ready_wait is how long the leader may wait for a learner to promote to be in sync.
-	ReadyWait     *durationpb.Duration `protobuf:"bytes,3,opt,name=ready_wait,json=readyWait,proto3" json:"ready_wait,omitempty"`
+	DryRun        bool `protobuf:"varint,2,opt,name=dry_run,json=dryRun,proto3" json:"dry_run,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -616,13 +613,6 @@ func (x *ChangeRequest) GetDryRun() bool {
 		return x.DryRun
 	}
 	return false
-}
-
-func (x *ChangeRequest) GetReadyWait() *durationpb.Duration {
-	if x != nil {
-		return x.ReadyWait
-	}
-	return nil
 }
 
 // QuorumReport is membership.QuorumReport: the voting configuration as the leader counts it.
@@ -1270,7 +1260,7 @@ var File_clusterd_v2_clusterd_proto protoreflect.FileDescriptor
 
 const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\n" +
-	"\x1aclusterd/v2/clusterd.proto\x12\vclusterd.v2\x1a\x1egoogle/protobuf/duration.proto\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\n" +
+	"\x1aclusterd/v2/clusterd.proto\x12\vclusterd.v2\x1a\x1fgoogle/protobuf/timestamp.proto\x1a\n" +
 	"raft.proto\x1a\x19clusterd/v2/members.proto\"x\n" +
 	"\bEnvelope\x12\x1d\n" +
 	"\n" +
@@ -1308,12 +1298,11 @@ const file_clusterd_v2_clusterd_proto_rawDesc = "" +
 	"\x06Change\x12+\n" +
 	"\x04kind\x18\x01 \x01(\x0e2\x17.clusterd.v2.ChangeKindR\x04kind\x12+\n" +
 	"\x06member\x18\x02 \x01(\v2\x13.clusterd.v2.MemberR\x06member\x12#\n" +
-	"\x02by\x18\x03 \x01(\v2\x13.clusterd.v2.OriginR\x02by\"\x8f\x01\n" +
+	"\x02by\x18\x03 \x01(\v2\x13.clusterd.v2.OriginR\x02by\"g\n" +
 	"\rChangeRequest\x12+\n" +
 	"\x06change\x18\x01 \x01(\v2\x13.clusterd.v2.ChangeR\x06change\x12\x17\n" +
-	"\adry_run\x18\x02 \x01(\bR\x06dryRun\x128\n" +
-	"\n" +
-	"ready_wait\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\treadyWait\"\xd5\x01\n" +
+	"\adry_run\x18\x02 \x01(\bR\x06dryRunJ\x04\b\x03\x10\x04R\n" +
+	"ready_wait\"\xd5\x01\n" +
 	"\fQuorumReport\x12\x16\n" +
 	"\x06voters\x18\x01 \x01(\x03R\x06voters\x12\x1a\n" +
 	"\blearners\x18\x02 \x01(\x03R\blearners\x12%\n" +
@@ -1419,7 +1408,6 @@ var file_clusterd_v2_clusterd_proto_goTypes = []any{
 	(*raftpb.Message)(nil),        // 18: raftpb.Message
 	(*Member)(nil),                // 19: clusterd.v2.Member
 	(*timestamppb.Timestamp)(nil), // 20: google.protobuf.Timestamp
-	(*durationpb.Duration)(nil),   // 21: google.protobuf.Duration
 }
 var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
 	18, // 0: clusterd.v2.Envelope.message:type_name -> raftpb.Message
@@ -1430,41 +1418,40 @@ var file_clusterd_v2_clusterd_proto_depIdxs = []int32{
 	19, // 5: clusterd.v2.Change.member:type_name -> clusterd.v2.Member
 	5,  // 6: clusterd.v2.Change.by:type_name -> clusterd.v2.Origin
 	7,  // 7: clusterd.v2.ChangeRequest.change:type_name -> clusterd.v2.Change
-	21, // 8: clusterd.v2.ChangeRequest.ready_wait:type_name -> google.protobuf.Duration
-	4,  // 9: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
-	19, // 10: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
-	9,  // 11: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
-	9,  // 12: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
-	11, // 13: clusterd.v2.ChangeReply.refusal:type_name -> clusterd.v2.Refusal
-	4,  // 14: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
-	6,  // 15: clusterd.v2.MembershipAnswer.removal:type_name -> clusterd.v2.Event
-	20, // 16: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
-	6,  // 17: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
-	4,  // 18: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
-	6,  // 19: clusterd.v2.MembershipSnapshot.history:type_name -> clusterd.v2.Event
-	7,  // 20: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
-	20, // 21: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
-	1,  // 22: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
-	2,  // 23: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
-	2,  // 24: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
-	2,  // 25: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
-	8,  // 26: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
-	12, // 27: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
-	14, // 28: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
-	7,  // 29: clusterd.v2.DryRun.Check:input_type -> clusterd.v2.Change
-	3,  // 30: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
-	3,  // 31: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
-	3,  // 32: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
-	3,  // 33: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
-	10, // 34: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
-	13, // 35: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
-	15, // 36: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
-	10, // 37: clusterd.v2.DryRun.Check:output_type -> clusterd.v2.ChangeReply
-	30, // [30:38] is the sub-list for method output_type
-	22, // [22:30] is the sub-list for method input_type
-	22, // [22:22] is the sub-list for extension type_name
-	22, // [22:22] is the sub-list for extension extendee
-	0,  // [0:22] is the sub-list for field type_name
+	4,  // 8: clusterd.v2.ChangeReply.cluster:type_name -> clusterd.v2.Cluster
+	19, // 9: clusterd.v2.ChangeReply.member:type_name -> clusterd.v2.Member
+	9,  // 10: clusterd.v2.ChangeReply.before:type_name -> clusterd.v2.QuorumReport
+	9,  // 11: clusterd.v2.ChangeReply.after:type_name -> clusterd.v2.QuorumReport
+	11, // 12: clusterd.v2.ChangeReply.refusal:type_name -> clusterd.v2.Refusal
+	4,  // 13: clusterd.v2.MembershipAnswer.cluster:type_name -> clusterd.v2.Cluster
+	6,  // 14: clusterd.v2.MembershipAnswer.removal:type_name -> clusterd.v2.Event
+	20, // 15: clusterd.v2.HistoryRequest.since:type_name -> google.protobuf.Timestamp
+	6,  // 16: clusterd.v2.HistoryAnswer.events:type_name -> clusterd.v2.Event
+	4,  // 17: clusterd.v2.MembershipSnapshot.cluster:type_name -> clusterd.v2.Cluster
+	6,  // 18: clusterd.v2.MembershipSnapshot.history:type_name -> clusterd.v2.Event
+	7,  // 19: clusterd.v2.Proposal.change:type_name -> clusterd.v2.Change
+	20, // 20: clusterd.v2.Proposal.time:type_name -> google.protobuf.Timestamp
+	1,  // 21: clusterd.v2.Peer.Raft:input_type -> clusterd.v2.Envelope
+	2,  // 22: clusterd.v2.Peer.Removed:input_type -> clusterd.v2.Notice
+	2,  // 23: clusterd.v2.Peer.Hello:input_type -> clusterd.v2.Notice
+	2,  // 24: clusterd.v2.Peer.Probe:input_type -> clusterd.v2.Notice
+	8,  // 25: clusterd.v2.Members.Change:input_type -> clusterd.v2.ChangeRequest
+	12, // 26: clusterd.v2.Members.Membership:input_type -> clusterd.v2.MembershipRequest
+	14, // 27: clusterd.v2.History.List:input_type -> clusterd.v2.HistoryRequest
+	7,  // 28: clusterd.v2.DryRun.Check:input_type -> clusterd.v2.Change
+	3,  // 29: clusterd.v2.Peer.Raft:output_type -> clusterd.v2.Ack
+	3,  // 30: clusterd.v2.Peer.Removed:output_type -> clusterd.v2.Ack
+	3,  // 31: clusterd.v2.Peer.Hello:output_type -> clusterd.v2.Ack
+	3,  // 32: clusterd.v2.Peer.Probe:output_type -> clusterd.v2.Ack
+	10, // 33: clusterd.v2.Members.Change:output_type -> clusterd.v2.ChangeReply
+	13, // 34: clusterd.v2.Members.Membership:output_type -> clusterd.v2.MembershipAnswer
+	15, // 35: clusterd.v2.History.List:output_type -> clusterd.v2.HistoryAnswer
+	10, // 36: clusterd.v2.DryRun.Check:output_type -> clusterd.v2.ChangeReply
+	29, // [29:37] is the sub-list for method output_type
+	21, // [21:29] is the sub-list for method input_type
+	21, // [21:21] is the sub-list for extension type_name
+	21, // [21:21] is the sub-list for extension extendee
+	0,  // [0:21] is the sub-list for field type_name
 }
 
 func init() { file_clusterd_v2_clusterd_proto_init() }
