@@ -66,18 +66,21 @@ const loginPatience = 200 * time.Millisecond
 func (c *Client) authenticate(ctx context.Context) error {
 	lctx, cancel := context.WithCancel(ctx)
 	defer cancel()
+	// The goroutines below may outlive this call (the status loop ends at its next look once
+	// lctx is cancelled): they read no field of c, which the caller may Close meanwhile.
+	conn := c.conn
 	// a is read only once done has answered.
 	var a pb.AuthenticateResponse
 	done := make(chan error, 1)
 	go func() {
-		done <- c.conn.Invoke(lctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
+		done <- conn.Invoke(lctx, pb.Auth_Authenticate_FullMethodName, &pb.AuthenticateRequest{Name: c.username, Password: c.password}, &a)
 	}()
 	var err error
 	select {
 	case err = <-done:
 	case <-time.After(loginPatience):
 		leader := make(chan error, 1)
-		go func() { leader <- waitLeader(lctx, c.connStatus) }()
+		go func() { leader <- waitLeader(lctx, connStatus(conn)) }()
 		select {
 		case err = <-done:
 		case lerr := <-leader:
@@ -101,14 +104,16 @@ func (c *Client) authenticate(ctx context.Context) error {
 	return nil
 }
 
-// connStatus asks the connected member, and no other, for its status: safe beside another call
-// on the same connection, as call's reconnections are not.
-func (c *Client) connStatus(ctx context.Context) (*Status, error) {
-	var st pb.StatusResponse
-	if err := c.conn.Invoke(ctx, pb.Maintenance_Status_FullMethodName, &pb.StatusRequest{}, &st); err != nil {
-		return nil, err
+// connStatus asks the member at the end of conn, and no other, for its status: safe beside
+// another call on the same connection, as call's reconnections are not.
+func connStatus(conn *grpc.ClientConn) func(context.Context) (*Status, error) {
+	return func(ctx context.Context) (*Status, error) {
+		var st pb.StatusResponse
+		if err := conn.Invoke(ctx, pb.Maintenance_Status_FullMethodName, &pb.StatusRequest{}, &st); err != nil {
+			return nil, err
+		}
+		return statusOfAnswer(&st), nil
 	}
-	return statusOfAnswer(&st), nil
 }
 
 // withToken adds the auth token, if any, to the request's metadata under etcd's key.
