@@ -189,8 +189,11 @@ func TestRestartBeforeFirstSnapshot(t *testing.T) {
 // A joining member is ready (the linearizable read of WaitJoined answered, its publish applied)
 // as soon as it has applied the snapshot it is sent. Its read must not be asked before then:
 // raft drops the leader's answer from a member its configuration does not hold yet, and the read
-// would wait out its retry, half an election timeout, here made 5 s. Every learner of several
-// in turn, as the loss depended on whether the read or the snapshot came first.
+// would wait out its retry, half an election timeout. Nor may its publication take the leader it
+// has heard of, but whose address it does not know yet, for a silent one: that wait polls every
+// fiftieth of an election timeout. The election timeout, 10 minutes here, makes either a wait of
+// seconds. Every learner of several in turn, as the loss depended on whether the read or the
+// snapshot came first.
 func TestJoiningMemberReadyWithoutWaitingOutARead(t *testing.T) {
 	ms := servertest.Start(t, 3, nil)
 	c := ms[0].Client(t)
@@ -198,7 +201,7 @@ func TestJoiningMemberReadyWithoutWaitingOutARead(t *testing.T) {
 		n, added, initial := addMember(t, c, fmt.Sprintf("l%d", i), true)
 		ready := make(chan struct{})
 		n.Start(t, n.Config(initial, "existing", func(cfg *server.Config) {
-			cfg.ElectionTimeout = 10 * time.Second
+			cfg.ElectionTimeout = 10 * time.Minute
 			cfg.OnReady = func() { close(ready) }
 		}))
 		select {

@@ -79,6 +79,11 @@ func (c *Coordinator) Do(ctx context.Context, req Request) (*Reply, error) {
 		case lead == c.cfg.Node.ID():
 			reply, err = c.decide(ctx, req)
 			c.count(req, err)
+		case seen.Member(lead) == nil:
+			// A member that has just joined hears its leader before it applies the snapshot
+			// that lists the leader, and so its address: not a silent leader (awaitLeader),
+			// one to reach once the membership says where (the wait below).
+			err = raftnode.ErrNotLeader
 		case !c.cfg.Node.HeardWithin(lead, c.cfg.ElectionTimeout):
 			err = c.awaitLeader(ctx, lead)
 		default:
