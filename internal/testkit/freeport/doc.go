@@ -9,4 +9,8 @@
 // The kernel may return a port that was just closed, and two servers of one test given the same
 // port (a member's client URL and the proxy in front of its peer port, say) make one of them
 // answer for the other, or fail to start.
+//
+// Invariant: a port handed out lies below the kernel's ephemeral range (where the range leaves
+// room for one), so that no outgoing connection on the machine takes it while its member is
+// down: a member killed and started again on its own URLs finds them free.
 package freeport

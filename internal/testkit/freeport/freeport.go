@@ -1,11 +1,15 @@
 package freeport
 
 import (
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"net"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
+	"syscall"
 )
 
 var (
@@ -45,6 +49,35 @@ func Listen() (net.Listener, error) {
 	return ls[0], nil
 }
 
+// lowestPort is where candidate's range starts: above the well-known and the usual fixed ports
+// of servers (etcd's 2379 and 2380 among them).
+const lowestPort = 10000
+
+// candidate is a port to try: one at random below the kernel's ephemeral range, which the
+// kernel never gives an outgoing connection, so that a member restarted on its port finds it
+// free (any process's connection could otherwise have taken it as its own end meanwhile); 0,
+// the kernel's choice, where that range leaves fewer than a thousand ports below it.
+func candidate() int {
+	if eph := ephemeralLow(); eph-lowestPort >= 1000 {
+		return lowestPort + rand.IntN(eph-lowestPort)
+	}
+	return 0
+}
+
+// ephemeralLow is the first port of the kernel's ephemeral range (Linux's default where it
+// cannot be read).
+func ephemeralLow() int {
+	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
+	if err != nil {
+		return 32768
+	}
+	low, err := strconv.Atoi(strings.Fields(string(b) + " x")[0])
+	if err != nil {
+		return 32768
+	}
+	return low
+}
+
 // take returns n listeners on ports never handed out before in this process, and marks those
 // ports handed out. The listeners it passes over stay open until n are found, so that the kernel
 // cannot return one of them again.
@@ -62,8 +95,11 @@ func take(n int) ([]net.Listener, error) {
 			passed = append(passed, taken...)
 			return nil, fmt.Errorf("found only %d free ports in %d attempts", len(taken), i)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:0")
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(candidate()))
 		if err != nil {
+			if errors.Is(err, syscall.EADDRINUSE) {
+				continue
+			}
 			passed = append(passed, taken...)
 			return nil, err
 		}

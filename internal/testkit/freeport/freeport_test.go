@@ -34,6 +34,24 @@ func TestDistinct(t *testing.T) {
 	}
 }
 
+// Every port handed out is below the kernel's ephemeral range, where no outgoing connection is
+// given its end, when that range leaves room below it.
+func TestBelowEphemeral(t *testing.T) {
+	eph := ephemeralLow()
+	if eph-lowestPort < 1000 {
+		t.Skipf("the ephemeral range starts at %d: ports are the kernel's choice", eph)
+	}
+	ports, err := Ports(50)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range ports {
+		if p < lowestPort || p >= eph {
+			t.Errorf("port %d outside [%d, %d)", p, lowestPort, eph)
+		}
+	}
+}
+
 // Two offsets for one layout share no port, neither shares one with Ports, and each moved port
 // can be bound.
 func TestOffsetNeverCoincides(t *testing.T) {
