@@ -53,20 +53,21 @@ func Listen() (net.Listener, error) {
 // of servers (etcd's 2379 and 2380 among them).
 const lowestPort = 10000
 
-// candidate is a port to try: one at random below the kernel's ephemeral range, which the
-// kernel never gives an outgoing connection, so that a member restarted on its port finds it
-// free (any process's connection could otherwise have taken it as its own end meanwhile); 0,
-// the kernel's choice, where that range leaves fewer than a thousand ports below it.
-func candidate() int {
-	if eph := ephemeralLow(); eph-lowestPort >= 1000 {
+// candidate is a port to try: one at random below eph, the first port of the kernel's ephemeral
+// range, which the kernel never gives an outgoing connection, so that a member restarted on its
+// port finds it free (any process's connection could otherwise have taken it as its own end
+// meanwhile); 0, the kernel's choice, where that range leaves fewer than a thousand ports below
+// it.
+func candidate(eph int) int {
+	if eph-lowestPort >= 1000 {
 		return lowestPort + rand.IntN(eph-lowestPort)
 	}
 	return 0
 }
 
 // ephemeralLow is the first port of the kernel's ephemeral range (Linux's default where it
-// cannot be read).
-func ephemeralLow() int {
+// cannot be read), read once: it is the machine's setting, not a port's state.
+var ephemeralLow = sync.OnceValue(func() int {
 	b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range")
 	if err != nil {
 		return 32768
@@ -76,7 +77,7 @@ func ephemeralLow() int {
 		return 32768
 	}
 	return low
-}
+})
 
 // take returns n listeners on ports never handed out before in this process, and marks those
 // ports handed out. The listeners it passes over stay open until n are found, so that the kernel
@@ -84,6 +85,7 @@ func ephemeralLow() int {
 func take(n int) ([]net.Listener, error) {
 	portsMu.Lock()
 	defer portsMu.Unlock()
+	eph := ephemeralLow()
 	var taken, passed []net.Listener
 	defer func() {
 		for _, l := range passed {
@@ -95,7 +97,7 @@ func take(n int) ([]net.Listener, error) {
 			passed = append(passed, taken...)
 			return nil, fmt.Errorf("found only %d free ports in %d attempts", len(taken), i)
 		}
-		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(candidate()))
+		l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(candidate(eph)))
 		if err != nil {
 			if errors.Is(err, syscall.EADDRINUSE) {
 				continue

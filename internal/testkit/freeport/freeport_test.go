@@ -34,20 +34,26 @@ func TestDistinct(t *testing.T) {
 	}
 }
 
-// Every port handed out is below the kernel's ephemeral range, where no outgoing connection is
-// given its end, when that range leaves room below it.
+// Candidates lie below the kernel's ephemeral range, where no outgoing connection is given its
+// end, when that range leaves room below it, and are the kernel's choice when it does not; the
+// ports Ports hands out on this machine follow the same rule.
 func TestBelowEphemeral(t *testing.T) {
-	eph := ephemeralLow()
-	if eph-lowestPort < 1000 {
-		t.Skipf("the ephemeral range starts at %d: ports are the kernel's choice", eph)
+	for range 1000 {
+		if p := candidate(32768); p < lowestPort || p >= 32768 {
+			t.Fatalf("candidate below 32768: %d, want one in [%d, 32768)", p, lowestPort)
+		}
+	}
+	if p := candidate(lowestPort + 999); p != 0 {
+		t.Fatalf("candidate below %d: %d, want 0 (the kernel's choice)", lowestPort+999, p)
 	}
 	ports, err := Ports(50)
 	if err != nil {
 		t.Fatal(err)
 	}
+	eph := ephemeralLow()
 	for _, p := range ports {
-		if p < lowestPort || p >= eph {
-			t.Errorf("port %d outside [%d, %d)", p, lowestPort, eph)
+		if below := p >= lowestPort && p < eph; below != (candidate(eph) != 0) {
+			t.Errorf("port %d handed out with the ephemeral range from %d", p, eph)
 		}
 	}
 }
